@@ -1,0 +1,84 @@
+"""Errors raised by memkg.
+
+Every error carries a stable ``code`` and points at what caused it::
+
+    MemkgError
+    ├── ValidationFailed (ValueError)      an observation was refused; ``report`` lists every problem
+    ├── ConcurrencyConflict                 append with a stale expected version
+    ├── NotFound (LookupError)              unknown fact, user, decision
+    ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
+    ├── ConfigError (ValueError)            a schema, shape or config file is wrong; names file and place
+    └── StoreError (RuntimeError)           the event store failed or holds data it cannot read
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memkg.model.report import ValidationReport
+
+
+class MemkgError(Exception):
+    """Root of every memkg error."""
+
+    code: str = "memkg.error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"error": self.code, "message": self.message}
+
+
+class ValidationFailed(MemkgError, ValueError):
+    """An observation failed validation; nothing was stored."""
+
+    code = "validation.failed"
+
+    def __init__(self, report: ValidationReport) -> None:
+        problems = "; ".join(f"{p.code} at {p.path}: {p.message}" for p in report.problems[:5])
+        more = len(report.problems) - 5
+        suffix = f" (+{more} more)" if more > 0 else ""
+        super().__init__(f"observation refused: {problems}{suffix}")
+        self.report = report
+
+    def to_dict(self) -> dict[str, object]:
+        return {"error": self.code, "message": self.message, **self.report.model_dump(mode="json")}
+
+
+class ConcurrencyConflict(MemkgError):
+    """An append expected a stream version that is no longer current."""
+
+    code = "store.conflict"
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(
+            f"stream {stream!r} is at version {actual}, not {expected}: "
+            "another writer appended first; reload the user's memory and retry"
+        )
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class NotFound(MemkgError, LookupError):
+    code = "not_found"
+
+
+class InvalidOperation(MemkgError, ValueError):
+    code = "invalid_operation"
+
+
+class ConfigError(MemkgError, ValueError):
+    code = "config.invalid"
+
+
+class StoreError(MemkgError, RuntimeError):
+    code = "store.error"

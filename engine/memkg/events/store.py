@@ -1,0 +1,91 @@
+"""The ``EventStore`` port: per-user streams in one globally ordered log.
+
+Contract every adapter honours (tests in ``tests/unit/events`` run against all of them):
+
+1. ``append`` is atomic: all events of one call are stored, with consecutive stream versions
+   and increasing global ``seq``, or none are.
+2. ``expected_version`` is the stream version the writer last saw (0 for a new stream);
+   when it is stale the call raises ``ConcurrencyConflict`` and stores nothing.
+   ``None`` skips the check (for system writers that do not read first).
+3. An ``idempotency_key`` already used in the stream returns the events stored the first
+   time, with ``duplicate=True``, and stores nothing.
+4. ``erase_subject`` removes every row about the user (events, salts, idempotency keys) so
+   that no byte of it remains in the store's files, and records only an anonymous tombstone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.model.event import Event, NewEvent
+
+
+class AppendResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    events: tuple[Event, ...]
+    duplicate: bool = False
+
+    @property
+    def version(self) -> int:
+        return self.events[-1].version if self.events else 0
+
+
+class ErasureCounts(BaseModel):
+    """What an erasure or purge removed from the store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    events: int
+    salts: int
+    idempotency_keys: int
+    digest: str
+    """sha256 over the removed events' ids, in log order: proves what was removed."""
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult: ...
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]: ...
+
+    def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]: ...
+
+    def stream_version(self, user_id: str) -> int: ...
+
+    def head(self) -> int:
+        """The highest ``seq`` stored (0 for an empty log)."""
+        ...
+
+    def users(self) -> list[str]: ...
+
+    def subject_salt(self, user_id: str) -> bytes:
+        """The user's secret salt for hashing PII, created on first use, erased with them."""
+        ...
+
+    def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
+        """Fact ids (by user) whose provenance carries ``audit_log_id``."""
+        ...
+
+    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+        """Physically remove every event about these facts (erasure by audit id)."""
+        ...
+
+    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts: ...
+
+    def files(self) -> list[Path]:
+        """Every file this store writes (empty for in-memory stores)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,43 @@
+"""Events: the append-only log is memory's single source of truth."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class EventType(StrEnum):
+    FACT_ASSERTED = "fact.asserted"
+    FACT_CONFIRMED = "fact.confirmed"
+    FACT_SUPERSEDED = "fact.superseded"
+    FACT_RETRACTED = "fact.retracted"
+    FACT_EXPIRED = "fact.expired"
+    SIGNAL_RECORDED = "signal.recorded"
+    SUBJECT_ERASED = "subject.erased"
+
+
+class NewEvent(BaseModel):
+    """An event about to be appended; the store assigns its position."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: str
+    type: EventType
+    user_id: str
+    domain: str | None
+    payload: dict[str, Any]
+    recorded_at: datetime
+    fact_id: str | None = None
+    """The fact this event is about, if any (indexed: erasure by fact and audit id)."""
+    audit_log_id: str | None = None
+    """The provenance audit id of that fact, if any."""
+
+
+class Event(NewEvent):
+    """A stored event: ``seq`` is its global log position, ``version`` its place in the stream."""
+
+    seq: int
+    version: int

@@ -1,0 +1,141 @@
+"""The fact (memory item) and the observation an agent hands in.
+
+An ``Observation`` is what arrives; a ``Fact`` is what memory holds after validation,
+with engine-assigned id, times and status.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+_IDENT = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
+_KEY = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}$"
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("timestamp needs a timezone, e.g. 2026-05-01T09:00:00Z")
+    return value
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+Identifier = Annotated[str, Field(pattern=_IDENT)]
+
+
+class Kind(StrEnum):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    STATE = "state"
+    PATTERN = "pattern"
+
+
+class Source(StrEnum):
+    DIALOGUE = "dialogue"
+    BEHAVIOR = "behavior"
+    PROFILE = "profile"
+    THIRD_PARTY = "third_party"
+    SYSTEM = "system"
+    RULE = "rule"
+
+
+class Scope(StrEnum):
+    TURN = "turn"
+    SESSION = "session"
+    GLOBAL = "global"
+
+
+class Sensitivity(StrEnum):
+    PUBLIC = "public"
+    RESTRICTED = "restricted"
+    SPECIAL = "special"
+    PROHIBITED = "prohibited"
+
+
+class FactStatus(StrEnum):
+    ACTIVE = "active"
+    PENDING_CONFIRMATION = "pending_confirmation"
+    SUPERSEDED = "superseded"
+    FROZEN = "frozen"
+    EXPIRED = "expired"
+    RETRACTED = "retracted"
+
+
+class Provenance(BaseModel):
+    """Where a fact came from and under which consent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source_ref: Annotated[str, Field(max_length=256)] | None = None
+    consent_granted: bool = False
+    consent_version: Annotated[str, Field(max_length=64)] | None = None
+    audit_log_id: Annotated[str, Field(max_length=128)] | None = None
+    purpose: Annotated[str, Field(max_length=256)] | None = None
+
+
+class Observation(BaseModel):
+    """One thing an agent observed about a user, before validation.
+
+    ``kind`` and ``sensitivity`` default to what the key's schema declares. ``change``
+    marks an explicit change in the world ("I moved to Shanghai"); ``supersedes`` names
+    the fact a correction replaces.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: Identifier
+    domain: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+    key: Annotated[str, Field(pattern=_KEY)]
+    value: Any
+    kind: Kind | None = None
+    source: Source
+    confidence: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1.0
+    scope: Scope = Scope.GLOBAL
+    session_id: Identifier | None = None
+    observed_at: AwareDatetime | None = None
+    valid_until: AwareDatetime | None = None
+    sensitivity: Sensitivity | None = None
+    provenance: Provenance = Provenance()
+    context: dict[str, Annotated[str, Field(max_length=64)]] = Field(
+        default_factory=dict, max_length=8
+    )
+    change: bool = False
+    supersedes: Identifier | None = None
+    idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+
+class Fact(BaseModel):
+    """A memory item: an observation that passed validation, as memory holds it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    user_id: str
+    domain: str
+    key: str
+    value: Any
+    kind: Kind
+    source: Source
+    confidence: float
+    scope: Scope
+    session_id: str | None = None
+    observed_at: datetime
+    recorded_at: datetime
+    valid_until: datetime | None = None
+    provenance: Provenance
+    sensitivity: Sensitivity
+    status: FactStatus
+    schema_version: int
+    context: dict[str, str] = Field(default_factory=dict)
+    change: bool = False
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    status_reason: str | None = None
+    seq: int = 0
+
+    def with_status(self, status: FactStatus, **changes: Any) -> Fact:
+        """A copy with a new status (facts are never edited in place)."""
+        return self.model_copy(update={"status": status, **changes})
