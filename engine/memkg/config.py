@@ -1,0 +1,53 @@
+"""Engine configuration: one frozen value passed to ``Engine``; nothing reads globals.
+
+>>> cfg = EngineConfig()
+>>> cfg.state_valid_for.total_seconds() / 3600
+72.0
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def project_root() -> Path:
+    """The folder holding ``schemas/``, ``ontology/`` and ``rules/`` shipped with memkg."""
+    return Path(__file__).resolve().parents[2]
+
+
+class Limits(BaseModel):
+    """Size limits on one observation's value, checked before anything parses it deeply."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_value_bytes: int = Field(64 * 1024, gt=0)
+    max_depth: int = Field(12, gt=0)
+    max_string_chars: int = Field(8 * 1024, gt=0)
+    max_items: int = Field(1_000, gt=0)
+    max_line_bytes: int = Field(256 * 1024, gt=0)
+    """For text formats (JSONL ingest): longer lines are refused unparsed."""
+
+
+class EngineConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: Path = Field(default_factory=project_root)
+    limits: Limits = Limits()
+    state_valid_for: timedelta = timedelta(hours=72)
+    shacl: bool = True
+    """Run the SHACL shapes on every write (turn off only to measure its cost)."""
+
+    @property
+    def schemas_dir(self) -> Path:
+        return self.root / "schemas"
+
+    @property
+    def ontology_dir(self) -> Path:
+        return self.root / "ontology"
+
+    @property
+    def rules_dir(self) -> Path:
+        return self.root / "rules"

@@ -1,0 +1,255 @@
+"""``MemoryEventStore``: the in-memory twin of the event store, for tests and single runs.
+
+It honours the same contract as the SQLite and PostgreSQL adapters and shares their
+conventions (defined here, imported by them): ``recorded_at`` is kept in UTC (a naive
+datetime is taken to be UTC), payloads are stored as a JSON copy, the stream version survives
+``purge_facts``, a ``seq`` is never reused, and an erased user's stream starts again at 0.
+Payloads returned by reads are shared between readers: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import hmac
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
+from memkg.events.store import AppendResult, ErasureCounts
+from memkg.model.event import Event, EventType, NewEvent
+
+_BATCH = 5_000
+_TYPES = {t.value: t for t in EventType}
+
+
+def utc_instant(at: datetime) -> datetime:
+    """``at`` in UTC; a naive datetime is taken to be UTC already."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def removal_digest(event_ids: Iterable[str]) -> str:
+    """sha256 over removed event ids in log order, one per line: what ``ErasureCounts`` proves."""
+    h = hashlib.sha256()
+    for event_id in event_ids:
+        h.update(event_id.encode() + b"\n")
+    return h.hexdigest()
+
+
+def subject_digest(secret: bytes, user_id: str) -> str:
+    """HMAC-SHA256 of a user id: lets an operator check an erasure without keeping the id."""
+    return hmac.new(secret, user_id.encode(), hashlib.sha256).hexdigest()
+
+
+def payload_json(event: NewEvent) -> str:
+    """The event's payload as compact JSON, the form every store keeps."""
+    try:
+        return json.dumps(event.payload, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"payload of event {event.event_id!r} is not JSON: {exc}") from exc
+
+
+def stored_event(
+    seq: int,
+    event_id: str,
+    user_id: str,
+    version: int,
+    type_: str,
+    domain: str | None,
+    fact_id: str | None,
+    audit_log_id: str | None,
+    payload: dict[str, Any],
+    recorded_at: datetime,
+) -> Event:
+    """An ``Event`` from a stored row, in the stores' column order."""
+    # Rows were validated when they were written: skip pydantic validation on the way back.
+    return Event.model_construct(
+        event_id=event_id,
+        type=_TYPES[type_],
+        user_id=user_id,
+        domain=domain,
+        payload=payload,
+        recorded_at=recorded_at,
+        fact_id=fact_id,
+        audit_log_id=audit_log_id,
+        seq=seq,
+        version=version,
+    )
+
+
+def group_fact_ids(rows: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """``(user_id, fact_id)`` pairs in log order, as fact ids by user without repeats."""
+    found: dict[str, list[str]] = {}
+    for user_id, fact_id in rows:
+        ids = found.setdefault(user_id, [])
+        if fact_id not in ids:
+            ids.append(fact_id)
+    return found
+
+
+def check_batch(user_id: str, events: Sequence[NewEvent]) -> None:
+    """Refuse a batch that would land events in another user's stream."""
+    for event in events:
+        if event.user_id != user_id:
+            raise InvalidOperation(
+                f"event {event.event_id!r} belongs to user {event.user_id!r}, "
+                f"not to the stream {user_id!r} it is appended to",
+                code="store.user_mismatch",
+            )
+
+
+class MemoryEventStore:
+    """Every stream in a dict, guarded by one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._log: list[Event] = []
+        self._seqs: list[int] = []
+        self._last_seq = 0
+        self._versions: dict[str, int] = {}
+        self._event_ids: set[str] = set()
+        self._keys: dict[tuple[str, str], tuple[int, int]] = {}
+        self._salts: dict[str, bytes] = {}
+        self._secret = os.urandom(32)
+        self.erasures: dict[str, tuple[str, str, int, str]] = {}
+        """Tombstones: erasure id -> (at, subject digest, events removed, digest)."""
+
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        check_batch(user_id, events)
+        with self._lock:
+            if idempotency_key is not None and (user_id, idempotency_key) in self._keys:
+                first, last = self._keys[user_id, idempotency_key]
+                stored = [e for e in self._slice(first, last) if e.user_id == user_id]
+                return AppendResult(events=tuple(stored), duplicate=True)
+            version = self._versions.get(user_id, 0)
+            if expected_version is not None and expected_version != version:
+                raise ConcurrencyConflict(user_id, expected_version, version)
+            taken = [e.event_id for e in events if e.event_id in self._event_ids]
+            if taken or len({e.event_id for e in events}) != len(events):
+                raise StoreError(f"event ids already stored: {taken or 'repeated in batch'}")
+            stored = [_stored(e, self._last_seq + i, version + i) for i, e in enumerate(events, 1)]
+            if not stored:
+                return AppendResult(events=())
+            self._log.extend(stored)
+            self._seqs.extend(e.seq for e in stored)
+            self._event_ids.update(e.event_id for e in stored)
+            self._last_seq = stored[-1].seq
+            self._versions[user_id] = stored[-1].version
+            if idempotency_key is not None:
+                self._keys[user_id, idempotency_key] = (stored[0].seq, stored[-1].seq)
+            return AppendResult(events=tuple(stored))
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        with self._lock:
+            end = (
+                len(self._log) if up_to_seq is None else bisect.bisect_right(self._seqs, up_to_seq)
+            )
+            return [e for e in self._log[:end] if e.user_id == user_id]
+
+    def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
+        while True:
+            # The lock is held per batch, never across a yield.
+            with self._lock:
+                start = bisect.bisect_right(self._seqs, after_seq)
+                batch = self._log[start : start + _BATCH]
+            if up_to_seq is not None:
+                batch = [e for e in batch if e.seq <= up_to_seq]
+            if not batch:
+                return
+            yield from batch
+            after_seq = batch[-1].seq
+
+    def stream_version(self, user_id: str) -> int:
+        with self._lock:
+            return self._versions.get(user_id, 0)
+
+    def head(self) -> int:
+        with self._lock:
+            return self._seqs[-1] if self._seqs else 0
+
+    def users(self) -> list[str]:
+        with self._lock:
+            return sorted(self._versions)
+
+    def subject_salt(self, user_id: str) -> bytes:
+        with self._lock:
+            return self._salts.setdefault(user_id, os.urandom(16))
+
+    def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
+        with self._lock:
+            return group_fact_ids(
+                (e.user_id, e.fact_id)
+                for e in self._log
+                if e.audit_log_id == audit_log_id and e.fact_id is not None
+            )
+
+    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+        wanted = set(fact_ids)
+        with self._lock:
+            removed = self._remove(lambda e: e.user_id == user_id and e.fact_id in wanted)
+        return ErasureCounts(
+            events=len(removed), salts=0, idempotency_keys=0, digest=removal_digest(removed)
+        )
+
+    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+        with self._lock:
+            removed = self._remove(lambda e: e.user_id == user_id)
+            salts = 1 if self._salts.pop(user_id, None) is not None else 0
+            keys = [k for k in self._keys if k[0] == user_id]
+            for k in keys:
+                del self._keys[k]
+            self._versions.pop(user_id, None)
+            digest = removal_digest(removed)
+            self.erasures.setdefault(
+                erasure_id,
+                (at_iso, subject_digest(self._secret, user_id), len(removed), digest),
+            )
+        return ErasureCounts(
+            events=len(removed), salts=salts, idempotency_keys=len(keys), digest=digest
+        )
+
+    def was_erased(self, user_id: str) -> bool:
+        """Whether a tombstone records this user's erasure."""
+        digest = subject_digest(self._secret, user_id)
+        with self._lock:
+            return any(t[1] == digest for t in self.erasures.values())
+
+    def files(self) -> list[Path]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+    def _slice(self, first: int, last: int) -> list[Event]:
+        lo = bisect.bisect_left(self._seqs, first)
+        hi = bisect.bisect_right(self._seqs, last)
+        return self._log[lo:hi]
+
+    def _remove(self, doomed: Callable[[Event], bool]) -> list[str]:
+        removed = [e.event_id for e in self._log if doomed(e)]
+        if removed:
+            self._log = [e for e in self._log if not doomed(e)]
+            self._seqs = [e.seq for e in self._log]
+            self._event_ids.difference_update(removed)
+        return removed
+
+
+def _stored(event: NewEvent, seq: int, version: int) -> Event:
+    fields = dict(
+        event.__dict__,
+        payload=json.loads(payload_json(event)),
+        recorded_at=utc_instant(event.recorded_at),
+    )
+    return Event.model_construct(**fields, seq=seq, version=version)

@@ -1,0 +1,313 @@
+"""``PostgresEventStore``: the event log in PostgreSQL, shared by several engine processes.
+
+An append locks the user's row in ``streams`` (``SELECT ... FOR UPDATE``), checks the version
+and the idempotency key under that lock, then takes one transaction-level advisory lock for
+the whole log before inserting: ``seq`` values are drawn in commit order, so a reader that
+follows the log with ``read_all(after_seq=...)`` never misses an event committed late with a
+smaller ``seq``. ``UNIQUE(user_id, version)`` backs the version check up.
+
+Erasure deletes the user's rows in one transaction and keeps an HMAC tombstone, as the SQLite
+store does. PostgreSQL keeps dead tuples until the table is vacuumed, and its WAL, replicas
+and backups still hold the deleted rows: running ``VACUUM``, expiring WAL archives and
+backups is the operator's responsibility. Payloads are JSONB, which does not keep key order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memkg.errors import ConcurrencyConflict, ConfigError, StoreError
+from memkg.events.memory import (
+    check_batch,
+    group_fact_ids,
+    payload_json,
+    removal_digest,
+    stored_event,
+    subject_digest,
+    utc_instant,
+)
+from memkg.events.store import AppendResult, ErasureCounts
+from memkg.model.event import Event, NewEvent
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION = 1
+_BATCH = 5_000
+_MAX_SEQ = 2**63 - 1
+_COLUMNS = (
+    "seq, event_id, user_id, version, type, domain, fact_id, audit_log_id, payload, recorded_at"
+)
+_INSERT = (
+    f"INSERT INTO {{s}}.events ({_COLUMNS[5:]})"
+    f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s) RETURNING {_COLUMNS}"
+)
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SCHEMA = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.events (
+    seq BIGSERIAL PRIMARY KEY, event_id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL,
+    version BIGINT NOT NULL, type TEXT NOT NULL, domain TEXT, fact_id TEXT, audit_log_id TEXT,
+    payload JSONB NOT NULL, recorded_at TIMESTAMPTZ NOT NULL,
+    CONSTRAINT events_stream_version UNIQUE (user_id, version)
+);
+CREATE INDEX IF NOT EXISTS events_fact_id ON {s}.events (fact_id);
+CREATE INDEX IF NOT EXISTS events_audit_log_id ON {s}.events (audit_log_id);
+CREATE TABLE IF NOT EXISTS {s}.streams (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.idempotency (
+    user_id TEXT NOT NULL, key TEXT NOT NULL, first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL, PRIMARY KEY (user_id, key)
+);
+CREATE TABLE IF NOT EXISTS {s}.subject_salts (user_id TEXT PRIMARY KEY, salt BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.erasures (
+    erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
+    events BIGINT NOT NULL, digest TEXT NOT NULL
+)
+"""
+
+
+class PostgresEventStore:
+    """The event log in one PostgreSQL schema; see the module docstring for the guarantees."""
+
+    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
+        if not _IDENTIFIER.fullmatch(schema):
+            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
+        import psycopg
+
+        self._psycopg = psycopg
+        self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
+        self._lock = threading.Lock()
+        self._db: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._s = f'"{schema}"'
+        self._log_lock = _lock_key(f"memkg.log:{schema}")
+        with self._tx() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"memkg.init:{schema}"),))
+            for statement in _SCHEMA.format(s=self._s).split(";"):
+                db.execute(statement)
+            db.execute(
+                f"INSERT INTO {self._s}.meta VALUES ('schema_version', %s), ('subject_key', %s)"
+                " ON CONFLICT DO NOTHING",
+                (str(SCHEMA_VERSION), os.urandom(32).hex()),
+            )
+            meta = dict(db.execute(f"SELECT key, value FROM {self._s}.meta").fetchall())
+        if int(meta["schema_version"]) > SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"schema {schema!r} holds event store schema {meta['schema_version']}, newer "
+                f"than this memkg understands ({SCHEMA_VERSION}): upgrade memkg"
+            )
+        self._secret = bytes.fromhex(meta["subject_key"])
+
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        check_batch(user_id, events)
+        rows = [_row(e) for e in events]
+        s = self._s
+        with self._tx() as db:
+            db.execute(f"INSERT INTO {s}.streams VALUES (%s, 0) ON CONFLICT DO NOTHING", (user_id,))
+            locked = f"SELECT version FROM {s}.streams WHERE user_id = %s FOR UPDATE"
+            version = _one(db.execute(locked, (user_id,)))
+            if idempotency_key is not None:
+                seen = db.execute(
+                    f"SELECT first_seq, last_seq FROM {s}.idempotency"
+                    " WHERE user_id = %s AND key = %s",
+                    (user_id, idempotency_key),
+                ).fetchone()
+                if seen is not None:
+                    stored = db.execute(
+                        f"SELECT {_COLUMNS} FROM {s}.events"
+                        " WHERE user_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
+                        (user_id, *seen),
+                    )
+                    return AppendResult(events=tuple(map(_event, stored)), duplicate=True)
+            if expected_version is not None and expected_version != version:
+                raise ConcurrencyConflict(user_id, expected_version, version)
+            if not rows:
+                return AppendResult(events=())
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (self._log_lock,))
+            numbered = [(r[0], user_id, version + i, *r[1:]) for i, r in enumerate(rows, 1)]
+            cursor = db.cursor()
+            try:
+                cursor.executemany(_INSERT.format(s=s), numbered, returning=True)
+            except self._psycopg.errors.UniqueViolation as exc:
+                if exc.diag.constraint_name != "events_stream_version":
+                    raise
+                # Only a writer that bypassed the stream lock gets here: it took version + 1.
+                expected = version if expected_version is None else expected_version
+                raise ConcurrencyConflict(user_id, expected, version + 1) from exc
+            stored_rows = cursor.fetchall()
+            while cursor.nextset():
+                stored_rows += cursor.fetchall()
+            stored_rows.sort(key=lambda r: r[3])
+            new_version = version + len(rows)
+            db.execute(
+                f"UPDATE {s}.streams SET version = %s WHERE user_id = %s", (new_version, user_id)
+            )
+            if idempotency_key is not None:
+                db.execute(
+                    f"INSERT INTO {s}.idempotency VALUES (%s, %s, %s, %s)",
+                    (user_id, idempotency_key, stored_rows[0][0], stored_rows[-1][0]),
+                )
+        return AppendResult(events=tuple(map(_event, stored_rows)))
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM {self._s}.events"
+            " WHERE user_id = %s AND seq <= %s ORDER BY version",
+            (user_id, _MAX_SEQ if up_to_seq is None else up_to_seq),
+        )
+        return list(map(_event, rows))
+
+    def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
+        limit = _MAX_SEQ if up_to_seq is None else up_to_seq
+        while True:
+            rows = self._read(
+                f"SELECT {_COLUMNS} FROM {self._s}.events"
+                " WHERE seq > %s AND seq <= %s ORDER BY seq LIMIT %s",
+                (after_seq, limit, _BATCH),
+            )
+            if not rows:
+                return
+            yield from map(_event, rows)
+            after_seq = rows[-1][0]
+
+    def stream_version(self, user_id: str) -> int:
+        rows = self._read(f"SELECT version FROM {self._s}.streams WHERE user_id = %s", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def head(self) -> int:
+        return int(self._read(f"SELECT coalesce(max(seq), 0) FROM {self._s}.events", ())[0][0])
+
+    def users(self) -> list[str]:
+        query = f"SELECT user_id FROM {self._s}.streams WHERE version > 0 ORDER BY user_id"
+        return [r[0] for r in self._read(query, ())]
+
+    def subject_salt(self, user_id: str) -> bytes:
+        query = f"SELECT salt FROM {self._s}.subject_salts WHERE user_id = %s"
+        rows = self._read(query, (user_id,))
+        if rows:
+            return bytes(rows[0][0])
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO {self._s}.subject_salts VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (user_id, os.urandom(16)),
+            )
+            return bytes(_one(db.execute(query, (user_id,))))
+
+    def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
+        rows = self._read(
+            f"SELECT user_id, fact_id FROM {self._s}.events"
+            " WHERE audit_log_id = %s AND fact_id IS NOT NULL ORDER BY seq",
+            (audit_log_id,),
+        )
+        return group_fact_ids(rows)
+
+    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+        with self._tx() as db:
+            removed = db.execute(
+                f"DELETE FROM {self._s}.events WHERE user_id = %s AND fact_id = ANY(%s)"
+                " RETURNING seq, event_id",
+                (user_id, list(fact_ids)),
+            ).fetchall()
+        ids = [r[1] for r in sorted(removed)]
+        return ErasureCounts(
+            events=len(ids), salts=0, idempotency_keys=0, digest=removal_digest(ids)
+        )
+
+    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+        s = self._s
+        with self._tx() as db:
+            db.execute(f"SELECT 1 FROM {s}.streams WHERE user_id = %s FOR UPDATE", (user_id,))
+            removed = db.execute(
+                f"DELETE FROM {s}.events WHERE user_id = %s RETURNING seq, event_id", (user_id,)
+            ).fetchall()
+            salts = db.execute(f"DELETE FROM {s}.subject_salts WHERE user_id = %s", (user_id,))
+            keys = db.execute(f"DELETE FROM {s}.idempotency WHERE user_id = %s", (user_id,))
+            counts = salts.rowcount, keys.rowcount
+            db.execute(f"DELETE FROM {s}.streams WHERE user_id = %s", (user_id,))
+            digest = removal_digest(r[1] for r in sorted(removed))
+            db.execute(
+                f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
+            )
+        return ErasureCounts(
+            events=len(removed), salts=counts[0], idempotency_keys=counts[1], digest=digest
+        )
+
+    def was_erased(self, user_id: str) -> bool:
+        """Whether a tombstone records this user's erasure."""
+        digest = subject_digest(self._secret, user_id)
+        query = f"SELECT 1 FROM {self._s}.erasures WHERE subject_digest = %s"
+        return bool(self._read(query, (digest,)))
+
+    def files(self) -> list[Path]:
+        return []
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        # A broken connection (server restart, network) is replaced on the next call.
+        if self._db is None or self._db.broken:
+            self._db = self._psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=self._timeout
+            )
+            self._db.execute("SET TIME ZONE 'UTC'")
+        return self._db
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        with self._lock:
+            try:
+                db = self._connection()
+                with db.transaction():
+                    yield db
+            except self._psycopg.Error as exc:
+                raise StoreError(f"event store {self._schema!r}: {exc}") from exc
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._connection().execute(query, params).fetchall()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"event store {self._schema!r}: read failed: {exc}") from exc
+
+
+def _row(e: NewEvent) -> tuple[Any, ...]:
+    at = utc_instant(e.recorded_at)
+    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload_json(e), at)
+
+
+def _lock_key(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> Any:
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("event store: a row vanished inside its own transaction")
+    return row[0]
+
+
+def _event(row: Any) -> Event:
+    return stored_event(*row)

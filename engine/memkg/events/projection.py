@@ -1,0 +1,104 @@
+"""Current memory: the fold of a user's events into facts, rebuildable at any log position.
+
+The projection is disposable: ``UserMemory.from_events(store.read_stream(user))`` always gives
+it back, and ``up_to_seq`` gives it *as of* any past position. Expiry of ``state`` facts is a
+read-time view (``current(at=...)``) as well as an event (``fact.expired``) once swept, so a
+read never shows an expired state even before the sweep ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from memkg.model.event import Event, EventType
+from memkg.model.fact import Fact, FactStatus
+
+_LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
+
+
+class UserMemory:
+    """One user's facts (every status), as of the last event applied."""
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        self.facts: dict[str, Fact] = {}
+        self.version = 0
+        self.seq = 0
+        self.history_log: list[tuple[int, str, str]] = []
+        """(seq, fact id, event type): what happened to each fact, in order."""
+
+    @classmethod
+    def from_events(cls, user_id: str, events: Iterable[Event]) -> UserMemory:
+        memory = cls(user_id)
+        for event in events:
+            memory.apply(event)
+        return memory
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in; events of other users are a caller bug."""
+        if event.user_id != self.user_id:
+            raise ValueError(f"event {event.event_id} is about another user")
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            fact_id = handler(self.facts, event.payload, event.seq)
+            if fact_id is not None:
+                self.history_log.append((event.seq, fact_id, event.type.value))
+        self.version, self.seq = event.version, event.seq
+
+    def current(self, domain: str | None = None, at: datetime | None = None) -> list[Fact]:
+        """Facts that hold now: active, pending confirmation or frozen; states not yet expired."""
+        found = []
+        for fact in self.facts.values():
+            if fact.status not in _LIVE or (domain is not None and fact.domain != domain):
+                continue
+            if at is not None and fact.valid_until is not None and fact.valid_until <= at:
+                continue
+            found.append(fact)
+        return sorted(found, key=lambda f: (f.domain, f.key, f.id))
+
+    def history(self, key: str, domain: str | None = None) -> list[Fact]:
+        """Every fact ever stored for ``key``, oldest first, with its final status."""
+        return sorted(
+            (f for f in self.facts.values() if f.key == key and domain in (None, f.domain)),
+            key=lambda f: (f.seq, f.id),
+        )
+
+    def live_claims(self, domain: str, key: str) -> list[Fact]:
+        return [
+            f
+            for f in self.facts.values()
+            if f.domain == domain and f.key == key and f.status in _LIVE
+        ]
+
+
+def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> str:
+    fact = Fact.model_validate({**payload["fact"], "seq": seq})
+    facts[fact.id] = fact
+    return fact.id
+
+
+def _status(status: FactStatus, reason_field: str | None = None) -> Any:
+    def handle(facts: dict[str, Fact], payload: dict[str, Any], _seq: int) -> str | None:
+        fact = facts.get(payload["fact_id"])
+        if fact is None:
+            return None  # purged by erasure of its audit id: nothing left to change
+        changes: dict[str, Any] = {}
+        if reason_field and payload.get(reason_field):
+            changes["status_reason"] = payload[reason_field]
+        if payload.get("by_fact_id"):
+            changes["superseded_by"] = payload["by_fact_id"]
+        facts[fact.id] = fact.with_status(status, **changes)
+        return fact.id
+
+    return handle
+
+
+_HANDLERS = {
+    EventType.FACT_ASSERTED: _asserted,
+    EventType.FACT_CONFIRMED: _status(FactStatus.ACTIVE),
+    EventType.FACT_SUPERSEDED: _status(FactStatus.SUPERSEDED, "reason"),
+    EventType.FACT_RETRACTED: _status(FactStatus.RETRACTED, "reason"),
+    EventType.FACT_EXPIRED: _status(FactStatus.EXPIRED, "reason"),
+}

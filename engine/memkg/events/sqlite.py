@@ -1,0 +1,340 @@
+"""``SqliteEventStore``: the default event store, one SQLite file in WAL mode.
+
+Commits are durable (``synchronous=FULL``). Several threads may share one store, and several
+stores (threads or processes) may share one file: an append takes SQLite's write lock with
+``BEGIN IMMEDIATE`` and checks the stream version inside it; ``UNIQUE(user_id, version)``
+backs that check up. ``streams`` keeps each user's version, so it survives ``purge_facts``.
+
+Erasure deletes with ``secure_delete=ON``, then checkpoints, vacuums and truncates the WAL, so
+neither the file nor its ``-wal`` holds a byte of the erased user. The tombstone keeps only an
+HMAC of the user id under a random key stored in ``meta``: whoever holds the file can check
+that a given user was erased (``was_erased``), but the id itself is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memkg.errors import ConcurrencyConflict, StoreError
+from memkg.events.memory import (
+    check_batch,
+    group_fact_ids,
+    payload_json,
+    removal_digest,
+    stored_event,
+    subject_digest,
+    utc_instant,
+)
+from memkg.events.store import AppendResult, ErasureCounts
+from memkg.model.event import Event, NewEvent
+
+SCHEMA_VERSION = 1
+_BATCH = 5_000
+_MAX_SEQ = 2**63 - 1
+_COLUMNS = (
+    "seq, event_id, user_id, version, type, domain, fact_id, audit_log_id, payload, recorded_at"
+)
+_MARKS = ", ".join("?" * 10)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL UNIQUE, user_id TEXT NOT NULL,
+    version INTEGER NOT NULL, type TEXT NOT NULL, domain TEXT, fact_id TEXT, audit_log_id TEXT,
+    payload TEXT NOT NULL, recorded_at TEXT NOT NULL, UNIQUE (user_id, version)
+);
+CREATE INDEX IF NOT EXISTS events_fact_id ON events (fact_id);
+CREATE INDEX IF NOT EXISTS events_audit_log_id ON events (audit_log_id);
+CREATE TABLE IF NOT EXISTS streams (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency (
+    user_id TEXT NOT NULL, key TEXT NOT NULL, first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL, PRIMARY KEY (user_id, key)
+);
+CREATE TABLE IF NOT EXISTS subject_salts (user_id TEXT PRIMARY KEY, salt BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS erasures (
+    erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
+    events INTEGER NOT NULL, digest TEXT NOT NULL
+)
+"""
+
+
+class SqliteEventStore:
+    """The event log in one SQLite file; see the module docstring for the guarantees."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open event store {self.path}: {exc}") from exc
+        self._busy_timeout = busy_timeout
+        self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self._set_journal_mode()
+        for pragma in ("synchronous = FULL", "secure_delete = ON", "foreign_keys = ON"):
+            self._db.execute(f"PRAGMA {pragma}")
+        with self._write() as db:
+            for statement in _SCHEMA.split(";"):
+                db.execute(statement)
+            db.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
+                (str(SCHEMA_VERSION), os.urandom(32).hex()),
+            )
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if int(meta["schema_version"]) > SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"{self.path} has event store schema {meta['schema_version']}, newer than this "
+                f"memkg understands ({SCHEMA_VERSION}): upgrade memkg to open it"
+            )
+        self._secret = bytes.fromhex(meta["subject_key"])
+
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        check_batch(user_id, events)
+        rows = [_row(e) for e in events]
+        with self._write() as db:
+            if idempotency_key is not None:
+                seen = db.execute(
+                    "SELECT first_seq, last_seq FROM idempotency WHERE user_id = ? AND key = ?",
+                    (user_id, idempotency_key),
+                ).fetchone()
+                if seen is not None:
+                    stored = db.execute(
+                        f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq BETWEEN ? AND ?"
+                        " ORDER BY seq",
+                        (user_id, *seen),
+                    )
+                    return AppendResult(events=tuple(map(_event, stored)), duplicate=True)
+            version = _version(db, user_id)
+            if expected_version is not None and expected_version != version:
+                raise ConcurrencyConflict(user_id, expected_version, version)
+            if not rows:
+                return AppendResult(events=())
+            # We hold the write lock, so the next seqs are ours to assign.
+            last = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
+            base = last[0] if last else 0
+            numbered = [
+                (base + i, row[0], user_id, version + i, *row[1:]) for i, row in enumerate(rows, 1)
+            ]
+            try:
+                db.executemany(f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})", numbered)
+            except sqlite3.IntegrityError as exc:
+                if "events.version" in str(exc):
+                    raise ConcurrencyConflict(
+                        user_id, version, _version(db, user_id, from_events=True)
+                    ) from exc
+                raise StoreError(f"cannot append to stream {user_id!r}: {exc}") from exc
+            new_version = version + len(rows)
+            db.execute(
+                "INSERT INTO streams VALUES (?, ?) "
+                "ON CONFLICT (user_id) DO UPDATE SET version = excluded.version",
+                (user_id, new_version),
+            )
+            if idempotency_key is not None:
+                db.execute(
+                    "INSERT INTO idempotency VALUES (?, ?, ?, ?)",
+                    (user_id, idempotency_key, base + 1, base + len(rows)),
+                )
+        return AppendResult(events=tuple(map(_event, numbered)))
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        limit = _MAX_SEQ if up_to_seq is None else up_to_seq
+        rows = self._read(
+            f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq <= ? ORDER BY version",
+            (user_id, limit),
+        )
+        return list(map(_event, rows))
+
+    def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
+        limit = _MAX_SEQ if up_to_seq is None else up_to_seq
+        while True:
+            # One query per batch: memory stays flat and other threads get the lock in between.
+            rows = self._read(
+                f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (after_seq, limit, _BATCH),
+            )
+            if not rows:
+                return
+            yield from map(_event, rows)
+            after_seq = rows[-1][0]
+
+    def stream_version(self, user_id: str) -> int:
+        rows = self._read("SELECT version FROM streams WHERE user_id = ?", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def head(self) -> int:
+        return int(self._read("SELECT coalesce(max(seq), 0) FROM events", ())[0][0])
+
+    def users(self) -> list[str]:
+        return [r[0] for r in self._read("SELECT user_id FROM streams ORDER BY user_id", ())]
+
+    def subject_salt(self, user_id: str) -> bytes:
+        query = "SELECT salt FROM subject_salts WHERE user_id = ?"
+        rows = self._read(query, (user_id,))
+        if rows:
+            return bytes(rows[0][0])
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO subject_salts VALUES (?, ?)", (user_id, os.urandom(16))
+            )
+            return bytes(db.execute(query, (user_id,)).fetchone()[0])
+
+    def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
+        rows = self._read(
+            "SELECT user_id, fact_id FROM events WHERE audit_log_id = ? AND fact_id IS NOT NULL"
+            " ORDER BY seq",
+            (audit_log_id,),
+        )
+        return group_fact_ids(rows)
+
+    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+        removed: list[str] = []
+        with self._write() as db:
+            for fact_id in dict.fromkeys(fact_ids):
+                where = "WHERE user_id = ? AND fact_id = ?"
+                ids = db.execute(f"SELECT seq, event_id FROM events {where}", (user_id, fact_id))
+                removed.extend(r[1] for r in sorted(ids))
+                db.execute(f"DELETE FROM events {where}", (user_id, fact_id))
+        self._compact()
+        return ErasureCounts(
+            events=len(removed), salts=0, idempotency_keys=0, digest=removal_digest(removed)
+        )
+
+    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+        with self._write() as db:
+            ids = db.execute(
+                "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq", (user_id,)
+            )
+            removed = [r[0] for r in ids]
+            db.execute("DELETE FROM events WHERE user_id = ?", (user_id,))
+            salts = db.execute("DELETE FROM subject_salts WHERE user_id = ?", (user_id,)).rowcount
+            keys = db.execute("DELETE FROM idempotency WHERE user_id = ?", (user_id,)).rowcount
+            db.execute("DELETE FROM streams WHERE user_id = ?", (user_id,))
+            digest = removal_digest(removed)
+            db.execute(
+                "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
+                (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
+            )
+        self._compact()
+        return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys, digest=digest)
+
+    def was_erased(self, user_id: str) -> bool:
+        """Whether a tombstone records this user's erasure."""
+        digest = subject_digest(self._secret, user_id)
+        return bool(self._read("SELECT 1 FROM erasures WHERE subject_digest = ?", (digest,)))
+
+    def files(self) -> list[Path]:
+        candidates = [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")]
+        return [p for p in candidates if p.exists()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _set_journal_mode(self) -> None:
+        # Switching a new file to WAL needs an exclusive lock, which the busy handler does not
+        # wait for: another process creating the same file can make it fail once.
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+                continue
+            if mode != "wal":
+                raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
+            return
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"event store {self.path} is not writable: {exc}") from exc
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"event store {self.path}: commit failed: {exc}") from exc
+
+    def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            try:
+                return self._db.execute(query, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"event store {self.path}: read failed: {exc}") from exc
+
+    def _compact(self) -> None:
+        """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind."""
+        with self._lock:
+            try:
+                self._checkpoint()
+                self._db.execute("VACUUM")
+                self._checkpoint()
+            except sqlite3.Error as exc:
+                raise StoreError(f"event store {self.path}: compaction failed: {exc}") from exc
+
+    def _checkpoint(self) -> None:
+        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise StoreError(
+                f"event store {self.path}: rows were deleted, but another connection kept the "
+                "WAL from being truncated; retry once readers are done"
+            )
+
+
+def _row(event: NewEvent) -> tuple[Any, ...]:
+    return (
+        event.event_id,
+        event.type.value,
+        event.domain,
+        event.fact_id,
+        event.audit_log_id,
+        payload_json(event),
+        utc_instant(event.recorded_at).isoformat(),
+    )
+
+
+def _version(db: sqlite3.Connection, user_id: str, *, from_events: bool = False) -> int:
+    query = (
+        "SELECT coalesce(max(version), 0) FROM events WHERE user_id = ?"
+        if from_events
+        else "SELECT coalesce(max(version), 0) FROM streams WHERE user_id = ?"
+    )
+    return int(db.execute(query, (user_id,)).fetchone()[0])
+
+
+def _event(row: tuple[Any, ...]) -> Event:
+    seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id, payload, at = row
+    return stored_event(
+        seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id,
+        json.loads(payload), datetime.fromisoformat(at),
+    )  # fmt: skip

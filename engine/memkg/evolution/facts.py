@@ -1,0 +1,158 @@
+"""Merge the plain keywords of a case's atoms into one set of facts about its instances."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .expand import JSON_TYPES, Case, declared_types, json_type, search
+from .normalize import Node, Unconfirmable, canonical, view, view_child
+
+Bound = tuple[float, bool]
+"""A numeric bound: (value, exclusive)."""
+
+
+@dataclass
+class Facts:
+    types: frozenset[str] = frozenset(JSON_TYPES)
+    finite: list[Any] | None = None
+    lo: Bound | None = None
+    hi: Bound | None = None
+    multiples: list[float] = field(default_factory=list)
+    min_len: int = 0
+    max_len: int | None = None
+    patterns: list[str] = field(default_factory=list)
+    formats: set[str] = field(default_factory=set)
+    required: set[str] = field(default_factory=set)
+    min_props: int = 0
+    max_props: int | None = None
+    min_items: int = 0
+    max_items: int | None = None
+    unique: bool = False
+
+
+def _tighter(old: Bound | None, new: Bound, lower: bool) -> Bound:
+    if old is None:
+        return new
+    if old[0] == new[0]:
+        return (old[0], old[1] or new[1])
+    return max(old, new) if lower else min(old, new)
+
+
+def int_bounds(facts: Facts) -> tuple[int | None, int | None]:
+    """Inclusive integer bounds implied by the numeric bounds."""
+    lo = hi = None
+    if facts.lo is not None:
+        value, excl = facts.lo
+        lo = math.floor(value) + 1 if excl else math.ceil(value)
+    if facts.hi is not None:
+        value, excl = facts.hi
+        hi = math.ceil(value) - 1 if excl else math.floor(value)
+    return lo, hi
+
+
+def merge(case: Case) -> Facts:
+    """Facts holding for every instance of `case`."""
+    f = Facts()
+    finite: list[Any] | None = None
+    for node in case.atoms:
+        kw = view(node)
+        if "type" in kw:
+            f.types = f.types & declared_types(kw["type"])
+        values = [kw["const"]] if "const" in kw else None
+        if isinstance(kw.get("enum"), list):
+            keys = {canonical(v) for v in kw["enum"]}
+            values = [v for v in (values or kw["enum"]) if canonical(v) in keys]
+        if values is not None:
+            keys = {canonical(v) for v in values}
+            finite = values if finite is None else [v for v in finite if canonical(v) in keys]
+        for key, lower, excl in (("minimum", True, False), ("exclusiveMinimum", True, True),
+                                 ("maximum", False, False), ("exclusiveMaximum", False, True)):
+            value = kw.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if lower:
+                    f.lo = _tighter(f.lo, (value, excl), True)
+                else:
+                    f.hi = _tighter(f.hi, (value, excl), False)
+        if isinstance(kw.get("multipleOf"), (int, float)):
+            f.multiples.append(kw["multipleOf"])
+        f.min_len = max(f.min_len, int(kw.get("minLength", 0)))
+        f.max_len = _min(f.max_len, kw.get("maxLength"))
+        if isinstance(kw.get("pattern"), str):
+            f.patterns.append(kw["pattern"])
+        if isinstance(kw.get("format"), str) and kw["format"] in node.doc.formats:
+            f.formats.add(kw["format"])
+        if isinstance(kw.get("required"), list):
+            f.required.update(r for r in kw["required"] if isinstance(r, str))
+        f.min_props = max(f.min_props, int(kw.get("minProperties", 0)))
+        f.max_props = _min(f.max_props, kw.get("maxProperties"))
+        f.min_items = max(f.min_items, int(kw.get("minItems", 0)))
+        f.max_items = _min(f.max_items, kw.get("maxItems"))
+        f.unique = f.unique or kw.get("uniqueItems") is True
+        if kw.get("items") is False:
+            f.max_items = _min(f.max_items, len(kw.get("prefixItems", [])))
+    if finite is not None:
+        f.finite = [v for v in finite if _contains(case, v)]
+        f.types = frozenset(json_type(v) for v in f.finite)
+    return f
+
+
+def _min(current: int | None, value: Any) -> int | None:
+    if not isinstance(value, int):
+        return current
+    return value if current is None else min(current, value)
+
+
+def _contains(case: Case, value: Any) -> bool:
+    try:
+        return case.contains(value)
+    except Unconfirmable:
+        return True
+
+
+def object_atoms(atoms: list[Node]) -> list[tuple[Node, dict[str, Any]]]:
+    return [(n, kw) for n in atoms if isinstance(n.raw, dict) and (kw := view(n))]
+
+
+def key_nodes(atoms: list[Node], key: str) -> list[Node]:
+    """Subschemas every value under `key` must satisfy (per atom: property, patterns, or rest)."""
+    out: list[Node] = []
+    for node, kw in object_atoms(atoms):
+        props = kw.get("properties", {})
+        if isinstance(props, dict) and key in props:
+            out.append(node.child("properties", key))
+            continue
+        matched = False
+        for pat in kw.get("patternProperties", {}) or {}:
+            if search(pat, key):
+                out.append(node.child("patternProperties", pat))
+                matched = True
+        if not matched and "additionalProperties" in kw:
+            out.append(node.child("additionalProperties"))
+    return out
+
+
+def index_nodes(atoms: list[Node], index: int) -> list[Node]:
+    """Subschemas every array element at `index` must satisfy."""
+    out: list[Node] = []
+    for node, kw in object_atoms(atoms):
+        prefix = kw.get("prefixItems", [])
+        if isinstance(prefix, list) and index < len(prefix):
+            out.append(view_child(node, "prefixItems", index))
+        elif "items" in kw:
+            out.append(view_child(node, "items"))
+    return out
+
+
+def declared_keys(atoms: list[Node]) -> set[str]:
+    keys: set[str] = set()
+    for _, kw in object_atoms(atoms):
+        props = kw.get("properties", {})
+        if isinstance(props, dict):
+            keys.update(props)
+    return keys
+
+
+def prefix_len(atoms: list[Node]) -> int:
+    return max((len(kw.get("prefixItems", [])) for _, kw in object_atoms(atoms)), default=0)

@@ -1,0 +1,177 @@
+"""Generate instances of a conjunction of subschemas, to seed counterexample search.
+
+Output is unchecked guesswork built from the merged facts; callers validate every value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .expand import Case, expand, json_type
+from .facts import Facts, index_nodes, int_bounds, key_nodes, merge, object_atoms
+from .normalize import Node, Unconfirmable
+from .regex_gen import samples
+
+MAX_DEPTH = 6
+FORMAT_SAMPLES = {
+    "date": "2024-01-31",
+    "time": "12:30:00Z",
+    "date-time": "2024-01-31T12:30:00Z",
+    "email": "cook@example.com",
+    "idn-email": "cook@example.com",
+    "hostname": "example.com",
+    "idn-hostname": "example.com",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    "uri": "https://example.com/a",
+    "regex": "^a+$",
+}
+_ORDER = ("object", "array", "string", "integer", "nonint", "boolean", "null")
+
+
+def examples(nodes: list[Node], types: frozenset[str] | None = None, depth: int = 0,
+             limit: int = 8) -> list[Any]:
+    """Instances valid under all `nodes` (optionally only of JSON `types`), best effort."""
+    out: list[Any] = []
+    for case in expand(nodes)[:6]:
+        out.extend(case_examples(case, types, depth, limit))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def case_examples(case: Case, types: frozenset[str] | None = None, depth: int = 0,
+                  limit: int = 8) -> list[Any]:
+    if depth > MAX_DEPTH:
+        return []
+    facts = merge(case)
+    wanted = facts.types if types is None else facts.types & types
+    raw: list[Any] = []
+    if facts.finite is not None:
+        raw = [v for v in facts.finite if json_type(v) in wanted]
+    else:
+        for name in _ORDER:
+            if name in wanted:
+                raw.extend(_of_type(name, case, facts, depth))
+    out: list[Any] = []
+    seen: set[str] = set()
+    for value in raw:
+        key = repr(value)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            if case.contains(value):
+                out.append(value)
+        except Unconfirmable:
+            continue
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _of_type(name: str, case: Case, facts: Facts, depth: int) -> list[Any]:
+    if name == "null":
+        return [None]
+    if name == "boolean":
+        return [True, False]
+    if name == "integer":
+        return _integers(facts)
+    if name == "nonint":
+        return _nonints(facts)
+    if name == "string":
+        return _strings(facts)
+    if name == "array":
+        return _arrays(case, facts, depth)
+    return _objects(case, facts, depth)
+
+
+def _integers(facts: Facts) -> list[Any]:
+    lo, hi = int_bounds(facts)
+    points = [0, 1, -1, 2, 10, 100]
+    points += [p for p in (lo, hi) if p is not None]
+    points += [lo + 1] if lo is not None else []
+    points += [hi - 1] if hi is not None else []
+    for m in facts.multiples:
+        start = lo if lo is not None else (hi if hi is not None else 0)
+        k = math.ceil(start / m)
+        points += [int(k * m), int((k + 1) * m), int(m)]
+        if hi is not None:
+            points.append(int(math.floor(hi / m) * m))
+    return [p for p in points if (lo is None or p >= lo) and (hi is None or p <= hi)]
+
+
+def _nonints(facts: Facts) -> list[Any]:
+    points = [0.5, 1.5, -0.5]
+    if facts.lo is not None:
+        points += [facts.lo[0] + 0.5, facts.lo[0] + 0.001]
+    if facts.hi is not None:
+        points += [facts.hi[0] - 0.5, facts.hi[0] - 0.001]
+    if facts.lo is not None and facts.hi is not None:
+        points.append((facts.lo[0] + facts.hi[0]) / 2)
+    for m in facts.multiples:
+        points += [m * 0.5 if m * 0.5 % 1 else m * 1.5, float(m) * 3]
+    return [float(p) for p in points if not float(p).is_integer()]
+
+
+def _strings(facts: Facts) -> list[Any]:
+    out: list[Any] = []
+    for pat in facts.patterns:
+        out.extend(samples(pat))
+    out.extend(FORMAT_SAMPLES[f] for f in sorted(facts.formats) if f in FORMAT_SAMPLES)
+    n = max(facts.min_len, 1)
+    out += ["a" * facts.min_len, "x" * n, "ab" * n, ""]
+    if facts.max_len is not None:
+        out.append("m" * facts.max_len)
+    return out
+
+
+def _arrays(case: Case, facts: Facts, depth: int) -> list[Any]:
+    sizes = sorted({facts.min_items, facts.min_items + 1, max(facts.min_items, 2)})
+    out: list[Any] = []
+    for size in sizes:
+        if facts.max_items is not None and size > facts.max_items:
+            continue
+        items: list[Any] = []
+        for i in range(size):
+            options = examples(index_nodes(case.atoms, i), depth=depth + 1, limit=4)
+            if not options:
+                break
+            fresh = [o for o in options if o not in items] if facts.unique else options
+            items.append((fresh or options)[0])
+        else:
+            out.append(items)
+    for node, kw in object_atoms(case.atoms):
+        if "contains" in kw:
+            for hit in examples([node.child("contains")], depth=depth + 1, limit=2):
+                out.extend([[hit], [hit] + (out[0] if out else [])])
+    return out
+
+
+def _objects(case: Case, facts: Facts, depth: int) -> list[Any]:
+    base: dict[str, Any] = {}
+    for key in sorted(facts.required):
+        options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
+        if not options:
+            return []
+        base[key] = options[0]
+    out: list[Any] = [dict(base)]
+    full = dict(base)
+    for _, kw in object_atoms(case.atoms):
+        props = kw.get("properties", {})
+        for key in props if isinstance(props, dict) else {}:
+            if key not in full:
+                options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
+                if options:
+                    full[key] = options[0]
+    out.append(full)
+    while len(base) < facts.min_props:
+        key = f"extra{len(base)}"
+        options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
+        if not options:
+            break
+        base[key] = options[0]
+    out.append(base)
+    return out

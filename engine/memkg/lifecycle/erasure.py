@@ -1,0 +1,66 @@
+"""Erasure: remove every trace of a user, and say exactly what was removed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.clock import Clock
+from memkg.events.store import EventStore
+
+
+class ErasureReceipt(BaseModel):
+    """Proof of an erasure, for the user and the auditor.
+
+    ``digest`` is a sha256 over the ids of the removed events, in log order; the store keeps
+    only an anonymous tombstone (an HMAC of the user id), never the id itself.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    erasure_id: str
+    user_id: str
+    scope: str
+    """``subject`` (everything about the user) or ``audit:<id>`` (the facts carrying it)."""
+    at: datetime
+    removed: dict[str, int]
+    digest: str
+    files: tuple[str, ...]
+
+
+def erase_subject(store: EventStore, user_id: str, clock: Clock) -> ErasureReceipt:
+    erasure_id, at = clock.new_id("erasure"), clock.now()
+    counts = store.erase_subject(user_id, erasure_id=erasure_id, at_iso=at.isoformat())
+    return ErasureReceipt(
+        erasure_id=erasure_id,
+        user_id=user_id,
+        scope="subject",
+        at=at,
+        removed={
+            "events": counts.events,
+            "salts": counts.salts,
+            "idempotency_keys": counts.idempotency_keys,
+        },
+        digest=counts.digest,
+        files=tuple(str(path) for path in store.files()),
+    )
+
+
+def erase_audit_id(store: EventStore, audit_log_id: str, clock: Clock) -> list[ErasureReceipt]:
+    """Remove exactly the facts whose provenance carries ``audit_log_id``, one receipt per user."""
+    receipts = []
+    for user_id, fact_ids in sorted(store.fact_ids_with_audit_id(audit_log_id).items()):
+        counts = store.purge_facts(user_id, fact_ids)
+        receipts.append(
+            ErasureReceipt(
+                erasure_id=clock.new_id("erasure"),
+                user_id=user_id,
+                scope=f"audit:{audit_log_id}",
+                at=clock.now(),
+                removed={"events": counts.events, "facts": len(fact_ids)},
+                digest=counts.digest,
+                files=tuple(str(path) for path in store.files()),
+            )
+        )
+    return receipts

@@ -1,0 +1,127 @@
+"""Policy guards: personal identifiers, credentials, injected instructions, sensitivity, consent.
+
+Run on values that already passed their JSON Schema. Strings under a schema path marked
+``x-pii: hash`` are exempt from the identifier scan: they are stored only as a salted hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memkg.model.fact import Sensitivity
+from memkg.model.report import Problem
+from memkg.validate.pii import normalise, scan
+from memkg.validate.registry import PathPattern
+
+_INSTRUCTION = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
+    r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
+    r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"
+    r"|<\s*/?\s*(?:system|assistant|tool)\s*>|\[/?INST\]"
+    r"|忽略(?:之前|以上|前面|所有)?的?(?:指令|提示|规则)|你现在是"
+)
+
+
+def _walk(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            yield where, node
+        elif isinstance(node, list):
+            stack.extend((item, (*where, i)) for i, item in enumerate(node))
+        elif isinstance(node, dict):
+            stack.extend((item, (*where, k)) for k, item in node.items())
+
+
+def _matches(path: tuple[str | int, ...], pattern: PathPattern) -> bool:
+    return len(path) == len(pattern) and all(
+        p == "*" or p == str(part) for part, p in zip(path, pattern, strict=True)
+    )
+
+
+def _json_path(prefix: str, parts: tuple[str | int, ...]) -> str:
+    return prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def text_problems(
+    value: Any, hashed: tuple[PathPattern, ...], prefix: str = "$.value"
+) -> list[Problem]:
+    """Identifiers, credentials and instructions to the system found in string leaves."""
+    problems: list[Problem] = []
+    for parts, text in sorted(_walk(value), key=lambda item: str(item[0])):
+        if any(_matches(parts, pattern) for pattern in hashed):
+            continue
+        where = _json_path(prefix, parts)
+        for finding in scan(text):
+            problems.append(
+                Problem(
+                    code=finding.code,
+                    path=where,
+                    message=f"looks like {finding.what} (characters {finding.start}-"
+                    f"{finding.end}); memory never stores it in clear text: remove it, or use a "
+                    "key whose schema marks the field x-pii: hash",
+                    stage="guards",
+                )
+            )
+        if _INSTRUCTION.search(normalise(text)):
+            problems.append(
+                Problem(
+                    code="injection.instruction",
+                    path=where,
+                    message="reads as an instruction to the system, not a fact about the user; "
+                    "memory refuses it",
+                    stage="guards",
+                )
+            )
+    return problems
+
+
+def policy_problems(
+    sensitivity: Sensitivity, consent_required: bool, consent_granted: bool, key: str
+) -> list[Problem]:
+    problems: list[Problem] = []
+    if sensitivity is Sensitivity.PROHIBITED:
+        problems.append(
+            Problem(
+                code="policy.prohibited",
+                path="$.sensitivity",
+                message=f"{key} is prohibited data: memkg never stores it",
+                stage="guards",
+            )
+        )
+    special = sensitivity is Sensitivity.SPECIAL
+    if (consent_required or special) and not consent_granted:
+        why = "special-category data (GDPR art. 9)" if special else "the domain"
+        problems.append(
+            Problem(
+                code="policy.consent_missing",
+                path="$.provenance.consent_granted",
+                message=f"{why} requires consent to store {key}: ask the user, then send "
+                "provenance.consent_granted = true with the consent_version",
+                stage="guards",
+            )
+        )
+    return problems
+
+
+def hash_pii(value: Any, hashed: tuple[PathPattern, ...], salt: bytes) -> Any:
+    """A copy of ``value`` with the strings at ``hashed`` paths replaced by salted hashes."""
+    if not hashed:
+        return value
+
+    def rebuild(node: Any, path: tuple[str | int, ...]) -> Any:
+        if isinstance(node, str) and any(_matches(path, p) for p in hashed):
+            digest = hmac.new(salt, normalise(node).encode("utf-8"), hashlib.sha256).hexdigest()
+            return f"hmac-sha256:{digest}"
+        if isinstance(node, list):
+            return [rebuild(item, (*path, i)) for i, item in enumerate(node)]
+        if isinstance(node, dict):
+            return {k: rebuild(item, (*path, k)) for k, item in node.items()}
+        return node
+
+    return rebuild(value, ())

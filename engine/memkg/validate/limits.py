@@ -1,0 +1,135 @@
+"""Size, depth and encoding limits, checked without recursion before anything else.
+
+A 10 MB string or a 10,000-deep list must be refused cheaply, not crash a recursive
+validator. ``json_text_depth`` checks raw JSON text before ``json.loads`` sees it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from memkg.config import Limits
+from memkg.model.report import Problem
+
+
+def _path(parts: tuple[str | int, ...]) -> str:
+    return "$.value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def _problem(code: str, parts: tuple[str | int, ...], message: str) -> Problem:
+    return Problem(code=code, path=_path(parts), message=message, stage="limits")
+
+
+def _string_problem(text: str, parts: tuple[str | int, ...], limits: Limits) -> Problem | None:
+    if len(text) > limits.max_string_chars:
+        return _problem(
+            "limit.string_length",
+            parts,
+            f"string of {len(text):,} characters exceeds {limits.max_string_chars:,}; "
+            "store a summary or a reference instead",
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return _problem(
+            "text.invalid_unicode",
+            parts,
+            f"string holds a lone surrogate at character {exc.start}; send valid UTF-8 text",
+        )
+    return None
+
+
+def check_value(value: Any, limits: Limits) -> list[Problem]:
+    """Every limit the value breaks; stops descending where a limit is hit."""
+    problems: list[Problem] = []
+    size = 0
+    stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
+    while stack:
+        node, parts, depth = stack.pop()
+        if depth > limits.max_depth:
+            problems.append(
+                _problem("limit.depth", parts, f"nested deeper than {limits.max_depth} levels")
+            )
+            continue
+        if isinstance(node, str):
+            size += len(node)
+            found = _string_problem(node, parts, limits)
+            if found:
+                problems.append(found)
+        elif isinstance(node, bool) or node is None:
+            size += 4
+        elif isinstance(node, int | float):
+            size += 8
+            if isinstance(node, float) and not math.isfinite(node):
+                problems.append(_problem("value.non_finite", parts, "NaN and Infinity are not JSON"))
+        elif isinstance(node, list | dict):
+            if len(node) > limits.max_items:
+                problems.append(
+                    _problem("limit.items", parts, f"{len(node):,} items exceed {limits.max_items:,}")
+                )
+                continue
+            size += 2
+            stack.extend(_children(node, parts, depth, problems, limits))
+        else:
+            problems.append(
+                _problem("value.not_json", parts, f"{type(node).__name__} is not a JSON value")
+            )
+        if size > limits.max_value_bytes:
+            problems.append(
+                _problem(
+                    "limit.size",
+                    (),
+                    f"value exceeds {limits.max_value_bytes:,} bytes; memory holds facts, "
+                    "not documents: store a reference",
+                )
+            )
+            break
+    return problems
+
+
+def _children(
+    node: list[Any] | dict[Any, Any],
+    parts: tuple[str | int, ...],
+    depth: int,
+    problems: list[Problem],
+    limits: Limits,
+) -> Iterator[tuple[Any, tuple[str | int, ...], int]]:
+    if isinstance(node, list):
+        for index, item in enumerate(node):
+            yield item, (*parts, index), depth + 1
+        return
+    for name, item in node.items():
+        if not isinstance(name, str):
+            problems.append(_problem("value.not_json", parts, "object keys must be strings"))
+            continue
+        found = _string_problem(name, (*parts, "<key>"), limits)
+        if found:
+            problems.append(found)
+        yield item, (*parts, name), depth + 1
+
+
+def json_text_depth(text: str, stop_at: int) -> int:
+    """Bracket nesting depth of JSON text (strings skipped), giving up past ``stop_at``."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_at:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest

@@ -1,0 +1,161 @@
+"""Domain schemas: which keys a domain may store, and each key's value schema and policy.
+
+Files are ``schemas/<domain>/<group>@<n>.json``: a JSON Schema 2020-12 document whose
+``properties`` are the group's keys. Each key's subschema validates its value and carries an
+``x-memkg`` block::
+
+    "diet.restrictions": {
+      "type": "array", "items": {"enum": ["vegetarian", "halal"]},
+      "x-memkg": {"kind": "preference", "sensitivity": "special", "consent": true,
+                  "multi": true, "entity": "Diet", "context": ["trip_type"],
+                  "valid_for_hours": 72, "staleness_days": 365}
+    }
+
+A subschema marked ``"x-pii": "hash"`` is stored only as a salted per-user hash. The highest
+version of a group is current; older versions stay readable (schema history).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from memkg.errors import ConfigError
+from memkg.model.fact import Kind, Sensitivity
+
+_FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
+_META = {"kind", "sensitivity", "consent", "multi", "entity", "context", "valid_for_hours",
+         "staleness_days"}  # fmt: skip
+
+PathPattern = tuple[str, ...]
+"""A path into a value: property names, with ``*`` for any array item."""
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """What a domain declares about one key."""
+
+    domain: str
+    key: str
+    group: str
+    version: int
+    schema: dict[str, Any]
+    kind: Kind
+    sensitivity: Sensitivity
+    consent: bool = False
+    multi: bool = False
+    entity: str | None = None
+    context: tuple[str, ...] = ()
+    valid_for_hours: int | None = None
+    staleness_days: int | None = None
+    hashed_paths: tuple[PathPattern, ...] = ()
+    source_file: str = ""
+    validator: Draft202012Validator = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+
+
+def _hashed_paths(schema: Any, prefix: PathPattern = ()) -> Iterator[PathPattern]:
+    if not isinstance(schema, dict):
+        return
+    if schema.get("x-pii") == "hash":
+        yield prefix
+        return
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from _hashed_paths(sub, (*prefix, name))
+    if isinstance(schema.get("items"), dict):
+        yield from _hashed_paths(schema["items"], (*prefix, "*"))
+
+
+def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: str) -> KeySpec:
+    if not isinstance(sub, dict) or not isinstance(sub.get("x-memkg"), dict):
+        raise ConfigError(f"{where}: key {key!r} needs an x-memkg block", code="schema.meta")
+    meta = dict(sub["x-memkg"])
+    unknown = set(meta) - _META
+    if unknown:
+        raise ConfigError(
+            f"{where}: key {key!r}: unknown x-memkg fields {sorted(unknown)}; "
+            f"allowed: {sorted(_META)}",
+            code="schema.meta",
+        )
+    value_schema = {k: v for k, v in sub.items() if k != "x-memkg"}
+    try:
+        Draft202012Validator.check_schema(value_schema)
+        kind, sensitivity = Kind(meta["kind"]), Sensitivity(meta.get("sensitivity", "public"))
+    except (SchemaError, KeyError, ValueError) as exc:
+        raise ConfigError(f"{where}: key {key!r}: {exc}", code="schema.invalid") from exc
+    return KeySpec(
+        domain=domain,
+        key=key,
+        group=group,
+        version=version,
+        schema=value_schema,
+        kind=kind,
+        sensitivity=sensitivity,
+        consent=bool(meta.get("consent", False)),
+        multi=bool(meta.get("multi", False)),
+        entity=meta.get("entity"),
+        context=tuple(meta.get("context", ())),
+        valid_for_hours=meta.get("valid_for_hours"),
+        staleness_days=meta.get("staleness_days"),
+        hashed_paths=tuple(_hashed_paths(value_schema)),
+        source_file=where,
+        validator=Draft202012Validator(
+            value_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        ),
+    )
+
+
+class SchemaRegistry:
+    """Every domain's key specs, current and historical, loaded once from a folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._history: dict[tuple[str, str], dict[int, KeySpec]] = {}
+        if not folder.is_dir():
+            raise ConfigError(f"{folder}: schema folder not found", code="schema.missing")
+        for path in sorted(folder.glob("*/*.json")):
+            match = _FILE.match(path.name)
+            if match is None:
+                continue  # API and record schemas live beside domain schemas
+            self._load_file(path, path.parent.name, match["group"], int(match["version"]))
+
+    def _load_file(self, path: Path, domain: str, group: str, version: int) -> None:
+        where = str(path.relative_to(self.folder.parent))
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{where}: not readable JSON: {exc}", code="schema.parse") from exc
+        declared = (doc.get("x-memkg") or {}).get("version")
+        if declared != version:
+            raise ConfigError(
+                f"{where}: x-memkg.version is {declared!r} but the file name says @{version}",
+                code="schema.version",
+            )
+        for key, sub in (doc.get("properties") or {}).items():
+            spec = _load_key(domain, group, version, key, sub, where)
+            self._history.setdefault((domain, key), {})[version] = spec
+
+    def domains(self) -> list[str]:
+        return sorted({domain for domain, _ in self._history})
+
+    def keys(self, domain: str) -> list[str]:
+        return sorted(key for d, key in self._history if d == domain)
+
+    def spec(self, domain: str, key: str, version: int | None = None) -> KeySpec | None:
+        versions = self._history.get((domain, key), {})
+        if not versions:
+            return None
+        return versions.get(max(versions) if version is None else version)
+
+    def history(self, domain: str, key: str) -> list[KeySpec]:
+        return [spec for _, spec in sorted(self._history.get((domain, key), {}).items())]
+
+    def versions(self) -> dict[str, int]:
+        """``domain/key`` → current version: the schema revision a decision records."""
+        return {f"{d}/{k}": max(v) for (d, k), v in sorted(self._history.items())}

@@ -1,0 +1,127 @@
+"""SHACL validation of candidate facts, each on its own small graph.
+
+Per DESIGN section 7: validate the delta (the candidates, plus the type triples of the entities
+they name, or ``sh:class`` fails), never the whole store; parse shapes once. A batch of
+candidates goes through one pySHACL run, each candidate a distinct focus node, and results are
+mapped back by focus node. Pass/fail is computed from result severities, not ``conforms``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from pyshacl import ShapesGraph
+from pyshacl import Validator as _PyShaclValidator
+from pyshacl.graph_abstraction import DataGraph
+from pyshacl.pytypes import GraphLike
+from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
+from rdflib.term import Node
+
+from memkg.model.report import Problem
+from memkg.model.vocab import KEY, MK, entity_iri, user_iri
+
+SH = Namespace("http://www.w3.org/ns/shacl#")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The fields of a fact that shapes look at."""
+
+    user_id: str
+    key: str
+    kind: str
+    source: str
+    confidence: float
+    sensitivity: str
+    observed_at: datetime
+    valid_until: datetime | None
+    consent_granted: bool
+    entities: tuple[str, ...]
+    literal: object = None
+
+
+class _Validator(_PyShaclValidator):  # type: ignore[misc]
+    """pySHACL's validator with a shapes graph harvested once and reused across runs."""
+
+    def __init__(self, data: Graph, shapes: ShapesGraph, options: dict[str, object]) -> None:
+        super().__init__(data, shacl_graph=_EMPTY, options=options)
+        self.shacl_graph = shapes
+
+
+_EMPTY = Graph()
+
+
+class ShaclChecker:
+    def __init__(self, shapes: Graph, entity_types: dict[URIRef, tuple[URIRef, ...]]) -> None:
+        self._shapes = ShapesGraph(shapes)
+        self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
+        self._types = entity_types
+        # pySHACL copies blank property shapes into its report: name them by their node shape
+        self._owner = {
+            shapes.value(prop, SH.path): parent
+            for parent, prop in shapes.subject_objects(SH.property)
+            if isinstance(parent, URIRef)
+        }
+
+    def check(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
+        """Problems per candidate, in input order."""
+        if not candidates:
+            return []
+        data = Graph()
+        focus: dict[Node, int] = {}
+        for index, candidate in enumerate(candidates):
+            focus[self._add(data, URIRef(f"urn:memkg:candidate:{index}"), candidate)] = index
+        validator = _Validator(DataGraph.from_rdflib(data), self._shapes, {"inference": "none"})
+        _conforms, report, _text = validator.run()
+        problems: list[list[Problem]] = [[] for _ in candidates]
+        for result in report.subjects(RDF.type, SH.ValidationResult):
+            if report.value(result, SH.resultSeverity) != SH.Violation:
+                continue
+            node = report.value(result, SH.focusNode)
+            index = focus.get(node) if node is not None else None
+            shape = report.value(result, SH.sourceShape)
+            message = report.value(result, SH.resultMessage)
+            problems[index if index is not None else 0].append(
+                Problem(
+                    code="shacl.violation",
+                    path=str(shape) if isinstance(shape, URIRef) else self._shape_of(report, result),
+                    message=str(message) if message is not None else "violates a SHACL shape",
+                    stage="shacl",
+                )
+            )
+        return problems
+
+    def _shape_of(self, report: GraphLike, result: Node) -> str:
+        path = report.value(result, SH.resultPath)
+        owner = self._owner.get(path)
+        return f"{owner} (property {path})" if owner is not None else f"shacl property {path}"
+
+    def _add(self, g: Graph, node: URIRef, c: Candidate) -> URIRef:
+        user = user_iri(c.user_id)
+        g.add((user, RDF.type, MK.User))
+        g.add((node, RDF.type, MK.Fact))
+        g.add((node, MK.subject, user))
+        g.add((node, MK.key, Literal(c.key)))
+        g.add((node, MK.kind, MK[c.kind]))
+        g.add((node, MK.source, MK[c.source]))
+        g.add((node, MK.sensitivity, MK[c.sensitivity]))
+        g.add((node, MK.confidence, Literal(Decimal(repr(c.confidence)), datatype=XSD.decimal)))
+        g.add((node, MK.observedAt, Literal(c.observed_at, datatype=XSD.dateTime)))
+        if c.valid_until is not None:
+            g.add((node, MK.validUntil, Literal(c.valid_until, datatype=XSD.dateTime)))
+        g.add((node, MK.consentGranted, Literal(c.consent_granted)))
+        for ref in c.entities:
+            iri = entity_iri(ref)
+            g.add((node, MK.object, iri))
+            g.add((node, KEY[c.key], iri))
+            for cls in self._types.get(iri, ()):
+                g.add((iri, RDF.type, cls))
+        if not c.entities:
+            g.add((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
+        return node
+
+

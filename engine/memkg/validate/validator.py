@@ -1,0 +1,240 @@
+"""The write-time validation pipeline: every problem of every stage, then accept or refuse.
+
+Order, per observation:
+
+1. limits: size, depth, item counts and valid Unicode of the value (no recursion);
+2. envelope: the observation's own fields (pydantic), then the key declared by the domain;
+3. the key's JSON Schema on the value (skipped when limits failed: it recurses);
+4. SHACL shapes on the fact's own small graph (one pySHACL run per batch);
+5. policy guards: identifiers and credentials in free text, injected instructions,
+   prohibited sensitivity, missing consent.
+
+A refusal lists every problem found; nothing is stored unless there are none.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from memkg.config import Limits
+from memkg.model.fact import Kind, Observation, Sensitivity
+from memkg.model.report import Problem, ValidationReport
+from memkg.validate.guards import hash_pii, policy_problems, text_problems
+from memkg.validate.limits import check_value
+from memkg.validate.registry import KeySpec, SchemaRegistry
+from memkg.validate.shacl import Candidate, ShaclChecker
+
+_SENSITIVITY_ORDER = list(Sensitivity)
+_PYDANTIC_CODES = {
+    "missing": "envelope.missing",
+    "extra_forbidden": "envelope.unknown_field",
+    "enum": "envelope.enum",
+    "literal_error": "envelope.enum",
+    "string_pattern_mismatch": "envelope.pattern",
+    "string_too_long": "envelope.too_long",
+    "string_too_short": "envelope.too_short",
+    "too_long": "envelope.too_long",
+    "less_than": "envelope.range",
+    "less_than_equal": "envelope.range",
+    "greater_than": "envelope.range",
+    "greater_than_equal": "envelope.range",
+    "finite_number": "envelope.range",
+}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """An observation that passed, with what validation decided about it."""
+
+    observation: Observation
+    spec: KeySpec
+    value: Any
+    kind: Kind
+    sensitivity: Sensitivity
+    observed_at: datetime
+    valid_until: datetime | None
+
+
+def _envelope_problems(error: ValidationError) -> list[Problem]:
+    problems = []
+    for item in error.errors(include_url=False):
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"])
+        code = _PYDANTIC_CODES.get(item["type"])
+        if code is None:
+            code = "envelope.type" if item["type"].endswith(("_type", "_parsing")) else (
+                "envelope.invalid"
+            )
+        problems.append(Problem(code=code, path=f"${loc}", message=item["msg"], stage="envelope"))
+    return problems
+
+
+def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
+    if domain not in registry.domains():
+        message = f"unknown domain {domain!r}; known: {', '.join(registry.domains())}"
+        return Problem(code="domain.unknown", path="$.domain", message=message, stage="envelope")
+    close = difflib.get_close_matches(key, registry.keys(domain), n=3)
+    elsewhere = [d for d in registry.domains() if registry.spec(d, key) is not None]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    if elsewhere:
+        hint += f" ({key} is declared in domain {', '.join(elsewhere)})"
+    message = f"key {key!r} is not declared in schemas/{domain}/*.json{hint}"
+    return Problem(code="key.unknown", path="$.key", message=message, stage="envelope")
+
+
+def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
+    problems = []
+    for error in sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
+        problems.append(
+            Problem(
+                code=f"schema.{error.validator}",
+                path=f"$.value{where}",
+                message=f"{message} (schema {spec.source_file}, key {spec.key})",
+                stage="schema",
+            )
+        )
+        if len(problems) >= 20:
+            break
+    return problems
+
+
+def _entities(spec: KeySpec, value: Any) -> tuple[str, ...]:
+    if spec.entity is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    return tuple(sorted({item for item in items if isinstance(item, str)}))
+
+
+class Validator:
+    """Validates observations against the registry, the shapes and the guards."""
+
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        shacl: ShaclChecker | None,
+        limits: Limits,
+        state_valid_for: timedelta,
+    ) -> None:
+        self.registry = registry
+        self.shacl = shacl
+        self.limits = limits
+        self.state_valid_for = state_valid_for
+
+    def check_many(
+        self,
+        items: Sequence[Mapping[str, Any] | Observation],
+        now: datetime,
+        salt: Callable[[str], bytes],
+    ) -> list[Checked | ValidationReport]:
+        """Per item, either what passed or the report of why not (input order)."""
+        problems: list[list[Problem]] = []
+        partial: list[tuple[Observation, KeySpec, Kind, Sensitivity, datetime | None] | None] = []
+        for item in items:
+            found, ready = self._check_one(item, now)
+            problems.append(found)
+            partial.append(ready)
+        self._run_shacl(partial, problems, now)
+        results: list[Checked | ValidationReport] = []
+        for found, ready in zip(problems, partial, strict=True):
+            if found or ready is None:
+                results.append(ValidationReport(problems=tuple(found)))
+                continue
+            obs, spec, kind, sensitivity, valid_until = ready
+            value = obs.value
+            if spec.hashed_paths:  # only then: the salt is a store read (or write) per user
+                value = hash_pii(obs.value, spec.hashed_paths, salt(obs.user_id))
+            observed = obs.observed_at or now
+            results.append(Checked(obs, spec, value, kind, sensitivity, observed, valid_until))
+        return results
+
+    def _check_one(
+        self, item: Mapping[str, Any] | Observation, now: datetime
+    ) -> tuple[list[Problem], tuple[Observation, KeySpec, Kind, Sensitivity, datetime | None] | None]:
+        if not isinstance(item, Observation | Mapping):
+            message = f"an observation is a JSON object, not {type(item).__name__}"
+            return [Problem(code="envelope.type", path="$", message=message, stage="envelope")], None
+        raw_value = item.value if isinstance(item, Observation) else item.get("value")
+        problems = check_value(raw_value, self.limits)
+        within_limits = not problems
+        if isinstance(item, Observation):
+            obs = item
+        else:
+            try:
+                obs = Observation.model_validate(dict(item))
+            except ValidationError as exc:
+                return problems + _envelope_problems(exc), None
+        spec = self.registry.spec(obs.domain, obs.key)
+        if spec is None:
+            return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None
+        if within_limits:
+            problems += _schema_problems(spec, obs.value)
+        kind = obs.kind or spec.kind
+        if kind is not spec.kind:
+            problems.append(
+                Problem(
+                    code="key.kind_mismatch",
+                    path="$.kind",
+                    message=f"{spec.key} holds kind {spec.kind.value}, not {kind.value}; "
+                    "omit kind or send the declared one",
+                    stage="envelope",
+                )
+            )
+        asked = obs.sensitivity or spec.sensitivity
+        sensitivity = max(asked, spec.sensitivity, key=_SENSITIVITY_ORDER.index)
+        valid_until = obs.valid_until
+        if kind is Kind.STATE and valid_until is None:
+            hours = spec.valid_for_hours
+            window = timedelta(hours=hours) if hours else self.state_valid_for
+            valid_until = (obs.observed_at or now) + window
+        if within_limits:
+            problems += text_problems(obs.value, spec.hashed_paths)
+            problems += text_problems(obs.context, (), prefix="$.context")
+        problems += policy_problems(
+            sensitivity, spec.consent, obs.provenance.consent_granted, spec.key
+        )
+        return problems, (obs, spec, kind, sensitivity, valid_until)
+
+    def _run_shacl(
+        self,
+        partial: Sequence[tuple[Observation, KeySpec, Kind, Sensitivity, datetime | None] | None],
+        problems: list[list[Problem]],
+        now: datetime,
+    ) -> None:
+        if self.shacl is None:
+            return
+        indexes, candidates = [], []
+        for index, ready in enumerate(partial):
+            if ready is None or any(p.stage == "limits" for p in problems[index]):
+                continue
+            obs, spec, kind, sensitivity, valid_until = ready
+            if sensitivity is Sensitivity.PROHIBITED:
+                continue  # refused by policy; the shape would only repeat it
+            indexes.append(index)
+            candidates.append(
+                Candidate(
+                    user_id=obs.user_id,
+                    key=obs.key,
+                    kind=kind.value,
+                    source=obs.source.value,
+                    confidence=obs.confidence,
+                    sensitivity=sensitivity.value,
+                    observed_at=obs.observed_at or now,
+                    valid_until=valid_until,
+                    consent_granted=obs.provenance.consent_granted,
+                    entities=_entities(spec, obs.value),
+                    literal=obs.value,
+                )
+            )
+        for index, found in zip(indexes, self.shacl.check(candidates), strict=True):
+            problems[index].extend(found)
+        # keep pipeline order: limits, envelope, schema, shacl, guards
+        order = ["limits", "envelope", "schema", "shacl", "guards"]
+        for found in problems:
+            found.sort(key=lambda p: order.index(p.stage))
