@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memkg.graph.weights import WeightParams
+
 
 def project_root() -> Path:
     """The folder holding ``schemas/``, ``ontology/`` and ``rules/`` shipped with memkg."""
@@ -37,6 +39,7 @@ class EngineConfig(BaseModel):
     root: Path = Field(default_factory=project_root)
     limits: Limits = Limits()
     state_valid_for: timedelta = timedelta(hours=72)
+    weights: WeightParams = WeightParams()
     shacl: bool = True
     """Run the SHACL shapes on every write (turn off only to measure its cost)."""
 

@@ -1,0 +1,142 @@
+"""Edge weights (DESIGN section 4): computed from evidence, never hand-set, always explained.
+
+For one claim (a fact asserting ``user ─key→ value``) at time ``now``::
+
+    base    = confidence × credibility[source] × (1 − monthly_decay) ^ (age_days / 30)
+    context = base × (1 + Σ score[signal] × signal_decay ^ signal_age_days)
+    weight  = clamp(context × rejection_factor ^ rejections, 0, 1)
+
+Signals are the user's interactions with that edge (mentioned again, corrected, ignored a
+suggestion based on it) within ``signal_window_days``; each rejection ("not China Eastern
+again") halves the weight. Decisions use an edge only at or above ``threshold``.
+
+>>> from datetime import datetime, UTC
+>>> now = datetime(2026, 5, 1, tzinfo=UTC)
+>>> w = claim_weight(0.9, "dialogue", now, [], now, WeightParams())
+>>> round(w.value, 3), w.usable
+(0.63, True)
+>>> w = claim_weight(0.9, "dialogue", now, [Signal("rejected", now, "evt_1")], now, WeightParams())
+>>> round(w.value, 3), w.usable
+(0.315, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SIGNAL_KINDS = ("mention", "correction", "ignored", "rejected")
+
+
+class WeightParams(BaseModel):
+    """Every number of the weight formula; configuration, not code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    credibility: dict[str, float] = Field(
+        default_factory=lambda: {
+            "dialogue": 0.7,
+            "behavior": 0.9,
+            "profile": 0.95,
+            "third_party": 0.85,
+            "system": 1.0,
+            "rule": 1.0,
+        }
+    )
+    monthly_decay: float = Field(0.05, ge=0, lt=1)
+    signal_scores: dict[str, float] = Field(
+        default_factory=lambda: {"mention": 0.8, "correction": 0.5, "ignored": -0.3}
+    )
+    signal_decay: float = Field(0.9, gt=0, le=1)
+    """Per day of a signal's age."""
+    signal_window_days: float = Field(30.0, gt=0)
+    rejection_factor: float = Field(0.5, ge=0, le=1)
+    threshold: float = Field(0.6, ge=0, le=1)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One interaction with an edge, as recorded in the log."""
+
+    kind: str
+    at: datetime
+    event_id: str
+
+
+class Factor(BaseModel):
+    """One step of a weight's computation, and the evidence that caused it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: float
+    detail: str
+    event_id: str | None = None
+
+
+class Weight(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: float
+    usable: bool
+    """At or above the threshold: decisions may use the edge."""
+    base: float
+    factors: tuple[Factor, ...]
+
+
+def claim_weight(
+    confidence: float,
+    source: str,
+    observed_at: datetime,
+    signals: Sequence[Signal],
+    now: datetime,
+    params: WeightParams,
+) -> Weight:
+    credibility = params.credibility.get(source, 0.0)
+    age_days = max((now - observed_at).total_seconds() / 86400, 0.0)
+    aging = (1 - params.monthly_decay) ** (age_days / 30)
+    base = confidence * credibility * aging
+    factors = [
+        Factor(name="confidence", value=confidence, detail="as given by the source"),
+        Factor(name="credibility", value=credibility, detail=f"source {source}"),
+        Factor(name="time_decay", value=aging, detail=f"{age_days:.1f} days since observed"),
+    ]
+    gain = 0.0
+    rejections = 0
+    for signal in sorted(signals, key=lambda s: (s.at, s.event_id)):
+        signal_age = (now - signal.at).total_seconds() / 86400
+        if signal_age < 0:
+            continue  # a signal from after ``now`` (weights as of a past time)
+        if signal.kind == "rejected":
+            rejections += 1
+            factors.append(
+                Factor(
+                    name="rejection",
+                    value=params.rejection_factor,
+                    detail="user rejected what this edge led to",
+                    event_id=signal.event_id,
+                )
+            )
+            continue
+        if signal_age > params.signal_window_days:
+            continue
+        contribution = params.signal_scores.get(signal.kind, 0.0) * params.signal_decay**signal_age
+        gain += contribution
+        factors.append(
+            Factor(
+                name=signal.kind,
+                value=contribution,
+                detail=f"{signal_age:.1f} days ago",
+                event_id=signal.event_id,
+            )
+        )
+    raw = base * (1 + gain) * params.rejection_factor**rejections
+    value = min(max(raw, 0.0), 1.0)
+    if value != raw:
+        factors.append(Factor(name="clamp", value=value, detail=f"{raw:.3f} clamped to [0, 1]"))
+    return Weight(
+        value=value, usable=value >= params.threshold, base=base, factors=tuple(factors)
+    )
