@@ -92,6 +92,8 @@ def merge(case: Case) -> Facts:
         f.unique = f.unique or kw.get("uniqueItems") is True
         if kw.get("items") is False:
             f.max_items = _min(f.max_items, len(kw.get("prefixItems", [])))
+    if finite is None and f.types and f.types <= {"boolean", "null"}:
+        finite = [v for v in (True, False, None) if json_type(v) in f.types]
     if finite is not None:
         f.finite = [v for v in finite if _contains(case, v)]
         f.types = frozenset(json_type(v) for v in f.finite)
@@ -115,21 +117,77 @@ def object_atoms(atoms: list[Node]) -> list[tuple[Node, dict[str, Any]]]:
     return [(n, kw) for n in atoms if isinstance(n.raw, dict) and (kw := view(n))]
 
 
-def key_nodes(atoms: list[Node], key: str) -> list[Node]:
-    """Subschemas every value under `key` must satisfy (per atom: property, patterns, or rest)."""
+@dataclass
+class Shape:
+    """Object keywords of one node: declared properties, patterns, and the rest-of-keys schema."""
+
+    props: dict[str, Node]
+    patterns: dict[str, Node]
+    rest: Node | None
+    exempt: set[str]
+    exempt_patterns: set[str]
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas")
+
+
+def _evaluated(node: Node, definite: bool) -> tuple[set[str], set[str], bool]:
+    """Property names/patterns that in-place subschemas of `node` evaluate (all: third item)."""
+    names: set[str] = set()
+    pats: set[str] = set()
+    stack, seen = [node], 0
+    while stack and seen < 64:
+        cur = stack.pop()
+        seen += 1
+        kw = view(cur) if isinstance(cur.raw, dict) else {}
+        if "additionalProperties" in kw or (cur is not node and "unevaluatedProperties" in kw):
+            return names, pats, True
+        names.update(kw.get("properties", {}) or {})
+        pats.update(kw.get("patternProperties", {}) or {})
+        if isinstance(kw.get("$ref"), str) and (target := cur.doc.resolve(kw["$ref"])):
+            stack.append(target)
+        for key in ("allOf",) if definite else _IN_PLACE:
+            value = kw.get(key)
+            if isinstance(value, list):
+                stack.extend(cur.child(key, i) for i in range(len(value)))
+            elif isinstance(value, dict) and key == "dependentSchemas":
+                stack.extend(view_child(cur, key, k) for k in value)
+            elif value is not None and key != "dependentSchemas":
+                stack.append(cur.child(key))
+    return names, pats, False
+
+
+def shape(node: Node, definite: bool) -> Shape:
+    """Object shape of `node`; `definite` counts only surely evaluated keys as exempt from
+    `unevaluatedProperties` (use it for the schema that must contain the other)."""
+    kw = view(node) if isinstance(node.raw, dict) else {}
+    props = {k: node.child("properties", k) for k in kw.get("properties", {}) or {}}
+    pats = {p: node.child("patternProperties", p) for p in kw.get("patternProperties", {}) or {}}
+    if "additionalProperties" in kw:
+        return Shape(props, pats, node.child("additionalProperties"), set(), set())
+    if "unevaluatedProperties" in kw:
+        names, epats, everything = _evaluated(node, definite)
+        if not everything:
+            return Shape(props, pats, node.child("unevaluatedProperties"), names, epats)
+    return Shape(props, pats, None, set(), set())
+
+
+def shape_nodes(sh: Shape, key: str) -> list[Node]:
+    if key in sh.props:
+        return [sh.props[key]]
+    out = [n for p, n in sh.patterns.items() if search(p, key)]
+    if out or sh.rest is None or key in sh.exempt:
+        return out
+    if any(search(p, key) for p in sh.exempt_patterns):
+        return out
+    return [sh.rest]
+
+
+def key_nodes(atoms: list[Node], key: str, definite: bool = False) -> list[Node]:
+    """Subschemas every value under `key` must satisfy."""
     out: list[Node] = []
-    for node, kw in object_atoms(atoms):
-        props = kw.get("properties", {})
-        if isinstance(props, dict) and key in props:
-            out.append(node.child("properties", key))
-            continue
-        matched = False
-        for pat in kw.get("patternProperties", {}) or {}:
-            if search(pat, key):
-                out.append(node.child("patternProperties", pat))
-                matched = True
-        if not matched and "additionalProperties" in kw:
-            out.append(node.child("additionalProperties"))
+    for node, _ in object_atoms(atoms):
+        out.extend(shape_nodes(shape(node, definite), key))
     return out
 
 
@@ -156,3 +214,16 @@ def declared_keys(atoms: list[Node]) -> set[str]:
 
 def prefix_len(atoms: list[Node]) -> int:
     return max((len(kw.get("prefixItems", [])) for _, kw in object_atoms(atoms)), default=0)
+
+
+def own_facts(node: Node) -> Facts:
+    """Facts from a node's own keywords, ignoring its subschemas."""
+    return merge(Case([node], []))
+
+
+def keyword_ptr(atoms: list[Node], key: str) -> str | None:
+    """Pointer to `key` in the first atom that has it."""
+    for node in atoms:
+        if isinstance(node.raw, dict) and key in view(node):
+            return f"{node.ptr}/{key}"
+    return None

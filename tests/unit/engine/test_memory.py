@@ -1,0 +1,152 @@
+"""Current memory: supersede, confirm, expire, retract, history, as-of reads, idempotency."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memkg import (
+    ConcurrencyConflict,
+    Engine,
+    FactStatus,
+    FrozenClock,
+    InvalidOperation,
+    NotFound,
+    ValidationFailed,
+)
+from support.observations import CONSENTED, obs
+
+
+def test_same_source_restating_supersedes_and_keeps_history(engine: Engine) -> None:
+    first = engine.ingest(obs(value="airline:MU"))
+    second = engine.ingest(obs(value="airline:CA"))
+    assert second.superseded == (first.fact_id,)
+    assert [f.value for f in engine.facts("u1")] == ["airline:CA"]
+    history = engine.history("u1", "airline.preferred")
+    assert [(f.value, f.status) for f in history] == [
+        ("airline:MU", FactStatus.SUPERSEDED),
+        ("airline:CA", FactStatus.ACTIVE),
+    ]
+    assert history[0].superseded_by == second.fact_id
+
+
+def test_other_sources_compete_instead_of_overwriting(engine: Engine) -> None:
+    engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
+    engine.ingest(obs(key="location.city", value="city:shanghai", source="dialogue"))
+    assert sorted(f.value for f in engine.facts("u1")) == ["city:beijing", "city:shanghai"]
+
+
+def test_explicit_change_supersedes_every_source(engine: Engine) -> None:
+    old = engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
+    new = engine.ingest(
+        obs(key="location.city", value="city:shanghai", source="dialogue", change=True)
+    )
+    assert new.superseded == (old.fact_id,)
+    assert [f.value for f in engine.facts("u1")] == ["city:shanghai"]
+
+
+def test_correction_supersedes_exactly_the_named_fact(engine: Engine) -> None:
+    wrong = engine.ingest(obs(value="airline:MU"))
+    fixed = engine.ingest(obs(value="airline:HO", source="behavior", supersedes=wrong.fact_id))
+    assert fixed.superseded == (wrong.fact_id,)
+    with pytest.raises(ValidationFailed) as refused:
+        engine.ingest(obs(value="airline:CA", supersedes="fact_nope"))
+    assert refused.value.report.codes == ["fact.unknown"]
+
+
+def test_fact_kind_waits_for_confirmation(engine: Engine) -> None:
+    result = engine.ingest(obs(key="location.city", value="city:beijing"))
+    assert result.status is FactStatus.PENDING_CONFIRMATION
+    engine.confirm("u1", result.fact_id)
+    assert engine.fact("u1", result.fact_id).status is FactStatus.ACTIVE
+    with pytest.raises(InvalidOperation):
+        engine.confirm("u1", result.fact_id)
+    profile = engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
+    assert profile.status is FactStatus.ACTIVE
+
+
+def test_state_expires_after_72_hours_and_is_swept(engine: Engine, clock: FrozenClock) -> None:
+    result = engine.ingest(obs(key="travel.companions", value=2))
+    fact = engine.fact("u1", result.fact_id)
+    assert fact.valid_until == clock.now() + timedelta(hours=72)
+    clock.advance(timedelta(hours=71))
+    assert [f.key for f in engine.facts("u1")] == ["travel.companions"]
+    clock.advance(timedelta(hours=2))
+    assert engine.facts("u1") == []
+    [expired] = engine.expire_due("u1")
+    assert expired.type.value == "fact.expired"
+    assert engine.fact("u1", result.fact_id).status is FactStatus.EXPIRED
+    assert engine.expire_due("u1") == []
+
+
+def test_retract_is_a_soft_delete(engine: Engine) -> None:
+    result = engine.ingest(obs())
+    engine.retract("u1", result.fact_id, "user said: forget that")
+    assert engine.facts("u1") == []
+    fact = engine.fact("u1", result.fact_id)
+    assert (fact.status, fact.status_reason) == (FactStatus.RETRACTED, "user said: forget that")
+    with pytest.raises(InvalidOperation):
+        engine.retract("u1", result.fact_id, "again")
+    with pytest.raises(NotFound):
+        engine.retract("u1", "fact_missing", "x")
+
+
+def test_as_of_reads_past_positions(engine: Engine) -> None:
+    first = engine.ingest(obs(value="airline:MU"))
+    engine.ingest(obs(value="airline:CA"))
+    assert [f.value for f in engine.facts("u1", as_of=first.seq)] == ["airline:MU"]
+    assert [f.value for f in engine.facts("u1")] == ["airline:CA"]
+
+
+def test_idempotent_retry_is_stored_once(sqlite_engine: Engine) -> None:
+    first = sqlite_engine.ingest(obs(idempotency_key="req-42"))
+    again = sqlite_engine.ingest(obs(idempotency_key="req-42"))
+    assert again.duplicate and again.fact_id == first.fact_id
+    assert sqlite_engine.store.head() == 1
+    assert len(sqlite_engine.facts("u1")) == 1
+
+
+def test_stale_writer_gets_a_conflict_not_a_lost_update(sqlite_engine: Engine) -> None:
+    seen = sqlite_engine.memory("u1").version
+    sqlite_engine.ingest(obs(value="airline:CA"), expected_version=seen)
+    with pytest.raises(ConcurrencyConflict) as conflict:
+        sqlite_engine.ingest(obs(value="airline:MU", source="behavior"), expected_version=seen)
+    assert conflict.value.code == "store.conflict"
+    assert [f.value for f in sqlite_engine.facts("u1")] == ["airline:CA"]
+
+
+def test_domains_are_scoped(engine: Engine) -> None:
+    engine.ingest(obs())
+    engine.ingest(obs(domain="commerce", key="contact.preference", value="sms"))
+    assert [f.key for f in engine.facts("u1", "travel")] == ["airline.preferred"]
+    assert [f.key for f in engine.facts("u1", "commerce")] == ["contact.preference"]
+
+
+def test_rebuild_equals_live(sqlite_engine: Engine) -> None:
+    sqlite_engine.ingest(obs())
+    sqlite_engine.ingest(obs(value="airline:CA"))
+    sqlite_engine.ingest(obs(user_id="u2", key="seat.preference", value="aisle"))
+    live = {u: sqlite_engine.facts(u) for u in ("u1", "u2")}
+    report = sqlite_engine.rebuild()
+    assert (report.users, report.events, report.facts) == (2, 4, 3)
+    assert {u: sqlite_engine.facts(u) for u in ("u1", "u2")} == live
+
+
+def test_erase_by_audit_id_removes_exactly_those_facts(sqlite_engine: Engine) -> None:
+    tagged = {"provenance": {"audit_log_id": "audit-7"}}
+    gone = sqlite_engine.ingest(obs(value="airline:MU", **tagged))
+    kept = sqlite_engine.ingest(obs(key="seat.preference", value="aisle"))
+    other = sqlite_engine.ingest(obs(user_id="u2", key="seat.preference", value="window", **tagged))
+    receipts = sqlite_engine.erase_audit_id("audit-7")
+    assert sorted(r.user_id for r in receipts) == ["u1", "u2"]
+    assert [f.id for f in sqlite_engine.facts("u1")] == [kept.fact_id]
+    assert sqlite_engine.facts("u2") == []
+    assert gone.fact_id not in sqlite_engine.memory("u1").facts
+    assert other.fact_id not in sqlite_engine.memory("u2").facts
+
+
+def test_consented_special_fact_is_stored(engine: Engine) -> None:
+    result = engine.ingest(obs(domain="health", key="diet.restrictions", value=["halal"],
+                               **CONSENTED))  # fmt: skip
+    assert engine.fact("u1", result.fact_id).sensitivity.value == "special"
