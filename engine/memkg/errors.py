@@ -8,7 +8,10 @@ Every error carries a stable ``code`` and points at what caused it::
     ├── NotFound (LookupError)              unknown fact, user, decision
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
     ├── ConfigError (ValueError)            a schema, shape or config file is wrong; names file and place
-    └── StoreError (RuntimeError)           the event store failed or holds data it cannot read
+    ├── StoreError (RuntimeError)           the event store failed or holds data it cannot read
+    └── LLMError (RuntimeError)             the language model endpoint failed
+        ├── LLMUnavailable (ConnectionError)  down, timing out, or overloaded after retries
+        └── LLMBadResponse (ValueError)       answered with something memkg cannot use
 """
 
 from __future__ import annotations
@@ -82,3 +85,15 @@ class ConfigError(MemkgError, ValueError):
 
 class StoreError(MemkgError, RuntimeError):
     code = "store.error"
+
+
+class LLMError(MemkgError, RuntimeError):
+    code = "llm.error"
+
+
+class LLMUnavailable(LLMError, ConnectionError):
+    code = "llm.unavailable"
+
+
+class LLMBadResponse(LLMError, ValueError):
+    code = "llm.bad_response"

@@ -44,6 +44,12 @@ def removal_digest(event_ids: Iterable[str]) -> str:
     return h.hexdigest()
 
 
+def purge_counts(removed: Iterable[tuple[int, str]]) -> ErasureCounts:
+    """What ``purge_facts`` reports for the removed ``(seq, event_id)`` rows, in any order."""
+    ids = [event_id for _, event_id in sorted(removed)]
+    return ErasureCounts(events=len(ids), salts=0, idempotency_keys=0, digest=removal_digest(ids))
+
+
 def subject_digest(secret: bytes, user_id: str) -> str:
     """HMAC-SHA256 of a user id: lets an operator check an erasure without keeping the id."""
     return hmac.new(secret, user_id.encode(), hashlib.sha256).hexdigest()
@@ -52,7 +58,7 @@ def subject_digest(secret: bytes, user_id: str) -> str:
 def payload_json(event: NewEvent) -> str:
     """The event's payload as compact JSON, the form every store keeps."""
     try:
-        return json.dumps(event.payload, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(event.payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"payload of event {event.event_id!r} is not JSON: {exc}") from exc
 
@@ -114,6 +120,7 @@ class MemoryEventStore:
         self._seqs: list[int] = []
         self._last_seq = 0
         self._versions: dict[str, int] = {}
+        self._streams: dict[str, list[Event]] = {}
         self._event_ids: set[str] = set()
         self._keys: dict[tuple[str, str], tuple[int, int]] = {}
         self._salts: dict[str, bytes] = {}
@@ -145,6 +152,7 @@ class MemoryEventStore:
             if not stored:
                 return AppendResult(events=())
             self._log.extend(stored)
+            self._streams.setdefault(user_id, []).extend(stored)
             self._seqs.extend(e.seq for e in stored)
             self._event_ids.update(e.event_id for e in stored)
             self._last_seq = stored[-1].seq
@@ -155,10 +163,8 @@ class MemoryEventStore:
 
     def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
         with self._lock:
-            end = (
-                len(self._log) if up_to_seq is None else bisect.bisect_right(self._seqs, up_to_seq)
-            )
-            return [e for e in self._log[:end] if e.user_id == user_id]
+            stream = self._streams.get(user_id, [])
+            return [e for e in stream if up_to_seq is None or e.seq <= up_to_seq]
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         while True:
@@ -201,9 +207,7 @@ class MemoryEventStore:
         wanted = set(fact_ids)
         with self._lock:
             removed = self._remove(lambda e: e.user_id == user_id and e.fact_id in wanted)
-        return ErasureCounts(
-            events=len(removed), salts=0, idempotency_keys=0, digest=removal_digest(removed)
-        )
+        return purge_counts(enumerate(removed))
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         with self._lock:
@@ -244,6 +248,9 @@ class MemoryEventStore:
         if removed:
             self._log = [e for e in self._log if not doomed(e)]
             self._seqs = [e.seq for e in self._log]
+            self._streams = {}
+            for e in self._log:
+                self._streams.setdefault(e.user_id, []).append(e)
             self._event_ids.difference_update(removed)
         return removed
 

@@ -28,6 +28,7 @@ from memkg.events.memory import (
     check_batch,
     group_fact_ids,
     payload_json,
+    purge_counts,
     removal_digest,
     stored_event,
     subject_digest,
@@ -62,15 +63,12 @@ CREATE TABLE IF NOT EXISTS {s}.events (
 CREATE INDEX IF NOT EXISTS events_fact_id ON {s}.events (fact_id);
 CREATE INDEX IF NOT EXISTS events_audit_log_id ON {s}.events (audit_log_id);
 CREATE TABLE IF NOT EXISTS {s}.streams (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS {s}.idempotency (
-    user_id TEXT NOT NULL, key TEXT NOT NULL, first_seq BIGINT NOT NULL,
-    last_seq BIGINT NOT NULL, PRIMARY KEY (user_id, key)
-);
+CREATE TABLE IF NOT EXISTS {s}.idempotency (user_id TEXT NOT NULL, key TEXT NOT NULL,
+    first_seq BIGINT NOT NULL, last_seq BIGINT NOT NULL, PRIMARY KEY (user_id, key));
 CREATE TABLE IF NOT EXISTS {s}.subject_salts (user_id TEXT PRIMARY KEY, salt BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
-    events BIGINT NOT NULL, digest TEXT NOT NULL
-)
+    events BIGINT NOT NULL, digest TEXT NOT NULL)
 """
 
 
@@ -153,10 +151,8 @@ class PostgresEventStore:
             while cursor.nextset():
                 stored_rows += cursor.fetchall()
             stored_rows.sort(key=lambda r: r[3])
-            new_version = version + len(rows)
-            db.execute(
-                f"UPDATE {s}.streams SET version = %s WHERE user_id = %s", (new_version, user_id)
-            )
+            stream = (version + len(rows), user_id)
+            db.execute(f"UPDATE {s}.streams SET version = %s WHERE user_id = %s", stream)
             if idempotency_key is not None:
                 db.execute(
                     f"INSERT INTO {s}.idempotency VALUES (%s, %s, %s, %s)",
@@ -165,12 +161,9 @@ class PostgresEventStore:
         return AppendResult(events=tuple(map(_event, stored_rows)))
 
     def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
-        rows = self._read(
-            f"SELECT {_COLUMNS} FROM {self._s}.events"
-            " WHERE user_id = %s AND seq <= %s ORDER BY version",
-            (user_id, _MAX_SEQ if up_to_seq is None else up_to_seq),
-        )
-        return list(map(_event, rows))
+        query = f"SELECT {_COLUMNS} FROM {self._s}.events WHERE user_id = %s AND seq <= %s"
+        limit = _MAX_SEQ if up_to_seq is None else up_to_seq
+        return list(map(_event, self._read(f"{query} ORDER BY version", (user_id, limit))))
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
@@ -209,12 +202,9 @@ class PostgresEventStore:
             return bytes(_one(db.execute(query, (user_id,))))
 
     def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
-        rows = self._read(
-            f"SELECT user_id, fact_id FROM {self._s}.events"
-            " WHERE audit_log_id = %s AND fact_id IS NOT NULL ORDER BY seq",
-            (audit_log_id,),
-        )
-        return group_fact_ids(rows)
+        where = "audit_log_id = %s AND fact_id IS NOT NULL"
+        query = f"SELECT user_id, fact_id FROM {self._s}.events WHERE {where} ORDER BY seq"
+        return group_fact_ids(self._read(query, (audit_log_id,)))
 
     def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
         with self._tx() as db:
@@ -223,10 +213,7 @@ class PostgresEventStore:
                 " RETURNING seq, event_id",
                 (user_id, list(fact_ids)),
             ).fetchall()
-        ids = [r[1] for r in sorted(removed)]
-        return ErasureCounts(
-            events=len(ids), salts=0, idempotency_keys=0, digest=removal_digest(ids)
-        )
+        return purge_counts(removed)
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         s = self._s
@@ -262,9 +249,6 @@ class PostgresEventStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
         # A broken connection (server restart, network) is replaced on the next call.

@@ -29,6 +29,7 @@ from memkg.events.memory import (
     check_batch,
     group_fact_ids,
     payload_json,
+    purge_counts,
     removal_digest,
     stored_event,
     subject_digest,
@@ -44,6 +45,7 @@ _COLUMNS = (
     "seq, event_id, user_id, version, type, domain, fact_id, audit_log_id, payload, recorded_at"
 )
 _MARKS = ", ".join("?" * 10)
+_STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM {table} WHERE user_id = ?"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
@@ -54,15 +56,12 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_fact_id ON events (fact_id);
 CREATE INDEX IF NOT EXISTS events_audit_log_id ON events (audit_log_id);
 CREATE TABLE IF NOT EXISTS streams (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS idempotency (
-    user_id TEXT NOT NULL, key TEXT NOT NULL, first_seq INTEGER NOT NULL,
-    last_seq INTEGER NOT NULL, PRIMARY KEY (user_id, key)
-);
+CREATE TABLE IF NOT EXISTS idempotency (user_id TEXT NOT NULL, key TEXT NOT NULL,
+    first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, PRIMARY KEY (user_id, key));
 CREATE TABLE IF NOT EXISTS subject_salts (user_id TEXT PRIMARY KEY, salt BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
-    events INTEGER NOT NULL, digest TEXT NOT NULL
-)
+    events INTEGER NOT NULL, digest TEXT NOT NULL)
 """
 
 
@@ -78,9 +77,8 @@ class SqliteEventStore:
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open event store {self.path}: {exc}") from exc
-        self._busy_timeout = busy_timeout
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        self._set_journal_mode()
+        self._set_journal_mode(busy_timeout)
         for pragma in ("synchronous = FULL", "secure_delete = ON", "foreign_keys = ON"):
             self._db.execute(f"PRAGMA {pragma}")
         with self._write() as db:
@@ -122,31 +120,25 @@ class SqliteEventStore:
                         (user_id, *seen),
                     )
                     return AppendResult(events=tuple(map(_event, stored)), duplicate=True)
-            version = _version(db, user_id)
+            version = _scalar(db, _STREAM_VERSION.format(table="streams"), user_id)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
                 return AppendResult(events=())
             # We hold the write lock, so the next seqs are ours to assign.
-            last = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
-            base = last[0] if last else 0
+            base = _scalar(db, "SELECT coalesce(max(seq), 0) FROM sqlite_sequence")
             numbered = [
                 (base + i, row[0], user_id, version + i, *row[1:]) for i, row in enumerate(rows, 1)
             ]
             try:
                 db.executemany(f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})", numbered)
             except sqlite3.IntegrityError as exc:
-                if "events.version" in str(exc):
-                    raise ConcurrencyConflict(
-                        user_id, version, _version(db, user_id, from_events=True)
-                    ) from exc
+                if "events.version" in str(exc):  # another writer bypassed the streams table
+                    actual = _scalar(db, _STREAM_VERSION.format(table="events"), user_id)
+                    raise ConcurrencyConflict(user_id, version, actual) from exc
                 raise StoreError(f"cannot append to stream {user_id!r}: {exc}") from exc
-            new_version = version + len(rows)
-            db.execute(
-                "INSERT INTO streams VALUES (?, ?) "
-                "ON CONFLICT (user_id) DO UPDATE SET version = excluded.version",
-                (user_id, new_version),
-            )
+            stream = (user_id, version + len(rows))
+            db.execute("INSERT OR REPLACE INTO streams VALUES (?, ?)", stream)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency VALUES (?, ?, ?, ?)",
@@ -155,12 +147,9 @@ class SqliteEventStore:
         return AppendResult(events=tuple(map(_event, numbered)))
 
     def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        query = f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq <= ? ORDER BY version"
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
-        rows = self._read(
-            f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq <= ? ORDER BY version",
-            (user_id, limit),
-        )
-        return list(map(_event, rows))
+        return list(map(_event, self._read(query, (user_id, limit))))
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
@@ -191,38 +180,29 @@ class SqliteEventStore:
         if rows:
             return bytes(rows[0][0])
         with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO subject_salts VALUES (?, ?)", (user_id, os.urandom(16))
-            )
-            return bytes(db.execute(query, (user_id,)).fetchone()[0])
+            salt = (user_id, os.urandom(16))
+            db.execute("INSERT OR IGNORE INTO subject_salts VALUES (?, ?)", salt)
+            return bytes(_scalar(db, query, user_id))
 
     def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
-        rows = self._read(
-            "SELECT user_id, fact_id FROM events WHERE audit_log_id = ? AND fact_id IS NOT NULL"
-            " ORDER BY seq",
-            (audit_log_id,),
-        )
-        return group_fact_ids(rows)
+        where = "audit_log_id = ? AND fact_id IS NOT NULL"
+        query = f"SELECT user_id, fact_id FROM events WHERE {where} ORDER BY seq"
+        return group_fact_ids(self._read(query, (audit_log_id,)))
 
     def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
-        removed: list[str] = []
+        removed: list[tuple[int, str]] = []
         with self._write() as db:
             for fact_id in dict.fromkeys(fact_ids):
-                where = "WHERE user_id = ? AND fact_id = ?"
-                ids = db.execute(f"SELECT seq, event_id FROM events {where}", (user_id, fact_id))
-                removed.extend(r[1] for r in sorted(ids))
-                db.execute(f"DELETE FROM events {where}", (user_id, fact_id))
+                where, key = "WHERE user_id = ? AND fact_id = ?", (user_id, fact_id)
+                removed += db.execute(f"SELECT seq, event_id FROM events {where}", key)
+                db.execute(f"DELETE FROM events {where}", key)
         self._compact()
-        return ErasureCounts(
-            events=len(removed), salts=0, idempotency_keys=0, digest=removal_digest(removed)
-        )
+        return purge_counts(removed)
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         with self._write() as db:
-            ids = db.execute(
-                "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq", (user_id,)
-            )
-            removed = [r[0] for r in ids]
+            ids = "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq"
+            removed = [r[0] for r in db.execute(ids, (user_id,))]
             db.execute("DELETE FROM events WHERE user_id = ?", (user_id,))
             salts = db.execute("DELETE FROM subject_salts WHERE user_id = ?", (user_id,)).rowcount
             keys = db.execute("DELETE FROM idempotency WHERE user_id = ?", (user_id,)).rowcount
@@ -248,24 +228,20 @@ class SqliteEventStore:
         with self._lock:
             self._db.close()
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _set_journal_mode(self) -> None:
+    def _set_journal_mode(self, busy_timeout: float) -> None:
         # Switching a new file to WAL needs an exclusive lock, which the busy handler does not
         # wait for: another process creating the same file can make it fail once.
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
+        deadline = time.monotonic() + busy_timeout
+        mode = None
+        while mode is None:
             try:
-                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = _scalar(self._db, "PRAGMA journal_mode = WAL")
             except sqlite3.OperationalError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.01)
-                continue
-            if mode != "wal":
-                raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
-            return
+        if mode != "wal":
+            raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -276,14 +252,13 @@ class SqliteEventStore:
                 raise StoreError(f"event store {self.path} is not writable: {exc}") from exc
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            try:
                 self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"event store {self.path}: commit failed: {exc}") from exc
+            except BaseException as exc:
+                if self._db.in_transaction:  # a failed COMMIT may already have ended it
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"event store {self.path}: write failed: {exc}") from exc
+                raise
 
     def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
         with self._lock:
@@ -303,33 +278,17 @@ class SqliteEventStore:
                 raise StoreError(f"event store {self.path}: compaction failed: {exc}") from exc
 
     def _checkpoint(self) -> None:
-        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy:
-            raise StoreError(
-                f"event store {self.path}: rows were deleted, but another connection kept the "
-                "WAL from being truncated; retry once readers are done"
-            )
+        if _scalar(self._db, "PRAGMA wal_checkpoint(TRUNCATE)"):  # busy: a reader pins the WAL
+            raise StoreError(f"{self.path}: rows deleted, WAL not yet truncated; retry when idle")
 
 
-def _row(event: NewEvent) -> tuple[Any, ...]:
-    return (
-        event.event_id,
-        event.type.value,
-        event.domain,
-        event.fact_id,
-        event.audit_log_id,
-        payload_json(event),
-        utc_instant(event.recorded_at).isoformat(),
-    )
+def _row(e: NewEvent) -> tuple[Any, ...]:
+    at = utc_instant(e.recorded_at).isoformat()
+    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload_json(e), at)
 
 
-def _version(db: sqlite3.Connection, user_id: str, *, from_events: bool = False) -> int:
-    query = (
-        "SELECT coalesce(max(version), 0) FROM events WHERE user_id = ?"
-        if from_events
-        else "SELECT coalesce(max(version), 0) FROM streams WHERE user_id = ?"
-    )
-    return int(db.execute(query, (user_id,)).fetchone()[0])
+def _scalar(db: sqlite3.Connection, query: str, *params: Any) -> Any:
+    return db.execute(query, params).fetchone()[0]
 
 
 def _event(row: tuple[Any, ...]) -> Event:

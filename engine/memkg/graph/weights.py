@@ -55,6 +55,8 @@ class WeightParams(BaseModel):
     signal_window_days: float = Field(30.0, gt=0)
     rejection_factor: float = Field(0.5, ge=0, le=1)
     threshold: float = Field(0.6, ge=0, le=1)
+    knowledge_weight: float = Field(1.0, ge=0, le=1)
+    """Weight of a domain-knowledge edge that states none (``mk:hub``, ``mk:locatedIn``)."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ ENTITY = Namespace("https://memkg.dev/entity/")
 USER = Namespace("https://memkg.dev/user/")
 FACT = Namespace("https://memkg.dev/fact/")
 GRAPH = Namespace("https://memkg.dev/graph/")
+SIGNAL = Namespace("https://memkg.dev/signal/")
 SHAPE = Namespace("https://memkg.dev/shape/")
 
 CLASSES = (
     "User", "Fact", "Entity", "Signal",
-    "Kind", "Source", "Scope", "Sensitivity", "Status",
+    "Kind", "Source", "Scope", "Sensitivity", "Status", "SignalKind",
     "Airline", "City", "Country", "Condition", "Protocol", "Allergen", "Diet",
     "ProductCategory", "Product", "Brand", "RiskProfile", "Channel", "Language",
 )  # fmt: skip
@@ -28,7 +29,7 @@ PROPERTIES = (
     "sessionId", "observedAt", "recordedAt", "validUntil", "sensitivity", "status",
     "schemaVersion", "sourceRef", "consentGranted", "consentVersion", "auditLogId", "purpose",
     "relation", "weight", "requires", "contraindicates", "relatedTo", "locatedIn", "hub",
-    "memberOf", "category", "label", "factId", "domain",
+    "memberOf", "category", "label", "factId", "domain", "signalKind",
 )  # fmt: skip
 INDIVIDUALS = {
     "Kind": ("fact", "preference", "state", "pattern"),
@@ -38,6 +39,7 @@ INDIVIDUALS = {
     "Status": (
         "active", "pending_confirmation", "superseded", "frozen", "expired", "retracted",
     ),
+    "SignalKind": ("mention", "correction", "ignored", "rejected"),
 }  # fmt: skip
 
 ENTITY_REF = re.compile(r"^(?P<type>[a-z][a-z_]{1,31}):(?P<name>[A-Za-z0-9][A-Za-z0-9_.\-]{0,63})$")

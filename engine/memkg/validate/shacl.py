@@ -4,6 +4,14 @@ Per DESIGN section 7: validate the delta (the candidates, plus the type triples 
 they name, or ``sh:class`` fails), never the whole store; parse shapes once. A batch of
 candidates goes through one pySHACL run, each candidate a distinct focus node, and results are
 mapped back by focus node. Pass/fail is computed from result severities, not ``conforms``.
+
+Verdicts are memoised by the candidate's *signature*: the fields that shape the candidate's
+graph (key, kind, source, sensitivity, consent, the entities named) plus the values of every
+path some shape constrains by value (``sh:in``, bounds, patterns, comparisons...). Paths the
+shapes only check for datatype and cardinality (observed time, the user node, free text) are
+left out of the signature, since any value of the right datatype gets the same verdict. The
+constraint kinds are read from the shapes at load, so adding a value constraint to a path adds
+it to the signature; shapes with SPARQL or JavaScript constraints turn memoisation off.
 """
 
 from __future__ import annotations
@@ -53,6 +61,30 @@ class _Validator(_PyShaclValidator):  # type: ignore[misc]
 
 
 _EMPTY = Graph()
+_MEMO_LIMIT = 50_000
+
+# Constraint parameters whose verdict does not depend on a value's identity. ``sh:class`` is
+# here because candidate graphs type every node from signature fields alone: the user node is
+# always ``mk:User`` and entity types follow from the entities, which are in the signature.
+_STRUCTURAL = {SH.path, SH.datatype, SH.minCount, SH.maxCount, SH.nodeKind, SH["class"],
+               SH.message, SH.name, SH.description, SH.severity, SH.order, SH.group,
+               SH.deactivated, RDF.type}  # fmt: skip
+_COMPARISONS = (SH.equals, SH.disjoint, SH.lessThan, SH.lessThanOrEquals)
+
+
+def _value_paths(shapes: Graph) -> frozenset[Node] | None:
+    """Paths some active shape constrains by value; None when memoising would be unsound."""
+    if any(shapes.triples((None, SH.sparql, None))) or any(shapes.triples((None, SH.js, None))):
+        return None
+    found: set[Node] = set()
+    for shape, path in shapes.subject_objects(SH.path):
+        if shapes.value(shape, SH.deactivated) == Literal(True):
+            continue
+        if {p for p, _ in shapes.predicate_objects(shape)} - _STRUCTURAL:
+            found.add(path)
+    for predicate in _COMPARISONS:
+        found.update(other for _, other in shapes.subject_objects(predicate))
+    return frozenset(found)
 
 
 class ShaclChecker:
@@ -60,6 +92,8 @@ class ShaclChecker:
         self._shapes = ShapesGraph(shapes)
         self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
         self._types = entity_types
+        self._value_paths = _value_paths(shapes)
+        self._memo: dict[tuple[object, ...], list[Problem]] = {}
         # pySHACL copies blank property shapes into its report: name them by their node shape
         self._owner = {
             shapes.value(prop, SH.path): parent
@@ -69,6 +103,37 @@ class ShaclChecker:
 
     def check(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         """Problems per candidate, in input order."""
+        if self._value_paths is None:
+            return self._run(candidates)
+        signatures = [self._signature(c) for c in candidates]
+        todo: dict[tuple[object, ...], Candidate] = {}
+        for signature, candidate in zip(signatures, candidates, strict=True):
+            if signature not in self._memo:
+                todo.setdefault(signature, candidate)
+        if todo:
+            if len(self._memo) + len(todo) > _MEMO_LIMIT:
+                self._memo.clear()
+            for signature, found in zip(todo, self._run(list(todo.values())), strict=True):
+                self._memo[signature] = found
+        return [list(self._memo[signature]) for signature in signatures]
+
+    def _signature(self, c: Candidate) -> tuple[object, ...]:
+        sensitive = self._value_paths or frozenset()
+        optional = (
+            (MK.subject, c.user_id),
+            (MK.confidence, c.confidence),
+            (MK.observedAt, c.observed_at),
+            (MK.validUntil, c.valid_until),
+            (MK.consentGranted, c.consent_granted),
+            (MK.literalValue, json.dumps(c.literal, sort_keys=True) if not c.entities else None),
+        )
+        return (
+            c.key, c.kind, c.source, c.sensitivity, c.entities, c.consent_granted,
+            c.valid_until is None, bool(c.entities),
+            *(value for path, value in optional if path in sensitive),
+        )  # fmt: skip
+
+    def _run(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         if not candidates:
             return []
         data = Graph()

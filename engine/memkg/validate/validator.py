@@ -169,7 +169,8 @@ class Validator:
             try:
                 obs = Observation.model_validate(dict(item))
             except ValidationError as exc:
-                return problems + _envelope_problems(exc), None
+                problems += _envelope_problems(exc)
+                return problems + self._salvage(item, within_limits, problems), None
         spec = self.registry.spec(obs.domain, obs.key)
         if spec is None:
             return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None
@@ -200,6 +201,27 @@ class Validator:
             sensitivity, spec.consent, obs.provenance.consent_granted, spec.key
         )
         return problems, (obs, spec, kind, sensitivity, valid_until)
+
+    def _salvage(
+        self, raw: Mapping[str, Any], within_limits: bool, found: list[Problem]
+    ) -> list[Problem]:
+        """With a broken envelope, still check what can be: key, value schema, guards."""
+        domain, key = raw.get("domain"), raw.get("key")
+        if not (isinstance(domain, str) and isinstance(key, str)):
+            return []
+        spec = self.registry.spec(domain, key)
+        if spec is None:
+            broken = {p.path for p in found}
+            return [] if {"$.domain", "$.key"} & broken else [
+                _unknown_key(self.registry, domain, key)
+            ]
+        if not within_limits:
+            return []
+        problems = _schema_problems(spec, raw.get("value"))
+        problems += text_problems(raw.get("value"), spec.hashed_paths)
+        provenance = raw.get("provenance")
+        granted = isinstance(provenance, Mapping) and provenance.get("consent_granted") is True
+        return problems + policy_problems(spec.sensitivity, spec.consent, granted, spec.key)
 
     def _run_shacl(
         self,

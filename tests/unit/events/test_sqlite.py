@@ -105,6 +105,8 @@ def test_erasure_leaves_no_byte_of_the_user(tmp_path: Path, make_event: MakeEven
     store.append(ERASED_USER, [make_event(ERASED_USER)], idempotency_key="idem-Erasable-77")
     store.append("bob", [make_event("bob", value=OTHER_VALUE)])
     store.subject_salt(ERASED_USER)
+    bystander = SqliteEventStore(store.path)  # another connection on the file, between reads
+    assert len(bystander.read_stream(ERASED_USER)) == 51
     before = _bytes(store)
     assert SECRET_VALUE.encode() in before and ERASED_USER.encode() in before
 
@@ -118,7 +120,8 @@ def test_erasure_leaves_no_byte_of_the_user(tmp_path: Path, make_event: MakeEven
     tombstone = store._db.execute("SELECT * FROM erasures").fetchone()
     assert ERASED_USER not in repr(tombstone)
     assert tombstone[0] == "era_1" and tombstone[3] == 51
-    assert store.was_erased(ERASED_USER)
+    assert store.was_erased(ERASED_USER) and bystander.read_stream(ERASED_USER) == []
+    bystander.close()
     store.close()
 
 

@@ -113,6 +113,14 @@ def test_a_batch_is_stored_whole_or_not_at_all(store: EventStore, make_event: Ma
     assert store.read_stream("bob") == []
 
 
+@pytest.mark.parametrize("payload", [{"when": datetime(2026, 1, 1)}, {"x": float("nan")}])
+def test_payload_must_be_json(store: EventStore, make_event: MakeEvent, payload: Any) -> None:
+    with pytest.raises(StoreError, match="not JSON"):
+        store.append("alice", [make_event(), make_event().model_copy(update={"payload": payload})])
+
+    assert store.head() == 0
+
+
 def test_empty_append_stores_nothing(store: EventStore) -> None:
     result = store.append("alice", [], expected_version=0)
 
@@ -183,7 +191,7 @@ def test_purge_facts_removes_exactly_those_facts(store: EventStore, make_event: 
     f3 = make_event(fact_id="f3")
     store.append("alice", [f3])
 
-    counts = store.purge_facts("alice", ["f1", "f3", "missing"])
+    counts = store.purge_facts("alice", ["f3", "missing", "f1"])
 
     assert counts.events == 3
     assert counts.digest == _digest([f1[0].event_id, f1[2].event_id, f3.event_id])

@@ -1,0 +1,125 @@
+"""Claims: a fact about a key, with its current weight and its tier in scope priority.
+
+``build_claims`` turns a user's facts into the claims one read competes with: it places each
+fact in a tier for the asking session and turn, and weighs it with the signals recorded on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.graph.weights import Signal, Weight, WeightParams, claim_weight
+from memkg.model.event import Event, EventType
+from memkg.model.fact import Fact, Scope
+from memkg.arbitration.resolution import Tier
+
+
+class Claim(BaseModel):
+    """One fact competing for its key, weighed now."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fact: Fact
+    weight: Weight
+    tier: Tier
+
+    @property
+    def score(self) -> float:
+        return self.weight.value
+
+
+def slot(context: Mapping[str, str], fields: Sequence[str]) -> dict[str, str]:
+    """The part of a claim's context that separates claims (the key declares the fields).
+
+    >>> slot({"trip_type": "business", "note": "x"}, ("trip_type",))
+    {'trip_type': 'business'}
+    """
+    return {name: context[name] for name in sorted(fields) if name in context}
+
+
+def signals_of(events: Iterable[Event]) -> dict[str, list[Signal]]:
+    """Interaction signals per fact id, from the user's ``signal.recorded`` events.
+
+    The one place that reads signals: point it at the graph's signal API when that exists.
+    """
+    found: dict[str, list[Signal]] = {}
+    for event in events:
+        if event.type is not EventType.SIGNAL_RECORDED:
+            continue
+        payload: dict[str, Any] = event.payload
+        fact_id = event.fact_id or payload.get("fact_id")
+        kind = payload.get("kind") or payload.get("signal")
+        if not fact_id or not isinstance(kind, str):
+            continue
+        at = payload.get("at")
+        when = datetime.fromisoformat(at) if isinstance(at, str) else event.recorded_at
+        found.setdefault(fact_id, []).append(Signal(kind, when, event.event_id))
+    return found
+
+
+def tier_of(fact: Fact, session_id: str | None, current_turn: set[str]) -> Tier | None:
+    """The fact's tier for this read, or None when it does not take part in it.
+
+    Turn claims count only when they are the current turn's instruction (earlier turns live
+    on in the session notes); session and turn claims only within the asking session.
+    """
+    if fact.scope is Scope.GLOBAL:
+        return Tier.GLOBAL
+    if session_id is None or fact.session_id != session_id:
+        return None
+    if fact.scope is Scope.SESSION:
+        return Tier.SESSION
+    return Tier.TURN if fact.id in current_turn else None
+
+
+def current_turn(facts: Sequence[Fact], session_id: str | None, turn: str | None) -> set[str]:
+    """Ids of the turn claims that are this turn's instruction.
+
+    ``turn`` names the turn by its ``provenance.source_ref``; without it, the session's latest
+    turn claims count, unless a session note was observed after them.
+    """
+    if session_id is None:
+        return set()
+    in_session = [f for f in facts if f.session_id == session_id]
+    turns = [f for f in in_session if f.scope is Scope.TURN]
+    if turn is not None:
+        return {f.id for f in turns if f.provenance.source_ref == turn}
+    if not turns:
+        return set()
+    latest = max(f.observed_at for f in turns)
+    notes = [f.observed_at for f in in_session if f.scope is Scope.SESSION]
+    if notes and max(notes) > latest:
+        return set()
+    return {f.id for f in turns if f.observed_at == latest}
+
+
+def build_claims(
+    facts: Sequence[Fact],
+    *,
+    now: datetime,
+    params: WeightParams,
+    signals: Mapping[str, Sequence[Signal]],
+    session_id: str | None = None,
+    turn: str | None = None,
+) -> list[Claim]:
+    """Weighed claims for the facts that take part in a read (any status: the arbiter sorts)."""
+    turn_ids = current_turn(facts, session_id, turn)
+    claims = []
+    for fact in facts:
+        tier = tier_of(fact, session_id, turn_ids)
+        if tier is None:
+            continue
+        weight = claim_weight(
+            fact.confidence,
+            fact.source.value,
+            fact.observed_at,
+            signals.get(fact.id, ()),
+            now,
+            params,
+        )
+        claims.append(Claim(fact=fact, weight=weight, tier=tier))
+    return claims

@@ -1,0 +1,126 @@
+"""The arbitration policy: bands, staleness horizons and credibility, as data.
+
+``rules/policy.yaml`` holds the defaults for every domain and, under ``domains``, what a
+domain overrides::
+
+    version: 1
+    language: en                  # clarification questions when the caller names none
+    bands:                        # conflict strength → outcome
+      silent_below: 0.2           # below: adopt silently
+      freeze_above: 0.5           # above: freeze and queue for review; between: ask
+    credibility: {dialogue: 0.7}  # per source; overrides EngineConfig.weights.credibility
+    staleness_days: {location.city: 365}   # per key; overrides the schema's staleness_days
+    domains:
+      health:
+        bands: {silent_below: 0.1, freeze_above: 0.4}
+        staleness_days: {diet.restrictions: 180}
+
+A wrong file raises ``ConfigError`` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from memkg.errors import ConfigError
+from memkg.model.fact import Source
+
+Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Days = Annotated[int, Field(gt=0)]
+
+
+class Bands(BaseModel):
+    """Conflict strength below ``silent_below`` adopts silently, above ``freeze_above`` freezes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    silent_below: Share = 0.2
+    freeze_above: Share = 0.5
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Bands:
+        if self.silent_below > self.freeze_above:
+            raise ValueError("silent_below must not exceed freeze_above")
+        return self
+
+
+class PolicyOverride(BaseModel):
+    """What one domain changes; unset fields keep the file's defaults."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    language: Literal["en", "zh"] | None = None
+    bands: Bands | None = None
+    credibility: dict[Source, Share] = Field(default_factory=dict)
+    staleness_days: dict[str, Days] = Field(default_factory=dict)
+
+
+class Policy(BaseModel):
+    """The effective policy for one domain: what the arbiter reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    language: Literal["en", "zh"] = "en"
+    bands: Bands = Bands()
+    credibility: dict[Source, Share] = Field(default_factory=dict)
+    staleness_days: dict[str, Days] = Field(default_factory=dict)
+
+
+class PolicyFile(BaseModel):
+    """``rules/policy.yaml`` as parsed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = 1
+    language: Literal["en", "zh"] = "en"
+    bands: Bands = Bands()
+    credibility: dict[Source, Share] = Field(default_factory=dict)
+    staleness_days: dict[str, Days] = Field(default_factory=dict)
+    domains: dict[str, PolicyOverride] = Field(default_factory=dict)
+
+    def for_domain(self, domain: str) -> Policy:
+        """The defaults with ``domain``'s overrides applied.
+
+        >>> PolicyFile().for_domain("travel").bands.freeze_above
+        0.5
+        """
+        over = self.domains.get(domain, PolicyOverride())
+        return Policy(
+            language=over.language or self.language,
+            bands=over.bands or self.bands,
+            credibility={**self.credibility, **over.credibility},
+            staleness_days={**self.staleness_days, **over.staleness_days},
+        )
+
+
+def parse_policy(data: Any, where: str) -> PolicyFile:
+    """Validate parsed YAML; ``where`` names the file in the error."""
+    if data is None:
+        return PolicyFile()
+    try:
+        return PolicyFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        raise ConfigError(f"{where}: {problems}", code="policy.invalid") from exc
+
+
+def load_policy(path: Path) -> PolicyFile:
+    """Read the policy file; a missing file means the built-in defaults."""
+    if not path.is_file():
+        return PolicyFile()
+    return parse_policy(read_yaml(path), str(path))
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file of ``rules/``, or raise ``ConfigError`` naming it and the line."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not readable YAML: {exc}", code="rules.parse") from exc

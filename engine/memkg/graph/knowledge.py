@@ -1,0 +1,113 @@
+"""The shared domain knowledge (``ontology/domains``), indexed for graph walks.
+
+A knowledge edge is a triple between two entities (``condition:asthma mk:requires
+protocol:immediate_hospital_visit``). Its weight is the ``mk:weight`` of the ``rdf:Statement``
+that reifies it; an edge without one (``mk:hub``, ``mk:locatedIn``) is definitional and weighs
+``WeightParams.knowledge_weight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from rdflib import RDF, RDFS, Graph, Literal, URIRef
+from rdflib.term import Node
+
+from memkg.model.vocab import ENTITY, MK, entity_ref
+
+_ENTITY = str(ENTITY)
+
+
+@dataclass(frozen=True)
+class KnowledgeEdge:
+    source: str
+    """Entity reference (``condition:asthma``)."""
+    relation: str
+    """Local name of the predicate (``requires``)."""
+    target: str
+    weight: float
+    stated: bool
+    """The weight comes from an ``mk:weight`` annotation, not the default."""
+
+
+class Knowledge:
+    """Entities, their types and labels, and the weighted edges between them."""
+
+    def __init__(self, graph: Graph, default_weight: float = 1.0) -> None:
+        self.graph = graph
+        stated: dict[tuple[Node, Node, Node], float] = {}
+        for statement in graph.subjects(RDF.type, RDF.Statement):
+            weight = graph.value(statement, MK.weight)
+            triple = (
+                graph.value(statement, RDF.subject),
+                graph.value(statement, RDF.predicate),
+                graph.value(statement, RDF.object),
+            )
+            if isinstance(weight, Literal) and None not in triple:
+                stated[triple] = float(weight.toPython())
+        self._out: dict[str, list[KnowledgeEdge]] = {}
+        for s, p, o in graph:
+            if p == RDF.type or not (_is_entity(s) and _is_entity(o)):
+                continue
+            source, target = entity_ref(str(s)), entity_ref(str(o))
+            assert source is not None and target is not None
+            weight = stated.get((s, p, o))
+            self._out.setdefault(source, []).append(
+                KnowledgeEdge(
+                    source=source,
+                    relation=str(p).rpartition("#")[2].rpartition("/")[2],
+                    target=target,
+                    weight=default_weight if weight is None else weight,
+                    stated=weight is not None,
+                )
+            )
+        for edges in self._out.values():
+            edges.sort(key=lambda e: (e.relation, e.target))
+
+    def out(self, ref: str) -> list[KnowledgeEdge]:
+        return self._out.get(ref, [])
+
+    def reachable(self, refs: Iterable[str]) -> list[KnowledgeEdge]:
+        """Every knowledge edge reachable from ``refs``, each once, in walk order."""
+        seen, found = set(refs), []
+        frontier = sorted(seen)
+        while frontier:
+            following = []
+            for ref in frontier:
+                for edge in self.out(ref):
+                    found.append(edge)
+                    if edge.target not in seen:
+                        seen.add(edge.target)
+                        following.append(edge.target)
+            frontier = following
+        return found
+
+    def entity_type(self, ref: str) -> str | None:
+        """The class local name (``Airline``) the knowledge gives the entity."""
+        for cls in sorted(self.graph.objects(URIRef(_iri(ref)), RDF.type)):
+            return str(cls).rpartition("#")[2]
+        return None
+
+    def label(self, ref: str, lang: str = "en") -> str | None:
+        labels = list(self.graph.objects(URIRef(_iri(ref)), RDFS.label))
+        for label in labels:
+            if isinstance(label, Literal) and label.language == lang:
+                return str(label)
+        return str(labels[0]) if labels else None
+
+    def describe(self, ref: str) -> Iterator[tuple[Node, Node, Node]]:
+        """The triples about one entity, with the statements that weigh its edges."""
+        node = URIRef(_iri(ref))
+        yield from self.graph.triples((node, None, None))
+        for statement in self.graph.subjects(RDF.subject, node):
+            yield from self.graph.triples((statement, None, None))
+
+
+def _is_entity(node: Node) -> bool:
+    return isinstance(node, URIRef) and str(node).startswith(_ENTITY)
+
+
+def _iri(ref: str) -> str:
+    kind, _, name = ref.partition(":")
+    return f"{_ENTITY}{kind}/{name}"

@@ -1,0 +1,220 @@
+"""One user's contextual graph, folded from the user's events.
+
+``UserGraph`` keeps the user's facts (through a ``FactFold``, the fact layer's fold, so both
+layers agree on what a fact's status is), the user's signals, and an rdflib ``Dataset``: one
+named graph per memory domain (``graph:user/<id>/<domain>``) plus ``graph:knowledge``, the
+part of the shared domain knowledge the user's entities touch (an entity's description and
+everything reachable from it). The dataset is built on first use, then kept current event by
+event; built either way it holds the same triples (a property test checks it).
+
+Nothing here reads other users: a user's graph costs what the user's own events cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Protocol
+
+from rdflib import Dataset, Graph
+
+from memkg.graph.claims import LIVE, EntityKeys, Target, targets
+from memkg.graph.knowledge import Knowledge
+from memkg.graph.rdf import (
+    KNOWLEDGE_GRAPH,
+    Triple,
+    edge_triple,
+    fact_triples,
+    graph_iri,
+    signal_triples,
+    status_triple,
+)
+from memkg.graph.signals import SignalRecord, read_signal
+from memkg.model.event import Event, EventType
+from memkg.model.fact import Fact
+
+EdgeKey = tuple[str, str, str]
+"""(domain, key, target value): one edge ``user ─key→ target`` of one domain."""
+
+
+class FactFold(Protocol):
+    """The fact layer's fold of one user's events (``events.projection.UserMemory``)."""
+
+    user_id: str
+    facts: dict[str, Fact]
+    version: int
+    seq: int
+
+    def apply(self, event: Event) -> None: ...
+
+
+class UserGraph:
+    def __init__(self, memory: FactFold, knowledge: Knowledge, entity_keys: EntityKeys) -> None:
+        self.memory = memory
+        self.user_id = memory.user_id
+        self.knowledge = knowledge
+        self.entity_keys = entity_keys
+        self.signals: list[SignalRecord] = []
+        self._signals_by_edge: dict[EdgeKey, list[SignalRecord]] = {}
+        self._targets: dict[str, tuple[Target, ...]] = {}
+        self._live: dict[EdgeKey, set[str]] = {}
+        self._dataset: Dataset | None = None
+        self._touched: set[str] = set()
+
+    @classmethod
+    def from_events(
+        cls,
+        memory: FactFold,
+        knowledge: Knowledge,
+        entity_keys: EntityKeys,
+        events: Iterable[Event],
+    ) -> UserGraph:
+        graph = cls(memory, knowledge, entity_keys)
+        for event in events:
+            graph.apply(event)
+        return graph
+
+    @property
+    def version(self) -> int:
+        return self.memory.version
+
+    @property
+    def seq(self) -> int:
+        return self.memory.seq
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in (events of other users are refused by the fold)."""
+        self.memory.apply(event)
+        if event.type is EventType.SIGNAL_RECORDED:
+            signal = read_signal(event)
+            self.signals.append(signal)
+            edge = (signal.domain, signal.key, signal.target)
+            self._signals_by_edge.setdefault(edge, []).append(signal)
+            if self._dataset is not None:
+                self._add(graph_iri(self.user_id, signal.domain),
+                          signal_triples(self.user_id, signal))  # fmt: skip
+            return
+        fact = self.memory.facts.get(event.fact_id or "") if event.fact_id else None
+        if fact is None:
+            return
+        if event.type is EventType.FACT_ASSERTED:
+            self._asserted(fact)
+        else:
+            self._status_changed(fact)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def targets(self, fact: Fact) -> tuple[Target, ...]:
+        found = self._targets.get(fact.id)
+        if found is None:
+            found = self._targets[fact.id] = targets(
+                fact.domain, fact.key, fact.value, self.entity_keys
+            )
+        return found
+
+    def claims(
+        self, domain: str | None = None, at: datetime | None = None
+    ) -> Iterator[tuple[Fact, Target]]:
+        """Live claims (fact, target), oldest first; states past ``valid_until`` are not."""
+        for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
+            if fact.status not in LIVE or (domain is not None and fact.domain != domain):
+                continue
+            if at is not None and fact.valid_until is not None and fact.valid_until <= at:
+                continue
+            for target in self.targets(fact):
+                yield fact, target
+
+    def signals_for(self, fact: Fact, target: Target) -> list[SignalRecord]:
+        """Signals on the fact's edge recorded after the fact (see ``graph.signals``)."""
+        found = self._signals_by_edge.get((fact.domain, fact.key, target.value), [])
+        return [s for s in found if s.seq > fact.seq]
+
+    def domains(self) -> list[str]:
+        return sorted({f.domain for f in self.memory.facts.values()}
+                      | {s.domain for s in self.signals})  # fmt: skip
+
+    @property
+    def dataset(self) -> Dataset:
+        """The user's named graphs plus the knowledge they touch (built on first use)."""
+        if self._dataset is None:
+            self._dataset = Dataset()
+            for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
+                self._fact_rdf(fact)
+                self._edges_rdf(fact, {t for t in self.targets(fact) if t.entity})
+            for signal in self.signals:
+                self._add(graph_iri(self.user_id, signal.domain),
+                          signal_triples(self.user_id, signal))  # fmt: skip
+        return self._dataset
+
+    def graph(self, domain: str | None = None) -> Graph:
+        """The user's graph of one domain, or of all their domains; a copy."""
+        found = Graph()
+        for name in [domain] if domain is not None else self.domains():
+            for triple in self.dataset.graph(graph_iri(self.user_id, name)):
+                found.add(triple)
+        return found
+
+    # -- upkeep ---------------------------------------------------------------------------
+
+    def _asserted(self, fact: Fact) -> None:
+        changed = self._track(fact)
+        if self._dataset is not None:
+            self._fact_rdf(fact)
+            self._edges_rdf(fact, changed)
+
+    def _status_changed(self, fact: Fact) -> None:
+        changed = self._track(fact)
+        if self._dataset is None:
+            return
+        named = self._dataset.graph(graph_iri(self.user_id, fact.domain))
+        named.remove((status_triple(fact)[0], status_triple(fact)[1], None))
+        named.add(status_triple(fact))
+        self._edges_rdf(fact, changed)
+
+    def _track(self, fact: Fact) -> set[Target]:
+        """Update which facts assert each entity edge; return the edges that appeared or went."""
+        changed = set()
+        for target in self.targets(fact):
+            if not target.entity:
+                continue
+            holders = self._live.setdefault((fact.domain, fact.key, target.value), set())
+            had = bool(holders)
+            if fact.status in LIVE:
+                holders.add(fact.id)
+            else:
+                holders.discard(fact.id)
+            if had != bool(holders):
+                changed.add(target)
+        return changed
+
+    def _fact_rdf(self, fact: Fact) -> None:
+        self._add(graph_iri(self.user_id, fact.domain),
+                  [*fact_triples(fact, self.targets(fact)), status_triple(fact)])  # fmt: skip
+        for target in self.targets(fact):
+            if target.entity:
+                self._touch(target.value)
+
+    def _edges_rdf(self, fact: Fact, changed: set[Target]) -> None:
+        assert self._dataset is not None
+        named = self._dataset.graph(graph_iri(self.user_id, fact.domain))
+        for target in changed:
+            triple = edge_triple(self.user_id, fact.key, target)
+            if self._live.get((fact.domain, fact.key, target.value)):
+                named.add(triple)
+            else:
+                named.remove(triple)
+
+    def _touch(self, ref: str) -> None:
+        if ref in self._touched:
+            return
+        refs = [ref, *(edge.target for edge in self.knowledge.reachable([ref]))]
+        for found in refs:
+            if found not in self._touched:
+                self._touched.add(found)
+                self._add(KNOWLEDGE_GRAPH, self.knowledge.describe(found))
+
+    def _add(self, name: object, triples: Iterable[Triple]) -> None:
+        assert self._dataset is not None
+        named = self._dataset.graph(name)  # type: ignore[arg-type]
+        for triple in triples:
+            named.add(triple)

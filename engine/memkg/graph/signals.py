@@ -1,0 +1,119 @@
+"""Interaction signals: ``signal.recorded`` events that move the weight of an edge.
+
+A signal says the user interacted with the edge ``user ─key→ value`` of one domain: mentioned
+it again, corrected it, ignored a suggestion based on it, or rejected what it led to ("not China
+Eastern again"). It is an event in the user's log like every write, so weights rebuild exactly.
+
+A signal counts for the claims of that edge recorded before it (``fact.seq < signal.seq``):
+a claim asserted later is new evidence and starts clean. A signal needs a live claim of the
+edge when it is recorded, so a typo cannot write a signal that moves nothing, and the value it
+stores is the one memory already holds (a hashed value stays hashed). The event carries the
+newest such claim's fact and audit ids, so erasing that fact erases the signal too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.errors import InvalidOperation
+from memkg.graph.claims import EntityKeys, Target, target_of, targets
+from memkg.graph.weights import SIGNAL_KINDS, Signal
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Fact
+
+SignalKind = Literal["mention", "correction", "ignored", "rejected"]
+
+
+class SignalRecord(BaseModel):
+    """One stored signal, read back from its event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_id: str
+    seq: int
+    domain: str
+    key: str
+    target: str
+    """Entity reference or canonical JSON literal, as in ``claims.Target``."""
+    entity: bool
+    kind: SignalKind
+    at: datetime
+    session_id: str | None = None
+
+    def as_signal(self) -> Signal:
+        return Signal(self.kind, self.at, self.event_id)
+
+
+def read_signal(event: Event) -> SignalRecord:
+    payload = event.payload
+    return SignalRecord(
+        event_id=event.event_id,
+        seq=event.seq,
+        domain=event.domain or "",
+        key=payload["key"],
+        target=payload["target"],
+        entity=payload["entity"],
+        kind=payload["kind"],
+        at=event.recorded_at,
+        session_id=payload.get("session_id"),
+    )
+
+
+def signal_event(
+    *,
+    user_id: str,
+    domain: str,
+    key: str,
+    value: Any,
+    kind: str,
+    session_id: str | None,
+    live_facts: Iterable[Fact],
+    entity_keys: EntityKeys,
+    event_id: str,
+    now: datetime,
+) -> NewEvent:
+    """The event recording one signal, or ``InvalidOperation`` saying what is wrong."""
+    if kind not in SIGNAL_KINDS:
+        raise InvalidOperation(
+            f"signal kind {kind!r} is not one of {', '.join(SIGNAL_KINDS)}", code="signal.kind"
+        )
+    target = target_of(domain, key, value, entity_keys)
+    if target is None:
+        raise InvalidOperation(
+            f"{key} names entities: signal one entity reference (type:name), not {value!r}",
+            code="signal.value",
+        )
+    claims = sorted(
+        (f for f in live_facts if f.domain == domain and f.key == key and _asserts(f, target,
+                                                                                   entity_keys)),
+        key=lambda f: (f.seq, f.id),
+    )
+    if not claims:
+        raise InvalidOperation(
+            f"user {user_id} has no live claim {key} → {target.value} in domain {domain}: "
+            "record the fact first, or check the key and value",
+            code="signal.no_edge",
+        )
+    newest = claims[-1]
+    payload: dict[str, Any] = {"key": key, "target": target.value, "entity": target.entity,
+                               "kind": kind, "fact_ids": [f.id for f in claims]}  # fmt: skip
+    if session_id is not None:
+        payload["session_id"] = session_id
+    return NewEvent(
+        event_id=event_id,
+        type=EventType.SIGNAL_RECORDED,
+        user_id=user_id,
+        domain=domain,
+        payload=payload,
+        recorded_at=now,
+        fact_id=newest.id,
+        audit_log_id=newest.provenance.audit_log_id,
+    )
+
+
+def _asserts(fact: Fact, target: Target, entity_keys: EntityKeys) -> bool:
+    return target in targets(fact.domain, fact.key, fact.value, entity_keys)

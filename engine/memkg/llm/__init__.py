@@ -1,0 +1,8 @@
+"""Language model access: the ``LLM`` port, its in-memory twin, and (in ``openai_adapter``)
+the adapter over the official ``openai`` client, imported only when an engine needs it."""
+
+from memkg.llm.config import LLMConfig
+from memkg.llm.memory import MemoryLLM
+from memkg.llm.port import LLM, Message, Reply, Tool, ToolCall
+
+__all__ = ["LLM", "LLMConfig", "MemoryLLM", "Message", "Reply", "Tool", "ToolCall"]

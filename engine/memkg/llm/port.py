@@ -1,0 +1,120 @@
+"""The ``LLM`` port: chat with tools, and structured output parsed into pydantic models.
+
+Messages, tool calls and replies are frozen values in the OpenAI chat-completions shape, so an
+adapter only translates; ``memory.py`` is the in-memory twin, ``openai_adapter.py`` the real one.
+
+>>> Message.user("hello").model_dump(exclude_defaults=True)
+{'role': 'user', 'content': 'hello'}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkg.errors import LLMBadResponse
+
+Out = TypeVar("Out", bound=BaseModel)
+
+
+class ToolCall(BaseModel):
+    """A function call the model asked for; ``arguments`` is the JSON text it wrote."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed(self) -> dict[str, Any]:
+        """The arguments as a JSON object, or ``LLMBadResponse`` when the model wrote garbage."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise LLMBadResponse(
+                f"tool call {self.name}: arguments are not JSON ({exc.msg} at {exc.pos})"
+            ) from exc
+        if not isinstance(value, dict):
+            raise LLMBadResponse(f"tool call {self.name}: arguments are not a JSON object")
+        return value
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str | None, tool_calls: Sequence[ToolCall] = ()) -> Message:
+        return cls(role="assistant", content=content, tool_calls=tuple(tool_calls))
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: str) -> Message:
+        return cls(role="tool", content=content, tool_call_id=tool_call_id)
+
+
+class Tool(BaseModel):
+    """A function the model may call; ``parameters`` is its JSON Schema."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        """The ``tools`` entry of a chat-completions request."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class Reply(BaseModel):
+    """The model's answer: text, tool calls, or both."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str = "stop"
+    model: str = ""
+
+    def as_message(self) -> Message:
+        """The assistant message to append to the conversation."""
+        return Message.assistant(self.content, self.tool_calls)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model behind an OpenAI-compatible API.
+
+    Adapters raise ``LLMUnavailable`` when the endpoint is down (after their retries) and
+    ``LLMBadResponse`` when it answers with something that does not parse.
+    """
+
+    def chat(self, messages: Sequence[Message], *, tools: Sequence[Tool] = ()) -> Reply: ...
+
+    def structured(self, messages: Sequence[Message], output: type[Out], *, name: str) -> Out:
+        """Ask for JSON matching ``output``'s schema and return it parsed."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,189 @@
+"""A decision and everything it records (DESIGN section 6), as frozen values.
+
+Rules produce ``Candidate``\\ s, the hit-policy arbiter turns them into an ``Arbitration``, and
+the engine records both with the request, the log position, the revisions and the explanation
+in one ``Decision``: enough to explain it later and to replay it exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkg.model.explanation import Explanation
+
+
+class DecisionStatus(StrEnum):
+    DECIDED = "decided"
+    NO_MATCH = "no_match"
+    NEEDS_REVIEW = "needs_review"
+    HIT_POLICY_VIOLATION = "hit_policy_violation"
+    INVALID_INPUT = "invalid_input"
+
+
+class Urgency(StrEnum):
+    """Ordered from least to most urgent."""
+
+    LOW = "low"
+    NORMAL = "normal"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        return list(Urgency).index(self)
+
+
+class HitPolicy(BaseModel):
+    """How a rule table chooses when several rules match.
+
+    ``priority`` lists actions from strongest to weakest; ``collect`` gathers every match
+    into ``action`` with an ``aggregate`` (``list``, ``count``, or ``sum``/``min``/``max`` of
+    the numeric parameter ``of``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["unique", "first", "priority", "collect"]
+    priority: tuple[str, ...] = ()
+    aggregate: Literal["list", "count", "sum", "min", "max"] | None = None
+    of: str | None = None
+    action: str | None = None
+
+    def describe(self) -> str:
+        if self.kind == "priority":
+            return "priority: " + " > ".join(self.priority)
+        if self.kind == "collect":
+            what = f"{self.aggregate} of {self.of}" if self.of else str(self.aggregate)
+            return f"collect ({what}) into {self.action}"
+        return self.kind
+
+
+class Output(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    urgency: Urgency | None = None
+
+
+class Binding(BaseModel):
+    """Which piece of evidence satisfied condition ``condition`` (0-based) of a rule."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    condition: int
+    ref: str
+    """``fact:<fact id>[#item]``, ``edge:<ref>``, ``path:<ref>`` or ``context``."""
+
+
+class Candidate(BaseModel):
+    """A rule that matched, and what it proposes. Rules propose; the arbiter decides."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_id: str
+    rule_index: int
+    """Position in its file: ``first`` and ties go by it."""
+    version: int
+    output: Output
+    reason_code: str
+    message: str
+    bindings: tuple[Binding, ...] = ()
+    alternatives: int = 0
+    """How many other ways the same rule matched (other facts satisfying it)."""
+
+
+class Suppression(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_id: str
+    by: tuple[str, ...]
+    reason: str
+
+
+class Arbitration(BaseModel):
+    """What the hit policy did: every matched rule is either selected or suppressed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy: HitPolicy
+    matched: tuple[str, ...]
+    selected: tuple[str, ...]
+    suppressed: tuple[Suppression, ...] = ()
+    violation: str | None = None
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: DecisionStatus
+    action: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    urgency: Urgency | None = None
+    reason_codes: tuple[str, ...] = ()
+    message: str = ""
+    default_used: bool = False
+
+
+class Revisions(BaseModel):
+    """The versions of everything besides memory that a decision depended on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_bundle: str
+    schema_versions: dict[str, int]
+    ontology: str
+
+
+class LeftOut(BaseModel):
+    """A fact or edge that did not take part in the decision, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["fact", "edge"]
+    ref: str
+    key: str
+    reason: str
+    """``pending_confirmation``, ``frozen``, ``expired``, ``retracted``, ``superseded``,
+    ``below_threshold``."""
+    detail: str = ""
+
+
+class DecisionRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    domain: str
+    decision: str
+    """The rule table asked (a file ``rules/<domain>/<decision>.yaml``)."""
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class Decision(BaseModel):
+    """The full record of one decision: what was asked, on what state, what came out, why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    request: DecisionRequest
+    as_of_seq: int
+    decided_at: datetime
+    """The recorded clock: replay runs with a clock frozen here."""
+    revisions: Revisions
+    candidates: tuple[Candidate, ...] = ()
+    arbitration: Arbitration | None = None
+    result: Result
+    explanation: Explanation
+    left_out: tuple[LeftOut, ...] = ()
+    problems: tuple[str, ...] = ()
+    """Why the input was invalid or the decision needs review."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Milliseconds per stage; the one part of the record replay does not reproduce."""
+
+    @property
+    def status(self) -> DecisionStatus:
+        return self.result.status

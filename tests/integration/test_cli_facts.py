@@ -1,0 +1,92 @@
+"""The fact-layer CLI: JSONL ingest with per-line results and exit codes, reads, erase."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from memkg.cli import main
+from support.observations import obs
+
+
+def run(*argv: str) -> tuple[int, list[dict[str, Any]]]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def write_jsonl(path: Path, lines: list[str]) -> str:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_ingest_reports_each_line_and_exits_3_on_any_refusal(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    deep = "[" * 5000 + "]" * 5000
+    source = write_jsonl(tmp_path / "in.jsonl", [
+        json.dumps(obs()),
+        json.dumps(obs(key="seat.preference", value="sideways")),
+        "this is not json",
+        '{"user_id": "u1", "domain": "travel", "key": "airline.preferred", "value": ' + deep + "}",
+        json.dumps(obs(value="x" * 300_000)),
+        json.dumps(obs(key="seat.preference", value="aisle")),
+    ])  # fmt: skip
+    code, lines = run("--db", db, "ingest", source)
+    assert code == 3
+    assert [line["result"] for line in lines] == [
+        "accepted", "rejected", "rejected", "rejected", "rejected", "accepted"
+    ]  # fmt: skip
+    assert [line["line"] for line in lines] == [1, 2, 3, 4, 5, 6]
+    assert lines[0]["fact_id"].startswith("fact_") and lines[0]["event_id"].startswith("evt_")
+    assert lines[1]["problems"][0]["code"] == "schema.enum"
+    assert lines[2]["problems"][0]["code"] == "input.json"
+    assert lines[3]["problems"][0]["code"] == "limit.depth"
+    assert lines[4]["problems"][0]["code"] == "limit.size"
+
+    code, [facts] = run("--db", db, "facts", "u1")
+    assert code == 0
+    assert sorted(f["key"] for f in facts["facts"]) == ["airline.preferred", "seat.preference"]
+
+
+def test_all_accepted_exits_0_and_reads_work(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    source = write_jsonl(tmp_path / "in.jsonl", [
+        json.dumps(obs(value="airline:MU")),
+        json.dumps(obs(value="airline:CA")),
+        json.dumps(obs(key="location.city", value="city:beijing")),
+    ])  # fmt: skip
+    code, lines = run("--db", db, "ingest", source)
+    assert code == 0
+    first_seq = lines[0]["seq"]
+
+    _, [history] = run("--db", db, "history", "u1", "airline.preferred")
+    assert [(h["value"], h["status"]) for h in history["history"]] == [
+        ("airline:MU", "superseded"), ("airline:CA", "active")
+    ]  # fmt: skip
+    _, [as_of] = run("--db", db, "facts", "u1", "--as-of", str(first_seq))
+    assert [f["value"] for f in as_of["facts"]] == ["airline:MU"]
+
+    city = lines[2]["fact_id"]
+    assert lines[2]["status"] == "pending_confirmation"
+    code, [confirmed] = run("--db", db, "confirm", "u1", city)
+    assert code == 0 and confirmed["status"] == "confirmed"
+    code, [retracted] = run("--db", db, "retract", "u1", city, "--reason", "wrong city")
+    assert code == 0 and retracted["status"] == "retracted"
+    code, [again] = run("--db", db, "retract", "u1", city, "--reason", "again")
+    assert code == 1 and again["error"] == "fact.not_live"
+
+    code, [rebuilt] = run("--db", db, "rebuild")
+    assert code == 0 and rebuilt["events"] == 6 and rebuilt["users"] == 1
+
+    code, [receipt] = run("--db", db, "erase", "u1")
+    assert code == 0 and receipt["removed"]["events"] == 6
+    _, [facts] = run("--db", db, "facts", "u1")
+    assert facts["facts"] == []
+
+
+def test_unknown_fact_is_a_clean_error(tmp_path: Path) -> None:
+    code, [error] = run("--db", str(tmp_path / "m.db"), "confirm", "u1", "fact_nope")
+    assert code == 1
+    assert error == {"error": "fact.not_found", "message": "no fact fact_nope for user u1"}
