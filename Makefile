@@ -1,5 +1,8 @@
 # Two commands do all set-up on a fresh machine: `make demo` and `make test`.
-PYTHON ?= $(shell command -v python3.12 || command -v python3.11)
+# The first interpreter that runs and is 3.11 or 3.12 (durable-rules does not build on 3.13).
+PYTHON ?= $(shell for p in python3.12 python3.11 python3; do \
+	$$p -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 13)' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -7,6 +10,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test check lint typecheck bench clean
 
 $(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "need Python 3.11 or 3.12 on PATH" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

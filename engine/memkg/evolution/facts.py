@@ -94,6 +94,10 @@ def merge(case: Case) -> Facts:
             f.max_items = _min(f.max_items, len(kw.get("prefixItems", [])))
     if finite is None and f.types and f.types <= {"boolean", "null"}:
         finite = [v for v in (True, False, None) if json_type(v) in f.types]
+    if finite is None and f.types == {"integer"}:
+        lo, hi = int_bounds(f)
+        if lo is not None and hi is not None and hi - lo < 64:
+            finite = list(range(lo, hi + 1))
     if finite is not None:
         f.finite = [v for v in finite if _contains(case, v)]
         f.types = frozenset(json_type(v) for v in f.finite)

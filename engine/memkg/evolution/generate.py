@@ -123,6 +123,7 @@ def _strings(facts: Facts) -> list[Any]:
     out.extend(FORMAT_SAMPLES[f] for f in sorted(facts.formats) if f in FORMAT_SAMPLES)
     n = max(facts.min_len, 1)
     out += ["a" * facts.min_len, "x" * n, "ab" * n, ""]
+    out += ["a" * max(facts.min_len - 1, 0) + c for c in "bcdefghijk"]
     if facts.max_len is not None:
         out.append("m" * facts.max_len)
     return out

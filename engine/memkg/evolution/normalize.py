@@ -200,6 +200,24 @@ def view(node: Node) -> dict[str, Any]:
     return out
 
 
+def in_dialect(doc: Document, keywords: dict[str, Any]) -> dict[str, Any]:
+    """Keywords written in the view vocabulary, translated back to `doc`'s dialect."""
+    if doc.draft == DRAFT2020:
+        return keywords
+    out = {k: v for k, v in keywords.items()
+           if k not in ("dependentRequired", "dependentSchemas", "prefixItems", "items")}
+    deps = {**keywords.get("dependentRequired", {}), **keywords.get("dependentSchemas", {})}
+    if deps:
+        out["dependencies"] = deps
+    if "prefixItems" in keywords:
+        out["items"] = keywords["prefixItems"]
+        if "items" in keywords:
+            out["additionalItems"] = keywords["items"]
+    elif "items" in keywords:
+        out["items"] = keywords["items"]
+    return out
+
+
 def view_child(node: Node, key: str, *rest: str | int) -> Node:
     """Child node addressed in view terms, mapped back to its real location in a draft-07 doc."""
     if node.doc.draft == DRAFT7 and isinstance(node.raw, dict):

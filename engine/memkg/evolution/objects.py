@@ -10,7 +10,7 @@ from .expand import Case, search
 from .facts import Facts, Shape, declared_keys, key_nodes, object_atoms, shape, shape_nodes
 from .findings import Ctx, Finding, in_a_not_b, rewrap
 from .generate import case_examples, examples
-from .normalize import Node, view_child
+from .normalize import Node, in_dialect, view_child
 from .regex_gen import samples
 
 _OBJ = frozenset({"object"})
@@ -224,8 +224,8 @@ def _dependencies(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any
                 f"keep writing '{dep}' alongside '{trigger}' until readers upgrade")
             out.append(Finding(ctx.code("object.dependency_added", "object.dependency_removed"),
                                ctx.where(None, f"{b.ptr}/dependentRequired/{trigger}"), msg, hint,
-                               in_a_not_b(cands, case, Node(b.doc, {"dependentRequired":
-                                                                   {trigger: [dep]}}, b.ptr))))
+                               in_a_not_b(cands, case, Node(b.doc, in_dialect(
+                                   b.doc, {"dependentRequired": {trigger: [dep]}}), b.ptr))))
     return out
 
 

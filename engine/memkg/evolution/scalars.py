@@ -59,7 +59,8 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
             msg = f"const changed; {old} is no longer the only value"
             hint = "keep the constant, or version the document type"
         elif not in_type:
-            return type_rule(ctx, case, frozenset(), b, kw)
+            out.extend(type_rule(ctx, case, frozenset(), b, kw))
+            continue
         else:
             code, ptr = "value.rejected", b.ptr
             error = best_match(b.doc.validator.evolve(schema=b.raw).iter_errors(value))
@@ -198,6 +199,8 @@ def _strings(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node,
                            f"keep minLength at {old} or pad/migrate shorter strings", cands))
     if bf.max_len is not None and (facts.max_len is None or facts.max_len > bf.max_len):
         longer = [t for t in texts if len(t) > bf.max_len]
+        longer += [pad for t in texts for pad in ("a" * (bf.max_len + 1 - len(t)) + t,
+                                                  t + "a" * (bf.max_len + 1 - len(t)))]
         longer += ["a" * (bf.max_len + 1), "a" * (facts.max_len or bf.max_len + 10)]
         cands = in_a_not_b(longer, case, _only(b, "maxLength"))
         old, new = ctx.old_new(facts.max_len, bf.max_len)

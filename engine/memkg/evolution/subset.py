@@ -38,7 +38,7 @@ from .disjoint import disjoint
 from .expand import Case, expand, negate
 from .facts import merge
 from .findings import Ctx, Finding, in_a_not_b
-from .generate import case_examples
+from .generate import case_examples, examples
 from .normalize import Node, Unconfirmable, view
 
 MAX_DEPTH = 32
@@ -66,7 +66,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 def check_case(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
     ctx.steps += 1
-    if b.raw is True or any(o.same_as(b) for o in case.origins):
+    if b.raw is True or any(o.same_as(b) for o in case.origins + case.atoms):
         return []
     if ctx.steps > MAX_STEPS or ctx.depth > MAX_DEPTH:
         return [_undecided(ctx, b, "undecidable.recursion", "comparison too deep or too large")]
@@ -179,7 +179,8 @@ def _not(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
     if disjoint(case, b.child("not")):
         return []
     whole = Node(b.doc, {"not": b.raw["not"]}, b.ptr)
-    cands = in_a_not_b(case_examples(case, limit=16), case, whole)
+    pool = case_examples(case, limit=16) + examples([b.child("not")], limit=16)
+    cands = in_a_not_b(pool, case, whole)
     return [Finding(ctx.code("combinator.not_narrowed", "combinator.not_widened"), f"{b.ptr}/not",
                     f"the {_side(ctx, 'b')} schema's `not` excludes documents the "
                     f"{_side(ctx, 'a')} schema accepts",

@@ -2,8 +2,8 @@
 
 A knowledge edge is a triple between two entities (``condition:asthma mk:requires
 protocol:immediate_hospital_visit``). Its weight is the ``mk:weight`` of the ``rdf:Statement``
-that reifies it; an edge without one (``mk:hub``, ``mk:locatedIn``) is definitional and weighs
-``WeightParams.knowledge_weight``.
+that reifies it; an edge without one (``mk:hub``, ``mk:locatedIn``) is definitional: its weight
+is None here and ``WeightParams.knowledge_weight`` in the weighted view.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rdflib import RDF, RDFS, Graph, Literal, URIRef
 from rdflib.term import Node
 
-from memkg.model.vocab import ENTITY, MK, entity_ref
+from memkg.model.vocab import ENTITY, MK, entity_iri, entity_ref
 
 _ENTITY = str(ENTITY)
 
@@ -26,15 +26,14 @@ class KnowledgeEdge:
     relation: str
     """Local name of the predicate (``requires``)."""
     target: str
-    weight: float
-    stated: bool
-    """The weight comes from an ``mk:weight`` annotation, not the default."""
+    weight: float | None
+    """The ``mk:weight`` the knowledge states for the edge, if any."""
 
 
 class Knowledge:
     """Entities, their types and labels, and the weighted edges between them."""
 
-    def __init__(self, graph: Graph, default_weight: float = 1.0) -> None:
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
         stated: dict[tuple[Node, Node, Node], float] = {}
         for statement in graph.subjects(RDF.type, RDF.Statement):
@@ -52,16 +51,25 @@ class Knowledge:
                 continue
             source, target = entity_ref(str(s)), entity_ref(str(o))
             assert source is not None and target is not None
-            weight = stated.get((s, p, o))
             self._out.setdefault(source, []).append(
                 KnowledgeEdge(
                     source=source,
                     relation=str(p).rpartition("#")[2].rpartition("/")[2],
                     target=target,
-                    weight=default_weight if weight is None else weight,
-                    stated=weight is not None,
+                    weight=stated.get((s, p, o)),
                 )
             )
+        self._types: dict[str, str] = {}
+        for node, cls in sorted(graph.subject_objects(RDF.type)):
+            ref = entity_ref(str(node)) if _is_entity(node) else None
+            if ref is not None and ref not in self._types:
+                self._types[ref] = str(cls).rpartition("#")[2]
+        self._labels: dict[str, str] = {}
+        for node, label in sorted(graph.subject_objects(RDFS.label)):
+            ref = entity_ref(str(node)) if _is_entity(node) else None
+            if ref is not None and isinstance(label, Literal):
+                if label.language == "en" or ref not in self._labels:
+                    self._labels[ref] = str(label)
         for edges in self._out.values():
             edges.sort(key=lambda e: (e.relation, e.target))
 
@@ -85,20 +93,15 @@ class Knowledge:
 
     def entity_type(self, ref: str) -> str | None:
         """The class local name (``Airline``) the knowledge gives the entity."""
-        for cls in sorted(self.graph.objects(URIRef(_iri(ref)), RDF.type)):
-            return str(cls).rpartition("#")[2]
-        return None
+        return self._types.get(ref)
 
-    def label(self, ref: str, lang: str = "en") -> str | None:
-        labels = list(self.graph.objects(URIRef(_iri(ref)), RDFS.label))
-        for label in labels:
-            if isinstance(label, Literal) and label.language == lang:
-                return str(label)
-        return str(labels[0]) if labels else None
+    def label(self, ref: str) -> str | None:
+        """The English label, else any label."""
+        return self._labels.get(ref)
 
     def describe(self, ref: str) -> Iterator[tuple[Node, Node, Node]]:
         """The triples about one entity, with the statements that weigh its edges."""
-        node = URIRef(_iri(ref))
+        node = entity_iri(ref)
         yield from self.graph.triples((node, None, None))
         for statement in self.graph.subjects(RDF.subject, node):
             yield from self.graph.triples((statement, None, None))
@@ -107,7 +110,3 @@ class Knowledge:
 def _is_entity(node: Node) -> bool:
     return isinstance(node, URIRef) and str(node).startswith(_ENTITY)
 
-
-def _iri(ref: str) -> str:
-    kind, _, name = ref.partition(":")
-    return f"{_ENTITY}{kind}/{name}"

@@ -69,6 +69,7 @@ def weighted_view(
             decidable=weight.usable and fact.status is FactStatus.ACTIVE,
         )
     for edge in graph.knowledge.reachable(entities):
+        hop = params.knowledge_weight if edge.weight is None else edge.weight
         for ref in (edge.source, edge.target):
             if ref not in view:
                 view.add_node(ref, kind="entity", ref=ref,
@@ -82,8 +83,8 @@ def weighted_view(
             domain=None,
             fact_id=None,
             status=None,
-            weight=edge.weight,
+            weight=hop,
             breakdown=None,
-            decidable=edge.weight >= params.threshold,
+            decidable=hop >= params.threshold,
         )
     return view

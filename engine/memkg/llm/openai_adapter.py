@@ -92,6 +92,8 @@ class OpenAIChat:
             ) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{where}: {exc}") from exc
+        except ValueError as exc:  # a 200 whose JSON body does not decode
+            raise LLMBadResponse(f"{where} answered with a body that is not JSON: {exc}") from exc
         dump = getattr(completion, "model_dump", None)
         if not callable(dump):
             raise LLMBadResponse(

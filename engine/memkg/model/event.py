@@ -17,6 +17,10 @@ class EventType(StrEnum):
     FACT_EXPIRED = "fact.expired"
     SIGNAL_RECORDED = "signal.recorded"
     SUBJECT_ERASED = "subject.erased"
+    KEY_FROZEN = "key.frozen"
+    """A strong conflict froze a key; it waits on the review queue."""
+    REVIEW_RESOLVED = "review.resolved"
+    """A reviewer settled a frozen key (value, note, reviewer): the key is usable again."""
 
 
 class NewEvent(BaseModel):

@@ -1,0 +1,188 @@
+"""Typed queries over one user's graph: edges by relation and weight, paths to a concept,
+recent entities of a session.
+
+Every query reads one user's weighted view (``graph.view``), so it can only ever return that
+user's nodes, of the domain the view was built for, and the knowledge they touch.
+
+Paths include claims whose fact is not yet confirmed (``pending_confirmation``) or frozen, so
+an agent can see what memory suggests and ask; such a hop, and any hop under the threshold, is
+not *decidable*, and neither is a path containing one. Decisions pass ``decidable_only=True``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import networkx as nx
+from pydantic import BaseModel, ConfigDict
+
+from memkg.graph.projection import UserGraph
+from memkg.graph.view import View, user_node
+from memkg.graph.weights import Weight
+from memkg.model.fact import FactStatus
+
+
+class Edge(BaseModel):
+    """One claim ``user ─relation→ target`` with its weight and the breakdown of it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    domain: str
+    relation: str
+    target: str
+    """An entity reference (``airline:MU``), or ``value:<domain>/<key>=<json>``."""
+    fact_id: str
+    status: str
+    weight: float
+    usable: bool
+    decidable: bool
+    breakdown: Weight
+
+
+class Hop(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    relation: str
+    target: str
+    weight: float
+    decidable: bool
+    fact_id: str | None = None
+    """The claim behind a hop from the user; None for a domain-knowledge hop."""
+    status: str | None = None
+    breakdown: Weight | None = None
+
+
+class Path(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hops: tuple[Hop, ...]
+    weight: float
+    """The product of the hop weights."""
+    decidable: bool
+
+
+class RecentEntity(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ref: str
+    type: str | None
+    label: str | None
+    at: datetime
+    domain: str
+    key: str
+    fact_id: str | None
+    event_id: str | None
+    """The signal that mentioned it, when a signal was the latest sighting."""
+
+
+def edges(
+    view: View,
+    relation: str | None = None,
+    min_weight: float | None = None,
+    *,
+    decidable_only: bool = False,
+) -> list[Edge]:
+    """The user's claims, heaviest first; ``relation`` is a key (``airline.preferred``)."""
+    user = user_node(view.graph["user_id"])
+    found = []
+    for _, target, data in view.out_edges(user, data=True):
+        if relation is not None and data["relation"] != relation:
+            continue
+        if min_weight is not None and data["weight"] < min_weight:
+            continue
+        if decidable_only and not data["decidable"]:
+            continue
+        found.append(
+            Edge(
+                user_id=view.graph["user_id"],
+                domain=data["domain"],
+                relation=data["relation"],
+                target=target,
+                fact_id=data["fact_id"],
+                status=data["status"],
+                weight=data["weight"],
+                usable=data["breakdown"].usable,
+                decidable=data["decidable"],
+                breakdown=data["breakdown"],
+            )
+        )
+    return sorted(found, key=lambda e: (-e.weight, e.relation, e.target, e.fact_id))
+
+
+def paths(
+    view: View, concept: str, max_depth: int = 3, *, decidable_only: bool = False
+) -> list[Path]:
+    """Every simple path from the user to ``concept`` of at most ``max_depth`` hops."""
+    user = user_node(view.graph["user_id"])
+    if concept not in view or concept == user or max_depth < 1:
+        return []
+    found = []
+    for route in nx.all_simple_edge_paths(view, user, concept, cutoff=max_depth):
+        hops = tuple(_hop(view, source, target, key) for source, target, key in route)
+        if decidable_only and not all(h.decidable for h in hops):
+            continue
+        weight = 1.0
+        for hop in hops:
+            weight *= hop.weight
+        found.append(Path(hops=hops, weight=weight, decidable=all(h.decidable for h in hops)))
+    return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
+
+
+def _hop(view: View, source: str, target: str, key: str) -> Hop:
+    data = view.edges[source, target, key]
+    return Hop(
+        source=view.nodes[source]["ref"],
+        relation=data["relation"],
+        target=target,
+        weight=data["weight"],
+        decidable=data["decidable"],
+        fact_id=data["fact_id"],
+        status=data["status"],
+        breakdown=data["breakdown"],
+    )
+
+
+def recent_entities(
+    graph: UserGraph,
+    entity_type: str,
+    session_id: str,
+    *,
+    domain: str | None = None,
+    limit: int = 10,
+) -> list[RecentEntity]:
+    """Entities of a type seen in a session, most recent first (resolves "the blue one").
+
+    ``entity_type`` is a reference prefix (``product``) or a class (``Product``). A sighting
+    is a fact of the session naming the entity, whatever became of it since (a product viewed,
+    then replaced by the next one viewed, was still shown), except a retracted one, or a signal
+    of the session about it.
+    """
+    latest: dict[str, tuple[datetime, int, RecentEntity]] = {}
+
+    def seen(ref: str, seq: int, entry: RecentEntity) -> None:
+        kind = graph.knowledge.entity_type(ref)
+        if entity_type not in (ref.partition(":")[0], kind):
+            return
+        entry = entry.model_copy(update={"type": kind, "label": graph.knowledge.label(ref)})
+        if ref not in latest or latest[ref][:2] < (entry.at, seq):
+            latest[ref] = (entry.at, seq, entry)
+
+    for fact in graph.memory.facts.values():
+        if fact.session_id != session_id or fact.status is FactStatus.RETRACTED:
+            continue
+        if domain is not None and fact.domain != domain:
+            continue
+        for target in graph.targets(fact):
+            if target.entity:
+                seen(target.value, fact.seq, RecentEntity(
+                    ref=target.value, type=None, label=None, at=fact.observed_at,
+                    domain=fact.domain, key=fact.key, fact_id=fact.id, event_id=None))  # fmt: skip
+    for signal in graph.signals:
+        if signal.session_id == session_id and signal.entity and domain in (None, signal.domain):
+            seen(signal.target, signal.seq, RecentEntity(
+                ref=signal.target, type=None, label=None, at=signal.at, domain=signal.domain,
+                key=signal.key, fact_id=None, event_id=signal.event_id))  # fmt: skip
+    ranked = sorted(latest.values(), key=lambda item: item[:2], reverse=True)
+    return [entry for _, _, entry in ranked[:limit]]

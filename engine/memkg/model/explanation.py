@@ -1,0 +1,151 @@
+"""The explanation tree: a decision, the rules behind it, their conditions and the evidence.
+
+::
+
+    Explanation
+    ├── selected: RuleNode ── conditions: ConditionNode ── facts: FactNode
+    │                                                   ├── edges / paths: Edge, GraphPath
+    │                                                   └── context: ContextValue
+    ├── suppressed: SuppressedNode (the rule, what beat it, why)
+    ├── why_not: WhyNotNode (a rule that nearly fired, its first failing condition)
+    └── left_out: facts and edges that could not take part, and why
+
+Explanations are data; ``memkg.explain`` renders them as text, Markdown or JSON.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkg.model.evidence import Edge, GraphPath
+from memkg.model.fact import Provenance
+
+
+class FactNode(BaseModel):
+    """A fact as the decision saw it: value, where it came from, when."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fact_id: str
+    key: str
+    value: Any
+    item: Any = None
+    """For a list value: the item that satisfied the condition."""
+    kind: str
+    source: str
+    confidence: float
+    status: str
+    provenance: Provenance
+    observed_at: datetime
+    recorded_at: datetime
+    valid_until: datetime | None = None
+    schema_version: int
+
+
+class ContextValue(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    value: Any
+
+
+class ConditionNode(BaseModel):
+    """One condition of a rule: what it asks, whether it held, and what satisfied it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    kind: Literal["fact", "edge", "path", "context"]
+    negated: bool = False
+    text: str
+    """The condition in words, e.g. ``child.age < 6``."""
+    line: int
+    holds: bool
+    bindings: dict[str, Any] = Field(default_factory=dict)
+    facts: tuple[FactNode, ...] = ()
+    edges: tuple[Edge, ...] = ()
+    paths: tuple[GraphPath, ...] = ()
+    context: tuple[ContextValue, ...] = ()
+    failure: str | None = None
+    """Why it did not hold, in words."""
+
+
+class RuleNode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_id: str
+    version: int
+    description: str
+    file: str
+    line: int
+    reason_code: str
+    message: str
+    action: str
+    urgency: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    conditions: tuple[ConditionNode, ...] = ()
+    alternatives: int = 0
+
+
+class SuppressedNode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: RuleNode
+    beaten_by: tuple[str, ...]
+    reason: str
+
+
+class WhyNotNode(BaseModel):
+    """A rule that did not fire although all but (about) one of its conditions held."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule_id: str
+    description: str
+    file: str
+    line: int
+    action: str
+    holding: int
+    total: int
+    failing: ConditionNode
+
+
+class LeftOutNode(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    ref: str
+    key: str
+    reason: str
+    detail: str = ""
+
+
+class Explanation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    user_id: str
+    domain: str
+    decision: str
+    status: str
+    action: str | None = None
+    urgency: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    summary: str
+    policy: str
+    decided_at: datetime
+    local_time: str | None = None
+    timezone: str | None = None
+    context: tuple[ContextValue, ...] = ()
+    selected: tuple[RuleNode, ...] = ()
+    default: str | None = None
+    """The table's default outcome, when no rule matched and it applied."""
+    suppressed: tuple[SuppressedNode, ...] = ()
+    why_not: tuple[WhyNotNode, ...] = ()
+    left_out: tuple[LeftOutNode, ...] = ()
+    problems: tuple[str, ...] = ()
+    as_of_seq: int
+    rule_bundle: str
