@@ -34,9 +34,16 @@ def observations(count: int, users: int, seed: int = 7) -> list[dict[str, Any]]:
             key, value = "location.city", rng.choice(CITIES)
         else:
             key, value = "cabin.class", rng.choice(["economy", "business"])
-        made.append({"user_id": user, "domain": "travel", "key": key, "value": value,
-                     "source": rng.choice(["dialogue", "behavior", "profile"]),
-                     "confidence": round(rng.uniform(0.5, 1.0), 2)})  # fmt: skip
+        made.append(
+            {
+                "user_id": user,
+                "domain": "travel",
+                "key": key,
+                "value": value,
+                "source": rng.choice(["dialogue", "behavior", "profile"]),
+                "confidence": round(rng.uniform(0.5, 1.0), 2),
+            }
+        )
     return made
 
 
@@ -94,8 +101,10 @@ def ingest(size: int, batch: int, shacl: bool, folder: Path) -> tuple[float, flo
     rate = timed(f"ingest_{size}_{label}", total, size)
     first_rate = per_window * batch / first
     last_rate = per_window * batch / last
-    print(f"  first 10%: {first_rate:,.0f} facts/s, last 10%: {last_rate:,.0f} facts/s, "
-          f"last/first = {last_rate / first_rate:.2f}")  # fmt: skip
+    print(
+        f"  first 10%: {first_rate:,.0f} facts/s, last 10%: {last_rate:,.0f} facts/s, "
+        f"last/first = {last_rate / first_rate:.2f}"
+    )
     timed(f"rebuild_{size}_events", rebuild.seconds, rebuild.events, "events")
     return rate, first_rate, last_rate
 
@@ -104,8 +113,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--shacl-sizes", default="10000",
-                        help="sizes also run with SHACL on (slow: pySHACL costs ms per fact)")
+    parser.add_argument(
+        "--shacl-sizes",
+        default="10000",
+        help="sizes also run with SHACL on (slow: pySHACL costs ms per fact)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memkg-bench-") as tmp:
         folder = Path(tmp)

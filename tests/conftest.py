@@ -25,4 +25,3 @@ def engine(clock: FrozenClock) -> Engine:
 def sqlite_engine(tmp_path: Path, clock: FrozenClock) -> Iterator[Engine]:
     with Engine.open(tmp_path / "memkg.db", clock=clock) as engine:
         yield engine
-

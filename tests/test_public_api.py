@@ -12,14 +12,27 @@ def test_all_is_sorted_and_importable() -> None:
 
 
 def test_core_names_are_exported() -> None:
-    core = {"Engine", "EngineConfig", "Fact", "Observation", "ValidationFailed", "MemkgError",
-            "ConcurrencyConflict", "FrozenClock", "ErasureReceipt", "EventStore"}  # fmt: skip
+    core = {
+        "Engine",
+        "EngineConfig",
+        "Fact",
+        "Observation",
+        "ValidationFailed",
+        "MemkgError",
+        "ConcurrencyConflict",
+        "FrozenClock",
+        "ErasureReceipt",
+        "EventStore",
+    }
     assert core <= set(memkg.__all__)
 
 
 def test_every_error_subclasses_the_root_and_has_a_code() -> None:
-    errors = [getattr(memkg, n) for n in memkg.__all__ if n.endswith(("Error", "Failed",
-              "Conflict", "NotFound", "Operation"))]  # fmt: skip
+    errors = [
+        getattr(memkg, n)
+        for n in memkg.__all__
+        if n.endswith(("Error", "Failed", "Conflict", "NotFound", "Operation"))
+    ]
     assert errors
     for error in errors:
         assert issubclass(error, memkg.MemkgError), error

@@ -16,6 +16,8 @@ from memkg.errors import (
     ValidationFailed,
 )
 from memkg.events.store import EventStore
+from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
+from memkg.graph.weights import Factor, Weight, WeightParams
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model import (
     Event,
@@ -36,6 +38,7 @@ __all__ = [
     "Clock",
     "ConcurrencyConflict",
     "ConfigError",
+    "Edge",
     "Engine",
     "EngineConfig",
     "ErasureReceipt",
@@ -44,7 +47,10 @@ __all__ = [
     "EventType",
     "Fact",
     "FactStatus",
+    "Factor",
     "FrozenClock",
+    "GraphPath",
+    "Hop",
     "IngestOutcome",
     "IngestResult",
     "InvalidOperation",
@@ -56,6 +62,7 @@ __all__ = [
     "Problem",
     "Provenance",
     "RebuildReport",
+    "RecentEntity",
     "Scope",
     "Sensitivity",
     "Source",
@@ -63,6 +70,8 @@ __all__ = [
     "SystemClock",
     "ValidationFailed",
     "ValidationReport",
+    "Weight",
+    "WeightParams",
     "__version__",
 ]
 

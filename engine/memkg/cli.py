@@ -39,8 +39,10 @@ def _read_jsonl(
                 continue
             problem = None
             if len(line) > limits.max_line_bytes:
-                problem = ("limit.size", f"line of {len(line):,} bytes exceeds "
-                           f"{limits.max_line_bytes:,}")  # fmt: skip
+                problem = (
+                    "limit.size",
+                    f"line of {len(line):,} bytes exceeds {limits.max_line_bytes:,}",
+                )
             elif json_text_depth(line, limits.max_depth + 2) > limits.max_depth + 2:
                 problem = ("limit.depth", f"nested deeper than {limits.max_depth} levels")
             else:
@@ -70,8 +72,14 @@ def cmd_ingest(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
         outcomes = engine.ingest_many([obs for _, obs in pending])
         for (number, _), outcome in zip(pending, outcomes, strict=True):
             if outcome.accepted and outcome.result is not None:
-                _emit(out, {"line": number, "result": "accepted",
-                            **outcome.result.model_dump(mode="json")})  # fmt: skip
+                _emit(
+                    out,
+                    {
+                        "line": number,
+                        "result": "accepted",
+                        **outcome.result.model_dump(mode="json"),
+                    },
+                )
             else:
                 refused = True
                 problems = outcome.report.model_dump(mode="json") if outcome.report else {}
@@ -93,15 +101,27 @@ def cmd_ingest(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_facts(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     facts = engine.facts(args.user, args.domain, as_of=args.as_of)
-    _emit(out, {"user_id": args.user, "as_of": args.as_of,
-                "facts": [f.model_dump(mode="json") for f in facts]})  # fmt: skip
+    _emit(
+        out,
+        {
+            "user_id": args.user,
+            "as_of": args.as_of,
+            "facts": [f.model_dump(mode="json") for f in facts],
+        },
+    )
     return EXIT_OK
 
 
 def cmd_history(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     facts = engine.history(args.user, args.key, args.domain)
-    _emit(out, {"user_id": args.user, "key": args.key,
-                "history": [f.model_dump(mode="json") for f in facts]})  # fmt: skip
+    _emit(
+        out,
+        {
+            "user_id": args.user,
+            "key": args.key,
+            "history": [f.model_dump(mode="json") for f in facts],
+        },
+    )
     return EXIT_OK
 
 
@@ -132,6 +152,49 @@ def cmd_rebuild(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     report = engine.rebuild()
     rate = report.events / report.seconds if report.seconds else 0.0
     _emit(out, {**report.model_dump(mode="json"), "events_per_second": round(rate)})
+    return EXIT_OK
+
+
+def cmd_graph(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    found = engine.graph(args.user, args.domain, as_of=args.as_of, fmt=args.format)
+    if isinstance(found, str):
+        out.write(found)
+    else:
+        _emit(out, found)
+    return EXIT_OK
+
+
+def _signal_domain(engine: Engine, key: str) -> str:
+    found = [d for d in engine.registry.domains() if key in engine.registry.keys(d)]
+    if len(found) != 1:
+        where = f"in {', '.join(found)}" if found else "in no domain"
+        raise MemkgError(f"key {key} is declared {where}: give --domain", code="usage")
+    return found[0]
+
+
+def cmd_signal(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        value = json.loads(args.value)
+    except ValueError:
+        value = args.value  # a bare word such as airline:MU or window
+    domain = args.domain or _signal_domain(engine, args.key)
+    event = engine.signal(args.user, domain, args.key, value, args.kind, session_id=args.session)
+    _emit(
+        out, {"status": "recorded", "event_id": event.event_id, "seq": event.seq, **event.payload}
+    )
+    return EXIT_OK
+
+
+def cmd_paths(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    found = engine.paths(args.user, args.concept, domain=args.domain, max_depth=args.max_depth)
+    _emit(
+        out,
+        {
+            "user_id": args.user,
+            "concept": args.concept,
+            "paths": [p.model_dump(mode="json") for p in found],
+        },
+    )
     return EXIT_OK
 
 
@@ -176,6 +239,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rebuild", help="rebuild every projection from the log, and time it")
     p.set_defaults(run=cmd_rebuild)
+
+    p = sub.add_parser("graph", help="a user's graph with edge weights and their breakdowns")
+    p.add_argument("user")
+    p.add_argument("--domain", help="one memory domain (default: all the user's domains)")
+    p.add_argument("--format", choices=("json", "turtle"), default="json")
+    p.add_argument("--as-of", type=int, metavar="SEQ", help="as of this log position")
+    p.set_defaults(run=cmd_graph)
+
+    p = sub.add_parser(
+        "signal", help="record that the user mentioned, corrected, ignored or rejected KEY → VALUE"
+    )
+    p.add_argument("user")
+    p.add_argument("key")
+    p.add_argument("value", help="an entity (airline:MU) or a JSON value")
+    p.add_argument(
+        "--kind", required=True, choices=("mention", "correction", "ignored", "rejected")
+    )
+    p.add_argument("--domain", help="needed when several domains declare KEY")
+    p.add_argument("--session", help="the session the signal happened in")
+    p.set_defaults(run=cmd_signal)
+
+    p = sub.add_parser("paths", help="weighted paths from a user to a concept")
+    p.add_argument("user")
+    p.add_argument("concept", help="an entity, e.g. protocol:immediate_hospital_visit")
+    p.add_argument("--domain", help="one memory domain (default: all the user's domains)")
+    p.add_argument("--max-depth", type=int, default=3, metavar="N")
+    p.set_defaults(run=cmd_paths)
     return parser
 
 

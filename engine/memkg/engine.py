@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
@@ -27,9 +28,17 @@ from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
 from memkg.events.store import EventStore
+from memkg.graph import export, queries
+from memkg.graph.cache import GraphCache
+from memkg.graph.claims import EntityKeys
+from memkg.graph.knowledge import Knowledge
+from memkg.graph.projection import UserGraph
+from memkg.graph.queries import Edge, GraphPath, RecentEntity
+from memkg.graph.signals import signal_event
+from memkg.graph.view import weighted_view
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, Observation, Source
+from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
 from memkg.model.report import Problem, ValidationReport
 from memkg.ontology import Ontology
 from memkg.validate.registry import SchemaRegistry
@@ -91,6 +100,9 @@ class Engine:
         self.store: EventStore = store if store is not None else MemoryEventStore()
         self.clock: Clock = clock or SystemClock()
         self._memories: dict[str, UserMemory] = {}
+        self._graphs = GraphCache(
+            self.store.read_stream, self.store.stream_version, self._new_graph
+        )
         self._lock = threading.RLock()
 
     @classmethod
@@ -154,17 +166,19 @@ class Engine:
         """Validate a batch together (one SHACL run) and store each accepted observation."""
         checked = self.validator.check_many(observations, self.clock.now(), self._salt)
         outcomes = []
-        for index, item in enumerate(checked):
-            if isinstance(item, ValidationReport):
-                outcomes.append(IngestOutcome(index=index, accepted=False, report=item))
-                continue
-            try:
-                stored = self._store_checked(item, None)
-            except ValidationFailed as exc:
-                outcomes.append(IngestOutcome(index=index, accepted=False, report=exc.report))
-                continue
-            outcomes.append(IngestOutcome(index=index, accepted=True, result=stored))
+        with self.store.batch():
+            for index, item in enumerate(checked):
+                outcomes.append(self._store_one(index, item))
         return outcomes
+
+    def _store_one(self, index: int, item: Checked | ValidationReport) -> IngestOutcome:
+        if isinstance(item, ValidationReport):
+            return IngestOutcome(index=index, accepted=False, report=item)
+        try:
+            stored = self._store_checked(item, None)
+        except ValidationFailed as exc:
+            return IngestOutcome(index=index, accepted=False, report=exc.report)
+        return IngestOutcome(index=index, accepted=True, result=stored)
 
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
         obs = checked.observation
@@ -176,6 +190,7 @@ class Engine:
             for old, reason in replaced:
                 payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
                 events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+            events += self._session_note(memory, checked)
             appended = self.store.append(
                 obs.user_id,
                 events,
@@ -192,6 +207,7 @@ class Engine:
                     duplicate=True,
                 )
             self._apply(obs.user_id, appended.events)
+            self._freeze_if_contested(obs.user_id, checked)
             first = appended.events[0]
             return IngestResult(
                 fact_id=fact.id,
@@ -242,6 +258,20 @@ class Engine:
             elif claim.source is obs.source:
                 found.append((claim, "restated by the same source"))
         return sorted(found, key=lambda item: item[0].id)
+
+    def _session_note(self, memory: UserMemory, checked: Checked) -> list[NewEvent]:
+        """A turn instruction also updates the session notes (long-term memory stays)."""
+        obs = checked.observation
+        if obs.scope is not Scope.TURN or obs.session_id is None:
+            return []
+        note = replace(checked, observation=obs.model_copy(update={
+            "scope": Scope.SESSION, "change": True, "supersedes": None, "idempotency_key": None}))
+        fact = self._new_fact(note)
+        events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
+        for old, reason in self._replaced_claims(memory, note):
+            payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
+            events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+        return events
 
     def _new_fact(self, checked: Checked) -> Fact:
         obs = checked.observation
@@ -341,6 +371,7 @@ class Engine:
         with self._lock:
             receipt = erase_subject(self.store, user_id, self.clock)
             self._memories.pop(user_id, None)
+            self._graphs.forget(user_id)
             return receipt
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
@@ -349,6 +380,7 @@ class Engine:
             receipts = erase_audit_id(self.store, audit_log_id, self.clock)
             for receipt in receipts:
                 self._memories.pop(receipt.user_id, None)
+                self._graphs.forget(receipt.user_id)
             return receipts
 
     # -- reads ----------------------------------------------------------------------------
@@ -405,11 +437,86 @@ class Engine:
         )
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
+        self._graphs.apply(user_id, events)
         memory = self._memories.get(user_id)
         if memory is None:
             return
         for event in events:
             memory.apply(event)
+
+    # -- the contextual graph (logic in memkg.graph) ------------------------------------
+
+    @cached_property
+    def knowledge(self) -> Knowledge:
+        return Knowledge(self.ontology.knowledge)
+
+    @cached_property
+    def entity_keys(self) -> EntityKeys:
+        """(domain, key) → entity class, for every key whose schema declares one."""
+        specs = (self.registry.spec(d, k) for d in self.registry.domains()
+                 for k in self.registry.keys(d))  # fmt: skip
+        return {(s.domain, s.key): s.entity for s in specs if s is not None and s.entity}
+
+    def _new_graph(self, user_id: str) -> UserGraph:
+        return UserGraph(UserMemory(user_id), self.knowledge, self.entity_keys)
+
+    def signal(
+        self, user_id: str, domain: str, key: str, value: Any, kind: str,
+        *, session_id: str | None = None,
+    ) -> Event:  # fmt: skip
+        """Record that the user mentioned, corrected, ignored or rejected ``key → value``."""
+        with self._lock:
+            memory = self.memory(user_id)
+            event = signal_event(
+                user_id=user_id, domain=domain, key=key, value=value, kind=kind,
+                session_id=session_id, live_facts=memory.current(domain, self.clock.now()),
+                entity_keys=self.entity_keys, event_id=self.clock.new_id("evt"),
+                now=self.clock.now(),
+            )  # fmt: skip
+            appended = self.store.append(user_id, [event], expected_version=memory.version)
+            self._apply(user_id, appended.events)
+            return appended.events[0]
+
+    def graph(
+        self, user_id: str, domain: str | None = None, *, as_of: int | None = None,
+        fmt: str = "json",
+    ) -> dict[str, Any] | str:  # fmt: skip
+        """The user's graph (of one domain, or all) with weights: JSON data or Turtle text."""
+        if as_of is None:
+            graph, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+        else:
+            graph = self._graphs.as_of(user_id, seq=as_of)
+            view = weighted_view(graph, self.clock.now(), self.config.weights, domain)
+        return export.to_turtle(graph, view) if fmt == "turtle" else export.to_json(graph, view)
+
+    def edges(
+        self, user_id: str, domain: str, relation: str | None = None,
+        min_weight: float | None = None, *, decidable_only: bool = False,
+    ) -> list[Edge]:  # fmt: skip
+        """The user's claims in ``domain``, heaviest first, each with its weight breakdown."""
+        _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+        return queries.edges(view, relation, min_weight, decidable_only=decidable_only)
+
+    def paths(
+        self, user_id: str, concept: str, *, domain: str | None = None, max_depth: int = 3,
+        decidable_only: bool = False,
+    ) -> list[GraphPath]:  # fmt: skip
+        """Paths from the user to ``concept`` (``protocol:immediate_hospital_visit``)."""
+        _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+        return queries.paths(view, concept, max_depth, decidable_only=decidable_only)
+
+    def recent_entities(
+        self, user_id: str, entity_type: str, session_id: str, *, domain: str | None = None,
+        limit: int = 10,
+    ) -> list[RecentEntity]:  # fmt: skip
+        """Entities of a type seen in the session, most recent first."""
+        graph = self._graphs.get(user_id)
+        return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
+
+    def holding(self, user_id: str, at: datetime, domain: str | None = None) -> list[Edge]:
+        """The claims that held at ``at``, as memory stood then, weighted as of then."""
+        graph = self._graphs.as_of(user_id, at=at)
+        return queries.edges(weighted_view(graph, at, self.config.weights, domain))
 
     def _salt(self, user_id: str) -> bytes:
         return self.store.subject_salt(user_id)

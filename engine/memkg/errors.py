@@ -3,11 +3,11 @@
 Every error carries a stable ``code`` and points at what caused it::
 
     MemkgError
-    ├── ValidationFailed (ValueError)      an observation was refused; ``report`` lists every problem
+    ├── ValidationFailed (ValueError)      an observation was refused; ``report`` lists each problem
     ├── ConcurrencyConflict                 append with a stale expected version
     ├── NotFound (LookupError)              unknown fact, user, decision
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
-    ├── ConfigError (ValueError)            a schema, shape or config file is wrong; names file and place
+    ├── ConfigError (ValueError)            a schema, shape or config file is wrong (names the file)
     ├── StoreError (RuntimeError)           the event store failed or holds data it cannot read
     └── LLMError (RuntimeError)             the language model endpoint failed
         ├── LLMUnavailable (ConnectionError)  down, timing out, or overloaded after retries

@@ -25,19 +25,29 @@ def write_jsonl(path: Path, lines: list[str]) -> str:
 def test_ingest_reports_each_line_and_exits_3_on_any_refusal(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     deep = "[" * 5000 + "]" * 5000
-    source = write_jsonl(tmp_path / "in.jsonl", [
-        json.dumps(obs()),
-        json.dumps(obs(key="seat.preference", value="sideways")),
-        "this is not json",
-        '{"user_id": "u1", "domain": "travel", "key": "airline.preferred", "value": ' + deep + "}",
-        json.dumps(obs(value="x" * 300_000)),
-        json.dumps(obs(key="seat.preference", value="aisle")),
-    ])  # fmt: skip
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            json.dumps(obs()),
+            json.dumps(obs(key="seat.preference", value="sideways")),
+            "this is not json",
+            '{"user_id": "u1", "domain": "travel", "key": "airline.preferred", "value": '
+            + deep
+            + "}",
+            json.dumps(obs(value="x" * 300_000)),
+            json.dumps(obs(key="seat.preference", value="aisle")),
+        ],
+    )
     code, lines = run("--db", db, "ingest", source)
     assert code == 3
     assert [line["result"] for line in lines] == [
-        "accepted", "rejected", "rejected", "rejected", "rejected", "accepted"
-    ]  # fmt: skip
+        "accepted",
+        "rejected",
+        "rejected",
+        "rejected",
+        "rejected",
+        "accepted",
+    ]
     assert [line["line"] for line in lines] == [1, 2, 3, 4, 5, 6]
     assert lines[0]["fact_id"].startswith("fact_") and lines[0]["event_id"].startswith("evt_")
     assert lines[1]["problems"][0]["code"] == "schema.enum"
@@ -52,19 +62,23 @@ def test_ingest_reports_each_line_and_exits_3_on_any_refusal(tmp_path: Path) -> 
 
 def test_all_accepted_exits_0_and_reads_work(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
-    source = write_jsonl(tmp_path / "in.jsonl", [
-        json.dumps(obs(value="airline:MU")),
-        json.dumps(obs(value="airline:CA")),
-        json.dumps(obs(key="location.city", value="city:beijing")),
-    ])  # fmt: skip
+    source = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            json.dumps(obs(value="airline:MU")),
+            json.dumps(obs(value="airline:CA")),
+            json.dumps(obs(key="location.city", value="city:beijing")),
+        ],
+    )
     code, lines = run("--db", db, "ingest", source)
     assert code == 0
     first_seq = lines[0]["seq"]
 
     _, [history] = run("--db", db, "history", "u1", "airline.preferred")
     assert [(h["value"], h["status"]) for h in history["history"]] == [
-        ("airline:MU", "superseded"), ("airline:CA", "active")
-    ]  # fmt: skip
+        ("airline:MU", "superseded"),
+        ("airline:CA", "active"),
+    ]
     _, [as_of] = run("--db", db, "facts", "u1", "--as-of", str(first_seq))
     assert [f["value"] for f in as_of["facts"]] == ["airline:MU"]
 

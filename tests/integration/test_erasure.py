@@ -30,12 +30,25 @@ def test_erase_leaves_no_byte_of_the_user(tmp_path: Path, clock: FrozenClock) ->
     with Engine.open(db, clock=clock) as engine:
         for index in range(30):
             engine.ingest(
-                obs(user_id=SECRET_USER, domain="health", key="medication.current",
-                    value=[f"{SECRET_VALUE} {index} mg"], idempotency_key=f"k{index}",
-                    **CONSENTED)  # fmt: skip
+                obs(
+                    user_id=SECRET_USER,
+                    domain="health",
+                    key="medication.current",
+                    value=[f"{SECRET_VALUE} {index} mg"],
+                    idempotency_key=f"k{index}",
+                    **CONSENTED,
+                )
             )
-        engine.ingest(obs(user_id=SECRET_USER, domain="health", key="contact.phone",
-                          value="+86 138 1234 5678", source="profile", **CONSENTED))  # fmt: skip
+        engine.ingest(
+            obs(
+                user_id=SECRET_USER,
+                domain="health",
+                key="contact.phone",
+                value="+86 138 1234 5678",
+                source="profile",
+                **CONSENTED,
+            )
+        )
         engine.ingest(obs(user_id="someone-else", key="seat.preference", value="aisle"))
         files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
         assert _scan(files, [SECRET_USER, SECRET_VALUE])  # the scan can see them before

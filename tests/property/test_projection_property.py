@@ -16,14 +16,24 @@ CITIES = ["city:beijing", "city:shanghai", "city:tokyo"]
 SEATS = ["window", "aisle", "middle"]
 
 write = st.one_of(
-    st.tuples(st.just("assert"), st.sampled_from(USERS), st.sampled_from(["seat.preference"]),
-              st.sampled_from(SEATS), st.sampled_from(["dialogue", "behavior"])),
-    st.tuples(st.just("assert"), st.sampled_from(USERS), st.just("location.city"),
-              st.sampled_from(CITIES), st.sampled_from(["profile", "dialogue"])),
+    st.tuples(
+        st.just("assert"),
+        st.sampled_from(USERS),
+        st.sampled_from(["seat.preference"]),
+        st.sampled_from(SEATS),
+        st.sampled_from(["dialogue", "behavior"]),
+    ),
+    st.tuples(
+        st.just("assert"),
+        st.sampled_from(USERS),
+        st.just("location.city"),
+        st.sampled_from(CITIES),
+        st.sampled_from(["profile", "dialogue"]),
+    ),
     st.tuples(st.just("retract"), st.sampled_from(USERS), st.integers(0, 20)),
     st.tuples(st.just("confirm"), st.sampled_from(USERS), st.integers(0, 20)),
     st.tuples(st.just("tick"), st.integers(1, 100)),
-)  # fmt: skip
+)
 
 CONFIG = EngineConfig(shacl=False)  # shapes are tested elsewhere; here only the log matters
 
@@ -32,11 +42,22 @@ def _run(engine: Engine, clock: FrozenClock, steps: list[tuple[object, ...]]) ->
     for step in steps:
         match step:
             case ("assert", user, key, value, source):
-                engine.ingest({"user_id": user, "domain": "travel", "key": key, "value": value,
-                               "source": source, "confidence": 0.8})  # fmt: skip
+                engine.ingest(
+                    {
+                        "user_id": user,
+                        "domain": "travel",
+                        "key": key,
+                        "value": value,
+                        "source": source,
+                        "confidence": 0.8,
+                    }
+                )
             case ("retract" | "confirm" as verb, user, index):
-                live = [f for f in engine.memory(str(user)).facts.values()
-                        if f.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION)]  # fmt: skip
+                live = [
+                    f
+                    for f in engine.memory(str(user)).facts.values()
+                    if f.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION)
+                ]
                 if not live:
                     continue
                 fact = sorted(live, key=lambda f: f.id)[int(str(index)) % len(live)]

@@ -123,7 +123,7 @@ class OpenAIServer:
             # HTTP/1.0: one request per connection, so closing never waits on a keep-alive
             protocol_version = "HTTP/1.0"
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")

@@ -1,21 +1,24 @@
 """Claims: a fact about a key, with its current weight and its tier in scope priority.
 
 ``build_claims`` turns a user's facts into the claims one read competes with: it places each
-fact in a tier for the asking session and turn, and weighs it with the signals recorded on it.
+fact in a tier for the asking session and turn, and weighs it with the signals recorded on its
+edge (``SignalLookup``: the engine answers it from the contextual graph).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.graph.weights import Signal, Weight, WeightParams, claim_weight
-from memkg.model.event import Event, EventType
-from memkg.model.fact import Fact, Scope
 from memkg.arbitration.resolution import Tier
+from memkg.graph.weights import Signal, Weight, WeightParams, claim_weight
+from memkg.model.fact import Fact, Scope
+
+
+SignalLookup = Callable[[Fact], Sequence[Signal]]
+"""The interaction signals on a fact's edge that count for it."""
 
 
 class Claim(BaseModel):
@@ -39,26 +42,6 @@ def slot(context: Mapping[str, str], fields: Sequence[str]) -> dict[str, str]:
     {'trip_type': 'business'}
     """
     return {name: context[name] for name in sorted(fields) if name in context}
-
-
-def signals_of(events: Iterable[Event]) -> dict[str, list[Signal]]:
-    """Interaction signals per fact id, from the user's ``signal.recorded`` events.
-
-    The one place that reads signals: point it at the graph's signal API when that exists.
-    """
-    found: dict[str, list[Signal]] = {}
-    for event in events:
-        if event.type is not EventType.SIGNAL_RECORDED:
-            continue
-        payload: dict[str, Any] = event.payload
-        fact_id = event.fact_id or payload.get("fact_id")
-        kind = payload.get("kind") or payload.get("signal")
-        if not fact_id or not isinstance(kind, str):
-            continue
-        at = payload.get("at")
-        when = datetime.fromisoformat(at) if isinstance(at, str) else event.recorded_at
-        found.setdefault(fact_id, []).append(Signal(kind, when, event.event_id))
-    return found
 
 
 def tier_of(fact: Fact, session_id: str | None, current_turn: set[str]) -> Tier | None:
@@ -102,7 +85,7 @@ def build_claims(
     *,
     now: datetime,
     params: WeightParams,
-    signals: Mapping[str, Sequence[Signal]],
+    signals: SignalLookup,
     session_id: str | None = None,
     turn: str | None = None,
 ) -> list[Claim]:
@@ -117,7 +100,7 @@ def build_claims(
             fact.confidence,
             fact.source.value,
             fact.observed_at,
-            signals.get(fact.id, ()),
+            signals(fact),
             now,
             params,
         )

@@ -36,21 +36,27 @@ class RoleDefaults:
             domain = path.parent.name
             data = read_yaml(path) or {}
             if not isinstance(data, dict) or set(data) - {"defaults"}:
-                raise ConfigError(f"{path}: expected one top-level field, defaults",
-                                  code="defaults.invalid")  # fmt: skip
+                raise ConfigError(
+                    f"{path}: expected one top-level field, defaults", code="defaults.invalid"
+                )
             entries = data.get("defaults") or {}
             if not isinstance(entries, dict):
-                raise ConfigError(f"{path}: defaults must map keys to values",
-                                  code="defaults.invalid")  # fmt: skip
+                raise ConfigError(
+                    f"{path}: defaults must map keys to values", code="defaults.invalid"
+                )
             for key, value in entries.items():
                 found = spec(domain, str(key))
                 if found is None:
-                    raise ConfigError(f"{path}: defaults.{key}: key not declared in "
-                                      f"schemas/{domain}", code="defaults.invalid")  # fmt: skip
+                    raise ConfigError(
+                        f"{path}: defaults.{key}: key not declared in schemas/{domain}",
+                        code="defaults.invalid",
+                    )
                 errors = sorted(found.validator.iter_errors(value), key=lambda e: e.message)
                 if errors:
-                    raise ConfigError(f"{path}: defaults.{key}: {errors[0].message} "
-                                      f"(schema {found.source_file})", code="defaults.invalid")  # fmt: skip
+                    raise ConfigError(
+                        f"{path}: defaults.{key}: {errors[0].message} (schema {found.source_file})",
+                        code="defaults.invalid",
+                    )
                 values[(domain, str(key))] = value
         return cls(values)
 

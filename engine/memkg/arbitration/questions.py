@@ -19,13 +19,14 @@ by their ontology label in the question's language. The first template whose ``w
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from memkg.arbitration.policy import read_yaml
 from memkg.arbitration.resolution import Question
 from memkg.errors import ConfigError
+from memkg.model.vocab import entity_ref
 
 PURPOSES = ("conflict", "stale", "confirm")
 LANGUAGES = ("en", "zh")
@@ -68,8 +69,9 @@ class QuestionBook:
                 for purpose, spec in _mapping(purposes, f"{path}: {key}").items():
                     where = f"{path}: {key}.{purpose}"
                     if purpose not in PURPOSES:
-                        raise ConfigError(f"{where}: purpose must be one of {PURPOSES}",
-                                          code="questions.invalid")  # fmt: skip
+                        raise ConfigError(
+                            f"{where}: purpose must be one of {PURPOSES}", code="questions.invalid"
+                        )
                     entries = spec if isinstance(spec, list) else [spec]
                     found = [_template(entry, f"{where}[{i}]") for i, entry in enumerate(entries)]
                     templates[(path.parent.name, str(key), purpose)] = found
@@ -115,17 +117,24 @@ def _template(entry: Any, where: str) -> Template:
     if set(when) - {"value", "other"}:
         raise ConfigError(f"{where}.when: only value and other", code="questions.invalid")
     if "en" not in entry or set(entry) - set(LANGUAGES):
-        raise ConfigError(f"{where}: give en (required) and zh texts, nothing else",
-                          code="questions.invalid")  # fmt: skip
+        raise ConfigError(
+            f"{where}: give en (required) and zh texts, nothing else", code="questions.invalid"
+        )
     for language, text in entry.items():
         try:
-            roots = {f.split("[")[0].split(".")[0] for _, f, _, _ in string.Formatter().parse(text)
-                     if f is not None}  # fmt: skip
+            roots = {
+                f.split("[")[0].split(".")[0]
+                for _, f, _, _ in string.Formatter().parse(text)
+                if f is not None
+            }
         except (ValueError, AttributeError) as exc:
             raise ConfigError(f"{where}.{language}: {exc}", code="questions.invalid") from exc
         if roots - _FIELDS:
-            raise ConfigError(f"{where}.{language}: unknown fields {sorted(roots - _FIELDS)}; "
-                              f"use {sorted(_FIELDS)}", code="questions.invalid")  # fmt: skip
+            raise ConfigError(
+                f"{where}.{language}: unknown fields {sorted(roots - _FIELDS)}; "
+                f"use {sorted(_FIELDS)}",
+                code="questions.invalid",
+            )
     return when, {str(k): str(v) for k, v in entry.items()}
 
 
@@ -146,7 +155,19 @@ def _label(value: Any, language: str, labels: Mapping[tuple[str, str], str]) -> 
     if isinstance(value, dict):
         return {k: _label(v, language, labels) for k, v in value.items()}
     if isinstance(value, list):
-        return "、".join(str(_label(v, language, labels)) for v in value) if language == "zh" else (
-            ", ".join(str(_label(v, language, labels)) for v in value)
+        return (
+            "、".join(str(_label(v, language, labels)) for v in value)
+            if language == "zh"
+            else (", ".join(str(_label(v, language, labels)) for v in value))
         )
     return value
+
+
+def labels_from(labels: Iterable[tuple[str, str, str | None]]) -> dict[tuple[str, str], str]:
+    """(entity IRI, label, language) triples → ``(entity reference, language) → label``."""
+    found = {}
+    for iri, text, language in labels:
+        ref = entity_ref(iri)
+        if ref is not None:
+            found[(ref, language or "en")] = text
+    return found

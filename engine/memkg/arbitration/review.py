@@ -102,4 +102,4 @@ def latest_review(
     open_ = [r for r in found if r.status is ReviewStatus.OPEN]
     if open_:
         return min(open_, key=lambda r: r.opened_at)
-    return max(found, key=lambda r: (r.resolved_at or r.opened_at), default=None)
+    return max(found, key=lambda r: r.resolved_at or r.opened_at, default=None)

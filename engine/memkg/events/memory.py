@@ -15,6 +15,7 @@ import hmac
 import json
 import os
 import threading
+from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -115,7 +116,7 @@ class MemoryEventStore:
     """Every stream in a dict, guarded by one lock."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._log: list[Event] = []
         self._seqs: list[int] = []
         self._last_seq = 0
@@ -231,6 +232,22 @@ class MemoryEventStore:
         digest = subject_digest(self._secret, user_id)
         with self._lock:
             return any(t[1] == digest for t in self.erasures.values())
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        # Like a transaction: a failure escaping the block puts every append back.
+        with self._lock:
+            saved = (
+                list(self._log), list(self._seqs), self._last_seq, dict(self._versions),
+                {user: list(events) for user, events in self._streams.items()},
+                set(self._event_ids), dict(self._keys),
+            )  # fmt: skip
+            try:
+                yield
+            except BaseException:
+                (self._log, self._seqs, self._last_seq, self._versions, self._streams,
+                 self._event_ids, self._keys) = saved  # fmt: skip
+                raise
 
     def files(self) -> list[Path]:
         return []

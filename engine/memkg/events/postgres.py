@@ -82,7 +82,7 @@ class PostgresEventStore:
 
         self._psycopg = psycopg
         self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._db: psycopg.Connection[tuple[Any, ...]] | None = None
         self._s = f'"{schema}"'
         self._log_lock = _lock_key(f"memkg.log:{schema}")
@@ -258,6 +258,12 @@ class PostgresEventStore:
             )
             self._db.execute("SET TIME ZONE 'UTC'")
         return self._db
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        # Appends inside open nested transactions: psycopg makes them savepoints.
+        with self._tx():
+            yield
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:

@@ -70,7 +70,8 @@ class SqliteEventStore:
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._batch_depth = 0
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -244,8 +245,28 @@ class SqliteEventStore:
             raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
 
     @contextmanager
+    def batch(self) -> Iterator[None]:
+        with self._lock:
+            if self._batch_depth:
+                self._batch_depth += 1
+                try:
+                    yield
+                finally:
+                    self._batch_depth -= 1
+                return
+            with self._write():
+                self._batch_depth = 1
+                try:
+                    yield
+                finally:
+                    self._batch_depth = 0
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._batch_depth:
+                yield from self._savepoint()
+                return
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
@@ -259,6 +280,19 @@ class SqliteEventStore:
                 if isinstance(exc, sqlite3.Error):
                     raise StoreError(f"event store {self.path}: write failed: {exc}") from exc
                 raise
+
+    def _savepoint(self) -> Iterator[sqlite3.Connection]:
+        """Inside a batch: one append is atomic on its own, the commit comes at the end."""
+        self._db.execute("SAVEPOINT append")
+        try:
+            yield self._db
+        except BaseException as exc:
+            self._db.execute("ROLLBACK TO append")
+            self._db.execute("RELEASE append")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"event store {self.path}: write failed: {exc}") from exc
+            raise
+        self._db.execute("RELEASE append")
 
     def _read(self, query: str, params: tuple[Any, ...]) -> list[Any]:
         with self._lock:

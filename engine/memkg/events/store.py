@@ -11,11 +11,19 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
    time, with ``duplicate=True``, and stores nothing.
 4. ``erase_subject`` removes every row about the user (events, salts, idempotency keys) so
    that no byte of it remains in the store's files, and records only an anonymous tombstone.
+5. Inside ``with store.batch():`` appends share one durable commit (bulk ingest pays one
+   fsync, not one per write); each append stays atomic on its own: a conflicting one stores
+   nothing and raises, the others still commit when the block ends; an exception escaping
+   the block stores none of them.
+6. ``recorded_at`` comes back in UTC; stream versions are never reused after a purge and start
+   again at 0 after an erasure; ``head()`` is the highest seq stored now; ``users()`` lists the
+   users with a non-empty stream, sorted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -83,6 +91,14 @@ class EventStore(Protocol):
         ...
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts: ...
+
+    def was_erased(self, user_id: str) -> bool:
+        """Whether a tombstone shows this user was erased (the id itself is not stored)."""
+        ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group appends into one commit (see contract item 5)."""
+        ...
 
     def files(self) -> list[Path]:
         """Every file this store writes (empty for in-memory stores)."""

@@ -16,7 +16,7 @@ _ARR = frozenset({"array"})
 def arrays_with(case: Case, index: int, value: Any) -> list[Any]:
     """Arrays of the case with `value` at `index` (padding earlier slots with examples)."""
     out = []
-    for base in case_examples(case, _ARR, limit=3) + [[]]:
+    for base in [*case_examples(case, _ARR, limit=3), []]:
         arr = list(base[:index])
         for j in range(len(arr), index):
             fill = examples(index_nodes(case.atoms, j), limit=1)
@@ -85,17 +85,18 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
                            f"minItems changed from {old} to {new}", f"keep minItems at {old}",
                            in_a_not_b(short, case, Node(b.doc, {"minItems": b_min}, b.ptr))))
     if isinstance(b_max, int) and (facts.max_items is None or facts.max_items > b_max):
-        long = [_grow(case, p, b_max + 1, facts.unique) for p in pool + [[]]]
+        long = [_grow(case, p, b_max + 1, facts.unique) for p in [*pool, []]]
         codes = ("array.max_items_lowered", "array.max_items_raised") if facts.max_items \
             is not None else ("array.max_items_added", "array.max_items_removed")
-        old, new = ctx.old_new(facts.max_items, b_max)
+        old, new = ctx.old_new("unbounded" if facts.max_items is None else facts.max_items,
+                               b_max)
         out.append(Finding(ctx.code(*codes), ctx.where(None, f"{b.ptr}/maxItems"),
                            f"maxItems changed from {old} to {new}",
                            f"keep maxItems at {old} or split longer arrays in a migration",
                            in_a_not_b(long, case, Node(b.doc, {"maxItems": b_max}, b.ptr))))
     if kw.get("uniqueItems") is True and not facts.unique and (
             facts.max_items is None or facts.max_items > 1):
-        dupes = [p + [p[-1]] for p in pool if p] + [[v, v] for v in
+        dupes = [[*p, p[-1]] for p in pool if p] + [[v, v] for v in
                                                     examples(index_nodes(case.atoms, 0), limit=3)]
         dupes += [_grow(case, [], 1, False) * 2]
         out.append(Finding(ctx.code("array.unique_items_added", "array.unique_items_removed"),
@@ -130,7 +131,7 @@ def _contains(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -
     had = any("contains" in akw for _, akw in object_atoms(case.atoms))
     codes = ("array.contains_changed", "array.contains_changed") if had else (
         "array.contains_added", "array.contains_removed")
-    pool = case_examples(case, _ARR, limit=8) + [[]]
+    pool = [*case_examples(case, _ARR, limit=8), []]
     pool += [_grow(case, [], (b_max or 0) + 1, False)]
     keys = {k: b.raw[k] for k in ("contains", "minContains", "maxContains") if k in b.raw}
     return [Finding(ctx.code(*codes), ctx.where(None, view_child(b, "contains").ptr),

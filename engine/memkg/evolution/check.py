@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import SchemaError
 from .findings import Ctx
 from .normalize import Document, Node
 from .report import CompatibilityReport, Direction, Mode, SchemaChange
 from .subset import subset
-from .errors import SchemaError
 from .witness import confirm, unresolvable_refs
 
 _RANK = {"breaking": 0, "unknown": 1, "safe": 2}
@@ -65,9 +65,11 @@ def _compare(old: Document, new: Document, mode: Mode, against: int | None) -> l
             code = finding.code if ok else (finding.unknown_code or finding.code)
             message = finding.message if ok else (
                 f"{finding.message} (no counterexample confirmed; treated as breaking)")
+            if code == "ref.unresolvable":
+                continue
             entry = merged.setdefault((code, finding.pointer), {
-                "message": message, "hint": finding.fix_hint if hasattr(finding, "fix_hint")
-                else finding.hint, "proven": [], "open": [], "example": None, "under": None})
+                "message": message, "hint": finding.hint, "proven": [], "open": [],
+                "example": None, "under": None})
             (entry["proven"] if ok else entry["open"]).append(direction)
             if ok and entry["under"] is None:
                 entry["example"] = example

@@ -7,18 +7,22 @@ and keywords beside a draft-07 `$ref` are dropped (that draft ignores them).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from jsonschema import Draft7Validator, Draft202012Validator
-from jsonschema.exceptions import SchemaError as JsonSchemaError
-from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
 from .errors import SchemaError
+
+# Loaded dynamically: typed as Any whether or not stubs for jsonschema are installed.
+_jsonschema: Any = importlib.import_module("jsonschema")
+_exceptions: Any = importlib.import_module("jsonschema.exceptions")
+JsonSchemaError: type[Exception] = _exceptions.SchemaError
+best_match: Any = _exceptions.best_match
 
 DRAFT7 = "draft-07"
 DRAFT2020 = "2020-12"
@@ -32,9 +36,9 @@ _DIALECTS = {
     "https://json-schema.org/draft/2020-12/schema": DRAFT2020,
     "http://json-schema.org/draft/2020-12/schema": DRAFT2020,
 }
-_VALIDATORS: dict[str, type[Draft7Validator] | type[Draft202012Validator]] = {
-    DRAFT7: Draft7Validator,
-    DRAFT2020: Draft202012Validator,
+_VALIDATORS: dict[str, Any] = {
+    DRAFT7: _jsonschema.Draft7Validator,
+    DRAFT2020: _jsonschema.Draft202012Validator,
 }
 
 
@@ -78,7 +82,8 @@ class Document:
 
     def __init__(self, schema: Any, label: str) -> None:
         if not isinstance(schema, (dict, bool)):
-            raise SchemaError(f"{label} schema must be an object or a boolean, got {type(schema).__name__}")
+            kind = type(schema).__name__
+            raise SchemaError(f"{label} schema must be an object or a boolean, got {kind}")
         self.label = label
         self.root = schema
         self.draft = DRAFT2020
@@ -92,8 +97,10 @@ class Document:
         try:
             cls.check_schema(schema)
         except JsonSchemaError as exc:
-            raise SchemaError(f"{label} schema is not a valid {self.draft} schema: {exc.message}") from exc
-        self.validator: Validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+            why = getattr(exc, "message", exc)
+            msg = f"{label} schema is not a valid {self.draft} schema: {why}"
+            raise SchemaError(msg) from exc
+        self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER)
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
         self.anchors: dict[str, str] = {}
         self._collect_anchors(schema, "")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from .expand import Case, search
@@ -14,13 +13,14 @@ from .normalize import Node, in_dialect, view_child
 from .regex_gen import samples
 
 _OBJ = frozenset({"object"})
+_ADDED = ("object.property_added", "object.property_removed")
 _SPARE_KEYS = ["extra", "x_extra", "zz_new", "unknownField", "_9"]
 
 
 def objects_with(case: Case, key: str, value: Any) -> list[Any]:
     """Objects of the case with `key` set to `value`."""
     out = []
-    for base in case_examples(case, _OBJ, limit=3) + [{}]:
+    for base in [*case_examples(case, _OBJ, limit=3), {}]:
         obj = dict(base)
         obj[key] = value
         out.append(obj)
@@ -32,7 +32,8 @@ def _lift(ctx: Ctx, case: Case, b: Node, found: list[Finding], keys: list[str],
     """Embed child findings under each of `keys`; optionally merge them into one finding."""
     if not found:
         return []
-    wraps: Callable[[Any], list[Any]] = lambda v: [o for k in keys for o in objects_with(case, k, v)]
+    def wraps(v: Any) -> list[Any]:
+        return [o for k in keys for o in objects_with(case, k, v)]
     lifted = rewrap(found, wraps, case, b)
     if code is None:
         return lifted
@@ -63,13 +64,13 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
                 out.extend(_lift(ctx, case, b, found, [key], None, ptr, "", ""))
             elif key in bsh.props:
                 out.extend(_lift(
-                    ctx, case, b, found, [key], ("object.property_added", "object.property_removed"),
+                    ctx, case, b, found, [key], _ADDED,
                     ptr, f"property '{key}' constrains values the {a_side} schema accepted freely",
                     f"loosen '{key}' or migrate existing values of '{key}'"))
             else:
                 verb = "removed from" if ctx.direction == "backward" else "added to"
                 out.extend(_lift(
-                    ctx, case, b, found, [key], ("object.property_removed", "object.property_added"),
+                    ctx, case, b, found, [key], _ADDED[::-1],
                     ptr, f"property '{key}' was {verb} an object that restricts other properties",
                     f"keep '{key}' declared, or upgrade readers before documents carry '{key}'"
                     if ctx.direction == "forward" else
@@ -182,11 +183,13 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any],
     pool = case_examples(case, _OBJ, limit=6)
     if isinstance(b_min, int) and b_min > a_min:
         old, new = ctx.old_new(a_min, b_min)
-        out.append(Finding(ctx.code("object.min_properties_raised", "object.min_properties_lowered"),
+        codes = ("object.min_properties_raised", "object.min_properties_lowered")
+        out.append(Finding(ctx.code(*codes),
                            ctx.where(None, f"{b.ptr}/minProperties"),
                            f"minProperties changed from {old} to {new}",
                            f"keep minProperties at {old}",
-                           in_a_not_b(pool + [{}], case, Node(b.doc, {"minProperties": b_min}, b.ptr))))
+                           in_a_not_b([*pool, {}], case,
+                                      Node(b.doc, {"minProperties": b_min}, b.ptr))))
     if isinstance(b_max, int) and (a_max is None or a_max > b_max):
         big = []
         for base in pool:
@@ -195,9 +198,10 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any],
                 for value in examples(key_nodes(case.atoms, f"k{i}"), limit=1):
                     obj.setdefault(f"k{i}", value)
             big += [obj, base]
-        codes = ("object.max_properties_lowered", "object.max_properties_raised") if facts.max_props \
-            is not None else ("object.max_properties_added", "object.max_properties_removed")
-        old, new = ctx.old_new(a_max, b_max)
+        codes = ("object.max_properties_lowered", "object.max_properties_raised")
+        if facts.max_props is None:
+            codes = ("object.max_properties_added", "object.max_properties_removed")
+        old, new = ctx.old_new("unbounded" if a_max is None else a_max, b_max)
         out.append(Finding(ctx.code(*codes), ctx.where(None, f"{b.ptr}/maxProperties"),
                            f"maxProperties changed from {old} to {new}",
                            f"keep maxProperties at {old}",

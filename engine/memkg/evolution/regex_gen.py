@@ -91,8 +91,8 @@ def _emit(items: list[tuple[Any, Any]], variant: int, groups: dict[int, str]) ->
         elif name == "GROUPREF":
             out.append(groups.get(arg, ""))
         elif name == "CATEGORY":
-            chars = _CATEGORY.get(str(arg), "a")
-            out.append(chars[variant % len(chars)])
+            pool = _CATEGORY.get(str(arg), "a")
+            out.append(pool[variant % len(pool)])
         elif name in ("AT", "ASSERT", "ASSERT_NOT"):
             continue
         else:

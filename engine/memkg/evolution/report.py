@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -12,7 +12,7 @@ Direction = Literal["backward", "forward"]
 Severity = Literal["breaking", "safe", "unknown"]
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """Compatibility modes, named as in schema registries."""
 
     BACKWARD = "backward"
@@ -84,7 +84,9 @@ class CompatibilityReport(BaseModel):
             where = change.pointer or "/"
             breaks = ", ".join(change.breaks) or "nothing"
             against = "" if change.against is None else f" [vs version {change.against}]"
-            lines.append(f"- [{change.severity}] {change.code} at {where}{against}: {change.message}")
+            lines.append(
+                f"- [{change.severity}] {change.code} at {where}{against}: {change.message}"
+            )
             lines.append(f"    breaks: {breaks}")
             if change.counterexample_valid_under is not None:
                 doc = json.dumps(change.counterexample, sort_keys=True, ensure_ascii=False)

@@ -6,13 +6,11 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from jsonschema.exceptions import best_match
-
 from .expand import Case, declared_types
 from .facts import Bound, Facts, int_bounds, keyword_ptr, own_facts
 from .findings import Ctx, Finding, in_a_not_b
 from .generate import case_examples
-from .normalize import Node, Unconfirmable
+from .normalize import Node, Unconfirmable, best_match
 from .regex_gen import samples
 
 _TYPE_NAMES = {"nonint": "number (non-integer)"}
@@ -45,7 +43,7 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
                                "check the schema's references and patterns", unknown_code=
                                "undecidable.validation"))
             continue
-        old, new = ctx.old_new(_js(value), _js(value))
+        old, _new = ctx.old_new(_js(value), _js(value))
         if not in_enum:
             code = ctx.code("enum.value_removed", "enum.value_added")
             verb = "removed from" if ctx.direction == "backward" else "added to"
@@ -55,7 +53,8 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
                     else f"upgrade readers before writers emit {_js(value)}")
             ptr = ctx.where(keyword_ptr(case.atoms, "enum"), f"{b.ptr}/enum")
         elif not in_const:
-            code, ptr = "const.changed", ctx.where(keyword_ptr(case.atoms, "const"), f"{b.ptr}/const")
+            code = "const.changed"
+            ptr = ctx.where(keyword_ptr(case.atoms, "const"), f"{b.ptr}/const")
             msg = f"const changed; {old} is no longer the only value"
             hint = "keep the constant, or version the document type"
         elif not in_type:
@@ -98,7 +97,7 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
     for key, codes in (("enum", ("enum.added", "enum.removed")),
                        ("const", ("const.added", "const.removed"))):
         if key in kw:
-            extra = [v for v in _ODD_STRINGS] + [0, 1, -1, 0.5, True, None, [], {}]
+            extra: list[Any] = [*_ODD_STRINGS, 0, 1, -1, 0.5, True, None, [], {}]
             cands = case_examples(case, limit=16) + extra
             verb = "now restricts" if ctx.direction == "backward" else "no longer restricts"
             out.append(Finding(ctx.code(*codes), ctx.where(None, f"{b.ptr}/{key}"),
@@ -203,20 +202,21 @@ def _strings(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node,
                                                   t + "a" * (bf.max_len + 1 - len(t)))]
         longer += ["a" * (bf.max_len + 1), "a" * (facts.max_len or bf.max_len + 10)]
         cands = in_a_not_b(longer, case, _only(b, "maxLength"))
-        old, new = ctx.old_new(facts.max_len, bf.max_len)
+        old, new = ctx.old_new("unbounded" if facts.max_len is None else facts.max_len,
+                               bf.max_len)
         codes = ("string.max_length_lowered", "string.max_length_raised") if facts.max_len \
             is not None else ("string.max_length_added", "string.max_length_removed")
         out.append(Finding(ctx.code(*codes),
                            ctx.where(keyword_ptr(case.atoms, "maxLength"), f"{b.ptr}/maxLength"),
                            f"maxLength changed from {old} to {new}",
                            f"keep maxLength at {old} or truncate/migrate longer strings", cands))
-    pat = kw.get("pattern")
-    if isinstance(pat, str) and pat not in facts.patterns and pat not in _UNIVERSAL:
+    want = kw.get("pattern")
+    if isinstance(want, str) and want not in facts.patterns and want not in _UNIVERSAL:
         codes = ("string.pattern_changed", "string.pattern_changed") if facts.patterns else (
             "string.pattern_added", "string.pattern_removed")
         out.append(Finding(ctx.code(*codes), ctx.where(keyword_ptr(case.atoms, "pattern"),
                                                        f"{b.ptr}/pattern"),
-                           f"pattern {pat!r} may reject strings the {_a(ctx)} schema accepts",
+                           f"pattern {want!r} may reject strings the {_a(ctx)} schema accepts",
                            "keep the old pattern, or make the new one a proven superset"
                            " (e.g. identical) and migrate non-matching strings",
                            in_a_not_b(texts, case, _only(b, "pattern")),
@@ -225,7 +225,7 @@ def _strings(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node,
     if isinstance(fmt, str) and fmt in b.doc.formats and fmt not in facts.formats:
         codes = ("string.format_changed", "string.format_changed") if facts.formats else (
             "string.format_added", "string.format_removed")
-        bad = texts + ["2024-13-45", "999.1.1.1", "not an email", "12:99", "zz:zz::zz::1"]
+        bad = [*texts, "2024-13-45", "999.1.1.1", "not an email", "12:99", "zz:zz::zz::1"]
         out.append(Finding(ctx.code(*codes),
                            ctx.where(keyword_ptr(case.atoms, "format"), f"{b.ptr}/format"),
                            f"format {fmt!r} rejects strings the {_a(ctx)} schema accepts",

@@ -58,7 +58,8 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     for f in findings:
         key = (f.code, f.pointer)
         if key in merged:
-            merged[key].candidates.extend(c for c in f.candidates if c not in merged[key].candidates)
+            known = merged[key].candidates
+            known.extend(c for c in f.candidates if c not in known)
         else:
             merged[key] = f
     return list(merged.values())
@@ -107,7 +108,7 @@ def _side(ctx: Ctx, which: str) -> str:
 
 
 def _undecided(ctx: Ctx, b: Node, code: str, why: str, cands: list[Any] | None = None) -> Finding:
-    return Finding(code, b.ptr, f"could not decide: {why}; treated as breaking",
+    return Finding(code, b.ptr, f"could not decide: {why}",
                    "simplify the schema change or verify it with real documents", cands or [],
                    unknown_code=code)
 
@@ -115,8 +116,11 @@ def _undecided(ctx: Ctx, b: Node, code: str, why: str, cands: list[Any] | None =
 def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
     target = b.doc.resolve(ref)
     if target is None:
-        return [_undecided(ctx, b, "ref.unresolvable", f"cannot resolve $ref {ref!r}")]
-    key = (tuple(sorted((id(o.doc), o.ptr, o.negated) for o in case.origins)), id(b.doc), target.ptr)
+        miss = _undecided(ctx, b, "ref.unresolvable", f"cannot resolve $ref {ref!r}")
+        miss.pointer = f"{b.ptr}/$ref"
+        return [miss]
+    here = tuple(sorted((id(o.doc), o.ptr, o.negated) for o in case.origins))
+    key = (here, id(b.doc), target.ptr)
     if key in ctx.stack:
         if ctx.stack[key] < ctx.depth:
             return []
@@ -138,7 +142,7 @@ def _slices(case: Case) -> list[Case]:
     out = []
     for name in names:
         node = Node(case.origins[0].doc, {"type": name}, case.origins[0].ptr)
-        out.append(Case(case.atoms + [node], case.origins + [node]))
+        out.append(Case([*case.atoms, node], [*case.origins, node]))
     return out
 
 
@@ -205,7 +209,7 @@ def _conditional(ctx: Ctx, case: Case, b: Node, kw: dict[str, Any]) -> list[Find
         else:
             probe = Ctx(ctx.direction, ctx.depth, ctx.stack, ctx.steps)
             if check_case(probe, case, cond):
-                part = Case(case.atoms, case.origins + [negate(cond)])
+                part = Case(case.atoms, [*case.origins, negate(cond)])
                 out.extend(check_case(ctx, part, b.child("else")))
             ctx.steps = probe.steps
     for f in out:

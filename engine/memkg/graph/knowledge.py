@@ -38,13 +38,11 @@ class Knowledge:
         stated: dict[tuple[Node, Node, Node], float] = {}
         for statement in graph.subjects(RDF.type, RDF.Statement):
             weight = graph.value(statement, MK.weight)
-            triple = (
-                graph.value(statement, RDF.subject),
-                graph.value(statement, RDF.predicate),
-                graph.value(statement, RDF.object),
-            )
-            if isinstance(weight, Literal) and None not in triple:
-                stated[triple] = float(weight.toPython())
+            s = graph.value(statement, RDF.subject)
+            p = graph.value(statement, RDF.predicate)
+            o = graph.value(statement, RDF.object)
+            if isinstance(weight, Literal) and s is not None and p is not None and o is not None:
+                stated[s, p, o] = float(weight.toPython())
         self._out: dict[str, list[KnowledgeEdge]] = {}
         for s, p, o in graph:
             if p == RDF.type or not (_is_entity(s) and _is_entity(o)):
@@ -67,9 +65,10 @@ class Knowledge:
         self._labels: dict[str, str] = {}
         for node, label in sorted(graph.subject_objects(RDFS.label)):
             ref = entity_ref(str(node)) if _is_entity(node) else None
-            if ref is not None and isinstance(label, Literal):
-                if label.language == "en" or ref not in self._labels:
-                    self._labels[ref] = str(label)
+            if ref is None or not isinstance(label, Literal):
+                continue
+            if label.language == "en" or ref not in self._labels:
+                self._labels[ref] = str(label)
         for edges in self._out.values():
             edges.sort(key=lambda e: (e.relation, e.target))
 
@@ -109,4 +108,3 @@ class Knowledge:
 
 def _is_entity(node: Node) -> bool:
     return isinstance(node, URIRef) and str(node).startswith(_ENTITY)
-

@@ -54,7 +54,7 @@ class Hop(BaseModel):
     breakdown: Weight | None = None
 
 
-class Path(BaseModel):
+class GraphPath(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     hops: tuple[Hop, ...]
@@ -113,7 +113,7 @@ def edges(
 
 def paths(
     view: View, concept: str, max_depth: int = 3, *, decidable_only: bool = False
-) -> list[Path]:
+) -> list[GraphPath]:
     """Every simple path from the user to ``concept`` of at most ``max_depth`` hops."""
     user = user_node(view.graph["user_id"])
     if concept not in view or concept == user or max_depth < 1:
@@ -126,7 +126,7 @@ def paths(
         weight = 1.0
         for hop in hops:
             weight *= hop.weight
-        found.append(Path(hops=hops, weight=weight, decidable=all(h.decidable for h in hops)))
+        found.append(GraphPath(hops=hops, weight=weight, decidable=all(h.decidable for h in hops)))
     return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
 
 

@@ -88,8 +88,11 @@ def signal_event(
             code="signal.value",
         )
     claims = sorted(
-        (f for f in live_facts if f.domain == domain and f.key == key and _asserts(f, target,
-                                                                                   entity_keys)),
+        (
+            f
+            for f in live_facts
+            if f.domain == domain and f.key == key and _asserts(f, target, entity_keys)
+        ),
         key=lambda f: (f.seq, f.id),
     )
     if not claims:

@@ -139,6 +139,4 @@ def claim_weight(
     value = min(max(raw, 0.0), 1.0)
     if value != raw:
         factors.append(Factor(name="clamp", value=value, detail=f"{raw:.3f} clamped to [0, 1]"))
-    return Weight(
-        value=value, usable=value >= params.threshold, base=base, factors=tuple(factors)
-    )
+    return Weight(value=value, usable=value >= params.threshold, base=base, factors=tuple(factors))

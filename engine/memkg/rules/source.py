@@ -49,6 +49,16 @@ _Loader.add_implicit_resolver(
 )
 
 
+class YamlError(ConfigError):
+    """A file that is not valid YAML; ``line`` is where the parser gave up."""
+
+    code = "rules.yaml"
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
 @dataclass(frozen=True)
 class Document:
     """Parsed YAML and the line (1-based) of every value in it."""
@@ -75,10 +85,8 @@ def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: 
             if not isinstance(key, str):
                 key = str(key)
             if key in result:
-                raise ConfigError(
-                    f"line {key_node.start_mark.line + 1}: key {key!r} appears twice",
-                    code="rules.yaml",
-                )
+                line = key_node.start_mark.line + 1
+                raise YamlError(f"key {key!r} appears twice", line)
             result[key] = _build(value_node, (*path, key), lines, loader)
         return result
     if isinstance(node, yaml.SequenceNode):
@@ -97,10 +105,10 @@ def load_text(text: str, file: str) -> Document:
         data = _build(node, (), lines, loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}" if mark else file
-        raise ConfigError(f"{where}: not valid YAML: {exc.problem}", code="rules.yaml") from exc
-    except ConfigError as exc:
-        raise ConfigError(f"{file}: {exc.message}", code=exc.code) from exc
+        line = mark.line + 1 if mark else 1
+        raise YamlError(f"{file}:{line}: not valid YAML: {exc.problem}", line) from exc
+    except YamlError as exc:
+        raise YamlError(f"{file}:{exc.line}: {exc.message}", exc.line) from exc
     finally:
         loader.dispose()
     return Document(file, data, lines)

@@ -26,7 +26,9 @@ _INSTRUCTION = re.compile(
 )
 
 
-def _walk(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def _walk(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], str]]:
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, path)]
     while stack:
         node, where = stack.pop()

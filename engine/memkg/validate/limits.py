@@ -63,11 +63,15 @@ def check_value(value: Any, limits: Limits) -> list[Problem]:
         elif isinstance(node, int | float):
             size += 8
             if isinstance(node, float) and not math.isfinite(node):
-                problems.append(_problem("value.non_finite", parts, "NaN and Infinity are not JSON"))
+                problems.append(
+                    _problem("value.non_finite", parts, "NaN and Infinity are not JSON")
+                )
         elif isinstance(node, list | dict):
             if len(node) > limits.max_items:
                 problems.append(
-                    _problem("limit.items", parts, f"{len(node):,} items exceed {limits.max_items:,}")
+                    _problem(
+                        "limit.items", parts, f"{len(node):,} items exceed {limits.max_items:,}"
+                    )
                 )
                 continue
             size += 2

@@ -63,31 +63,60 @@ def _card(text: str) -> bool:
 _Check = Callable[[str], bool] | None
 
 _DETECTORS: tuple[tuple[str, str, re.Pattern[str], _Check], ...] = (
-    ("pii.cn_resident_id", "a Chinese resident ID number",
-     re.compile(r"(?<![0-9])[1-9][0-9]{16}[0-9Xx](?![0-9A-Za-z])"), _cn_resident_id),
-    ("pii.national_id", "a US social security number",
-     re.compile(r"(?<![0-9])[0-9]{3}-[0-9]{2}-[0-9]{4}(?![0-9])"), None),
-    ("pii.email", "an e-mail address",
-     re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"), None),
-    ("pii.phone", "a phone number",
-     re.compile(
-         r"(?<![0-9])(?:(?:\+|00)86[ -]?)?1[3-9][0-9](?:[ -]?[0-9]{4}){2}(?![0-9])"
-         r"|(?<![0-9\w])\+[1-9][0-9]{0,2}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}(?![0-9])"
-         r"|(?<![0-9])\(?[2-9][0-9]{2}\)?[ .-][0-9]{3}[ .-][0-9]{4}(?![0-9])"
-     ), lambda s: sum(c.isdigit() for c in s) >= 8),
-    ("pii.card_number", "a payment card number",
-     re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])"), _card),
-    ("secret.password", "a password",
-     re.compile(r"(?i)(?:\b(?:pass(?:word|wd|phrase)?|pwd|pin)\b|密码|口令)\s*(?:is|was|:|=|：|是)\s*\S+"),
-     None),
-    ("secret.api_key", "an API key or token",
-     re.compile(
-         r"\bsk-[A-Za-z0-9_\-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}"
-         r"|\bxox[abprs]-[A-Za-z0-9\-]{10,}|\bAIza[0-9A-Za-z_\-]{35}"
-         r"|-----BEGIN [A-Z ]*PRIVATE KEY-----|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\."
-         r"|(?i:\b(?:api[_-]?key|secret|access[_-]?token|bearer)\b\s*[:=]?\s*[A-Za-z0-9_\-./+]{16,})"
-     ), None),
-)  # fmt: skip
+    (
+        "pii.cn_resident_id",
+        "a Chinese resident ID number",
+        re.compile(r"(?<![0-9])[1-9][0-9]{16}[0-9Xx](?![0-9A-Za-z])"),
+        _cn_resident_id,
+    ),
+    (
+        "pii.national_id",
+        "a US social security number",
+        re.compile(r"(?<![0-9])[0-9]{3}-[0-9]{2}-[0-9]{4}(?![0-9])"),
+        None,
+    ),
+    (
+        "pii.email",
+        "an e-mail address",
+        re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"),
+        None,
+    ),
+    (
+        "pii.phone",
+        "a phone number",
+        re.compile(
+            r"(?<![0-9])(?:(?:\+|00)86[ -]?)?1[3-9][0-9](?:[ -]?[0-9]{4}){2}(?![0-9])"
+            r"|(?<![0-9\w])\+[1-9][0-9]{0,2}(?:[ .-]?\(?[0-9]{1,4}\)?){2,5}(?![0-9])"
+            r"|(?<![0-9])\(?[2-9][0-9]{2}\)?[ .-][0-9]{3}[ .-][0-9]{4}(?![0-9])"
+        ),
+        lambda s: sum(c.isdigit() for c in s) >= 8,
+    ),
+    (
+        "pii.card_number",
+        "a payment card number",
+        re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])"),
+        _card,
+    ),
+    (
+        "secret.password",
+        "a password",
+        re.compile(
+            r"(?i)(?:\b(?:pass(?:word|wd|phrase)?|pwd|pin)\b|密码|口令)\s*(?:is|was|:|=|：|是)\s*\S+"
+        ),
+        None,
+    ),
+    (
+        "secret.api_key",
+        "an API key or token",
+        re.compile(
+            r"\bsk-[A-Za-z0-9_\-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}"
+            r"|\bxox[abprs]-[A-Za-z0-9\-]{10,}|\bAIza[0-9A-Za-z_\-]{35}"
+            r"|-----BEGIN [A-Z ]*PRIVATE KEY-----|\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\."
+            r"|(?i:\b(?:api[_-]?key|secret|access[_-]?token|bearer)\b\s*[:=]?\s*[A-Za-z0-9_\-./+]{16,})"
+        ),
+        None,
+    ),
+)
 
 
 def normalise(text: str) -> str:

@@ -31,8 +31,16 @@ from memkg.errors import ConfigError
 from memkg.model.fact import Kind, Sensitivity
 
 _FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
-_META = {"kind", "sensitivity", "consent", "multi", "entity", "context", "valid_for_hours",
-         "staleness_days"}  # fmt: skip
+_META = {
+    "kind",
+    "sensitivity",
+    "consent",
+    "multi",
+    "entity",
+    "context",
+    "valid_for_hours",
+    "staleness_days",
+}
 
 PathPattern = tuple[str, ...]
 """A path into a value: property names, with ``*`` for any array item."""

@@ -52,10 +52,10 @@ class Candidate:
     literal: object = None
 
 
-class _Validator(_PyShaclValidator):  # type: ignore[misc]
+class _Validator(_PyShaclValidator):
     """pySHACL's validator with a shapes graph harvested once and reused across runs."""
 
-    def __init__(self, data: Graph, shapes: ShapesGraph, options: dict[str, object]) -> None:
+    def __init__(self, data: DataGraph, shapes: ShapesGraph, options: dict[str, object]) -> None:
         super().__init__(data, shacl_graph=_EMPTY, options=options)
         self.shacl_graph = shapes
 
@@ -66,9 +66,22 @@ _MEMO_LIMIT = 50_000
 # Constraint parameters whose verdict does not depend on a value's identity. ``sh:class`` is
 # here because candidate graphs type every node from signature fields alone: the user node is
 # always ``mk:User`` and entity types follow from the entities, which are in the signature.
-_STRUCTURAL = {SH.path, SH.datatype, SH.minCount, SH.maxCount, SH.nodeKind, SH["class"],
-               SH.message, SH.name, SH.description, SH.severity, SH.order, SH.group,
-               SH.deactivated, RDF.type}  # fmt: skip
+_STRUCTURAL = {
+    SH.path,
+    SH.datatype,
+    SH.minCount,
+    SH.maxCount,
+    SH.nodeKind,
+    SH["class"],
+    SH.message,
+    SH.name,
+    SH.description,
+    SH.severity,
+    SH.order,
+    SH.group,
+    SH.deactivated,
+    RDF.type,
+}
 _COMPARISONS = (SH.equals, SH.disjoint, SH.lessThan, SH.lessThanOrEquals)
 
 
@@ -128,10 +141,16 @@ class ShaclChecker:
             (MK.literalValue, json.dumps(c.literal, sort_keys=True) if not c.entities else None),
         )
         return (
-            c.key, c.kind, c.source, c.sensitivity, c.entities, c.consent_granted,
-            c.valid_until is None, bool(c.entities),
+            c.key,
+            c.kind,
+            c.source,
+            c.sensitivity,
+            c.entities,
+            c.consent_granted,
+            c.valid_until is None,
+            bool(c.entities),
             *(value for path, value in optional if path in sensitive),
-        )  # fmt: skip
+        )
 
     def _run(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         if not candidates:
@@ -141,19 +160,21 @@ class ShaclChecker:
         for index, candidate in enumerate(candidates):
             focus[self._add(data, URIRef(f"urn:memkg:candidate:{index}"), candidate)] = index
         validator = _Validator(DataGraph.from_rdflib(data), self._shapes, {"inference": "none"})
-        _conforms, report, _text = validator.run()
+        _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
         problems: list[list[Problem]] = [[] for _ in candidates]
         for result in report.subjects(RDF.type, SH.ValidationResult):
             if report.value(result, SH.resultSeverity) != SH.Violation:
                 continue
             node = report.value(result, SH.focusNode)
-            index = focus.get(node) if node is not None else None
+            index = focus.get(node, 0) if node is not None else 0
             shape = report.value(result, SH.sourceShape)
             message = report.value(result, SH.resultMessage)
-            problems[index if index is not None else 0].append(
+            problems[index].append(
                 Problem(
                     code="shacl.violation",
-                    path=str(shape) if isinstance(shape, URIRef) else self._shape_of(report, result),
+                    path=str(shape)
+                    if isinstance(shape, URIRef)
+                    else self._shape_of(report, result),
                     message=str(message) if message is not None else "violates a SHACL shape",
                     stage="shacl",
                 )
@@ -188,5 +209,3 @@ class ShaclChecker:
         if not c.entities:
             g.add((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
         return node
-
-

@@ -67,8 +67,10 @@ def _envelope_problems(error: ValidationError) -> list[Problem]:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"])
         code = _PYDANTIC_CODES.get(item["type"])
         if code is None:
-            code = "envelope.type" if item["type"].endswith(("_type", "_parsing")) else (
-                "envelope.invalid"
+            code = (
+                "envelope.type"
+                if item["type"].endswith(("_type", "_parsing"))
+                else ("envelope.invalid")
             )
         problems.append(Problem(code=code, path=f"${loc}", message=item["msg"], stage="envelope"))
     return problems
@@ -156,10 +158,14 @@ class Validator:
 
     def _check_one(
         self, item: Mapping[str, Any] | Observation, now: datetime
-    ) -> tuple[list[Problem], tuple[Observation, KeySpec, Kind, Sensitivity, datetime | None] | None]:
+    ) -> tuple[
+        list[Problem], tuple[Observation, KeySpec, Kind, Sensitivity, datetime | None] | None
+    ]:
         if not isinstance(item, Observation | Mapping):
             message = f"an observation is a JSON object, not {type(item).__name__}"
-            return [Problem(code="envelope.type", path="$", message=message, stage="envelope")], None
+            return [
+                Problem(code="envelope.type", path="$", message=message, stage="envelope")
+            ], None
         raw_value = item.value if isinstance(item, Observation) else item.get("value")
         problems = check_value(raw_value, self.limits)
         within_limits = not problems
@@ -212,9 +218,9 @@ class Validator:
         spec = self.registry.spec(domain, key)
         if spec is None:
             broken = {p.path for p in found}
-            return [] if {"$.domain", "$.key"} & broken else [
-                _unknown_key(self.registry, domain, key)
-            ]
+            return (
+                [] if {"$.domain", "$.key"} & broken else [_unknown_key(self.registry, domain, key)]
+            )
         if not within_limits:
             return []
         problems = _schema_problems(spec, raw.get("value"))

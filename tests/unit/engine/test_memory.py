@@ -147,6 +147,7 @@ def test_erase_by_audit_id_removes_exactly_those_facts(sqlite_engine: Engine) ->
 
 
 def test_consented_special_fact_is_stored(engine: Engine) -> None:
-    result = engine.ingest(obs(domain="health", key="diet.restrictions", value=["halal"],
-                               **CONSENTED))  # fmt: skip
+    result = engine.ingest(
+        obs(domain="health", key="diet.restrictions", value=["halal"], **CONSENTED)
+    )
     assert engine.fact("u1", result.fact_id).sensitivity.value == "special"

@@ -234,3 +234,25 @@ def test_results_are_events(store: EventStore, make_event: MakeEvent) -> None:
     assert stored.model_dump(exclude={"seq", "version", "recorded_at"}) == new.model_dump(
         exclude={"recorded_at"}
     )
+
+
+def test_batch_commits_together_and_keeps_each_append_atomic(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    store.append("alice", [make_event()], expected_version=0)
+    with store.batch():
+        store.append("bob", [make_event("bob"), make_event("bob")], expected_version=0)
+        with pytest.raises(ConcurrencyConflict):
+            store.append("alice", [make_event(), make_event()], expected_version=0)
+        store.append("alice", [make_event()], expected_version=1)
+    assert store.stream_version("bob") == 2
+    assert [e.version for e in store.read_stream("alice")] == [1, 2]
+    assert store.head() == max(e.seq for e in store.read_all())
+
+
+def test_batch_that_fails_stores_nothing(store: EventStore, make_event: MakeEvent) -> None:
+    with pytest.raises(RuntimeError), store.batch():
+        store.append("bob", [make_event("bob")], expected_version=0)
+        raise RuntimeError("the caller failed half way")
+    assert store.stream_version("bob") == 0
+    assert list(store.read_all()) == []

@@ -35,16 +35,22 @@ def test_value_sensitive_paths_are_read_from_the_shapes() -> None:
     paths = {str(p).rsplit("#", 1)[1] for p in _value_paths(ONTOLOGY.fact_shapes) or ()}
     assert {"confidence", "kind", "source", "sensitivity"} <= paths
     assert "observedAt" not in paths  # only datatype and cardinality are checked on it
-    extra = Graph().parse(data="""
+    extra = Graph().parse(
+        data="""
         @prefix sh: <http://www.w3.org/ns/shacl#> . @prefix mk: <https://memkg.dev/ns#> .
         <urn:s> a sh:NodeShape ; sh:targetClass mk:Fact ;
             sh:property [ sh:path mk:observedAt ; sh:minInclusive "2020-01-01T00:00:00Z" ] .
-    """, format="turtle")  # fmt: skip
+    """,
+        format="turtle",
+    )
     assert any(str(p).endswith("observedAt") for p in _value_paths(extra) or ())
-    sparql = Graph().parse(data="""
+    sparql = Graph().parse(
+        data="""
         @prefix sh: <http://www.w3.org/ns/shacl#> .
         <urn:s> a sh:NodeShape ; sh:sparql [ sh:select "SELECT $this WHERE {}" ] .
-    """, format="turtle")  # fmt: skip
+    """,
+        format="turtle",
+    )
     assert _value_paths(sparql) is None
 
 
@@ -63,7 +69,8 @@ def test_memoised_verdicts_equal_fresh_ones(batch: list[Candidate]) -> None:
 
 def test_state_without_valid_until_violates_the_state_shape() -> None:
     checker = ShaclChecker(ONTOLOGY.fact_shapes, ONTOLOGY.entity_types)
-    state = Candidate("u1", "travel.companions", "state", "dialogue", 0.9, "public", T0, None,
-                      False, (), 2)  # fmt: skip
+    state = Candidate(
+        "u1", "travel.companions", "state", "dialogue", 0.9, "public", T0, None, False, (), 2
+    )
     [problems] = checker.check([state])
     assert [p.path for p in problems] == ["https://memkg.dev/shape/StateShape"]

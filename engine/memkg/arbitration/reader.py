@@ -1,0 +1,114 @@
+"""Reads of memory through arbitration: from a user's facts, signals and reviews to resolutions.
+
+Pure: the engine hands in what it read and writes what comes back (a newly frozen key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memkg.arbitration.claims import SignalLookup, build_claims, slot
+from memkg.arbitration.defaults import RoleDefaults
+from memkg.arbitration.memory_arbiter import resolve
+from memkg.arbitration.policy import PolicyFile
+from memkg.arbitration.questions import QuestionBook
+from memkg.arbitration.resolution import Resolution
+from memkg.arbitration.review import Review, latest_review
+from memkg.graph.weights import WeightParams
+from memkg.model.fact import Fact
+from memkg.validate.registry import KeySpec
+
+
+@dataclass(frozen=True)
+class MemoryReader:
+    """The arbitration configuration, loaded once; resolves keys of any user."""
+
+    policy: PolicyFile = field(default_factory=PolicyFile)
+    questions: QuestionBook = field(default_factory=lambda: QuestionBook({}))
+    defaults: RoleDefaults = field(default_factory=RoleDefaults)
+    weights: WeightParams = field(default_factory=WeightParams)
+    labels: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """(entity reference, language) → label, for questions."""
+
+    def params(self, domain: str) -> WeightParams:
+        """The weight parameters with the domain's credibility overrides."""
+        override = self.policy.for_domain(domain).credibility
+        if not override:
+            return self.weights
+        merged = {**self.weights.credibility, **{s.value: v for s, v in override.items()}}
+        return self.weights.model_copy(update={"credibility": merged})
+
+    def resolve_key(
+        self,
+        facts: Sequence[Fact],
+        signals: SignalLookup,
+        reviews: Sequence[Review],
+        spec: KeySpec,
+        now: datetime,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        turn: str | None = None,
+        context: Mapping[str, str] | None = None,
+        language: str | None = None,
+    ) -> Resolution:
+        """One key slot; a context with no claims of its own falls back to the general slot."""
+        mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
+        want = slot(context or {}, spec.context)
+        if want and not any(slot(f.context, spec.context) == want for f in mine):
+            want = {}
+        claims = build_claims(
+            mine,
+            now=now,
+            params=self.params(spec.domain),
+            signals=signals,
+            session_id=session_id,
+            turn=turn,
+        )
+        return resolve(
+            claims,
+            self.policy.for_domain(spec.domain),
+            now,
+            spec,
+            user_id=user_id,
+            context=want,
+            default=None if want else self.defaults.get(spec.domain, spec.key),
+            review=latest_review(reviews, spec.domain, spec.key, want),
+            questions=self.questions,
+            language=language,
+            labels=self.labels,
+        )
+
+    def resolve_domain(
+        self,
+        facts: Sequence[Fact],
+        signals: SignalLookup,
+        reviews: Sequence[Review],
+        specs: Sequence[KeySpec],
+        now: datetime,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        turn: str | None = None,
+        language: str | None = None,
+    ) -> list[Resolution]:
+        """Every key slot that has facts or a role default, each context slot on its own."""
+        found = []
+        for spec in specs:
+            slots = {
+                tuple(sorted(slot(f.context, spec.context).items()))
+                for f in facts
+                if (f.domain, f.key) == (spec.domain, spec.key)
+            }
+            if self.defaults.get(spec.domain, spec.key) is not None:
+                slots.add(())
+            for items in sorted(slots):
+                resolution = self.resolve_key(
+                    facts, signals, reviews, spec, now, user_id=user_id, session_id=session_id,
+                    turn=turn, context=dict(items), language=language,
+                )  # fmt: skip
+                if resolution.claims or resolution.value is not None:
+                    found.append(resolution)
+        return found

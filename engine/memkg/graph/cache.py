@@ -1,0 +1,97 @@
+"""Per-user graphs, cached by the user's stream version and kept current event by event.
+
+Work is per user: a write folds its events into that user's cached graph only; a read
+rebuilds a user's graph from that user's stream when the cached one is behind (another process
+wrote) and touches no one else. The weighted view is memoised per user for one (version,
+time, domain) at a time, since weights move with time. The cache holds at most ``max_users``
+graphs, least recently used first out.
+
+The owner must call ``forget`` when a user's stream is rewritten (erasure, purge by audit id):
+a purge keeps the stream version, so the version alone cannot tell.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from memkg.graph.projection import UserGraph
+from memkg.graph.view import View, weighted_view
+from memkg.graph.weights import WeightParams
+from memkg.model.event import Event
+
+ReadStream = Callable[..., Sequence[Event]]
+"""``read_stream(user_id, up_to_seq=None)``: the user's events in order."""
+
+
+class GraphCache:
+    def __init__(
+        self,
+        read_stream: ReadStream,
+        stream_version: Callable[[str], int],
+        new_graph: Callable[[str], UserGraph],
+        *,
+        max_users: int = 1024,
+    ) -> None:
+        self._read = read_stream
+        self._version = stream_version
+        self._new = new_graph
+        self._max = max_users
+        self._graphs: OrderedDict[str, UserGraph] = OrderedDict()
+        self._views: dict[str, tuple[tuple[int, int, datetime, str | None], View]] = {}
+        self._lock = threading.RLock()
+
+    def get(self, user_id: str) -> UserGraph:
+        """The user's current graph (callers must not mutate it)."""
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            if graph is None or graph.version != self._version(user_id):
+                graph = self._new(user_id)
+                for event in self._read(user_id):
+                    graph.apply(event)
+                self._graphs[user_id] = graph
+                self._views.pop(user_id, None)
+            self._graphs.move_to_end(user_id)
+            while len(self._graphs) > self._max:
+                evicted, _ = self._graphs.popitem(last=False)
+                self._views.pop(evicted, None)
+            return graph
+
+    def as_of(self, user_id: str, *, seq: int | None = None, at: datetime | None = None
+              ) -> UserGraph:  # fmt: skip
+        """The user's graph as of a log position, or as memory stood at a time; not cached."""
+        graph = self._new(user_id)
+        for event in self._read(user_id, up_to_seq=seq):
+            if at is None or event.recorded_at <= at:
+                graph.apply(event)
+        return graph
+
+    def apply(self, user_id: str, events: Sequence[Event]) -> None:
+        """Fold freshly appended events into a cached graph, or drop it if they do not follow."""
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            if graph is None or not events:
+                return
+            if events[0].version != graph.version + 1:
+                self.forget(user_id)
+                return
+            for event in events:
+                graph.apply(event)
+
+    def forget(self, user_id: str) -> None:
+        with self._lock:
+            self._graphs.pop(user_id, None)
+            self._views.pop(user_id, None)
+
+    def view(
+        self, user_id: str, now: datetime, params: WeightParams, domain: str | None = None
+    ) -> tuple[UserGraph, View]:
+        with self._lock:
+            graph = self.get(user_id)
+            key = (graph.version, graph.seq, now, domain)
+            memo = self._views.get(user_id)
+            if memo is None or memo[0] != key:
+                memo = self._views[user_id] = (key, weighted_view(graph, now, params, domain))
+            return graph, memo[1]

@@ -1,0 +1,65 @@
+"""Export one user's graph: JSON with every weight and its breakdown, or Turtle.
+
+The Turtle holds the user's named graph(s) as projected, plus one ``rdf:Statement`` per
+weighted claim (``user ─key→ target``, ``mk:factId``, ``mk:weight`` as of the view's time);
+parsing it back gives a graph isomorphic to ``to_rdf``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from rdflib import RDF, Graph, Literal, URIRef
+from rdflib.term import Node
+
+from memkg.graph import queries
+from memkg.graph.projection import UserGraph
+from memkg.graph.rdf import decimal, fact_iri
+from memkg.graph.view import View, user_node
+from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
+
+
+def to_json(graph: UserGraph, view: View) -> dict[str, Any]:
+    user = user_node(graph.user_id)
+    knowledge = [
+        {"source": source, "relation": data["relation"], "target": target,
+         "weight": data["weight"], "decidable": data["decidable"]}
+        for source, target, data in sorted(view.edges(data=True), key=lambda e: (e[0], e[1]))
+        if source != user
+    ]  # fmt: skip
+    return {
+        "user_id": graph.user_id,
+        "domain": view.graph["domain"],
+        "at": view.graph["now"].isoformat(),
+        "version": graph.version,
+        "seq": graph.seq,
+        "threshold": view.graph["threshold"],
+        "edges": [e.model_dump(mode="json") for e in queries.edges(view)],
+        "knowledge": knowledge,
+    }
+
+
+def to_rdf(graph: UserGraph, view: View) -> Graph:
+    """The user's graph of the view's domain (all domains when None) with claim weights."""
+    found = graph.graph(view.graph["domain"])
+    found.bind("mk", MK)
+    found.bind("key", KEY)
+    for edge in queries.edges(view):
+        statement = URIRef(f"{fact_iri(edge.fact_id)}/edge/{quote(edge.target, safe='')}")
+        target: Node
+        if ENTITY_REF.match(edge.target):
+            target = entity_iri(edge.target)
+        else:
+            target = Literal(edge.target.partition("=")[2])
+        found.add((statement, RDF.type, RDF.Statement))
+        found.add((statement, RDF.subject, user_iri(graph.user_id)))
+        found.add((statement, RDF.predicate, KEY[edge.relation]))
+        found.add((statement, RDF.object, target))
+        found.add((statement, MK.factId, Literal(edge.fact_id)))
+        found.add((statement, MK.weight, decimal(round(edge.weight, 6))))
+    return found
+
+
+def to_turtle(graph: UserGraph, view: View) -> str:
+    return to_rdf(graph, view).serialize(format="turtle")

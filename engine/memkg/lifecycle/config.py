@@ -1,0 +1,43 @@
+"""Lifecycle settings: note limits, window size, profile budget, recall weights."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RecallWeights(BaseModel):
+    """The blend ``recall`` ranks by; components are each in [0, 1].
+
+    ``score = relevance·w_relevance + recency·w_recency + type_match·w_type + confidence·w_conf``
+    where recency halves every ``half_life_days``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    relevance: float = Field(0.5, ge=0)
+    recency: float = Field(0.2, ge=0)
+    type_match: float = Field(0.15, ge=0)
+    confidence: float = Field(0.15, ge=0)
+    half_life_days: float = Field(30.0, gt=0)
+    min_relevance: float = Field(0.1, ge=0, le=1)
+    """Candidates sharing less than this with the query are not injected at all."""
+
+
+class LifecycleConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    note_max_chars: int = Field(500, gt=0)
+    note_confidence: float = Field(0.9, ge=0, le=1)
+    """Confidence of what the model saved through the tool (the user said it)."""
+    turn_note_ttl: timedelta = timedelta(hours=1)
+    """Turn-scope notes expire after this; consolidation drops them as ephemeral."""
+    window_turns: int = Field(8, gt=0)
+    """Conversation turns (a user message and what answered it) a pruned window keeps."""
+    summary_max_chars: int = Field(2_000, gt=200)
+    profile_budget: int = Field(1_200, gt=0)
+    """Tokens ``render_profile`` may use when the caller gives no budget."""
+    recent_days: float = Field(7.0, gt=0)
+    """Notes and states younger than this are 'recent context'."""
+    recall: RecallWeights = RecallWeights()

@@ -1,0 +1,86 @@
+"""``save_memory_note`` as an OpenAI tool: its definition and its argument parsing.
+
+>>> tool = save_memory_note_tool(["seat.preference"])
+>>> tool.name, tool.parameters["required"]
+('save_memory_note', ['note', 'scope'])
+>>> parse_arguments('{"note": "Prefers aisle seats", "scope": "global"}')["scope"]
+'global'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from memkg.lifecycle.distill import NoteResult
+from memkg.llm.port import Tool
+from memkg.model.report import Problem
+
+NAME = "save_memory_note"
+
+_DESCRIPTION = (
+    "Save one thing worth remembering about the user, in their own terms, as a short "
+    "third-person fact ('Prefers aisle seats'). Save only what the user stated or chose: no "
+    "guesses, no instructions to assistants, no tool output, no phone numbers, e-mail "
+    "addresses, ID or card numbers, passwords or keys. When the note is the value of a "
+    "declared key, pass key and value. The result says whether it was saved, and if not why."
+)
+
+
+def save_memory_note_tool(keys: Sequence[str]) -> Tool:
+    """The tool definition, with ``keys`` (the domain's declared keys) as the key enum."""
+    return Tool(
+        name=NAME,
+        description=_DESCRIPTION,
+        parameters={
+            "type": "object",
+            "properties": {
+                "note": {
+                    "type": "string",
+                    "description": "What to remember, one fact, third person.",
+                    "maxLength": 500,
+                },
+                "scope": {
+                    "type": "string",
+                    "enum": ["turn", "session", "global"],
+                    "description": "turn: only for this request; session: for this "
+                    "conversation (merged into long-term memory at its end); global: a "
+                    "lasting fact the user asked to remember.",
+                },
+                "key": {
+                    "anyOf": [{"type": "string", "enum": sorted(keys)}, {"type": "null"}],
+                    "description": "The declared key the note is the value of, if any.",
+                },
+                "value": {
+                    "description": "The key's value (JSON), e.g. \"aisle\"; null when no key.",
+                },
+            },
+            "required": ["note", "scope"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any] | NoteResult:
+    """The call's arguments checked for shape, or the refusal to send back to the model."""
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except json.JSONDecodeError as exc:
+        return _bad(f"arguments are not JSON ({exc.msg}); send an object with note and scope")
+    if not isinstance(args, dict):
+        return _bad("arguments must be a JSON object with note and scope")
+    unknown = sorted(set(args) - {"note", "scope", "key", "value"})
+    if unknown:
+        return _bad(f"unknown argument(s) {', '.join(unknown)}; use note, scope, key, value")
+    if not isinstance(args.get("note"), str):
+        return _bad("note must be a string")
+    if args.get("key") is not None and not isinstance(args["key"], str):
+        return _bad("key must be a string or null")
+    args.setdefault("scope", "session")
+    return args
+
+
+def _bad(message: str) -> NoteResult:
+    problem = Problem(code="note.arguments", path="$", message=message, stage="envelope")
+    return NoteResult(saved=False, reason=f"not saved: {message}", problems=(problem,))

@@ -1,0 +1,117 @@
+"""Free-text memory notes: the value type and its fold from the event log.
+
+A note is what the model distilled that maps to no declared key ("prefers quiet hotels near
+the station"). It carries the same provenance, scope and lifecycle as a fact and lives in the
+same per-user log, so erasure removes it with the user and erasure by audit id removes it with
+its fact-id column. Events::
+
+    note.saved     {"note": {...}}                      a note enters memory (status active)
+    note.merged    {"note": {...}, "merged": [ids], ...} consolidation wrote a long-term note
+                                                         replacing ``merged`` (status merged)
+    note.dropped   {"note_id": ..., "reason": ...}       consolidation retired a note
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.model.event import Event, EventType
+from memkg.model.fact import Provenance, Scope, Source
+
+
+class NoteStatus(StrEnum):
+    ACTIVE = "active"
+    MERGED = "merged"
+    """Folded into a consolidated note (``replaced_by``)."""
+    DROPPED = "dropped"
+    """Retired by consolidation: ephemeral, or overridden by a newer note (``status_reason``)."""
+
+
+class Note(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    user_id: str
+    domain: str
+    text: str
+    scope: Scope
+    session_id: str | None = None
+    source: Source = Source.DIALOGUE
+    confidence: float = 1.0
+    observed_at: datetime
+    recorded_at: datetime
+    valid_until: datetime | None = None
+    provenance: Provenance = Provenance()
+    status: NoteStatus = NoteStatus.ACTIVE
+    merged_from: tuple[str, ...] = ()
+    """The notes a consolidated note replaces (provenance of the merge)."""
+    conflicts: tuple[str, ...] = ()
+    """Texts of contradicting notes this one won over by recency, reported not hidden."""
+    replaced_by: str | None = None
+    status_reason: str | None = None
+    seq: int = 0
+
+    def live(self, at: datetime) -> bool:
+        return self.status is NoteStatus.ACTIVE and (
+            self.valid_until is None or self.valid_until > at
+        )
+
+
+def note_payload(note: Note) -> dict[str, Any]:
+    return note.model_dump(mode="json", exclude={"seq", "replaced_by", "status_reason", "status"})
+
+
+class NoteBook:
+    """Every note of one user (all statuses), folded from their events."""
+
+    def __init__(self) -> None:
+        self.notes: dict[str, Note] = {}
+        self.consolidations: list[dict[str, Any]] = []
+        """Payloads of ``session.consolidated`` events, oldest first."""
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event]) -> NoteBook:
+        book = cls()
+        for event in events:
+            book.apply(event)
+        return book
+
+    def apply(self, event: Event) -> None:
+        payload = event.payload
+        if event.type in (EventType.NOTE_SAVED, EventType.NOTE_MERGED):
+            note = Note.model_validate({**payload["note"], "seq": event.seq})
+            self.notes[note.id] = note
+            for old_id in payload.get("merged", ()):
+                old = self.notes.get(old_id)
+                if old is not None:
+                    self.notes[old_id] = old.model_copy(
+                        update={"status": NoteStatus.MERGED, "replaced_by": note.id}
+                    )
+        elif event.type is EventType.NOTE_DROPPED:
+            old = self.notes.get(payload["note_id"])
+            if old is not None:
+                self.notes[old.id] = old.model_copy(
+                    update={"status": NoteStatus.DROPPED, "status_reason": payload.get("reason")}
+                )
+        elif event.type is EventType.SESSION_CONSOLIDATED:
+            self.consolidations.append(payload)
+
+    def live(self, domain: str | None, at: datetime) -> list[Note]:
+        """Active, unexpired notes (of ``domain`` if given), oldest first."""
+        found = [
+            n for n in self.notes.values() if n.live(at) and domain in (None, n.domain)
+        ]
+        return sorted(found, key=lambda n: (n.seq, n.id))
+
+    def of_session(self, domain: str, session_id: str, at: datetime) -> list[Note]:
+        """Live session- and turn-scope notes of one session: what consolidation merges."""
+        return [
+            n
+            for n in self.live(domain, at)
+            if n.session_id == session_id and n.scope is not Scope.GLOBAL
+        ]

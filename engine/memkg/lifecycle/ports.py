@@ -1,0 +1,52 @@
+"""What the lifecycle needs from the engine: a port, so lifecycle never imports the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from memkg.clock import Clock
+from memkg.model.event import Event, NewEvent
+from memkg.model.fact import Fact, FactStatus, Observation
+from memkg.model.report import Problem, ValidationReport
+
+
+class Stored(Protocol):
+    """What an accepted write reports back."""
+
+    @property
+    def fact_id(self) -> str: ...
+
+    @property
+    def status(self) -> FactStatus: ...
+
+    @property
+    def duplicate(self) -> bool: ...
+
+
+class MemoryPort(Protocol):
+    """The engine operations lifecycle steps use; ``Engine`` implements it."""
+
+    clock: Clock
+
+    def validate(self, observation: Observation) -> ValidationReport: ...
+
+    def ingest(self, observation: Observation) -> Stored:
+        """Validate and store, or raise ``ValidationFailed`` storing nothing."""
+        ...
+
+    def facts(self, user_id: str, domain: str | None = None) -> list[Fact]: ...
+
+    def check_text(self, text: str, path: str = "$.note") -> list[Problem]:
+        """The fact guards for free text: limits, identifiers, credentials, injection."""
+        ...
+
+    def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
+        """The JSON Schema of a declared key, None when the domain does not declare it."""
+        ...
+
+    def read_events(self, user_id: str) -> list[Event]: ...
+
+    def append_events(self, user_id: str, events: Sequence[NewEvent]) -> list[Event]:
+        """Append atomically after the user's current version."""
+        ...

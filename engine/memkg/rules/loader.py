@@ -1,0 +1,184 @@
+"""Reads a rules folder into a ``RuleBundle``, checking every file against its JSON Schema.
+
+Layout: ``rules/<domain>/domain.yaml`` declares the domain's actions and request context;
+every other ``rules/<domain>/<name>.yaml`` is a decision table named ``<name>``;
+``*.cases.yaml`` files are rule tests (``memkg.rules.cases``), not part of the bundle.
+Problems come back as ``Finding``\\ s with file and line; a file with schema errors is left out.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from memkg.config import project_root
+from memkg.errors import ConfigError
+from memkg.model.decision import HitPolicy, Output
+from memkg.rules.source import Document, YamlError, load_text
+from memkg.rules.spec import OPS, ActionSpec, Condition, DomainSpec, Finding, Outcome, Ref, Rule
+from memkg.rules.spec import RuleBundle, RuleTable, Test
+
+DOMAIN_FILE = "domain.yaml"
+CASES_SUFFIX = ".cases.yaml"
+
+
+@cache
+def schema_validator(name: str) -> Draft202012Validator:
+    """The validator for ``schemas/rules/<name>.schema.json`` (shipped with memkg)."""
+    path = project_root() / "schemas" / "rules" / f"{name}.schema.json"
+    return Draft202012Validator(json.loads(path.read_text(encoding="utf-8")))
+
+
+def schema_findings(doc: Document, schema: str) -> list[Finding]:
+    findings = []
+    for error in schema_validator(schema).iter_errors(doc.data):
+        shown: ValidationError = best_match(error.context) if error.context else error
+        where = ".".join(str(p) for p in shown.absolute_path) or "(top level)"
+        findings.append(
+            Finding("rule.schema", f"{where}: {shown.message}", doc.file, doc.line(tuple(shown.absolute_path)))
+        )
+    return sorted(findings, key=lambda f: (f.line, f.message))
+
+
+def read_sources(folder: Path) -> dict[str, str]:
+    """Relative path → text of every bundle file under ``folder`` (cases excluded)."""
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: rules folder not found", code="rules.missing")
+    sources = {}
+    for path in sorted(folder.glob("*/*.yaml")):
+        if not path.name.endswith(CASES_SUFFIX):
+            sources[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def load_bundle(sources: dict[str, str]) -> tuple[RuleBundle, list[Finding]]:
+    """Parse every file; return what could be built and every problem found on the way."""
+    findings: list[Finding] = []
+    domains: dict[str, DomainSpec] = {}
+    tables: dict[tuple[str, str], RuleTable] = {}
+    for rel in sorted(sources, key=lambda p: (Path(p).name != DOMAIN_FILE, p)):
+        domain, name = Path(rel).parent.name, Path(rel).name.removesuffix(".yaml")
+        try:
+            doc = load_text(sources[rel], f"rules/{rel}")
+        except YamlError as exc:
+            findings.append(Finding("rule.yaml", exc.message, f"rules/{rel}", exc.line))
+            continue
+        if Path(rel).name == DOMAIN_FILE:
+            problems = schema_findings(doc, "domain-file")
+            findings += problems
+            if not problems:
+                domains[domain] = _domain(domain, doc)
+            continue
+        problems = schema_findings(doc, "rule-file")
+        findings += problems
+        if not problems:
+            tables[(domain, name)] = _table(domain, name, doc)
+    for (domain, _), table in sorted(tables.items()):
+        if domain not in domains:
+            findings.append(Finding("rule.no_domain", f"no rules/{domain}/{DOMAIN_FILE} declares "
+                                    f"the actions of domain {domain!r}", table.file, 1))  # fmt: skip
+    return RuleBundle(domains, tables, dict(sources)), findings
+
+
+def _domain(domain: str, doc: Document) -> DomainSpec:
+    data = doc.data
+    actions = {
+        name: ActionSpec(name, spec["description"], dict(spec.get("parameters", {})))
+        for name, spec in data["actions"].items()
+    }
+    return DomainSpec(domain, doc.file, actions, dict(data.get("context", {})),
+                      data.get("default_decision"))  # fmt: skip
+
+
+def _policy(raw: Any) -> HitPolicy:
+    if isinstance(raw, str):
+        return HitPolicy(kind=raw)  # type: ignore[arg-type]
+    if "priority" in raw:
+        return HitPolicy(kind="priority", priority=tuple(raw["priority"]))
+    collect = raw["collect"]
+    return HitPolicy(kind="collect", action=collect["action"],
+                     aggregate=collect.get("aggregate", "list"), of=collect.get("of"))  # fmt: skip
+
+
+def _output(raw: dict[str, Any]) -> Output:
+    return Output(action=raw["action"], parameters=dict(raw.get("parameters", {})),
+                  urgency=raw.get("urgency"))  # fmt: skip
+
+
+def _table(domain: str, name: str, doc: Document) -> RuleTable:
+    data = doc.data
+    default = None
+    if "default" in data:
+        raw = data["default"]
+        default = Outcome(_output(raw["then"]), raw["reason_code"], raw["explain"], doc.line(("default",)))
+    rules = tuple(_rule(doc, i, raw) for i, raw in enumerate(data["rules"]))
+    return RuleTable(
+        domain=domain, name=name, file=doc.file, hit_policy=_policy(data["hit_policy"]),
+        rules=rules, default=default, allow_no_match=bool(data.get("allow_no_match", False)),
+        description=data.get("description", ""), owner=data.get("owner", ""),
+        version=data.get("version", 1), policy_line=doc.line(("hit_policy",)),
+    )  # fmt: skip
+
+
+def _rule(doc: Document, index: int, raw: dict[str, Any]) -> Rule:
+    at = ("rules", index)
+    effective = raw.get("effective", {})
+    conditions = tuple(
+        _condition(doc, (*at, "when", i), i, cond) for i, cond in enumerate(raw["when"])
+    )
+    return Rule(
+        id=raw["id"], index=index, file=doc.file, line=doc.line(at), conditions=conditions,
+        output=_output(raw["then"]), reason_code=raw["reason_code"], explain=raw["explain"],
+        version=raw.get("version", 1), description=raw.get("description", ""),
+        owner=raw.get("owner", ""),
+        effective_from=date.fromisoformat(effective["from"]) if "from" in effective else None,
+        effective_until=date.fromisoformat(effective["until"]) if "until" in effective else None,
+    )  # fmt: skip
+
+
+def operand(value: Any) -> Any:
+    """``$name`` / ``$name.field`` → ``Ref``; lists → tuples; anything else as is."""
+    if isinstance(value, str) and value.startswith("$") and len(value) > 1:
+        alias, _, field = value[1:].partition(".")
+        return Ref(alias, field or None)
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _tests(doc: Document, at: tuple[Any, ...], raw: dict[str, Any], field: str | None) -> list[Test]:
+    return [Test(op, operand(raw[op]), field, doc.line((*at, op))) for op in OPS if op in raw]
+
+
+def _condition(doc: Document, at: tuple[Any, ...], index: int, raw: dict[str, Any]) -> Condition:
+    [(kind, body)] = raw.items()
+    line = doc.line(at)
+    if kind == "not":
+        [(kind, body)] = body.items()
+        inner = _condition(doc, (*at, "not"), index, {kind: body})
+        return Condition(**{**inner.__dict__, "negated": True, "raw": raw, "line": line})
+    if kind == "context":
+        tests: list[Test] = []
+        for name, spec in body.items():
+            if isinstance(spec, dict):
+                tests += _tests(doc, (*at, kind, name), spec, name)
+            else:
+                tests.append(Test("eq", operand(spec), name, doc.line((*at, kind, name))))
+        return Condition(index, "context", line, raw, tests=tuple(tests))
+    common = {"index": index, "kind": kind, "line": line, "raw": raw, "alias": body.get("as")}
+    if kind == "fact":
+        return Condition(
+            **common, key=body["key"], field=body.get("field"),
+            tests=tuple(_tests(doc, (*at, kind), body, body.get("field"))),
+            min_confidence=body.get("min_confidence"), sources=tuple(body.get("source", ())),
+        )  # fmt: skip
+    if kind == "edge":
+        return Condition(**common, key=body["key"], to=operand(body.get("to")),
+                         min_weight=body.get("min_weight"))  # fmt: skip
+    return Condition(**common, to=body["to"], via=body.get("via"), min_weight=body.get("min_weight"))
