@@ -3,6 +3,7 @@
 Everything an agent developer needs is importable from here.
 """
 
+from memkg.arbitration import ClaimScore, Question, Resolution, Review, StaleFlag
 from memkg.clock import Clock, FrozenClock, SystemClock
 from memkg.config import EngineConfig, Limits
 from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
@@ -12,6 +13,9 @@ from memkg.errors import (
     InvalidOperation,
     MemkgError,
     NotFound,
+    LLMBadResponse,
+    LLMError,
+    LLMUnavailable,
     StoreError,
     ValidationFailed,
 )
@@ -19,6 +23,15 @@ from memkg.events.store import EventStore
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
 from memkg.graph.weights import Factor, Weight, WeightParams
 from memkg.lifecycle.erasure import ErasureReceipt
+from memkg.lifecycle.config import LifecycleConfig, RecallWeights
+from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
+from memkg.lifecycle.distill import NoteResult
+from memkg.lifecycle.extract import ExtractionReport
+from memkg.lifecycle.inject import Profile
+from memkg.lifecycle.notes import Note
+from memkg.lifecycle.prune import Window
+from memkg.lifecycle.recall import RecallResult
+from memkg.llm import LLM, LLMConfig, MemoryLLM, Message, Reply, Tool, ToolCall
 from memkg.model import (
     Event,
     EventType,
@@ -35,9 +48,12 @@ from memkg.model import (
 )
 
 __all__ = [
+    "ClaimScore",
     "Clock",
     "ConcurrencyConflict",
     "ConfigError",
+    "ConsolidationHandle",
+    "ConsolidationReport",
     "Edge",
     "Engine",
     "EngineConfig",
@@ -45,6 +61,7 @@ __all__ = [
     "Event",
     "EventStore",
     "EventType",
+    "ExtractionReport",
     "Fact",
     "FactStatus",
     "Factor",
@@ -55,23 +72,44 @@ __all__ = [
     "IngestResult",
     "InvalidOperation",
     "Kind",
+    "LLM",
+    "LLMBadResponse",
+    "LLMConfig",
+    "LLMError",
+    "LLMUnavailable",
+    "LifecycleConfig",
     "Limits",
     "MemkgError",
+    "MemoryLLM",
+    "Message",
     "NotFound",
+    "Note",
+    "NoteResult",
     "Observation",
     "Problem",
+    "Profile",
     "Provenance",
+    "Question",
     "RebuildReport",
+    "RecallResult",
+    "RecallWeights",
     "RecentEntity",
+    "Reply",
+    "Resolution",
+    "Review",
     "Scope",
     "Sensitivity",
     "Source",
+    "StaleFlag",
     "StoreError",
     "SystemClock",
+    "Tool",
+    "ToolCall",
     "ValidationFailed",
     "ValidationReport",
     "Weight",
     "WeightParams",
+    "Window",
     "__version__",
 ]
 

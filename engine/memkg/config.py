@@ -13,6 +13,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.graph.weights import WeightParams
+from memkg.lifecycle.config import LifecycleConfig
+from memkg.llm.config import LLMConfig
 
 
 def project_root() -> Path:
@@ -42,6 +44,9 @@ class EngineConfig(BaseModel):
     weights: WeightParams = WeightParams()
     shacl: bool = True
     """Run the SHACL shapes on every write (turn off only to measure its cost)."""
+    lifecycle: LifecycleConfig = LifecycleConfig()
+    llm: LLMConfig | None = None
+    """The model for extraction and consolidation; None: consolidation merges deterministically."""
 
     @property
     def schemas_dir(self) -> Path:

@@ -13,15 +13,35 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict
+from rdflib import RDFS
 
+from memkg.arbitration import (
+    MemoryReader,
+    Outcome,
+    QuestionBook,
+    Resolution,
+    Review,
+    ReviewStatus,
+    RoleDefaults,
+    Standing,
+    hour_patterns,
+    is_hours_key,
+    labels_from,
+    load_policy,
+)
+from memkg.arbitration.claims import SignalLookup
+from memkg.arbitration.review import frozen_payload, reviews_from
+from memkg.arbitration.support import canon
 from memkg.clock import Clock, SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
@@ -36,12 +56,22 @@ from memkg.graph.projection import UserGraph
 from memkg.graph.queries import Edge, GraphPath, RecentEntity
 from memkg.graph.signals import signal_event
 from memkg.graph.view import weighted_view
+from memkg.graph.weights import Signal, claim_weight
+from memkg.lifecycle import consolidate as consolidation
+from memkg.lifecycle import distill, extract, inject, recall
+from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
+from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
+from memkg.lifecycle.notes import Note, NoteBook
+from memkg.lifecycle.tokens import TokenCounter, default_counter
+from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
 from memkg.model.report import Problem, ValidationReport
 from memkg.ontology import Ontology
-from memkg.validate.registry import SchemaRegistry
+from memkg.validate.guards import hash_pii, text_problems
+from memkg.validate.limits import check_value
+from memkg.validate.registry import KeySpec, SchemaRegistry
 from memkg.validate.shacl import ShaclChecker
 from memkg.validate.validator import Checked, Validator
 
@@ -95,8 +125,11 @@ class Engine:
         *,
         config: EngineConfig | None = None,
         clock: Clock | None = None,
+        llm: LLM | None = None,
     ) -> None:
         self.config = config or EngineConfig()
+        self._llm, self._owns_llm = llm, False
+        self._executor: ThreadPoolExecutor | None = None
         self.store: EventStore = store if store is not None else MemoryEventStore()
         self.clock: Clock = clock or SystemClock()
         self._memories: dict[str, UserMemory] = {}
@@ -112,6 +145,11 @@ class Engine:
         return cls(SqliteEventStore(path), **kwargs)
 
     def close(self) -> None:
+        """Wait for background consolidations, then close the store (and a model it built)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self._owns_llm and self._llm is not None:
+            self._llm.close()
         self.store.close()
 
     def __enter__(self) -> Engine:
@@ -264,8 +302,9 @@ class Engine:
         obs = checked.observation
         if obs.scope is not Scope.TURN or obs.session_id is None:
             return []
-        note = replace(checked, observation=obs.model_copy(update={
-            "scope": Scope.SESSION, "change": True, "supersedes": None, "idempotency_key": None}))
+        as_note = {"scope": Scope.SESSION, "change": True, "supersedes": None,
+                   "idempotency_key": None}  # fmt: skip
+        note = replace(checked, observation=obs.model_copy(update=as_note))
         fact = self._new_fact(note)
         events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
         for old, reason in self._replaced_claims(memory, note):
@@ -477,6 +516,10 @@ class Engine:
             self._apply(user_id, appended.events)
             return appended.events[0]
 
+    def user_graph(self, user_id: str, *, as_of: int | None = None) -> UserGraph:
+        """The user's contextual graph: facts, signals and RDF dataset (treat as read-only)."""
+        return self._graphs.get(user_id) if as_of is None else self._graphs.as_of(user_id, seq=as_of)
+
     def graph(
         self, user_id: str, domain: str | None = None, *, as_of: int | None = None,
         fmt: str = "json",
@@ -518,9 +561,325 @@ class Engine:
         graph = self._graphs.as_of(user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.config.weights, domain))
 
+    # -- arbitration: which memory holds (logic in memkg.arbitration) ---------------------
+
+    @cached_property
+    def reader(self) -> MemoryReader:
+        """The arbitration policy, questions and role defaults under ``rules/``."""
+        rules = self.config.rules_dir
+        labels = self.ontology.knowledge.subject_objects(RDFS.label)
+        return MemoryReader(
+            policy=load_policy(rules / "policy.yaml"),
+            questions=QuestionBook.load(rules),
+            defaults=RoleDefaults.load(rules, self.registry.spec),
+            weights=self.config.weights,
+            labels=labels_from((str(s), str(o), getattr(o, "language", None)) for s, o in labels),
+        )
+
+    def resolve(
+        self, user_id: str, domain: str, key: str, *, session_id: str | None = None,
+        turn: str | None = None, context: Mapping[str, str] | None = None,
+        language: str | None = None,
+    ) -> Resolution:  # fmt: skip
+        """Which value of ``key`` holds now, with the arbitration record.
+
+        ``session_id`` and ``turn`` (the turn's ``source_ref``) bring session notes and this
+        turn's instruction in; a newly frozen key is put on the review queue.
+        """
+        spec = self._key_spec(domain, key)
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            resolution = self.reader.resolve_key(
+                list(graph.memory.facts.values()), self._edge_signals(graph),
+                self._reviews(user_id, graph.seq), spec, self.clock.now(), user_id=user_id,
+                session_id=session_id, turn=turn, context=context, language=language,
+            )  # fmt: skip
+            return self._queue_frozen(resolution)
+
+    def resolved_facts(
+        self, user_id: str, domain: str, *, session_id: str | None = None,
+        turn: str | None = None, language: str | None = None,
+    ) -> list[Resolution]:  # fmt: skip
+        """What reads and decisions use: every key slot's resolved value with its record."""
+        specs = [s for k in self.registry.keys(domain) if (s := self.registry.spec(domain, k))]
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            found = self.reader.resolve_domain(
+                list(graph.memory.facts.values()), self._edge_signals(graph),
+                self._reviews(user_id, graph.seq), specs, self.clock.now(), user_id=user_id,
+                session_id=session_id, turn=turn, language=language,
+            )  # fmt: skip
+            return [self._queue_frozen(r) for r in found]
+
+    def review_queue(self, *, include_resolved: bool = False) -> list[Review]:
+        """Frozen keys waiting for a reviewer, oldest first (reads the whole log)."""
+        reviews = reviews_from(self.store.read_all()).values()
+        found = [r for r in reviews if include_resolved or r.status is ReviewStatus.OPEN]
+        return sorted(found, key=lambda r: (r.opened_at, r.review_id))
+
+    def resolve_review(
+        self, review_id: str, value: Any, note: str, reviewer: str = "reviewer"
+    ) -> Review:
+        """Settle a frozen key with ``value``: an event naming the reviewer; the key unfreezes."""
+        review = next((r for r in self.review_queue(include_resolved=True)
+                       if r.review_id == review_id), None)  # fmt: skip
+        if review is None:
+            raise NotFound(f"no review {review_id}", code="review.not_found")
+        if review.status is not ReviewStatus.OPEN:
+            raise InvalidOperation(f"review {review_id} is already resolved", code="review.closed")
+        if not note.strip() or len(note) > 500 or not reviewer.strip() or len(reviewer) > 128:
+            raise InvalidOperation("give a note of 1-500 characters and the reviewer's name",
+                                   code="review.note")  # fmt: skip
+        spec = self._key_spec(review.domain, review.key)
+        problems = tuple(
+            Problem(code=f"schema.{e.validator}", path="$.value", message=e.message, stage="schema")
+            for e in spec.validator.iter_errors(value)
+        )
+        if problems:
+            raise ValidationFailed(ValidationReport(problems=problems))
+        if spec.hashed_paths:
+            value = hash_pii(value, spec.hashed_paths, self._salt(review.user_id))
+        payload = {"review_id": review_id, "key": review.key, "context": review.context,
+                   "value": value, "note": note, "reviewer": reviewer}  # fmt: skip
+        with self._lock:
+            self._append_plain(review.user_id, review.domain, EventType.REVIEW_RESOLVED, payload)
+        return review.model_copy(update={"status": ReviewStatus.RESOLVED, "value": value,
+                                         "note": note, "reviewer": reviewer,
+                                         "resolved_at": self.clock.now()})  # fmt: skip
+
+    def derive_patterns(self, user_id: str, domain: str, *, tz: str = "UTC") -> list[IngestResult]:
+        """Write ``pattern`` facts the user's behaviour shows ("usually shops 20:00-22:00")."""
+        zone = ZoneInfo(tz)
+        facts = list(self.memory(user_id).facts.values())
+        written = []
+        for key in self.registry.keys(domain):
+            spec = self.registry.spec(domain, key)
+            if spec is None or not is_hours_key(spec):
+                continue
+            for obs in hour_patterns(facts, spec, user_id=user_id, tz=zone, now=self.clock.now()):
+                held = [f for f in self.memory(user_id).live_claims(domain, key)
+                        if f.source is Source.SYSTEM and f.context == obs.context]  # fmt: skip
+                if not any(canon(f.value) == canon(obs.value) for f in held):
+                    written.append(self.ingest(obs))
+        return written
+
+    # -- lifecycle: what agents do with memory (logic in memkg.lifecycle) ----------------
+
+    @property
+    def llm(self) -> LLM | None:
+        """The model: the one given, else an adapter built from ``config.llm`` on first use."""
+        with self._lock:
+            if self._llm is None and self.config.llm is not None:
+                from memkg.llm.openai_adapter import OpenAIChat
+
+                self._llm, self._owns_llm = OpenAIChat(self.config.llm), True
+            return self._llm
+
+    def check_text(self, text: str, path: str = "$.note") -> list[Problem]:
+        """The fact guards on free text: limits, identifiers, credentials, injection."""
+        return [*check_value(text, self.config.limits), *text_problems(text, (), prefix=path)]
+
+    def declared_keys(self, domain: str) -> list[str]:
+        return self.registry.keys(domain)
+
+    def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
+        spec = self.registry.spec(domain, key)
+        return None if spec is None else spec.schema
+
+    def read_events(self, user_id: str) -> list[Event]:
+        return self.store.read_stream(user_id)
+
+    def append_events(
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
+    ) -> list[Event]:
+        """Append ``events`` atomically (after ``expected_version``, default: the current)."""
+        with self._lock:
+            version = self.memory(user_id).version if expected_version is None else expected_version
+            appended = self.store.append(user_id, events, expected_version=version)
+            self._apply(user_id, appended.events)
+            return list(appended.events)
+
+    def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
+        """The user's live free-text notes, oldest first."""
+        return NoteBook.from_events(self.read_events(user_id)).live(domain, self.clock.now())
+
+    def note_tool(self, domain: str) -> Tool:
+        """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""
+        return save_memory_note_tool(self.registry.keys(domain))
+
+    def save_memory_note(
+        self, user_id: str, domain: str, note: str, scope: str = "session",
+        key: str | None = None, value: Any = None, **where: Any,
+    ) -> distill.NoteResult:  # fmt: skip
+        """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
+        return distill.save_memory_note(
+            self, self.config.lifecycle, user_id=user_id, domain=domain, note=note, scope=scope,
+            key=key, value=value, **where,
+        )  # fmt: skip
+
+    def handle_note_call(
+        self, user_id: str, domain: str, arguments: str | Mapping[str, Any], **where: Any
+    ) -> distill.NoteResult:
+        """Run a model's ``save_memory_note`` call (its raw JSON arguments)."""
+        args = parse_arguments(arguments if isinstance(arguments, str) else dict(arguments))
+        if isinstance(args, distill.NoteResult):
+            return args
+        return self.save_memory_note(user_id, domain, **args, **where)
+
+    def render_profile(
+        self, user_id: str, domain: str, budget: int | None = None, *,
+        session_id: str | None = None, language: str | None = None,
+    ) -> inject.Profile:  # fmt: skip
+        """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
+        now, params = self.clock.now(), self.config.weights
+        resolved = self.resolved_facts(user_id, domain, session_id=session_id, language=language)
+        facts = [item for r in resolved if (item := _profile_fact(r)) is not None]
+        notes = [
+            (n, claim_weight(n.confidence, n.source.value, n.observed_at, [], now, params).value)
+            for n in self.notes(user_id, domain)
+            if n.scope is Scope.GLOBAL or n.session_id == session_id
+        ]
+        count, name = self._token_counter
+        return inject.render_profile(
+            user_id, domain, facts, notes, now=now,
+            budget=budget or self.config.lifecycle.profile_budget, counter=count, counter_name=name,
+        )  # fmt: skip
+
+    def extract(
+        self, user_id: str, domain: str, dialogue: Sequence[Message], **options: Any
+    ) -> extract.ExtractionReport:
+        """Ask the model for candidate facts in ``dialogue`` and store those that validate.
+
+        ``options``: session_id, provenance, write (False: validate only).
+        """
+        llm = self.llm
+        if llm is None:
+            raise InvalidOperation("extraction needs a model: set EngineConfig.llm",
+                                   code="llm.not_configured")  # fmt: skip
+        return extract.extract(self, llm, self.config.lifecycle, dialogue, user_id=user_id,
+                               domain=domain, **options)  # fmt: skip
+
+    def consolidate(
+        self, user_id: str, domain: str, session_id: str
+    ) -> consolidation.ConsolidationHandle:
+        """Merge a finished session into long-term memory in the background (one at a time)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="memkg-consolidate")
+            future = self._executor.submit(
+                lambda: consolidation.consolidate(
+                    self, self.llm, self.config.lifecycle, user_id=user_id, domain=domain,
+                    session_id=session_id,
+                )
+            )  # fmt: skip
+        return consolidation.ConsolidationHandle(future)
+
+    def recall(
+        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None
+    ) -> recall.RecallResult:
+        """The ``k`` memories most useful for ``query``, with the full ranking trace."""
+        return recall.recall(
+            query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
+            now=self.clock.now(), weights=self.config.lifecycle.recall,
+            credibility=self.config.weights.credibility, index=self._entity_index,
+        )  # fmt: skip
+
+    @cached_property
+    def _entity_index(self) -> EntityIndex:
+        return EntityIndex.from_graph(self.ontology.knowledge)
+
+    @cached_property
+    def _token_counter(self) -> tuple[TokenCounter, str]:
+        return default_counter()
+
+    def _key_spec(self, domain: str, key: str) -> KeySpec:
+        spec = self.registry.spec(domain, key)
+        if spec is None:
+            raise NotFound(f"key {key!r} is not declared in schemas/{domain}", code="key.unknown")
+        return spec
+
+    def _edge_signals(self, graph: UserGraph) -> SignalLookup:
+        """A claim's signals: those on its edge in the contextual graph."""
+
+        def lookup(fact: Fact) -> list[Signal]:
+            found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
+            return [s.as_signal() for _, s in sorted(found.items())]
+
+        return lookup
+
+    def _reviews(self, user_id: str, seq: int) -> list[Review]:
+        cached = self._review_cache.get(user_id)
+        if cached is None or cached[0] != seq:
+            cached = (seq, list(reviews_from(self.store.read_stream(user_id)).values()))
+            self._review_cache[user_id] = cached
+        return cached[1]
+
+    @cached_property
+    def _review_cache(self) -> dict[str, tuple[int, list[Review]]]:
+        return {}
+
+    def _queue_frozen(self, resolution: Resolution) -> Resolution:
+        if resolution.outcome is not Outcome.FROZEN or resolution.review_id is not None:
+            return resolution
+        review_id = self.clock.new_id("review")
+        payload = frozen_payload(review_id, resolution)
+        self._append_plain(resolution.user_id, resolution.domain, EventType.KEY_FROZEN, payload)
+        return resolution.model_copy(update={"review_id": review_id})
+
+    def _freeze_if_contested(self, user_id: str, checked: Checked) -> None:
+        """Two long-term values of a key at once: arbitrate now, so a strong conflict is queued."""
+        obs = checked.observation
+        if obs.scope is not Scope.GLOBAL or checked.spec.multi:
+            return
+        live = self.memory(user_id).live_claims(obs.domain, obs.key)
+        values = {canon(f.value) for f in live
+                  if f.status is FactStatus.ACTIVE and f.scope is Scope.GLOBAL}  # fmt: skip
+        if len(values) > 1:
+            self.resolve(user_id, obs.domain, obs.key, context=obs.context)
+
+    def _append_plain(
+        self, user_id: str, domain: str, kind: EventType, payload: dict[str, Any]
+    ) -> Event:
+        """Append one event that is about a key, not a fact."""
+        memory = self.memory(user_id)
+        event = NewEvent(event_id=self.clock.new_id("evt"), type=kind, user_id=user_id,
+                         domain=domain, payload=payload, recorded_at=self.clock.now())  # fmt: skip
+        appended = self.store.append(user_id, [event], expected_version=memory.version)
+        self._apply(user_id, appended.events)
+        return appended.events[0]
+
     def _salt(self, user_id: str) -> bytes:
         return self.store.subject_salt(user_id)
 
 
 def _dump(fact: Fact) -> dict[str, Any]:
     return fact.model_dump(mode="json", exclude={"seq", "superseded_by", "status_reason"})
+
+
+_OUTCOMES = {Outcome.ADOPTED: "adopted", Outcome.DEFAULT: "adopted",
+             Outcome.PROVISIONAL: "provisional", Outcome.FROZEN: "frozen"}  # fmt: skip
+
+
+def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
+    """What the profile shows of a resolution: the held value, its evidence, what is open."""
+    outcome = _OUTCOMES.get(resolution.outcome)
+    if outcome is None:
+        return None
+    won = [c for c in resolution.claims if c.standing is Standing.WON]
+    best = max(won, key=lambda c: (c.score, c.fact_id)) if won else None
+    held = canon(resolution.value)
+    stale = [f for f in resolution.stale if best is not None and f.fact_id == best.fact_id]
+    return inject.ResolvedFact(
+        key=resolution.key, value=resolution.value, outcome=outcome,
+        kind=best.kind.value if best else "preference",
+        source=best.source.value if best else "default",
+        observed_at=best.observed_at if best else None,
+        weight=min(max((s.support for s in resolution.support), default=0.5), 1.0),
+        context=resolution.context,
+        question=resolution.question.text if resolution.question else None,
+        competing=tuple(s.value for s in resolution.support
+                        if outcome == "frozen" or canon(s.value) != held),
+        stale="; ".join(f.detail for f in stale) or None,
+        stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
+                           for f in resolution.stale if f not in stale),
+    )  # fmt: skip

@@ -84,7 +84,7 @@ def test_enough_pairs() -> None:
 def test_backward_compatible_pairs_hold(name: str, old: Any, new: Any) -> None:
     old_v, new_v = _validator(old), _validator(new)
 
-    @settings(max_examples=25, deadline=None, database=None,
+    @settings(max_examples=20, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(st.data())
     def run(data: st.DataObject) -> None:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
 from memkg.graph.weights import Signal, Weight, WeightParams, claim_weight
-from memkg.model.fact import Fact, Scope
+from memkg.model.fact import Fact, FactStatus, Scope
+from memkg.validate.registry import KeySpec
 
+_REPLACED = ("explicit change", "correction")
 
 SignalLookup = Callable[[Fact], Sequence[Signal]]
 """The interaction signals on a fact's edge that count for it."""
@@ -106,3 +109,38 @@ def build_claims(
         )
         claims.append(Claim(fact=fact, weight=weight, tier=tier))
     return claims
+
+
+class Taking(NamedTuple):
+    """The claims of one key slot, sorted by the part they play in a read."""
+
+    live: list[Claim]
+    """Active: they compete."""
+    pending: list[Claim]
+    """Awaiting the user's confirmation: listed, not counted."""
+    replaced: list[Claim]
+    """Superseded by an explicit change or a correction that is itself live: listed."""
+
+
+def taking_part(
+    claims: Sequence[Claim], spec: KeySpec, user_id: str, want: Mapping[str, str], now: datetime
+) -> Taking:
+    """The claims of this user, key and context slot; expired and retracted ones take no part."""
+    taking = Taking([], [], [])
+    for claim in claims:
+        f = claim.fact
+        if (f.user_id, f.domain, f.key) != (user_id, spec.domain, spec.key):
+            continue
+        if slot(f.context, spec.context) != want:
+            continue
+        if f.valid_until is not None and f.valid_until <= now:
+            continue
+        if f.status is FactStatus.PENDING_CONFIRMATION:
+            taking.pending.append(claim)
+        elif f.status in (FactStatus.ACTIVE, FactStatus.FROZEN):
+            taking.live.append(claim)
+        elif f.status is FactStatus.SUPERSEDED and f.status_reason in _REPLACED:
+            taking.replaced.append(claim)
+    live = {c.fact.id for c in taking.live}
+    taking.replaced[:] = [c for c in taking.replaced if c.fact.superseded_by in live]
+    return taking

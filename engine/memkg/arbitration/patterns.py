@@ -50,11 +50,12 @@ def usual_hours(
     for at in times:
         counts[at.astimezone(tz).hour] += 1
     totals = [sum(counts[(start + i) % 24] for i in range(width)) for start in range(24)]
-    best = max(totals)
-    share = best / len(times)
+    # among equally full windows, the one that starts at a busy hour, then the earliest
+    start = max(range(24), key=lambda h: (totals[h], counts[h], -h))
+    share = totals[start] / len(times)
     if share < min_share:
         return None
-    return HoursPattern(start=totals.index(best), width=width, share=share, events=len(times))
+    return HoursPattern(start=start, width=width, share=share, events=len(times))
 
 
 def is_hours_key(spec: KeySpec) -> bool:

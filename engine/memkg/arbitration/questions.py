@@ -102,7 +102,7 @@ class QuestionBook:
             "key": key,
         }
         text = texts[language].format_map(shown)
-        return Question(text=text, language=language, purpose=purpose)  # type: ignore[arg-type]
+        return Question(text=text, language=language, purpose=purpose)
 
 
 def _mapping(data: Any, where: str) -> dict[str, Any]:

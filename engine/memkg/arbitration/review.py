@@ -37,7 +37,8 @@ class Review(BaseModel):
     strength: float
     reason: str
     claims: tuple[dict[str, Any], ...] = ()
-    """The contested claims when frozen: fact id, value, source, score."""
+    """The contested claims when frozen: fact id, source, score (values stay in their facts,
+    so erasing a fact by its audit id leaves none behind here)."""
     value: Any = None
     note: str | None = None
     reviewer: str | None = None
@@ -56,7 +57,7 @@ def frozen_payload(review_id: str, resolution: Resolution) -> dict[str, Any]:
         "strength": resolution.strength,
         "reason": resolution.reason,
         "claims": [
-            {"fact_id": c.fact_id, "value": c.value, "source": c.source.value, "score": c.score}
+            {"fact_id": c.fact_id, "source": c.source.value, "score": c.score}
             for c in resolution.claims
             if c.standing is Standing.CONTESTED
         ],

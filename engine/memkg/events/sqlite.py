@@ -13,7 +13,7 @@ that a given user was erased (``was_erased``), but the id itself is gone.
 
 from __future__ import annotations
 
-import json
+import orjson
 import os
 import sqlite3
 import threading
@@ -329,5 +329,5 @@ def _event(row: tuple[Any, ...]) -> Event:
     seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id, payload, at = row
     return stored_event(
         seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id,
-        json.loads(payload), datetime.fromisoformat(at),
+        orjson.loads(payload), datetime.fromisoformat(at),
     )  # fmt: skip

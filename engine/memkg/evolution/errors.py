@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from memkg.errors import MemkgError
 
-class SchemaError(ValueError):
-    """The input is not a JSON Schema this checker can read."""
+
+class SchemaError(MemkgError, ValueError):
+    """The input is not a JSON Schema this checker can read (or the mode is unknown)."""
+
+    code = "evolution.schema_error"

@@ -39,7 +39,7 @@ from .expand import Case, expand, negate
 from .facts import merge
 from .findings import Ctx, Finding, in_a_not_b
 from .generate import case_examples, examples
-from .normalize import Node, Unconfirmable, view
+from .normalize import Document, Node, Unconfirmable, view
 
 MAX_DEPTH = 32
 MAX_STEPS = 20_000
@@ -132,7 +132,7 @@ def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
         del ctx.stack[key]
 
 
-def _slices(case: Case) -> list[Case]:
+def _slices(case: Case, doc: Document) -> list[Case]:
     """The case cut by JSON type (integers and other numbers stay together)."""
     types = merge(case).types
     names = sorted({"number" if t in ("integer", "nonint") and "nonint" in types else t
@@ -141,7 +141,7 @@ def _slices(case: Case) -> list[Case]:
         return [case]
     out = []
     for name in names:
-        node = Node(case.origins[0].doc, {"type": name}, case.origins[0].ptr)
+        node = Node(doc, {"type": name}, "")
         out.append(Case([*case.atoms, node], [*case.origins, node]))
     return out
 
@@ -151,7 +151,7 @@ def _choice(ctx: Ctx, case: Case, b: Node, key: str) -> list[Finding]:
     whole = Node(b.doc, {key: b.raw[key]}, b.ptr)
     probe = Ctx(ctx.direction, ctx.depth, ctx.stack, ctx.steps)
     found: list[Any] = []
-    for part in _slices(case):
+    for part in _slices(case, b.doc):
         covered = False
         for i, branch in enumerate(branches):
             missing = check_case(probe, part, branch)

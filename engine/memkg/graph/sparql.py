@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from rdflib import RDF, RDFS, Dataset, Literal
 from rdflib.plugins.sparql import prepareQuery
+from rdflib.plugins.sparql.processor import SPARQLProcessor
 from rdflib.plugins.sparql.sparql import Query
-from rdflib.query import ResultRow
 from rdflib.term import Identifier
 
 from memkg.graph.rdf import KNOWLEDGE_GRAPH, graph_iri
@@ -64,11 +64,10 @@ KNOWLEDGE = prepareQuery(
 def _run(
     dataset: Dataset, query: Query, bindings: Mapping[str, Identifier]
 ) -> list[tuple[str, ...]]:
-    rows = []
-    for row in dataset.query(query, initBindings=bindings):
-        assert isinstance(row, ResultRow)  # a SELECT yields rows
-        rows.append(tuple("" if term is None else str(term) for term in row))
-    return rows
+    # Dataset.query reads rdflib 7.6's own deprecated default_context; its processor does not
+    result = SPARQLProcessor(dataset).query(query, initBindings=bindings)  # type: ignore[no-untyped-call]
+    names = result["vars_"]
+    return [tuple(str(row.get(n) or "") for n in names) for row in result["bindings"]]
 
 
 def facts(dataset: Dataset, user_id: str, domain: str) -> list[tuple[str, ...]]:

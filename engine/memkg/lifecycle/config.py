@@ -23,6 +23,9 @@ class RecallWeights(BaseModel):
     half_life_days: float = Field(30.0, gt=0)
     min_relevance: float = Field(0.1, ge=0, le=1)
     """Candidates sharing less than this with the query are not injected at all."""
+    exclusive: tuple[str, ...] = ("product", "brand")
+    """Entity types a memory must not contradict: a query naming ``brand:hp`` rejects memories
+    about another brand (and products of another brand)."""
 
 
 class LifecycleConfig(BaseModel):

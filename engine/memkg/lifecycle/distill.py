@@ -64,7 +64,11 @@ def _enum_members(schema: dict[str, Any]) -> tuple[list[Any], bool]:
     if isinstance(schema.get("enum"), list):
         return list(schema["enum"]), False
     items = schema.get("items")
-    if schema.get("type") == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list):
+    if (
+        schema.get("type") == "array"
+        and isinstance(items, dict)
+        and isinstance(items.get("enum"), list)
+    ):
         return list(items["enum"]), True
     return [], False
 
@@ -169,7 +173,9 @@ def _save_fact(
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = "$." + ".".join(str(p) for p in first["loc"])
-        return _refused([Problem(code="note.invalid", path=where, message=first["msg"], stage="envelope")])
+        return _refused(
+            [Problem(code="note.invalid", path=where, message=first["msg"], stage="envelope")]
+        )
     except ValidationFailed as exc:
         return _refused(list(exc.report.problems))
     return NoteResult(saved=True, stored_as="fact", id=stored.fact_id)
@@ -218,9 +224,7 @@ def _save_note(
     return NoteResult(saved=True, stored_as="note", id=note.id)
 
 
-def note_event(
-    port: MemoryPort, kind: EventType, note: Note, payload: dict[str, Any]
-) -> NewEvent:
+def note_event(port: MemoryPort, kind: EventType, note: Note, payload: dict[str, Any]) -> NewEvent:
     """An event about ``note``: indexed by its id and audit id, so erasure finds it."""
     return NewEvent(
         event_id=port.clock.new_id("evt"),
@@ -232,4 +236,3 @@ def note_event(
         fact_id=note.id,
         audit_log_id=note.provenance.audit_log_id,
     )
-

@@ -53,7 +53,7 @@ def save_memory_note_tool(keys: Sequence[str]) -> Tool:
                     "description": "The declared key the note is the value of, if any.",
                 },
                 "value": {
-                    "description": "The key's value (JSON), e.g. \"aisle\"; null when no key.",
+                    "description": 'The key\'s value (JSON), e.g. "aisle"; null when no key.',
                 },
             },
             "required": ["note", "scope"],

@@ -103,9 +103,7 @@ class NoteBook:
 
     def live(self, domain: str | None, at: datetime) -> list[Note]:
         """Active, unexpired notes (of ``domain`` if given), oldest first."""
-        found = [
-            n for n in self.notes.values() if n.live(at) and domain in (None, n.domain)
-        ]
+        found = [n for n in self.notes.values() if n.live(at) and domain in (None, n.domain)]
         return sorted(found, key=lambda n: (n.seq, n.id))
 
     def of_session(self, domain: str, session_id: str, at: datetime) -> list[Note]:

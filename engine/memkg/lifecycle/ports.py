@@ -41,12 +41,16 @@ class MemoryPort(Protocol):
         """The fact guards for free text: limits, identifiers, credentials, injection."""
         ...
 
+    def declared_keys(self, domain: str) -> list[str]: ...
+
     def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
         """The JSON Schema of a declared key, None when the domain does not declare it."""
         ...
 
     def read_events(self, user_id: str) -> list[Event]: ...
 
-    def append_events(self, user_id: str, events: Sequence[NewEvent]) -> list[Event]:
-        """Append atomically after the user's current version."""
+    def append_events(
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
+    ) -> list[Event]:
+        """Append atomically, after ``expected_version`` (default: the current version)."""
         ...

@@ -55,7 +55,7 @@ def _clean(text: str) -> str:
 
 def _is_json(text: str) -> bool:
     stripped = text.strip()
-    if not stripped[:1] in ("{", "["):
+    if stripped[:1] not in ("{", "["):
         return False
     try:
         json.loads(stripped)

@@ -1,9 +1,9 @@
 """Token counting for prompt budgets: exact with ``tiktoken`` when installed, else an estimate.
 
-The estimate works offline and errs high, so a text it fits into a budget also fits the real
-tokenizer of common chat models: a run of ASCII letters counts one token per 4 characters
-(at least 1), digits one per 3, every other character (punctuation, CJK, emoji) one each;
-whitespace is free (tokenizers fold it into the next word).
+The estimate works offline and errs high on ordinary text, so what it fits into a budget
+also fits the tokenizers of common chat models: a run of ASCII letters counts 1 token plus 1
+per 5 further letters, digits 1 per 3, every other character (punctuation, CJK, emoji) 1
+each; whitespace is free (tokenizers fold it into the next word).
 
 >>> approximate_tokens("Prefers aisle seats.")
 5
@@ -13,6 +13,7 @@ whitespace is free (tokenizers fold it into the next word).
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections.abc import Callable
@@ -28,7 +29,7 @@ def approximate_tokens(text: str) -> int:
         if run[0].isspace():
             continue
         if run[0].isascii() and run[0].isalpha():
-            total += max(1, math.ceil(len(run) / 4))
+            total += 1 + (len(run) - 1) // 5
         elif run[0].isascii() and run[0].isdigit():
             total += max(1, math.ceil(len(run) / 3))
         else:
@@ -39,9 +40,7 @@ def approximate_tokens(text: str) -> int:
 def default_counter() -> tuple[TokenCounter, str]:
     """The best counter available here, and its name (``tiktoken:<encoding>`` or estimate)."""
     try:
-        import tiktoken
-
-        encoding = tiktoken.get_encoding("o200k_base")
+        encoding = importlib.import_module("tiktoken").get_encoding("o200k_base")
     except Exception:  # not installed, or its encoding file cannot be fetched offline
         return approximate_tokens, "estimate"
 

@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 class LLMConfig(BaseModel):
     """An OpenAI-compatible endpoint; ``api_key`` never appears in ``repr`` or dumps.
 
-    >>> LLMConfig(model="gpt-4o-mini", api_key="sk-test")
-    LLMConfig(model='gpt-4o-mini', base_url='https://api.openai.com/v1', api_key=SecretStr('**********'), timeout_s=30.0, connect_timeout_s=5.0, max_retries=2, temperature=0.0)
+    >>> LLMConfig(model="gpt-4o-mini", api_key="sk-test").api_key
+    SecretStr('**********')
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

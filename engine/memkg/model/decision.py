@@ -147,6 +147,7 @@ class LeftOut(BaseModel):
     kind: Literal["fact", "edge"]
     ref: str
     key: str
+    value: Any = None
     reason: str
     """``pending_confirmation``, ``frozen``, ``expired``, ``retracted``, ``superseded``,
     ``below_threshold``."""

@@ -119,6 +119,7 @@ class LeftOutNode(BaseModel):
     kind: str
     ref: str
     key: str
+    value: Any = None
     reason: str
     detail: str = ""
 

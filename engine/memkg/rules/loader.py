@@ -2,7 +2,8 @@
 
 Layout: ``rules/<domain>/domain.yaml`` declares the domain's actions and request context;
 every other ``rules/<domain>/<name>.yaml`` is a decision table named ``<name>``;
-``*.cases.yaml`` files are rule tests (``memkg.rules.cases``), not part of the bundle.
+``*.cases.yaml`` files are rule tests (``memkg.rules.cases``), and ``defaults.yaml`` and
+``questions.yaml`` arbitration policy; neither is part of the bundle.
 Problems come back as ``Finding``\\ s with file and line; a file with schema errors is left out.
 """
 
@@ -26,6 +27,10 @@ from memkg.rules.spec import RuleBundle, RuleTable, Test
 
 DOMAIN_FILE = "domain.yaml"
 CASES_SUFFIX = ".cases.yaml"
+POLICY_FILES = frozenset({"defaults.yaml", "questions.yaml"})
+"""Arbitration policy files (``memkg.arbitration``) that live beside rule files."""
+NOT_TABLES = frozenset({"questions.yaml", "defaults.yaml", "policy.yaml"})
+"""Arbitration data beside the rules (``memkg.arbitration``), not decision tables."""
 
 
 @cache
@@ -52,7 +57,7 @@ def read_sources(folder: Path) -> dict[str, str]:
         raise ConfigError(f"{folder}: rules folder not found", code="rules.missing")
     sources = {}
     for path in sorted(folder.glob("*/*.yaml")):
-        if not path.name.endswith(CASES_SUFFIX):
+        if not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES:
             sources[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
     return sources
 

@@ -175,3 +175,11 @@ def test_pointer_and_fix_hint_for_required() -> None:
     assert change.pointer == "/required"
     assert "optional" in change.fix_hint
     assert change.counterexample == {}
+
+
+def test_schema_error_is_a_memkg_error() -> None:
+    from memkg.errors import MemkgError
+
+    with pytest.raises(MemkgError) as info:
+        check_schema_change([1], {})  # type: ignore[list-item]
+    assert info.value.code == "evolution.schema_error"

@@ -1,0 +1,107 @@
+"""Which action wins when several rules of a table match: the table's hit policy, applied purely.
+
+Policy, in order:
+
+1. Candidates are taken in the order of their rules in the file (``rule_index``), never in the
+   order the matcher reported them, so the same matches always give the same choice.
+2. ``unique``: at most one rule may match. Two or more is a violation: nothing is selected,
+   every match is recorded, and the decision says ``hit_policy_violation``.
+3. ``first``: the earliest matching rule in the file wins; every later one is suppressed by it.
+4. ``priority``: the action listed earliest in the table's priority list wins (for example
+   ``deny > escalate > ask > approve``); among rules proposing that same action, the earliest
+   in the file wins. A rule whose action is not in the list is a violation (lint prevents it).
+5. ``collect``: every match is selected and folded into the table's collect action with the
+   aggregate: ``list`` (each output), ``count``, or ``sum`` / ``min`` / ``max`` of a numeric
+   parameter; the urgency is the highest any selected rule gives.
+
+Every matched rule ends up selected or suppressed, and every suppression names what beat it.
+
+>>> from memkg.model.decision import Candidate, HitPolicy, Output
+>>> ask = Candidate(rule_id="r.ask", rule_index=0, version=1, output=Output(action="ask"),
+...                 reason_code="A", message="")
+>>> deny = Candidate(rule_id="r.deny", rule_index=1, version=1, output=Output(action="deny"),
+...                  reason_code="D", message="")
+>>> record, output = arbitrate(HitPolicy(kind="priority", priority=("deny", "ask")), [ask, deny])
+>>> record.selected, output.action, record.suppressed[0].reason
+(('r.deny',), 'deny', 'ask ranks below deny in the priority list')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memkg.model.decision import Arbitration, Candidate, HitPolicy, Output, Suppression, Urgency
+
+
+def arbitrate(
+    policy: HitPolicy, candidates: Sequence[Candidate]
+) -> tuple[Arbitration, Output | None]:
+    """The arbitration record and the winning output (None: nothing selected)."""
+    ordered = sorted(candidates, key=lambda c: (c.rule_index, c.rule_id))
+    matched = tuple(c.rule_id for c in ordered)
+    if not ordered:
+        return Arbitration(policy=policy, matched=(), selected=()), None
+    if policy.kind == "unique":
+        if len(ordered) > 1:
+            violation = f"unique: {len(ordered)} rules matched ({', '.join(matched)}); at most one may"
+            return Arbitration(policy=policy, matched=matched, selected=(), violation=violation), None
+        return Arbitration(policy=policy, matched=matched, selected=matched), ordered[0].output
+    if policy.kind == "first":
+        winner = ordered[0]
+        lost = tuple(
+            Suppression(rule_id=c.rule_id, by=(winner.rule_id,),
+                        reason=f"{winner.rule_id} comes earlier in the file and matched first")
+            for c in ordered[1:]
+        )  # fmt: skip
+        record = Arbitration(policy=policy, matched=matched, selected=(winner.rule_id,),
+                             suppressed=lost)  # fmt: skip
+        return record, winner.output
+    if policy.kind == "priority":
+        return _priority(policy, ordered, matched)
+    return _collect(policy, ordered, matched)
+
+
+def _priority(
+    policy: HitPolicy, ordered: list[Candidate], matched: tuple[str, ...]
+) -> tuple[Arbitration, Output | None]:
+    unranked = [c.rule_id for c in ordered if c.output.action not in policy.priority]
+    if unranked:
+        violation = f"priority: {', '.join(unranked)} propose actions not in the priority list"
+        return Arbitration(policy=policy, matched=matched, selected=(), violation=violation), None
+    rank = {action: i for i, action in enumerate(policy.priority)}
+    winner = min(ordered, key=lambda c: (rank[c.output.action], c.rule_index))
+    lost = []
+    for c in ordered:
+        if c is winner:
+            continue
+        if c.output.action == winner.output.action:
+            reason = f"same action as {winner.rule_id}, which comes earlier in the file"
+        else:
+            reason = f"{c.output.action} ranks below {winner.output.action} in the priority list"
+        lost.append(Suppression(rule_id=c.rule_id, by=(winner.rule_id,), reason=reason))
+    record = Arbitration(policy=policy, matched=matched, selected=(winner.rule_id,),
+                         suppressed=tuple(lost))  # fmt: skip
+    return record, winner.output
+
+
+def _collect(
+    policy: HitPolicy, ordered: list[Candidate], matched: tuple[str, ...]
+) -> tuple[Arbitration, Output]:
+    aggregate = policy.aggregate or "list"
+    parameters: dict[str, Any]
+    if aggregate == "list":
+        parameters = {"items": [{"rule": c.rule_id, "action": c.output.action,
+                                 **({"parameters": c.output.parameters} if c.output.parameters
+                                    else {})} for c in ordered]}  # fmt: skip
+    elif aggregate == "count":
+        parameters = {"count": len(ordered)}
+    else:
+        numbers = [c.output.parameters.get(policy.of or "", 0) for c in ordered]
+        fold = {"sum": sum, "min": min, "max": max}[aggregate]
+        parameters = {policy.of or aggregate: fold(numbers)}
+    urgencies = [c.output.urgency for c in ordered if c.output.urgency is not None]
+    urgency = max(urgencies, key=lambda u: u.rank) if urgencies else None
+    output = Output(action=policy.action or "collect", parameters=parameters,
+                    urgency=Urgency(urgency) if urgency else None)  # fmt: skip
+    return Arbitration(policy=policy, matched=matched, selected=matched), output

@@ -1,0 +1,81 @@
+"""Assembles the explanation tree from what the rules found and what the arbiter chose."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memkg.model.decision import Arbitration, DecisionRequest, LeftOut, Result
+from memkg.model.explanation import (
+    ContextValue,
+    Explanation,
+    LeftOutNode,
+    RuleNode,
+    SuppressedNode,
+    WhyNotNode,
+)
+
+_HIDDEN_CONTEXT = {"today"}
+
+
+def _summary(result: Result, describe: Mapping[str, str], problems: Sequence[str]) -> str:
+    status = result.status.value
+    if status == "invalid_input":
+        return "The request was refused: " + "; ".join(problems)
+    if status == "hit_policy_violation":
+        return "The rules disagree and the table allows only one answer: " + "; ".join(problems)
+    if status == "no_match":
+        return "No rule applies to this situation, and the rules give no default."
+    action = describe.get(result.action or "", result.action or "")
+    text = f"{action} (urgency: {result.urgency.value})" if result.urgency else action
+    if result.message:
+        text += f". {result.message}"
+    if status == "needs_review":
+        text = "Needs review before acting: " + "; ".join(problems) + f". Proposed: {text}"
+    return text
+
+
+def build_explanation(
+    *,
+    decision_id: str,
+    request: DecisionRequest,
+    decided_at: datetime,
+    as_of_seq: int,
+    rule_bundle: str,
+    arbitration: Arbitration | None,
+    result: Result,
+    fired: Sequence[RuleNode],
+    why_not: Sequence[WhyNotNode],
+    left_out: Sequence[LeftOut],
+    context: Mapping[str, Any],
+    describe: Mapping[str, str],
+    default: str | None = None,
+    problems: Sequence[str] = (),
+) -> Explanation:
+    """``describe`` maps action names to the words the domain declares for them."""
+    by_id = {node.rule_id: node for node in fired}
+    selected = tuple(by_id[r] for r in arbitration.selected) if arbitration else ()
+    suppressed = tuple(
+        SuppressedNode(rule=by_id[s.rule_id], beaten_by=s.by, reason=s.reason)
+        for s in (arbitration.suppressed if arbitration else ())
+    )
+    if arbitration is not None and arbitration.violation:
+        suppressed += tuple(
+            SuppressedNode(rule=by_id[r], beaten_by=(), reason=arbitration.violation)
+            for r in arbitration.matched
+        )
+    shown = tuple(ContextValue(field=k, value=v) for k, v in sorted(context.items())
+                  if k not in _HIDDEN_CONTEXT and k != "local_minutes")  # fmt: skip
+    return Explanation(
+        decision_id=decision_id, user_id=request.user_id, domain=request.domain,
+        decision=request.decision, status=result.status.value, action=result.action,
+        urgency=result.urgency.value if result.urgency else None,
+        parameters=dict(result.parameters), summary=_summary(result, describe, problems),
+        policy=arbitration.policy.describe() if arbitration else "",
+        decided_at=decided_at, local_time=context.get("local_time"),
+        timezone=context.get("timezone"), context=shown, selected=selected, default=default,
+        suppressed=suppressed, why_not=tuple(why_not),
+        left_out=tuple(LeftOutNode(**lo.model_dump()) for lo in left_out),
+        problems=tuple(problems), as_of_seq=as_of_seq, rule_bundle=rule_bundle,
+    )  # fmt: skip

@@ -1,0 +1,249 @@
+"""Consolidate: at session end, merge what the session noted into long-term memory.
+
+1. Structured facts of the session (``preference`` and ``fact`` kinds; states are never
+   promoted) are restated at global scope through normal ingest, idempotently (one idempotency
+   key per session fact), and arbitration decides between them and older claims on read;
+   a differing live global value is reported as a conflict.
+2. Free-text notes of the session are merged with the long-term notes by the model's plan
+   (``merge.llm_plan``), checked before use; when no model is configured, the endpoint is down,
+   or its plan is unusable, the deterministic ``merge.fallback_plan`` runs and the report says
+   why. Every change is an event (``note.merged``, ``note.dropped``) naming the notes it
+   replaced; ``session.consolidated`` closes a run that changed anything.
+
+Running it again changes nothing: consolidated notes are no longer open, and restated facts
+hit their idempotency keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.errors import LLMError
+from memkg.lifecycle.config import LifecycleConfig
+from memkg.lifecycle.distill import note_event
+from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
+from memkg.lifecycle.notes import Note, NoteBook, note_payload
+from memkg.lifecycle.ports import MemoryPort
+from memkg.lifecycle.screen import note_problems
+from memkg.llm.port import LLM
+from memkg.model.event import EventType, NewEvent
+from memkg.model.fact import FactStatus, Kind, Observation, Provenance, Scope
+
+
+class PromotedFact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_fact_id: str
+    key: str
+    value: Any
+    fact_id: str
+    duplicate: bool
+    """Already promoted by an earlier run: nothing changed."""
+    competing: tuple[Any, ...] = ()
+    """Other live global values of the key: arbitration decides, the agent should know."""
+
+
+class ConsolidationReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: str
+    domain: str
+    session_id: str
+    consolidation_id: str | None
+    method: Literal["llm", "fallback", "none"]
+    """``none``: nothing of the session was left to merge."""
+    fallback_reason: str | None = None
+    memories: tuple[Memory, ...] = ()
+    """Long-term notes written (``from_notes`` are the notes each replaces)."""
+    dropped: tuple[tuple[str, str], ...] = ()
+    """(note id, reason)"""
+    conflicts: tuple[Conflict, ...] = ()
+    facts: tuple[PromotedFact, ...] = ()
+    events: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.events) or any(not f.duplicate for f in self.facts)
+
+
+class ConsolidationHandle:
+    """A consolidation running in the background; ``result()`` waits for its report."""
+
+    def __init__(self, future: Future[ConsolidationReport]) -> None:
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self, timeout: float | None = None) -> ConsolidationReport:
+        return self._future.result(timeout)
+
+
+def _promote(port: MemoryPort, user_id: str, domain: str, session_id: str) -> list[PromotedFact]:
+    found = []
+    facts = port.facts(user_id, domain)
+    for fact in facts:
+        if (fact.session_id, fact.scope) != (session_id, Scope.SESSION):
+            continue
+        if fact.kind not in (Kind.PREFERENCE, Kind.FACT) or fact.status is FactStatus.FROZEN:
+            continue
+        others = tuple(
+            f.value
+            for f in facts
+            if f.key == fact.key and f.scope is Scope.GLOBAL and f.value != fact.value
+        )
+        stored = port.ingest(
+            Observation(
+                user_id=user_id,
+                domain=domain,
+                key=fact.key,
+                value=fact.value,
+                kind=fact.kind,
+                source=fact.source,
+                confidence=fact.confidence,
+                observed_at=fact.observed_at,
+                context=fact.context,
+                change=fact.change,
+                provenance=fact.provenance.model_copy(update={"source_ref": f"fact:{fact.id}"}),
+                idempotency_key=f"consolidate:{fact.id}",
+            )
+        )
+        found.append(
+            PromotedFact(
+                session_fact_id=fact.id,
+                key=fact.key,
+                value=fact.value,
+                fact_id=stored.fact_id,
+                duplicate=stored.duplicate,
+                competing=others,
+            )
+        )
+    return found
+
+
+def consolidate(
+    port: MemoryPort,
+    llm: LLM | None,
+    config: LifecycleConfig,
+    *,
+    user_id: str,
+    domain: str,
+    session_id: str,
+) -> ConsolidationReport:
+    """Merge session ``session_id`` of ``user_id`` in ``domain`` into long-term memory."""
+    facts = _promote(port, user_id, domain, session_id)
+    events = port.read_events(user_id)
+    version = events[-1].version if events else 0
+    book, now = NoteBook.from_events(events), port.clock.now()
+    session = book.of_session(domain, session_id, now)
+    base = {"user_id": user_id, "domain": domain, "session_id": session_id}
+    if not session:
+        return ConsolidationReport(**base, consolidation_id=None, method="none", facts=tuple(facts))
+    lasting = [n for n in book.live(domain, now) if n.scope is Scope.GLOBAL]
+
+    def screen(text: str) -> list[str]:
+        found = note_problems(text, config.note_max_chars) + port.check_text(text)
+        return [p.message for p in found]
+
+    plan, method, why = _plan(llm, session, lasting, screen)
+    cid = port.clock.new_id("consolidation")
+    new = _events(port, plan, {n.id: n for n in (*session, *lasting)}, cid, method)
+    written = [e for e, _ in new]
+    memories = tuple(m for _, m in new if m is not None)
+    closing = NewEvent(
+        event_id=port.clock.new_id("evt"),
+        type=EventType.SESSION_CONSOLIDATED,
+        user_id=user_id,
+        domain=domain,
+        recorded_at=now,
+        payload={
+            **base,
+            "consolidation_id": cid,
+            "method": method,
+            "fallback_reason": why,
+            "conflicts": [{"note_ids": c.note_ids, "kept": c.kept} for c in plan.conflicts],
+            "facts": [f.fact_id for f in facts if not f.duplicate],
+        },
+    )
+    stored = port.append_events(user_id, [*written, closing], expected_version=version)
+    return ConsolidationReport(
+        **base,
+        consolidation_id=cid,
+        method=method,
+        fallback_reason=why,
+        memories=memories,
+        dropped=tuple((d.note_id, d.reason) for d in plan.dropped),
+        conflicts=tuple(plan.conflicts),
+        facts=tuple(facts),
+        events=tuple(e.event_id for e in stored),
+    )
+
+
+def _plan(
+    llm: LLM | None, session: list[Note], lasting: list[Note], screen: Callable[[str], list[str]]
+) -> tuple[Plan, Literal["llm", "fallback"], str | None]:
+    if llm is None:
+        return fallback_plan(session, lasting), "fallback", "no LLM configured"
+    try:
+        plan = llm_plan(llm, session, lasting)
+    except LLMError as exc:
+        return fallback_plan(session, lasting), "fallback", f"{exc.code}: {exc.message}"
+    problems = plan_problems(plan, session, lasting, screen)
+    if problems:
+        why = "the model's plan was unusable: " + "; ".join(problems[:3])
+        return fallback_plan(session, lasting), "fallback", why
+    return plan, "llm", None
+
+
+def _events(
+    port: MemoryPort, plan: Plan, notes: dict[str, Note], cid: str, method: str
+) -> list[tuple[NewEvent, Memory | None]]:
+    found: list[tuple[NewEvent, Memory | None]] = []
+    lost = {c.kept: tuple(notes[i].text for i in c.note_ids if i != c.kept) for c in plan.conflicts}
+    for memory in plan.memories:
+        sources = [notes[i] for i in memory.from_notes]
+        if (
+            len(sources) == 1
+            and sources[0].scope is Scope.GLOBAL
+            and sources[0].text == memory.text
+        ):
+            continue  # a long-term note the plan leaves as it is
+        audit = {n.provenance.audit_log_id for n in sources}
+        note = Note(
+            id=port.clock.new_id("note"),
+            user_id=sources[0].user_id,
+            domain=sources[0].domain,
+            text=memory.text,
+            scope=Scope.GLOBAL,
+            confidence=max(n.confidence for n in sources),
+            observed_at=max(n.observed_at for n in sources),
+            recorded_at=port.clock.now(),
+            provenance=Provenance(
+                source_ref=f"consolidation:{cid}",
+                consent_granted=all(n.provenance.consent_granted for n in sources),
+                audit_log_id=audit.pop() if len(audit) == 1 else None,
+            ),
+            merged_from=tuple(memory.from_notes),
+            conflicts=tuple(t for i in memory.from_notes for t in lost.get(i, ())),
+        )
+        payload = {
+            "note": note_payload(note),
+            "merged": memory.from_notes,
+            "reason": memory.reason,
+            "consolidation_id": cid,
+            "method": method,
+        }
+        found.append((note_event(port, EventType.NOTE_MERGED, note, payload), memory))
+    for drop in plan.dropped:
+        payload = {
+            "note_id": drop.note_id,
+            "reason": drop.reason,
+            "consolidation_id": cid,
+            "method": method,
+        }
+        found.append((note_event(port, EventType.NOTE_DROPPED, notes[drop.note_id], payload), None))
+    return found

@@ -1,0 +1,156 @@
+"""Merge plans for free-text notes: asked of the model, or made deterministically.
+
+A plan says which notes become which long-term memory, which notes go, and which notes
+contradicted each other. The model's plan is checked before use (every session note accounted
+for exactly once, only known ids, each text through the note screens); the fallback plan
+merges normalized duplicates, drops turn-scope notes as ephemeral, and settles negation-only
+contradictions ("likes X" / "does not like X") by recency, reporting each one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.lifecycle.notes import Note
+from memkg.llm.port import LLM, Message
+from memkg.model.fact import Scope
+
+SCHEMA_NAME = "memkg_consolidation"
+
+_INSTRUCTIONS = """You consolidate memory notes about one user into long-term memory.
+Input: session notes (new) and long-term notes (existing), each with id, text, scope and time.
+Return memories: each a text (third person, one fact) and from_notes, the ids it replaces.
+Merge paraphrases into one memory; prefer the specific over the general; drop ephemeral
+details (only true for this conversation) into dropped with a reason. When notes contradict
+each other, keep the most recent one and ALSO list the contradiction in conflicts (note_ids,
+the kept id, a description): never resolve a contradiction silently. Every session note id
+must appear exactly once, in memories or in dropped. Long-term notes you leave unchanged may
+be omitted. Never add anything the notes do not say."""
+
+Reason = Literal["paraphrase", "specific_over_general", "single", "recency"]
+
+
+class Memory(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    from_notes: list[str]
+    reason: Reason
+
+
+class Dropped(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    note_id: str
+    reason: Literal["ephemeral", "duplicate", "superseded"]
+
+
+class Conflict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    note_ids: list[str]
+    kept: str
+    description: str
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memories: list[Memory]
+    dropped: list[Dropped]
+    conflicts: list[Conflict]
+
+
+def _row(note: Note) -> dict[str, str]:
+    return {
+        "id": note.id,
+        "text": note.text,
+        "scope": note.scope.value,
+        "observed_at": note.observed_at.isoformat(),
+    }
+
+
+def llm_plan(llm: LLM, session: Sequence[Note], lasting: Sequence[Note]) -> Plan:
+    data = {
+        "session_notes": [_row(n) for n in session],
+        "long_term_notes": [_row(n) for n in lasting],
+    }
+    messages = [
+        Message.system(_INSTRUCTIONS),
+        Message.user("NOTES (JSON):\n" + json.dumps(data, ensure_ascii=False, indent=1)),
+    ]
+    return llm.structured(messages, Plan, name=SCHEMA_NAME)
+
+
+def plan_problems(
+    plan: Plan, session: Sequence[Note], lasting: Sequence[Note], screen: Callable[[str], list[str]]
+) -> list[str]:
+    """Why ``plan`` cannot be applied (empty when it can); ``screen`` returns note refusals."""
+    known = {n.id for n in (*session, *lasting)}
+    used = [i for m in plan.memories for i in m.from_notes] + [d.note_id for d in plan.dropped]
+    problems = [f"unknown note id {i}" for i in sorted(set(used) - known)]
+    problems += [
+        f"note {i} used more than once" for i in sorted({i for i in used if used.count(i) > 1})
+    ]
+    problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
+    for memory in plan.memories:
+        if not memory.from_notes:
+            problems.append(f"memory {memory.text!r} merges no note")
+        problems += [f"memory {memory.text!r}: {why}" for why in screen(memory.text)]
+    for conflict in plan.conflicts:
+        if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
+            problems.append(f"conflict {conflict.description!r} names unknown or unkept notes")
+    return problems
+
+
+_NEGATION = {"not", "no", "never", "dont", "doesnt", "does", "do", "longer", "不", "没有", "不再"}
+_LEAD = re.compile(r"^(?:the user|user|用户)\s*")
+
+
+def _words(text: str) -> list[str]:
+    clean = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("’", "")
+    clean = _LEAD.sub("", " ".join(re.findall(r"\w+", clean)))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in clean.split()]
+
+
+def normalized(text: str) -> str:
+    """Case, width, punctuation and a leading 'user' ignored: 'User prefers X!' = 'prefers x'."""
+    return " ".join(_words(text))
+
+
+def fallback_plan(session: Sequence[Note], lasting: Sequence[Note]) -> Plan:
+    """Normalized duplicates merge (newest text kept); negation-only contradictions go to the
+    newest, reported; turn-scope notes are dropped as ephemeral."""
+    memories: list[Memory] = []
+    dropped = [Dropped(note_id=n.id, reason="ephemeral") for n in session if n.scope is Scope.TURN]
+    conflicts: list[Conflict] = []
+    groups: dict[str, list[Note]] = {}
+    for note in [*lasting, *(n for n in session if n.scope is not Scope.TURN)]:
+        bare = " ".join(w for w in _words(note.text) if w not in _NEGATION)
+        groups.setdefault(bare, []).append(note)
+    for group in groups.values():
+        group.sort(key=lambda n: (n.observed_at, n.seq, n.id))
+        if all(n.scope is Scope.GLOBAL for n in group) and len(group) == 1:
+            continue  # an untouched long-term note
+        newest = group[-1]
+        polarity = {normalized(n.text) for n in group}
+        agree = [n for n in group if normalized(n.text) == normalized(newest.text)]
+        losers = [n for n in group if n not in agree]
+        if losers:
+            conflicts.append(
+                Conflict(
+                    note_ids=[n.id for n in group],
+                    kept=newest.id,
+                    description=f"{len(polarity)} contradicting notes; kept the most recent",
+                )
+            )
+            dropped += [Dropped(note_id=n.id, reason="superseded") for n in losers]
+        reason: Reason = "recency" if losers else ("paraphrase" if len(agree) > 1 else "single")
+        memories.append(Memory(text=newest.text, from_notes=[n.id for n in agree], reason=reason))
+    return Plan(memories=memories, dropped=dropped, conflicts=conflicts)

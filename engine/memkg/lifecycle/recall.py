@@ -1,0 +1,225 @@
+"""Recall: the memories most useful for a query, ranked by a documented blend, with a trace.
+
+Each candidate (a live fact or note) gets four components in [0, 1]:
+
+* relevance: the share of the query's terms the memory contains (words, CJK bigrams, and the
+  entities both name, products expanded to their brand and category);
+* recency: ``0.5 ** (age_days / half_life_days)`` since it was observed;
+* type match: whether the memory is about the kind of thing asked (same entity category or
+  type as the query's entities; ``preference`` for "prefer/like/usually", ``state`` for
+  "now/today"); 0.5 when the query gives no cue;
+* confidence: the memory's confidence times the credibility of its source.
+
+``total`` is their weighted sum (``LifecycleConfig.recall``). Entity validation comes first: a
+memory naming a product or brand (``exclusive`` types) other than the query's is rejected
+with the reason, whatever its score. The top ``k`` accepted candidates with enough relevance
+are injected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.lifecycle.config import RecallWeights
+from memkg.lifecycle.entities import EntityIndex
+from memkg.lifecycle.inject import quote
+from memkg.lifecycle.notes import Note
+from memkg.model.fact import Fact
+
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "for",
+    "to",
+    "in",
+    "on",
+    "and",
+    "or",
+    "my",
+    "me",
+    "i",
+    "is",
+    "are",
+    "was",
+    "what",
+    "which",
+    "about",
+    "with",
+    "do",
+    "does",
+    "user",
+    "it",
+    "that",
+}
+_CUES = {
+    "preference": re.compile(
+        r"(?i)\b(?:prefer\w*|like[sd]?|favou?rite|usually|want\w*)\b|喜欢|偏好"
+    ),
+    "state": re.compile(r"(?i)\b(?:now|today|currently|this week|right now)\b|现在|今天|目前"),
+}
+
+
+class Scores(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    relevance: float
+    recency: float
+    type_match: float
+    confidence: float
+    total: float
+
+
+class RecallCandidate(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ref: str
+    """Fact or note id."""
+    kind: str
+    text: str
+    entities: tuple[str, ...]
+    scores: Scores
+    injected: bool
+    rejected: str | None = None
+
+
+class RecallResult(BaseModel):
+    """The trace: the query's entities, every candidate with its scores, what was injected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str
+    query_entities: tuple[str, ...]
+    weights: RecallWeights
+    candidates: tuple[RecallCandidate, ...]
+    injected: tuple[str, ...]
+
+    def text(self) -> str:
+        """The injected memories as quoted lines, for a prompt."""
+        chosen = [c for c in self.candidates if c.injected]
+        return "\n".join(f"- {quote(c.text)} ({c.kind})" for c in chosen)
+
+
+def _terms(text: str) -> set[str]:
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    words = {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w for w in re.findall(r"[a-z0-9]+", folded)
+    }
+    cjk = "".join(re.findall(r"[\u4e00-\u9fff]+", folded))
+    return (words - _STOP) | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
+
+
+def _document(item: Fact | Note, index: EntityIndex | None) -> tuple[str, list[str]]:
+    if isinstance(item, Note):
+        text = item.text
+        refs = index.mentions(text) if index else []
+    else:
+        value = json.dumps(item.value, ensure_ascii=False)
+        text = f"{item.key.replace('.', ' ').replace('_', ' ')}: {value}"
+        refs = [r for r in re.findall(r"[a-z_]+:[A-Za-z0-9_.\-]+", value)]
+        if index:
+            refs += [r for r in index.mentions(value) if r not in refs]
+    if index:
+        labels = [
+            index.entities[r].labels[0]
+            for r in refs
+            if r in index.entities and index.entities[r].labels
+        ]
+        text = f"{text} ({'; '.join(labels)})" if labels and isinstance(item, Fact) else text
+    return text, refs
+
+
+def _distinct(facts: Sequence[Fact]) -> list[Fact | Note]:
+    """One fact per (domain, key, value): a value restated in several scopes counts once."""
+    best: dict[tuple[str, str, str], Fact] = {}
+    for fact in facts:
+        slot = (fact.domain, fact.key, json.dumps(fact.value, sort_keys=True))
+        held = best.get(slot)
+        if held is None or (fact.observed_at, fact.id) > (held.observed_at, held.id):
+            best[slot] = fact
+    return sorted(best.values(), key=lambda f: f.id)
+
+
+def recall(
+    query: str,
+    facts: Sequence[Fact],
+    notes: Sequence[Note],
+    *,
+    k: int,
+    now: datetime,
+    weights: RecallWeights,
+    credibility: Mapping[str, float],
+    index: EntityIndex | None,
+) -> RecallResult:
+    query_refs = index.mentions(query) if index else []
+    asked = index.expand(query_refs) if index else {}
+    wanted = _terms(query) | {r for refs in asked.values() for r in refs}
+    cues = [kind for kind, pattern in _CUES.items() if pattern.search(query)]
+    scored: list[tuple[float, str, RecallCandidate]] = []
+    for item in [*_distinct(facts), *notes]:
+        text, refs = _document(item, index)
+        roles = index.expand(refs) if index else {}
+        have = _terms(text) | {r for found in roles.values() for r in found}
+        relevance = len(wanted & have) / len(wanted) if wanted else 0.0
+        age_days = max((now - item.observed_at).total_seconds() / 86400, 0.0)
+        recency = 0.5 ** (age_days / weights.half_life_days)
+        kind = item.kind.value if isinstance(item, Fact) else "note"
+        checks = []
+        if asked and roles:
+            shared = {t for t in asked if t in roles and asked[t] & roles[t]}
+            checks.append(1.0 if shared else 0.0)
+        if cues:
+            checks.append(1.0 if kind in cues or (kind == "note" and "preference" in cues) else 0.0)
+        type_match = sum(checks) / len(checks) if checks else 0.5
+        confidence = item.confidence * credibility.get(item.source.value, 0.0)
+        total = (
+            weights.relevance * relevance
+            + weights.recency * recency
+            + weights.type_match * type_match
+            + weights.confidence * confidence
+        )
+        clash = [
+            f"names {', '.join(sorted(roles[t]))}, the query {', '.join(sorted(asked[t]))}"
+            for t in weights.exclusive
+            if asked.get(t) and roles.get(t) and not asked[t] & roles[t]
+        ]
+        scores = Scores(
+            relevance=round(relevance, 4),
+            recency=round(recency, 4),
+            type_match=round(type_match, 4),
+            confidence=round(confidence, 4),
+            total=round(total, 4),
+        )
+        candidate = RecallCandidate(
+            ref=item.id,
+            kind=kind,
+            text=text,
+            entities=tuple(refs),
+            scores=scores,
+            injected=False,
+            rejected="; ".join(clash) or None,
+        )
+        scored.append((-total, item.id, candidate))
+    scored.sort(key=lambda entry: (entry[0], entry[1]))
+    ranked: list[RecallCandidate] = []
+    chosen: list[str] = []
+    for _, _, candidate in scored:
+        ok = candidate.rejected is None and candidate.scores.relevance >= weights.min_relevance
+        if ok and len(chosen) < k:
+            candidate = candidate.model_copy(update={"injected": True})
+            chosen.append(candidate.ref)
+        ranked.append(candidate)
+    return RecallResult(
+        query=query,
+        query_entities=tuple(query_refs),
+        weights=weights,
+        candidates=tuple(ranked),
+        injected=tuple(chosen),
+    )

@@ -1,0 +1,116 @@
+"""The ``RuleRunner`` port and its durable-rules adapter (DESIGN section 7).
+
+durable-rules is used as a matcher and nothing more:
+
+* a ``Host`` subclass whose ``_run()`` starts no dispatcher threads (with them, deleting a
+  session and sending more traffic segfaults), and whose ``get_action`` resolves every action
+  once, at registration, to a recorder;
+* one fresh ``sid`` per evaluation, ``delete_state`` afterwards (a ruleset holds at most 1,024
+  live sessions); messages are asserted as facts (an event is consumed by one rule only), each
+  with a unique ``id``; the request context goes last, so negated patterns see every fact;
+* ``MessageNotHandledException`` means no rule matched; an exception inside an action is
+  swallowed into the session state by durable-rules, so the state is checked and the run fails
+  closed;
+* calls are serialised with a lock (the C extension never releases the GIL);
+* rulesets cannot be replaced, so a new bundle gets a new runner; ``set_rulesets`` deletes
+  ``run`` from what it is given, so it gets a copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from durable.engine import Host, MessageNotHandledException
+
+from memkg.errors import MemkgError
+
+
+class RuleEvaluationError(MemkgError, RuntimeError):
+    """The matcher failed; no decision was made from its partial output."""
+
+    code = "rules.evaluation_failed"
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One way a rule matched: pattern alias → id of the message bound to it."""
+
+    rule: str
+    bound: dict[str, str]
+
+
+class RuleRunner(Protocol):
+    def run(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
+        """Match ``messages`` (the context message last) against ``ruleset``."""
+        ...
+
+
+class _MatcherHost(Host):  # type: ignore[misc]
+    """A durable-rules host with no background threads, whose actions only record firings."""
+
+    def __init__(self) -> None:
+        self.sink: list[Firing] = []
+        super().__init__()
+
+    def _run(self) -> None:
+        """No dispatcher or timer threads: every call runs in the caller's thread."""
+
+    def get_action(self, action_name: str) -> Callable[[Any], None]:
+        def record(c: Any) -> None:
+            matched = c._m or {}
+            bound = {alias: str(message["id"]) for alias, message in matched.items()}
+            self.sink.append(Firing(action_name, bound))
+
+        return record
+
+
+class DurableRunner:
+    """Evaluates compiled rulesets with durable-rules; see the module docstring."""
+
+    def __init__(self, rulesets: dict[str, dict[str, Any]]) -> None:
+        self._lock = threading.Lock()
+        self._host = _MatcherHost()
+        self._sessions = 0
+        self.rulesets = frozenset(rulesets)
+        if rulesets:
+            try:
+                self._host.set_rulesets(copy.deepcopy(rulesets))
+            except Exception as exc:  # the C core reports a bad definition as a bare Exception
+                raise RuleEvaluationError(
+                    f"durable-rules refused the compiled rules: {exc}", code="rules.compile"
+                ) from exc
+
+    def run(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
+        if ruleset not in self.rulesets:
+            raise RuleEvaluationError(f"no compiled ruleset {ruleset!r}", code="rules.unknown")
+        with self._lock:
+            self._sessions += 1
+            sid = f"s{self._sessions}"
+            batch = [{**m, "sid": sid, "id": f"{sid}.{i}"} for i, m in enumerate(messages)]
+            sink = self._host.sink = []
+            try:
+                try:
+                    self._host.assert_facts(ruleset, batch)
+                except MessageNotHandledException:
+                    pass
+                state = self._host.get_state(ruleset, sid)
+            except Exception as exc:
+                raise RuleEvaluationError(f"durable-rules failed: {exc}") from exc
+            finally:
+                self._delete(ruleset, sid)
+            if isinstance(state, dict) and state.get("exception"):
+                raise RuleEvaluationError(
+                    f"a rule action failed inside durable-rules: {state['exception'][:300]}"
+                )
+            return [Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
+                    for f in sink]  # fmt: skip
+
+    def _delete(self, ruleset: str, sid: str) -> None:
+        try:
+            self._host.delete_state(ruleset, sid)
+        except Exception as exc:
+            raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc

@@ -1,0 +1,198 @@
+"""Evaluates a rule table on a ``DecisionInput``: candidates, their evidence, and near misses.
+
+durable-rules finds every way each rule matches; a rule that matched several ways proposes
+once, bound to the evidence that sorts first by content (never by arrival order), and records
+how many other ways it matched. For every rule that did not fire but had all its conditions
+but one holding, ``why_not`` names the first condition that failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memkg.model.decision import Binding, Candidate
+from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
+from memkg.rules.compiler import compile_table, pattern_alias, rule_name, ruleset_name
+from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
+from memkg.rules.matcher import Env, Pools, RuleCheck, check_rule, pool, pools
+from memkg.rules.snapshot import DecisionInput, Item
+from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
+from memkg.rules.text import condition_text, fill, value_text
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    table: RuleTable
+    candidates: tuple[Candidate, ...]
+    fired: tuple[RuleNode, ...]
+    why_not: tuple[WhyNotNode, ...]
+    checks: tuple[RuleCheck, ...] = ()
+    """The Python walk of every rule that did not fire (for coverage)."""
+
+
+def fact_node(item: Item) -> FactNode:
+    fact = item.fact
+    assert fact is not None
+    return FactNode(
+        fact_id=fact.id, key=fact.key, value=fact.value,
+        item=item.props["value"] if isinstance(fact.value, list) else None,
+        kind=fact.kind.value, source=fact.source.value, confidence=fact.confidence,
+        status=fact.status.value, provenance=fact.provenance, observed_at=fact.observed_at,
+        recorded_at=fact.recorded_at, valid_until=fact.valid_until,
+        schema_version=fact.schema_version,
+    )  # fmt: skip
+
+
+def _context_values(cond: Condition, ctx: dict[str, Any]) -> tuple[ContextValue, ...]:
+    fields = dict.fromkeys(t.field for t in cond.tests if t.field)
+    return tuple(ContextValue(field=f, value=ctx.get(f)) for f in fields)
+
+
+def _value(item: Item) -> Any:
+    return item.props.get("value") if item.kind == "fact" else item.props.get("to")
+
+
+def condition_node(cond: Condition, holds: bool, item: Item | None, ctx: dict[str, Any],
+                   failure: str | None = None) -> ConditionNode:  # fmt: skip
+    evidence: dict[str, Any] = {}
+    if item is not None and item.kind == "fact":
+        evidence["facts"] = (fact_node(item),)
+    elif item is not None and item.edge is not None:
+        evidence["edges"] = (item.edge,)
+    elif item is not None and item.path is not None:
+        evidence["paths"] = (item.path,)
+    bindings: dict[str, Any] = {}
+    if item is not None and item.kind != "context":
+        bindings[cond.alias or cond.key or cond.to] = _value(item)
+    return ConditionNode(
+        index=cond.index, kind=cond.kind, negated=cond.negated, text=condition_text(cond),
+        line=cond.line, holds=holds, bindings=bindings,
+        context=_context_values(cond, ctx) if cond.kind == "context" else (),
+        failure=failure, **evidence,
+    )  # fmt: skip
+
+
+class Evaluator:
+    """A compiled bundle: one durable-rules ruleset per table, evaluated on demand."""
+
+    def __init__(self, bundle: RuleBundle, runner: RuleRunner | None = None) -> None:
+        self.bundle = bundle
+        self.runner = runner or DurableRunner(
+            {ruleset_name(t): compile_table(t) for t in bundle.tables.values()}
+        )
+        self._by_name = {
+            key: {rule_name(r): r for r in table.rules} for key, table in bundle.tables.items()
+        }
+
+    def evaluate(self, table: RuleTable, inp: DecisionInput) -> Evaluation:
+        messages = [item.props for item in inp.items]
+        firings = self.runner.run(ruleset_name(table), messages)
+        rules = self._by_name[(table.domain, table.name)]
+        grouped: dict[str, list[Env]] = {}
+        for firing in firings:
+            grouped.setdefault(firing.rule, []).append(self._env(rules[firing.rule], firing, inp))
+        by_key = pools(inp.items)
+        candidates, fired = [], []
+        for rule in table.rules:
+            envs = grouped.get(rule_name(rule))
+            if not envs:
+                continue
+            envs.sort(key=lambda env: [env[k].sort_key for k in sorted(env)])
+            candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp)
+            candidates.append(candidate)
+            fired.append(node)
+        checks = tuple(
+            check_rule(rule, inp, by_key) for rule in table.rules if rule_name(rule) not in grouped
+        )
+        why_not = tuple(self._why_not(c, inp, by_key) for c in checks if _near_miss(c))
+        return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
+
+    @staticmethod
+    def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
+        env: Env = {}
+        for cond in rule.conditions:
+            message = firing.bound.get(pattern_alias(cond))
+            if message is not None:
+                env[f"#{cond.index}"] = inp.items[int(message)]
+        return env
+
+    def _propose(self, rule: Rule, env: Env, others: int, inp: DecisionInput
+                 ) -> tuple[Candidate, RuleNode]:  # fmt: skip
+        ctx = inp.items[-1].props
+        nodes, bindings = [], []
+        for cond in rule.conditions:
+            item = env.get(f"#{cond.index}")
+            nodes.append(condition_node(cond, True, item, ctx))
+            if item is not None or cond.kind == "context":
+                bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
+        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
+        candidate = Candidate(
+            rule_id=rule.id, rule_index=rule.index, version=rule.version, output=rule.output,
+            reason_code=rule.reason_code, message=message, bindings=tuple(bindings),
+            alternatives=others,
+        )  # fmt: skip
+        node = RuleNode(
+            rule_id=rule.id, version=rule.version, description=rule.description, file=rule.file,
+            line=rule.line, reason_code=rule.reason_code, message=message,
+            action=rule.output.action,
+            urgency=rule.output.urgency.value if rule.output.urgency else None,
+            parameters=dict(rule.output.parameters), conditions=tuple(nodes), alternatives=others,
+        )  # fmt: skip
+        return candidate, node
+
+    def _why_not(self, check: RuleCheck, inp: DecisionInput, by_key: Pools) -> WhyNotNode:
+        rule, index = check.rule, check.failing
+        assert index is not None
+        cond = rule.conditions[index]
+        failure = failure_text(cond, inp, pool(cond, inp, by_key))
+        return WhyNotNode(
+            rule_id=rule.id, description=rule.description, file=rule.file, line=rule.line,
+            action=rule.output.action, holding=check.holding, total=len(rule.conditions),
+            failing=condition_node(cond, False, None, inp.items[-1].props, failure),
+        )  # fmt: skip
+
+
+def _near_miss(check: RuleCheck) -> bool:
+    return check.failing is not None and check.in_effect and len(check.holds) - check.holding <= 1
+
+
+def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:
+    for cond in rule.conditions:
+        item = env.get(f"#{cond.index}")
+        if item is not None and name in (cond.alias, cond.key, cond.to):
+            return _value(item)
+    field = name.removeprefix("context.")
+    return ctx.get(field)
+
+
+def failure_text(cond: Condition, inp: DecisionInput, candidates: Sequence[Item]) -> str:
+    """Why ``cond`` failed, in words: what was found instead, or what was missing and why."""
+    ctx = inp.items[-1].props
+    if cond.kind == "context":
+        shown = [f"{t.field.replace('_', ' ') if t.field else ''} is {value_text(ctx.get(t.field or ''))}"
+                 if t.field in ctx else f"{t.field} was not given" for t in cond.tests]  # fmt: skip
+        return "; ".join(dict.fromkeys(shown))
+    if cond.negated:
+        found = [value_text(_value(i)) for i in candidates][:3]
+        return f"found {cond.key or cond.to}: {', '.join(found)}"
+    if cond.kind == "path":
+        if not candidates:
+            text = f"no path from the user to {cond.to}" + (f" via {cond.via}" if cond.via else "")
+            gone = [lo for lo in inp.left_out if cond.via and cond.via in value_text(lo.value)]
+            if gone:
+                text += " (" + "; ".join(f"{g.key} = {value_text(g.value)} left out: {g.reason}"
+                                         for g in gone[:3]) + ")"  # fmt: skip
+            return text
+        best = max(i.props["weight"] for i in candidates)
+        return f"strongest path to {cond.to} has weight {best:.2f}"
+    if candidates:
+        values = sorted({value_text(_value(i)) for i in candidates})[:5]
+        what = "edges lead to" if cond.kind == "edge" else f"{cond.key} is"
+        return f"{what} {', '.join(values)}"
+    gone = [lo for lo in inp.left_out if lo.key == cond.key]
+    text = f"no usable {cond.key} {'edge' if cond.kind == 'edge' else 'fact'}"
+    if gone:
+        text += " (left out: " + ", ".join(sorted({g.reason for g in gone})) + ")"
+    return text

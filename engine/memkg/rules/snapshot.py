@@ -1,0 +1,194 @@
+"""The input of one evaluation: eligible facts, edges and paths, the context, and the clock.
+
+``build_input`` takes what memory holds and keeps only what may take part in a decision:
+active (so confirmed), unexpired, unfrozen facts of the keys the table reads, whose graph edge
+(for entity values) is at or above the threshold. Everything else is listed in ``left_out``
+with the reason. Graph edges and paths are read through the small ``GraphView`` protocol.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from memkg.model.decision import LeftOut
+from memkg.model.evidence import Edge, GraphPath
+from memkg.model.fact import Fact, FactStatus
+from memkg.rules.compiler import day_number, minutes
+from memkg.rules.spec import RuleTable
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+class GraphView(Protocol):
+    """The user's contextual graph as one evaluation sees it (one user, one time)."""
+
+    def user_edges(self) -> list[Edge]:
+        """Every edge from the user (one per entity a live fact points at), with weights."""
+        ...
+
+    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+        """Paths from the user to ``to`` (through ``via`` when given)."""
+        ...
+
+
+@dataclass(frozen=True)
+class KeyVerdict:
+    """What arbitration said about one key: frozen for review, or which claims lost."""
+
+    frozen: bool = False
+    lost: Mapping[str, str] = field(default_factory=dict)
+    """Fact id → why its claim lost."""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One message for the matcher, and the evidence it stands for."""
+
+    ref: str
+    kind: str
+    props: dict[str, Any]
+    fact: Fact | None = None
+    edge: Edge | None = None
+    path: GraphPath | None = None
+
+    @property
+    def sort_key(self) -> str:
+        """Content, not ids: the same evidence sorts the same whatever order it was written in."""
+        return json.dumps([self.kind, self.props], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class DecisionInput:
+    user_id: str
+    domain: str
+    now: datetime
+    timezone: str
+    context: dict[str, Any]
+    """The request context plus ``local_time``, ``weekday`` and ``timezone``."""
+    facts: tuple[Fact, ...]
+    edges: tuple[Edge, ...]
+    paths: tuple[GraphPath, ...]
+    left_out: tuple[LeftOut, ...] = ()
+    frozen_keys: tuple[str, ...] = ()
+    items: tuple[Item, ...] = field(default=(), compare=False)
+
+
+def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> dict[str, Any]:
+    try:
+        local = now.astimezone(ZoneInfo(timezone))
+    except (ZoneInfoNotFoundError, ValueError):
+        local = now
+    derived = {"local_time": local.strftime("%H:%M"), "weekday": WEEKDAYS[local.weekday()],
+               "timezone": timezone, "today": day_number(local.date())}  # fmt: skip
+    return {**derived, **{k: v for k, v in context.items() if k not in derived}}
+
+
+def _reason(fact: Fact, now: datetime) -> str | None:
+    if fact.status is not FactStatus.ACTIVE:
+        return fact.status.value
+    if fact.valid_until is not None and fact.valid_until <= now:
+        return "expired"
+    return None
+
+
+def build_input(
+    table: RuleTable,
+    user_id: str,
+    facts: Sequence[Fact],
+    context: Mapping[str, Any],
+    now: datetime,
+    graph: GraphView,
+    *,
+    keys: frozenset[str],
+    verdicts: Mapping[str, KeyVerdict] | None = None,
+    default_timezone: str = "UTC",
+) -> DecisionInput:
+    """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads."""
+    verdicts = verdicts or {}
+    left_out: list[LeftOut] = []
+    eligible: dict[str, Fact] = {}
+    frozen: set[str] = set()
+    timezone = str(context.get("timezone") or default_timezone)
+    for fact in sorted(facts, key=lambda f: f.id):
+        if fact.domain != table.domain:
+            continue
+        if fact.key == "timezone" and _reason(fact, now) is None and "timezone" not in context:
+            timezone = str(fact.value)
+        if fact.key not in keys:
+            continue
+        verdict = verdicts.get(fact.key, KeyVerdict())
+        reason, detail = _reason(fact, now), fact.status_reason or ""
+        if reason is None and verdict.frozen:
+            reason, detail = "frozen", verdict.detail or "conflicting claims await review"
+        elif reason is None and fact.id in verdict.lost:
+            reason, detail = "lost_arbitration", verdict.lost[fact.id]
+        if reason is None:
+            eligible[fact.id] = fact
+            continue
+        if reason == "frozen":
+            frozen.add(fact.key)
+        left_out.append(LeftOut(kind="fact", ref=fact.id, key=fact.key, value=fact.value,
+                                reason=reason, detail=detail))  # fmt: skip
+    edges, weak = [], set()
+    for edge in graph.user_edges():
+        if edge.fact_id not in eligible:
+            continue
+        if edge.usable:
+            edges.append(edge)
+            continue
+        weak.add((edge.fact_id, edge.target))
+        left_out.append(LeftOut(kind="edge", ref=edge.ref, key=edge.relation, value=edge.target,
+                                reason="below_threshold",
+                                detail=f"weight {edge.weight:.2f} is under the threshold"))  # fmt: skip
+    wanted = sorted({(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
+                    key=lambda pair: (pair[0], pair[1] or ""))  # fmt: skip
+    paths = tuple(
+        p for to, via in wanted for p in graph.paths(to, via)
+        if all(h.usable and (h.fact_id is None or h.fact_id in eligible) for h in p.hops)
+    )
+    ctx = local_context(context, now, timezone)
+    items = _items(list(eligible.values()), weak, edges, paths, ctx)
+    return DecisionInput(
+        user_id=user_id, domain=table.domain, now=now, timezone=timezone, context=ctx,
+        facts=tuple(eligible.values()), edges=tuple(edges), paths=paths,
+        left_out=tuple(sorted(left_out, key=lambda x: (x.key, x.reason, x.ref))),
+        frozen_keys=tuple(sorted(frozen)), items=items,
+    )  # fmt: skip
+
+
+def _items(
+    facts: Sequence[Fact],
+    weak: set[tuple[str | None, str]],
+    edges: Sequence[Edge],
+    paths: Sequence[GraphPath],
+    context: dict[str, Any],
+) -> tuple[Item, ...]:
+    items: list[Item] = []
+    for fact in facts:
+        base = {"t": "fact", "key": fact.key, "confidence": fact.confidence,
+                "source": fact.source.value}  # fmt: skip
+        if isinstance(fact.value, list):
+            for i, value in enumerate(fact.value):
+                if (fact.id, value) not in weak:
+                    items.append(Item(f"fact:{fact.id}#{i}", "fact", {**base, "value": value}, fact))
+        elif (fact.id, fact.value) not in weak:
+            items.append(Item(f"fact:{fact.id}", "fact", {**base, "value": fact.value}, fact))
+    for edge in edges:
+        props = {"t": "edge", "key": edge.relation, "to": edge.target, "weight": edge.weight}
+        items.append(Item(f"edge:{edge.ref}", "edge", props, edge=edge))
+    for path in paths:
+        props = {"t": "path", "to": path.to, "weight": path.weight}
+        if path.via is not None:
+            props["via"] = path.via
+        items.append(Item(f"path:{path.ref}", "path", props, path=path))
+    items.sort(key=lambda item: item.sort_key)
+    ctx = {k: v for k, v in context.items() if v is not None}
+    ctx["local_minutes"] = minutes(context["local_time"])
+    items.append(Item("context", "context", {"t": "context", **ctx}))
+    return tuple(items)

@@ -1,0 +1,77 @@
+"""Conditions and outcomes in words, for explanations a non-engineer can read.
+
+>>> from memkg.rules.spec import Condition, Test
+>>> condition_text(Condition(0, "fact", 1, {}, key="child.age", tests=(Test("lt", 6),)))
+'child.age < 6'
+>>> condition_text(Condition(0, "context", 1, {}, tests=(Test("outside", ("06:00", "22:00"), "local_time"),)))
+'local time outside 06:00–22:00'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from memkg.rules.spec import SYMBOLS, Condition, Test
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+def value_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(value_text(v) for v in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def describe_test(test: Test, subject: str) -> str:
+    value = test.operand
+    if test.op in ("between", "outside"):
+        return f"{subject} {test.op} {value_text(value[0])}–{value_text(value[1])}"
+    if test.op == "exists":
+        return f"{subject} is {'given' if value else 'not given'}"
+    if test.op in ("in", "not_in"):
+        return f"{subject} {SYMBOLS[test.op]} [{value_text(value)}]"
+    return f"{subject} {SYMBOLS[test.op]} {value_text(value)}"
+
+
+def _subject(cond: Condition, test: Test) -> str:
+    if cond.kind == "context":
+        return (test.field or "").replace("_", " ") if test.field == "local_time" else str(test.field)
+    return f"{cond.key}.{test.field}" if test.field else str(cond.key)
+
+
+def condition_text(cond: Condition) -> str:
+    if cond.kind == "path":
+        text = f"path to {cond.to}" + (f" via {cond.via}" if cond.via else "")
+        body = text + (f" with weight ≥ {cond.min_weight:g}" if cond.min_weight is not None else "")
+    elif cond.kind == "edge":
+        body = f"edge {cond.key} → {value_text(cond.to) if cond.to is not None else 'anything'}"
+        if cond.min_weight is not None:
+            body += f" with weight ≥ {cond.min_weight:g}"
+    else:
+        parts = [describe_test(t, _subject(cond, t)) for t in cond.tests]
+        body = " and ".join(parts) if parts else f"{cond.key} is known"
+        if cond.min_confidence is not None:
+            body += f" (confidence ≥ {cond.min_confidence:g})"
+        if cond.sources:
+            body += f" (from {' or '.join(cond.sources)})"
+    return f"not ({body})" if cond.negated else body
+
+
+def placeholders(template: str) -> list[str]:
+    return _PLACEHOLDER.findall(template)
+
+
+def fill(template: str, lookup: Callable[[str], Any]) -> str:
+    """Replace ``{name}`` by ``lookup(name)``; names it cannot resolve stay as written."""
+
+    def one(match: re.Match[str]) -> str:
+        found = lookup(match.group(1))
+        return match.group(0) if found is None else value_text(found)
+
+    return _PLACEHOLDER.sub(one, template)
