@@ -11,21 +11,21 @@ from memkg.errors import (
     ConcurrencyConflict,
     ConfigError,
     InvalidOperation,
-    MemkgError,
-    NotFound,
     LLMBadResponse,
     LLMError,
     LLMUnavailable,
+    MemkgError,
+    NotFound,
     StoreError,
     ValidationFailed,
 )
 from memkg.events.store import EventStore
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
 from memkg.graph.weights import Factor, Weight, WeightParams
-from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.config import LifecycleConfig, RecallWeights
 from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
 from memkg.lifecycle.distill import NoteResult
+from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.extract import ExtractionReport
 from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.notes import Note
@@ -47,7 +47,7 @@ from memkg.model import (
     ValidationReport,
 )
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves LLM first)
     "ClaimScore",
     "Clock",
     "ConcurrencyConflict",

@@ -44,7 +44,12 @@ from memkg.arbitration.review import frozen_payload, reviews_from
 from memkg.arbitration.support import canon
 from memkg.clock import Clock, SystemClock
 from memkg.config import EngineConfig
-from memkg.errors import InvalidOperation, NotFound, ValidationFailed
+from memkg.intent import IntentLayer, ReplayReport, RulesRefused
+from memkg.intent_cases import run_rule_cases
+from memkg.model.decision import Decision
+from memkg.rules.cases import CasesReport
+from memkg.decisions.log import DecisionLog, MemoryDecisionLog
+from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
 from memkg.events.store import EventStore
@@ -126,8 +131,10 @@ class Engine:
         config: EngineConfig | None = None,
         clock: Clock | None = None,
         llm: LLM | None = None,
+        decision_log: DecisionLog | None = None,
     ) -> None:
         self.config = config or EngineConfig()
+        self.decision_log: DecisionLog = decision_log or MemoryDecisionLog()
         self._llm, self._owns_llm = llm, False
         self._executor: ThreadPoolExecutor | None = None
         self.store: EventStore = store if store is not None else MemoryEventStore()
@@ -140,9 +147,12 @@ class Engine:
 
     @classmethod
     def open(cls, path: str | Path = "memkg.db", **kwargs: Any) -> Engine:
+        from memkg.decisions.sqlite import SqliteDecisionLog
         from memkg.events.sqlite import SqliteEventStore
 
-        return cls(SqliteEventStore(path), **kwargs)
+        store = SqliteEventStore(path)
+        kwargs.setdefault("decision_log", SqliteDecisionLog(path))
+        return cls(store, **kwargs)
 
     def close(self) -> None:
         """Wait for background consolidations, then close the store (and a model it built)."""
@@ -150,6 +160,7 @@ class Engine:
             self._executor.shutdown(wait=True)
         if self._owns_llm and self._llm is not None:
             self._llm.close()
+        self.decision_log.close()
         self.store.close()
 
     def __enter__(self) -> Engine:
@@ -408,10 +419,13 @@ class Engine:
     def erase(self, user_id: str) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt."""
         with self._lock:
+            decisions = self.decision_log.erase_user(user_id)
             receipt = erase_subject(self.store, user_id, self.clock)
             self._memories.pop(user_id, None)
             self._graphs.forget(user_id)
-            return receipt
+            files = tuple(dict.fromkeys([*receipt.files, *map(str, self.decision_log.files())]))
+            removed = {**receipt.removed, "decisions": decisions}
+            return receipt.model_copy(update={"removed": removed, "files": files})
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
         """Remove exactly the facts whose provenance carries ``audit_log_id``."""
@@ -835,7 +849,10 @@ class Engine:
         values = {canon(f.value) for f in live
                   if f.status is FactStatus.ACTIVE and f.scope is Scope.GLOBAL}  # fmt: skip
         if len(values) > 1:
-            self.resolve(user_id, obs.domain, obs.key, context=obs.context)
+            try:
+                self.resolve(user_id, obs.domain, obs.key, context=obs.context)
+            except ConcurrencyConflict:
+                pass  # the fact is stored; the next read of the key queues the freeze
 
     def _append_plain(
         self, user_id: str, domain: str, kind: EventType, payload: dict[str, Any]
@@ -850,6 +867,45 @@ class Engine:
 
     def _salt(self, user_id: str) -> bytes:
         return self.store.subject_salt(user_id)
+
+    # -- decisions (logic in memkg.rules, arbitration.hit_policy, explain, decisions) -------
+
+    @cached_property
+    def intent(self) -> IntentLayer:
+        """Rule bundle, decisions and their log; rules are linted on first use."""
+        return IntentLayer(self, self.decision_log)
+
+    def decide(
+        self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
+        *, decision: str | None = None,
+    ) -> Decision:  # fmt: skip
+        """What the agent should do for the user now, with the reason; logged for replay."""
+        return self.intent.decide(user_id, domain, context, decision)
+
+    def explain(self, decision_id: str, fmt: str = "text") -> str:
+        """A logged decision's explanation as ``text``, ``md`` or ``json``."""
+        return self.intent.explain(decision_id, fmt)
+
+    def replay(self, decision_id: str) -> ReplayReport:
+        """Re-make a logged decision as of its log position, clock and rules; compare."""
+        return self.intent.replay(decision_id)
+
+    def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        return self.decision_log.for_user(user_id, limit=limit)
+
+    def reload_rules(self, path: str | Path | None = None) -> CasesReport:
+        """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails."""
+        folder = Path(path) if path is not None else self.config.rules_dir
+        rules = self.intent.load(folder)
+        report = run_rule_cases(self.intent, rules, folder)
+        if not report.passed:
+            failures = [f"{r.case.file}:{r.case.line} {r.case.name}: {'; '.join(r.failures)}"
+                        for r in report.results if not r.passed]  # fmt: skip
+            raise RulesRefused(f"rule cases failed ({len(failures)} case(s), "
+                               f"{len(report.findings)} problem(s)); the rules in use stay",
+                               report.findings, failures)  # fmt: skip
+        self.intent.swap(rules)
+        return report
 
 
 def _dump(fact: Fact) -> dict[str, Any]:
@@ -877,8 +933,8 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
         weight=min(max((s.support for s in resolution.support), default=0.5), 1.0),
         context=resolution.context,
         question=resolution.question.text if resolution.question else None,
-        competing=tuple(s.value for s in resolution.support
-                        if outcome == "frozen" or canon(s.value) != held),
+        competing=tuple({canon(c.value): c.value for c in resolution.claims
+                         if outcome == "frozen" or canon(c.value) != held}.values()),
         stale="; ".join(f.detail for f in stale) or None,
         stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
                            for f in resolution.stale if f not in stale),

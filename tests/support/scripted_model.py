@@ -4,7 +4,8 @@ It reads the chat-completions request body and answers the way a careful model w
 tables a test gives it:
 
 * chat with tools: a user message containing a ``notes`` trigger gets ``save_memory_note``
-  calls with the listed arguments; after tool results, a short text that repeats refusals;
+  calls with the listed arguments (``calls``: any tool); after tool results, a short text
+  that repeats refusals;
 * ``memkg_consolidation``: notes sharing a ``topics`` keyword (or the same normalized text)
   merge into the longest, most specific one; keywords of one topic that differ, or a
   negation on one side only, are a contradiction: the newest note wins and it is reported;
@@ -28,11 +29,18 @@ class ScriptedModel:
         self,
         *,
         notes: Mapping[str, Sequence[dict[str, Any]]] | None = None,
+        calls: Mapping[str, Sequence[dict[str, Any]]] | None = None,
         topics: Mapping[str, str] | None = None,
         extractions: Mapping[str, dict[str, Any]] | None = None,
         reply: str = "OK.",
     ) -> None:
-        self.notes = {k.casefold(): list(v) for k, v in (notes or {}).items()}
+        self.calls: dict[str, list[dict[str, Any]]] = {}
+        for trigger, found in (notes or {}).items():
+            self.calls[trigger.casefold()] = [
+                {"name": "save_memory_note", "arguments": a} for a in found
+            ]
+        for trigger, found in (calls or {}).items():
+            self.calls.setdefault(trigger.casefold(), []).extend(found)
         self.topics = {k.casefold(): v for k, v in (topics or {}).items()}
         self.extractions = {k.casefold(): v for k, v in (extractions or {}).items()}
         self.reply = reply
@@ -54,16 +62,13 @@ class ScriptedModel:
                 if message["role"] != "tool":
                     break
                 results.append(json.loads(message["content"]))
-            refused = [r["reason"] for r in reversed(results) if not r.get("saved")]
-            return {"content": "Noted." if not refused else "I did not save: " + " | ".join(refused)}
+            refused = [r["reason"] for r in reversed(results) if r.get("saved") is False]
+            if refused:
+                return {"content": "I did not save: " + " | ".join(refused)}
+            return {"content": "Noted." if "saved" in results[0] else "Here is what I found."}
         if last["role"] == "user" and body.get("tools"):
             text = (last["content"] or "").casefold()
-            calls = [
-                {"name": "save_memory_note", "arguments": args}
-                for trigger, found in self.notes.items()
-                if trigger in text
-                for args in found
-            ]
+            calls = [c for trigger, found in self.calls.items() if trigger in text for c in found]
             if calls:
                 return {"content": None, "tool_calls": calls}
         return {"content": self.reply}
@@ -93,7 +98,9 @@ class ScriptedModel:
             if not any(n["id"] in session_ids for n in group):
                 continue
             group.sort(key=lambda n: n["observed_at"])
-            stances = {(self._topic(n["text"])[1], bool(_NEGATION.search(n["text"]))) for n in group}
+            stances = {
+                (self._topic(n["text"])[1], bool(_NEGATION.search(n["text"]))) for n in group
+            }
             ids = [n["id"] for n in group]
             if len(stances) > 1:
                 kept = group[-1]

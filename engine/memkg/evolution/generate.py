@@ -124,6 +124,7 @@ def _strings(facts: Facts) -> list[Any]:
     n = max(facts.min_len, 1)
     out += ["a" * facts.min_len, "x" * n, "ab" * n, ""]
     out += ["a" * max(facts.min_len - 1, 0) + c for c in "bcdefghijk"]
+    out += ["sample-text", "x" * 64]
     if facts.max_len is not None:
         out.append("m" * facts.max_len)
     return out

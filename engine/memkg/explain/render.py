@@ -14,6 +14,9 @@ from memkg.model.evidence import Edge, GraphPath
 from memkg.model.explanation import ConditionNode, Explanation, FactNode, RuleNode
 
 FORMATS = ("text", "md", "json")
+SOURCES = {"dialogue": "said in conversation", "behavior": "seen in behaviour",
+           "profile": "profile record", "third_party": "third-party record",
+           "system": "system record", "rule": "derived by a rule"}  # fmt: skip
 
 
 def _value(value: Any) -> str:
@@ -33,7 +36,7 @@ def _when(at: Any) -> str:
 def fact_text(fact: FactNode) -> str:
     value = _value(fact.item if fact.item is not None else fact.value)
     where = fact.provenance.source_ref
-    text = (f"{fact.key} is {value} (said by {fact.source.replace('_', ' ')}"
+    text = (f"{fact.key} is {value} ({SOURCES.get(fact.source, fact.source)}"
             f"{', ' + where if where else ''}, confidence {fact.confidence:g}, "
             f"observed {_when(fact.observed_at)}, recorded {_when(fact.recorded_at)}")  # fmt: skip
     if fact.valid_until is not None:

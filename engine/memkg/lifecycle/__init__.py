@@ -1,1 +1,3 @@
-"""What agents do with memory over time: expire, forget, erase (and later inject, distill...)."""
+"""What agents do with memory over time: inject, distill, extract, prune, consolidate, recall,
+expire, forget and erase. Steps use the engine through ``ports.MemoryPort`` and the model
+through ``memkg.llm.LLM``; ``Engine`` wires them."""

@@ -112,9 +112,10 @@ def _label(fact: ResolvedFact) -> str:
 def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
     label, seen = _label(fact), _seen(fact, now)
     when = f"{fact.source}, {seen} ago" if seen else fact.source
-    others = ", ".join(map(quote, fact.competing)) or "other claims"
+    others = ", ".join(map(quote, fact.competing))
     if fact.outcome == "frozen":
-        line = f"- {label}: {others} conflict and are under human review; assume none of them"
+        values = others or "its claims"
+        line = f"- {label}: {values} conflict and are under human review; assume none of them"
         return [ProfileItem(ref=f"key:{label}", section="conflicts", weight=1.0, line=line)]
     weight = fact.weight / 2 if fact.stale else fact.weight
     if fact.kind == "state":
@@ -133,7 +134,8 @@ def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
         items = [ProfileItem(ref=f"key:{label}", section="facts", weight=weight, line=line)]
     if fact.outcome == "provisional":
         ask = f"; ask: {quote(fact.question)}" if fact.question else ""
-        line = f"- {label}: {quote(fact.value)} holds provisionally against {others}{ask}"
+        against = f" against {others}" if others else ""
+        line = f"- {label}: {quote(fact.value)} holds provisionally{against}{ask}"
         items.append(ProfileItem(ref=f"ask:{label}", section="conflicts", weight=1.0, line=line))
     if fact.stale:
         line = f"- {label} = {quote(fact.value)} ({when}): {fact.stale}"

@@ -116,7 +116,10 @@ _LEAD = re.compile(r"^(?:the user|user|用户)\s*")
 def _words(text: str) -> list[str]:
     clean = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("’", "")
     clean = _LEAD.sub("", " ".join(re.findall(r"\w+", clean)))
-    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in clean.split()]
+    return [
+        w[:-1] if len(w) > 3 and w.endswith("s") and w not in _NEGATION else w
+        for w in clean.split()
+    ]
 
 
 def normalized(text: str) -> str:

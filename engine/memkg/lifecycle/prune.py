@@ -87,7 +87,7 @@ class Window(BaseModel):
             exclusions=tuple(exclusions),
             notes=tuple(notes),
             reinject=True,
-            pruned_turns=self.pruned_turns + cut,
+            pruned_turns=self.pruned_turns + sum(t[0].role == "user" for t in turns[:cut]),
         )
 
     def for_model(self, system_prompt: str) -> list[Message]:

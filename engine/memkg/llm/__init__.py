@@ -4,5 +4,15 @@ the adapter over the official ``openai`` client, imported only when an engine ne
 from memkg.llm.config import LLMConfig
 from memkg.llm.memory import MemoryLLM
 from memkg.llm.port import LLM, Message, Reply, Tool, ToolCall
+from memkg.llm.wire import messages_to_wire
 
-__all__ = ["LLM", "LLMConfig", "MemoryLLM", "Message", "Reply", "Tool", "ToolCall"]
+__all__ = [  # noqa: RUF022 (plain sorted order, as memkg.__all__)
+    "LLM",
+    "LLMConfig",
+    "MemoryLLM",
+    "Message",
+    "Reply",
+    "Tool",
+    "ToolCall",
+    "messages_to_wire",
+]

@@ -155,7 +155,10 @@ class Evaluator:
 
 
 def _near_miss(check: RuleCheck) -> bool:
-    return check.failing is not None and check.in_effect and len(check.holds) - check.holding <= 1
+    """All conditions but one held on their own (and at least one did)."""
+    total = len(check.holds)
+    return (check.failing is not None and check.in_effect and check.holding >= 1
+            and total - check.holding <= 1)  # fmt: skip
 
 
 def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:

@@ -178,9 +178,11 @@ def _condition(doc: Document, at: tuple[Any, ...], index: int, raw: dict[str, An
         return Condition(index, "context", line, raw, tests=tuple(tests))
     common = {"index": index, "kind": kind, "line": line, "raw": raw, "alias": body.get("as")}
     if kind == "fact":
+        matches = [Test("eq", operand(v), name, doc.line((*at, kind, "match", name)))
+                   for name, v in body.get("match", {}).items()]  # fmt: skip
         return Condition(
             **common, key=body["key"], field=body.get("field"),
-            tests=tuple(_tests(doc, (*at, kind), body, body.get("field"))),
+            tests=tuple(_tests(doc, (*at, kind), body, body.get("field")) + matches),
             min_confidence=body.get("min_confidence"), sources=tuple(body.get("source", ())),
         )  # fmt: skip
     if kind == "edge":

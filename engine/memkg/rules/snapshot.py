@@ -175,9 +175,9 @@ def _items(
                 "source": fact.source.value}  # fmt: skip
         if isinstance(fact.value, list):
             for i, value in enumerate(fact.value):
-                if (fact.id, value) not in weak:
+                if not isinstance(value, str) or (fact.id, value) not in weak:
                     items.append(Item(f"fact:{fact.id}#{i}", "fact", {**base, "value": value}, fact))
-        elif (fact.id, fact.value) not in weak:
+        elif not isinstance(fact.value, str) or (fact.id, fact.value) not in weak:
             items.append(Item(f"fact:{fact.id}", "fact", {**base, "value": fact.value}, fact))
     for edge in edges:
         props = {"t": "edge", "key": edge.relation, "to": edge.target, "weight": edge.weight}

@@ -1,0 +1,115 @@
+"""The contextual graph and memory arbitration, as the rules read them (engine-side wiring).
+
+``WeightedGraphView`` adapts one user's weighted view (``memkg.graph``) to the rules'
+``GraphView``: user edges with their weight breakdown, and paths to a concept. A path's
+weight for a rule is its weakest hop: every hop must carry the decision, as an edge must.
+``verdicts`` turns ``memkg.arbitration`` resolutions into what the rules need: frozen keys,
+and the claims that lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memkg.arbitration import Outcome, Resolution, Standing
+from memkg.events.projection import UserMemory
+from memkg.graph import queries
+from memkg.graph.claims import EntityKeys
+from memkg.graph.knowledge import Knowledge
+from memkg.graph.projection import UserGraph
+from memkg.graph.view import weighted_view
+from memkg.graph.weights import Weight, WeightParams
+from memkg.model.evidence import Edge, GraphPath, WeightFactor
+from memkg.model.fact import Fact
+from memkg.rules.snapshot import KeyVerdict
+
+Override = Mapping[str, Any]
+"""A case's graph fixture: ``{key, to, weight}`` for a user edge, ``{from, relation, to,
+weight}`` for a knowledge edge."""
+
+
+def _factors(weight: Weight | None) -> tuple[WeightFactor, ...]:
+    if weight is None:
+        return ()
+    return tuple(WeightFactor(name=f.name, value=f.value, detail=f.detail, event_id=f.event_id)
+                 for f in weight.factors)  # fmt: skip
+
+
+class WeightedGraphView:
+    """One user's graph at one time, for one domain; fixtures may replace edge weights."""
+
+    def __init__(self, graph: UserGraph, now: datetime, params: WeightParams, domain: str,
+                 overrides: Sequence[Override] = ()) -> None:  # fmt: skip
+        self._view = weighted_view(graph, now, params, domain)
+        self._user = f"user:{graph.user_id}"
+        self._threshold = params.threshold
+        self._overrides = list(overrides)
+
+    def _override(self, source: str, relation: str, target: str, weight: float) -> float:
+        for o in self._overrides:
+            user_edge = "key" in o and source == self._user and o["key"] == relation
+            knowledge = o.get("from") == source and o.get("relation", relation) == relation
+            if (user_edge or knowledge) and o["to"] == target:
+                return float(o["weight"])
+        return weight
+
+    def user_edges(self) -> list[Edge]:
+        """Edges to entities; literal values (``child.age`` 3) are facts, not graph edges."""
+        found = []
+        for e in queries.edges(self._view):
+            if e.target.startswith("value:"):
+                continue
+            weight = self._override(self._user, e.relation, e.target, e.weight)
+            found.append(Edge(
+                ref=f"{e.fact_id}>{e.target}", source=self._user, relation=e.relation,
+                target=e.target, weight=weight, base=e.breakdown.base,
+                factors=_factors(e.breakdown) if weight == e.weight else (
+                    WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
+                fact_id=e.fact_id, usable=weight >= self._threshold,
+            ))  # fmt: skip
+        return sorted(found, key=lambda e: e.ref)
+
+    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+        found = []
+        for path in queries.paths(self._view, to, max_depth=3):
+            if via is not None and via not in [h.target for h in path.hops[:-1]]:
+                continue
+            hops = []
+            for h in path.hops:
+                source = self._user if h.fact_id is not None else h.source
+                weight = self._override(source, h.relation, h.target, h.weight)
+                hops.append(Edge(
+                    ref=f"{h.fact_id or h.source}>{h.relation}>{h.target}", source=source,
+                    relation=h.relation, target=h.target, weight=weight,
+                    base=h.breakdown.base if h.breakdown else None,
+                    factors=_factors(h.breakdown) if weight == h.weight else (),
+                    fact_id=h.fact_id, usable=weight >= self._threshold,
+                ))  # fmt: skip
+            ref = "|".join(h.ref for h in hops)
+            found.append(GraphPath(ref=ref, to=to, via=via, weight=min(h.weight for h in hops),
+                                   hops=tuple(hops)))  # fmt: skip
+        return sorted(found, key=lambda p: p.ref)
+
+
+def fixture_graph(user_id: str, facts: Sequence[Fact], knowledge: Knowledge,
+                  entity_keys: EntityKeys) -> UserGraph:  # fmt: skip
+    """A graph over given facts (rule cases): no log, no signals."""
+    memory = UserMemory(user_id)
+    memory.facts = {f.id: f for f in facts}
+    return UserGraph(memory, knowledge, entity_keys)
+
+
+def verdicts(resolutions: Sequence[Resolution]) -> dict[str, KeyVerdict]:
+    """Key → what arbitration said; a key with several context slots is frozen if any is."""
+    found: dict[str, KeyVerdict] = {}
+    for r in resolutions:
+        lost = {c.fact_id: c.reason for c in r.claims if c.standing is Standing.LOST}
+        frozen = r.outcome is Outcome.FROZEN
+        old = found.get(r.key, KeyVerdict())
+        found[r.key] = KeyVerdict(
+            frozen=old.frozen or frozen, lost={**old.lost, **lost},
+            detail=r.reason if frozen else old.detail,
+        )  # fmt: skip
+    return found

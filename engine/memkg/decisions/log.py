@@ -1,0 +1,92 @@
+"""The ``DecisionLog`` port and its in-memory twin.
+
+Contract: ``append`` stores a decision once (a second append of the same id is refused);
+``get`` returns it exactly as stored; ``for_user`` lists a user's decisions oldest first;
+``save_bundle`` keeps the text of a rule bundle under its digest, so ``replay`` can rebuild
+the rules a decision was made with; ``erase_user`` removes every decision about the user.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from memkg.errors import InvalidOperation, NotFound
+from memkg.model.decision import Decision
+
+
+@runtime_checkable
+class DecisionLog(Protocol):
+    def append(self, decision: Decision) -> None: ...
+
+    def get(self, decision_id: str) -> Decision: ...
+
+    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]: ...
+
+    def save_bundle(self, digest: str, sources: dict[str, str]) -> None: ...
+
+    def bundle(self, digest: str) -> dict[str, str] | None: ...
+
+    def erase_user(self, user_id: str) -> int:
+        """Remove every decision about the user; return how many."""
+        ...
+
+    def files(self) -> list[Path]: ...
+
+    def close(self) -> None: ...
+
+
+def not_found(decision_id: str) -> NotFound:
+    return NotFound(f"no decision {decision_id}", code="decision.not_found")
+
+
+def duplicate(decision_id: str) -> InvalidOperation:
+    return InvalidOperation(f"decision {decision_id} is already logged", code="decision.duplicate")
+
+
+class MemoryDecisionLog:
+    """Decisions in a dict: for tests and short-lived engines."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._decisions: dict[str, str] = {}
+        self._users: dict[str, list[str]] = {}
+        self._bundles: dict[str, dict[str, str]] = {}
+
+    def append(self, decision: Decision) -> None:
+        with self._lock:
+            if decision.decision_id in self._decisions:
+                raise duplicate(decision.decision_id)
+            self._decisions[decision.decision_id] = decision.model_dump_json()
+            self._users.setdefault(decision.request.user_id, []).append(decision.decision_id)
+
+    def get(self, decision_id: str) -> Decision:
+        text = self._decisions.get(decision_id)
+        if text is None:
+            raise not_found(decision_id)
+        return Decision.model_validate_json(text)
+
+    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        ids = self._users.get(user_id, [])
+        return [self.get(i) for i in (ids[-limit:] if limit else ids)]
+
+    def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
+        self._bundles.setdefault(digest, dict(sources))
+
+    def bundle(self, digest: str) -> dict[str, str] | None:
+        found = self._bundles.get(digest)
+        return dict(found) if found is not None else None
+
+    def erase_user(self, user_id: str) -> int:
+        with self._lock:
+            ids = self._users.pop(user_id, [])
+            for decision_id in ids:
+                self._decisions.pop(decision_id, None)
+            return len(ids)
+
+    def files(self) -> list[Path]:
+        return []
+
+    def close(self) -> None:
+        return None

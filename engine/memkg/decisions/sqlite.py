@@ -1,0 +1,91 @@
+"""``SqliteDecisionLog``: decisions in a SQLite file, by default the event store's own file.
+
+Erasure deletes with ``secure_delete=ON``, then checkpoints the WAL and vacuums, so no page of
+the file keeps a byte of an erased user's decisions.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+from memkg.decisions.log import duplicate, not_found
+from memkg.errors import StoreError
+from memkg.model.decision import Decision
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    decision_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, domain TEXT NOT NULL,
+    decided_at TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS decisions_user ON decisions (user_id, rowid);
+CREATE TABLE IF NOT EXISTS rule_bundles (digest TEXT PRIMARY KEY, sources TEXT NOT NULL);
+"""
+
+
+class SqliteDecisionLog:
+    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
+                                       check_same_thread=False)  # fmt: skip
+            self._db.execute("PRAGMA journal_mode = WAL")
+            for pragma in ("synchronous = FULL", "secure_delete = ON"):
+                self._db.execute(f"PRAGMA {pragma}")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open decision log {self.path}: {exc}") from exc
+
+    def append(self, decision: Decision) -> None:
+        row = (decision.decision_id, decision.request.user_id, decision.request.domain,
+               decision.decided_at.isoformat(), decision.model_dump_json())  # fmt: skip
+        with self._lock:
+            try:
+                self._db.execute("INSERT INTO decisions VALUES (?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError as exc:
+                raise duplicate(decision.decision_id) from exc
+
+    def get(self, decision_id: str) -> Decision:
+        with self._lock:
+            row = self._db.execute("SELECT record FROM decisions WHERE decision_id = ?",
+                                   (decision_id,)).fetchone()  # fmt: skip
+        if row is None:
+            raise not_found(decision_id)
+        return Decision.model_validate_json(row[0])
+
+    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        query = "SELECT record FROM decisions WHERE user_id = ? ORDER BY rowid"
+        with self._lock:
+            rows = self._db.execute(query, (user_id,)).fetchall()
+        rows = rows[-limit:] if limit else rows
+        return [Decision.model_validate_json(r[0]) for r in rows]
+
+    def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO rule_bundles VALUES (?, ?)",
+                             (digest, json.dumps(sources, sort_keys=True)))  # fmt: skip
+
+    def bundle(self, digest: str) -> dict[str, str] | None:
+        with self._lock:
+            row = self._db.execute("SELECT sources FROM rule_bundles WHERE digest = ?",
+                                   (digest,)).fetchone()  # fmt: skip
+        return None if row is None else dict(json.loads(row[0]))
+
+    def erase_user(self, user_id: str) -> int:
+        with self._lock:
+            removed = self._db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,))
+            count = removed.rowcount
+            if count:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                self._db.execute("VACUUM")
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return count
+
+    def files(self) -> list[Path]:
+        return [self.path]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

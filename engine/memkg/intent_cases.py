@@ -1,0 +1,73 @@
+"""Runs rule cases (``rules/**/*.cases.yaml``) through the same path live decisions take."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memkg.clock import FrozenClock
+from memkg.decision_graph import fixture_graph
+from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
+from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
+from memkg.rules.snapshot import build_input
+from memkg.rules.validation import request_problems
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
+    from memkg.intent import IntentLayer, Rules
+
+CASE_USER = "case-user"
+
+
+def case_facts(case: Case, engine: Engine) -> list[Fact]:
+    clock = FrozenClock(case.now)
+    facts = []
+    for raw in case.facts:
+        spec = engine.registry.spec(case.table.domain, raw["key"])
+        observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
+        valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
+        facts.append(Fact(
+            id=clock.new_id("fact"), user_id=CASE_USER, domain=case.table.domain,
+            key=raw["key"], value=raw["value"], kind=spec.kind if spec else "fact",
+            source=Source(raw.get("source", "profile")), confidence=raw.get("confidence", 1.0),
+            scope=Scope.GLOBAL, observed_at=observed, recorded_at=observed, valid_until=valid,
+            provenance=Provenance(source_ref=f"case:{case.name}"),
+            sensitivity=spec.sensitivity if spec else Sensitivity.PUBLIC,
+            status=FactStatus(raw.get("status", "active")), schema_version=1,
+        ))  # fmt: skip
+    return facts
+
+
+def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesReport:
+    from memkg.intent import graph_view
+
+    engine = layer.engine
+
+    def run(case: Case) -> CaseOutcome:
+        facts = case_facts(case, engine)
+        table = case.table
+        graph = fixture_graph(CASE_USER, facts, engine.knowledge, engine.entity_keys)
+        view = graph_view(graph, case.now, engine, table.domain, [dict(g) for g in case.graph])
+        entity = frozenset(k for d, k in engine.entity_keys if d == table.domain)
+        context: dict[str, Any] = dict(case.context)
+        problems = request_problems(rules.bundle, table.domain, table.name, table, context)
+        if problems:
+            made = layer._record(rules, "case", _request(case), 0, case.now, table, None, None,
+                                 problems, {})  # fmt: skip
+            return CaseOutcome(made.result, None, None)
+        inp = build_input(table, CASE_USER, facts, context, case.now, view,
+                          keys=rules.keys(table, entity))  # fmt: skip
+        evaluation = rules.evaluator.evaluate(table, inp)
+        made = layer._record(rules, "case", _request(case), 0, case.now, table, inp,
+                             evaluation, [], {})  # fmt: skip
+        return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
+
+    return run_cases(folder, rules.bundle, run)
+
+
+def _request(case: Case) -> Any:
+    from memkg.model.decision import DecisionRequest
+
+    return DecisionRequest(user_id=CASE_USER, domain=case.table.domain, decision=case.table.name,
+                           context=dict(case.context))  # fmt: skip

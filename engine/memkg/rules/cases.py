@@ -1,0 +1,179 @@
+"""Rule tests: ``rules/<domain>/<name>.cases.yaml`` beside the table ``<name>.yaml``.
+
+Each case gives facts, graph fixtures (edge weights that replace computed ones), a clock
+(``now``) and a request context, and expects a status, action, urgency, parameters, selected
+rules, reason codes, suppressed rules, ``why_not`` (rule → index of its first failing
+condition) or left-out facts. Coverage: a rule is exercised when some case makes it match; a
+condition when some case has it hold and some case has it be the first to fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memkg.model.decision import Arbitration, LeftOut, Result
+from memkg.rules.evaluator import Evaluation
+from memkg.rules.loader import CASES_SUFFIX, schema_findings
+from memkg.rules.source import Document, YamlError, load_text
+from memkg.rules.spec import Finding, RuleBundle, RuleTable
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    file: str
+    line: int
+    table: RuleTable
+    now: datetime
+    facts: tuple[dict[str, Any], ...]
+    graph: tuple[dict[str, Any], ...]
+    context: dict[str, Any]
+    expect: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    result: Result
+    arbitration: Arbitration | None
+    evaluation: Evaluation | None
+    left_out: tuple[LeftOut, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    case: Case
+    failures: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+@dataclass
+class CasesReport:
+    results: list[CaseResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    uncovered_rules: list[str] = field(default_factory=list)
+    uncovered_conditions: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.findings and all(r.passed for r in self.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed, "cases": len(self.results),
+            "failed": [{"case": r.case.name, "file": r.case.file, "line": r.case.line,
+                        "failures": list(r.failures)} for r in self.results if not r.passed],
+            "findings": [f.to_dict() for f in self.findings],
+            "uncovered_rules": self.uncovered_rules,
+            "uncovered_conditions": self.uncovered_conditions,
+        }  # fmt: skip
+
+
+Runner = Callable[[Case], CaseOutcome]
+
+
+def load_cases(folder: Path, bundle: RuleBundle) -> tuple[list[Case], list[Finding]]:
+    cases: list[Case] = []
+    findings: list[Finding] = []
+    for path in sorted(folder.glob(f"*/*{CASES_SUFFIX}")):
+        rel = f"rules/{path.relative_to(folder).as_posix()}"
+        name = path.name.removesuffix(CASES_SUFFIX)
+        table = bundle.tables.get((path.parent.name, name))
+        if table is None:
+            findings.append(Finding("cases.no_table", f"no rule table {path.parent.name}/{name}.yaml "
+                                    "for these cases", rel, 1))  # fmt: skip
+            continue
+        try:
+            doc = load_text(path.read_text(encoding="utf-8"), rel)
+        except YamlError as exc:
+            findings.append(Finding("cases.yaml", exc.message, rel, exc.line))
+            continue
+        problems = schema_findings(doc, "cases-file")
+        findings += problems
+        if not problems:
+            cases += [_case(doc, table, i, raw) for i, raw in enumerate(doc.data["cases"])]
+    return cases, findings
+
+
+def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any]) -> Case:
+    return Case(
+        name=raw["name"], file=doc.file, line=doc.line(("cases", index)), table=table,
+        now=datetime.fromisoformat(raw["now"]), facts=tuple(raw.get("facts", ())),
+        graph=tuple(raw.get("graph", ())), context=dict(raw.get("context", {})),
+        expect=dict(raw["expect"]),
+    )  # fmt: skip
+
+
+def check(case: Case, outcome: CaseOutcome) -> CaseResult:
+    expect, result = case.expect, outcome.result
+    failures = []
+    actual: Mapping[str, Any] = {
+        "status": result.status.value, "action": result.action,
+        "urgency": result.urgency.value if result.urgency else None,
+        "parameters": result.parameters, "reason_codes": list(result.reason_codes),
+        "rules": list(outcome.arbitration.selected) if outcome.arbitration else [],
+        "suppressed": [s.rule_id for s in outcome.arbitration.suppressed]
+        if outcome.arbitration else [],
+        "left_out": sorted(f"{lo.key}:{lo.reason}" for lo in outcome.left_out),
+    }  # fmt: skip
+    for name, wanted in expect.items():
+        if name == "why_not":
+            failures += _why_not(wanted, outcome.evaluation)
+        elif name in ("rules", "reason_codes", "suppressed", "left_out"):
+            if sorted(wanted) != sorted(actual[name]):
+                failures.append(f"{name}: expected {sorted(wanted)}, got {sorted(actual[name])}")
+        elif actual[name] != wanted:
+            failures.append(f"{name}: expected {wanted!r}, got {actual[name]!r}")
+    return CaseResult(case, tuple(failures))
+
+
+def _why_not(wanted: dict[str, int], evaluation: Evaluation | None) -> list[str]:
+    checks = {c.rule.id: c for c in (evaluation.checks if evaluation else ())}
+    failures = []
+    for rule_id, index in wanted.items():
+        found = checks.get(rule_id)
+        if found is None:
+            failures.append(f"why_not {rule_id}: the rule matched (or is unknown)")
+        elif found.failing != index:
+            failures.append(f"why_not {rule_id}: expected condition {index} to fail first, "
+                            f"got {found.failing}")  # fmt: skip
+    return failures
+
+
+def run_cases(folder: Path, bundle: RuleBundle, runner: Runner) -> CasesReport:
+    cases, findings = load_cases(folder, bundle)
+    report = CasesReport(findings=findings)
+    fired: set[str] = set()
+    held: set[tuple[str, int]] = set()
+    failed: set[tuple[str, int]] = set()
+    for case in cases:
+        outcome = runner(case)
+        report.results.append(check(case, outcome))
+        if outcome.evaluation is None:
+            continue
+        for candidate in outcome.evaluation.candidates:
+            fired.add(candidate.rule_id)
+            rule = next(r for r in case.table.rules if r.id == candidate.rule_id)
+            held.update((rule.id, c.index) for c in rule.conditions)
+        for rule_check in outcome.evaluation.checks:
+            rule_id = rule_check.rule.id
+            held.update((rule_id, i) for i, ok in enumerate(rule_check.holds) if ok)
+            if rule_check.failing is not None:
+                failed.add((rule_id, rule_check.failing))
+    for table in sorted(bundle.tables.values(), key=lambda t: t.file):
+        for rule in table.rules:
+            if rule.id not in fired:
+                report.uncovered_rules.append(f"{rule.file}:{rule.line} {rule.id}")
+            for cond in rule.conditions:
+                if (rule.id, cond.index) not in held or (rule.id, cond.index) not in failed:
+                    never = "held" if (rule.id, cond.index) not in held else "failed first"
+                    report.uncovered_conditions.append(
+                        f"{rule.file}:{cond.line} {rule.id} condition {cond.index} never {never}"
+                    )
+    return report

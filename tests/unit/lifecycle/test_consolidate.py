@@ -1,0 +1,146 @@
+"""Consolidate: paraphrases merge, contradictions are reported, reruns change nothing."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from memkg import Engine, EventType, FrozenClock, MemoryLLM, Scope
+from support.scripted_model import ScriptedModel
+
+USER, DOMAIN, SESSION = "u1", "travel", "s1"
+
+
+def _save(engine: Engine, clock: FrozenClock, *notes: str, scope: str = "session") -> list[str]:
+    ids = []
+    for text in notes:
+        result = engine.save_memory_note(USER, DOMAIN, text, scope, session_id=SESSION)
+        assert result.saved, result.reason
+        ids.append(result.id or "")
+        clock.advance(timedelta(minutes=5))
+    return ids
+
+
+def _lasting(engine: Engine) -> list[str]:
+    return [n.text for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
+
+
+def test_three_paraphrases_become_one_memory(life: Engine, clock: FrozenClock) -> None:
+    ids = _save(life, clock, "Prefers window seats", "Likes sitting by the window",
+                "Wants a window seat on long flights")  # fmt: skip
+    report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert report.method == "llm" and report.fallback_reason is None
+    [memory] = report.memories
+    assert memory.from_notes == ids and memory.text == "Wants a window seat on long flights"
+    assert _lasting(life) == ["Wants a window seat on long flights"]
+    [merged] = [e for e in life.read_events(USER) if e.type is EventType.NOTE_MERGED]
+    assert merged.payload["merged"] == ids and merged.payload["consolidation_id"] == (
+        report.consolidation_id
+    )
+    [note] = life.notes(USER)
+    assert note.merged_from == tuple(ids) and merged.fact_id == note.id
+    assert note.provenance.source_ref == f"consolidation:{report.consolidation_id}"
+
+
+def test_fallback_merges_normalized_duplicates_and_says_why(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    _save(plain, clock, "Prefers window seats.", "prefers  WINDOW seats", "User prefers window seats!")
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert (report.method, report.fallback_reason) == ("fallback", "no LLM configured")
+    assert [len(m.from_notes) for m in report.memories] == [3]
+    assert _lasting(plain) == ["User prefers window seats!"]
+
+
+@pytest.mark.parametrize("with_model", [True, False])
+def test_a_contradiction_is_reported_not_silently_resolved(
+    life: Engine, plain: Engine, clock: FrozenClock, with_model: bool
+) -> None:
+    engine = life if with_model else plain
+    older, newer = _save(engine, clock, "Likes spicy food", "Does not like spicy food")
+    report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    [conflict] = report.conflicts
+    assert set(conflict.note_ids) == {older, newer} and conflict.kept == newer
+    assert _lasting(engine) == ["Does not like spicy food"]
+    [note] = [n for n in engine.notes(USER) if n.scope is Scope.GLOBAL]
+    assert note.conflicts == ("Likes spicy food",)
+    conflicts = engine.render_profile(USER, DOMAIN).text.split("## Open conflicts")[1]
+    assert '"Does not like spicy food" replaced the earlier "Likes spicy food"' in conflicts
+    [closing] = [e for e in engine.read_events(USER) if e.type is EventType.SESSION_CONSOLIDATED]
+    assert closing.payload["conflicts"] == [{"note_ids": conflict.note_ids, "kept": newer}]
+
+
+def test_running_twice_changes_nothing_the_second_time(life: Engine, clock: FrozenClock) -> None:
+    _save(life, clock, "Prefers window seats", "Likes quiet hotels")
+    life.save_memory_note(USER, DOMAIN, "Prefers aisle seats", key="seat.preference",
+                          session_id=SESSION)  # fmt: skip
+    first = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert first.changed and [f.duplicate for f in first.facts] == [False]
+    head, calls = life.store.head(), len(life.llm.requests)  # type: ignore[union-attr]
+    second = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert not second.changed and second.method == "none"
+    assert [f.duplicate for f in second.facts] == [True]
+    assert life.store.head() == head and len(life.llm.requests) == calls  # type: ignore[union-attr]
+
+
+def test_session_facts_are_promoted_through_arbitration(life: Engine) -> None:
+    life.save_memory_note(USER, DOMAIN, "Prefers aisle seats", key="seat.preference",
+                          session_id=SESSION)  # fmt: skip
+    report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    [promoted] = report.facts
+    fact = life.fact(USER, promoted.fact_id)
+    assert fact.scope is Scope.GLOBAL and fact.provenance.source_ref.startswith("fact:")
+    resolution = life.resolve(USER, DOMAIN, "seat.preference", session_id="next-session")
+    assert resolution.value == "aisle"
+
+
+def test_endpoint_down_runs_the_fallback_and_says_so(clock: FrozenClock) -> None:
+    with Engine(clock=clock, llm=MemoryLLM.down("connection refused")) as engine:
+        _save(engine, clock, "Prefers window seats", "prefers window seats")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert report.method == "fallback" and report.fallback_reason is not None
+    assert report.fallback_reason.startswith("llm.unavailable: ")
+    assert [len(m.from_notes) for m in report.memories] == [2]
+
+
+def test_an_unusable_plan_is_not_applied(clock: FrozenClock) -> None:
+    def careless(body: dict[str, Any]) -> dict[str, Any]:
+        plan = {"memories": [{"text": "User might like everything", "from_notes": ["note_x"],
+                              "reason": "single"}], "dropped": [], "conflicts": []}  # fmt: skip
+        return {"content": json.dumps(plan)}
+
+    with Engine(clock=clock, llm=MemoryLLM(careless)) as engine:
+        _save(engine, clock, "Prefers window seats")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "fallback" and report.fallback_reason is not None
+        assert "unknown note id note_x" in report.fallback_reason
+        assert "not accounted for" in report.fallback_reason
+        assert _lasting(engine) == ["Prefers window seats"]
+
+
+def test_ephemeral_notes_are_dropped(life: Engine, clock: FrozenClock) -> None:
+    [turn] = _save(life, clock, "Wants a taxi to the airport", scope="turn")
+    [today] = _save(life, clock, "Is tired today")
+    report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert sorted(report.dropped) == sorted([(turn, "ephemeral"), (today, "ephemeral")])
+    assert life.notes(USER) == []
+
+
+def test_it_runs_in_the_background(clock: FrozenClock) -> None:
+    release, model = threading.Event(), ScriptedModel()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        assert release.wait(timeout=10)
+        return model(body)
+
+    with Engine(clock=clock, llm=MemoryLLM(slow)) as engine:
+        _save(engine, clock, "Prefers window seats")
+        handle = engine.consolidate(USER, DOMAIN, SESSION)
+        assert not handle.done()  # the agent carries on meanwhile
+        assert engine.save_memory_note(USER, DOMAIN, "Likes tea", "global").saved
+        release.set()
+        assert handle.result(timeout=10).method == "llm"

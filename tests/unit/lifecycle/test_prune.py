@@ -1,0 +1,85 @@
+"""Prune: last N turns plus a summary; notes and exclusions survive; memory is re-injected."""
+
+from __future__ import annotations
+
+import json
+
+from memkg import Engine, Message, ToolCall, Window
+from memkg.lifecycle.prune import MEMORY_MARK
+
+USER, DOMAIN, SESSION = "u1", "travel", "s1"
+
+
+def _note_turn(window: Window, text: str, note: str, saved: bool, n: int) -> Window:
+    call = ToolCall(id=f"call_{n}", name="save_memory_note",
+                    arguments=json.dumps({"note": note, "scope": "session"}))  # fmt: skip
+    result = {"saved": saved} if saved else {"saved": False, "reason": "not saved: a guess"}
+    return window.add(
+        Message.user(text),
+        Message.assistant(None, [call]),
+        Message.tool(call.id, json.dumps(result)),
+        Message.assistant("Noted."),
+    )
+
+
+def _conversation() -> Window:
+    window = Window().inject("memory v1")
+    window = _note_turn(window, "I prefer aisle seats.", "Prefers aisle seats", True, 1)
+    window = window.add(Message.user("Option A or B? Not option A, it is too early."),
+                        Message.assistant("B then."))  # fmt: skip
+    window = _note_turn(window, "I might like lounges?", "Might like lounges", False, 2)
+    window = _note_turn(window, "不要红眼航班。", "Avoids red-eye flights", True, 3)
+    for n in range(4):
+        window = window.add(Message.user(f"question {n}"), Message.assistant(f"answer {n}"))
+    return window
+
+
+def test_prune_keeps_the_last_turns_and_every_saved_note() -> None:
+    window = _conversation()
+    assert not window.reinject
+    pruned = window.prune(keep_turns=2)
+    assert [m.content for m in pruned.messages if m.role == "user"] == ["question 2", "question 3"]
+    assert pruned.notes == ("Prefers aisle seats", "Avoids red-eye flights")
+    assert "Might like lounges" not in pruned.summary_text()  # refused: never a note
+    assert pruned.reinject and pruned.pruned_turns == 6
+
+
+def test_summary_keeps_what_the_user_ruled_out() -> None:
+    pruned = _conversation().prune(keep_turns=1)
+    assert pruned.exclusions == ("Not option A, it is too early.", "不要红眼航班。")
+    summary = pruned.summary_text()
+    assert '"Not option A, it is too early."' in summary and '"不要红眼航班。"' in summary
+    # a tiny summary budget trims the gist, never the exclusions or the notes
+    tight = _conversation().prune(keep_turns=1, max_summary_chars=10)
+    assert len(tight.summary) == 1 and tight.exclusions == pruned.exclusions
+    assert tight.notes == pruned.notes
+
+
+def test_tool_results_stay_with_their_calls() -> None:
+    window = _conversation()
+    for keep in range(1, 8):
+        kept = window.prune(keep_turns=keep).messages
+        calls = {c.id for m in kept for c in m.tool_calls}
+        assert {m.tool_call_id for m in kept if m.role == "tool"} <= calls
+
+
+def test_pruning_twice_accumulates_and_short_windows_are_untouched() -> None:
+    window = _conversation()
+    once = window.prune(keep_turns=5).add(Message.user("No window seats."))
+    twice = once.prune(keep_turns=2)
+    assert twice.pruned_turns == once.pruned_turns + 4
+    assert twice.notes == ("Prefers aisle seats", "Avoids red-eye flights")
+    short = Window().inject("m").add(Message.user("hi"))
+    assert short.prune(keep_turns=3) is short and not short.reinject
+
+
+def test_model_messages_carry_summary_and_the_reinjected_memory(life: Engine) -> None:
+    life.save_memory_note(USER, DOMAIN, "Prefers quiet hotels", session_id=SESSION)
+    pruned = _conversation().prune(keep_turns=1)
+    assert not any(MEMORY_MARK in (m.content or "") for m in pruned.messages)
+    again = pruned.inject(life.render_profile(USER, DOMAIN, session_id=SESSION).text)
+    sent = again.for_model("You are a travel assistant.")
+    assert sent[0].content == "You are a travel assistant."
+    assert sent[1].content is not None and sent[1].content.startswith("Summary of 7 earlier")
+    assert sent[-1].content is not None and '"Prefers quiet hotels"' in sent[-1].content
+    assert not again.reinject
