@@ -158,7 +158,9 @@ def check_rule(rule: Rule, inp: DecisionInput, by_key: Pools) -> RuleCheck:
         alias = cond.alias or f"#{cond.index}"
         nxt: list[Env] = []
         for env in envs:
-            matches = [item for item in candidates if item_satisfies(cond, item, env, ctx)]
+            bound = {id(i) for i in env.values()}  # durable-rules never binds a fact twice
+            matches = [item for item in candidates
+                       if id(item) not in bound and item_satisfies(cond, item, env, ctx)]  # fmt: skip
             if cond.negated:
                 if not matches:
                     nxt.append(env)
