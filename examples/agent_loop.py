@@ -117,7 +117,7 @@ def run_session(
                 window = window.add(
                     Message.tool(call.id, _run_tool(engine, call, window, session_id, number, log))
                 )
-        window = window.prune(keep_turns)
+        window = engine.prune(window, keep_turns)
     return log
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from memkg.cli_decisions import add_commands as add_decision_commands
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
@@ -319,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--note", required=True)
     q.add_argument("--reviewer", default="reviewer", help="who decided (default: reviewer)")
     q.set_defaults(run=cmd_review_resolve)
+    add_decision_commands(sub)
     return parser
 
 

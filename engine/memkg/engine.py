@@ -68,6 +68,7 @@ from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
 from memkg.lifecycle.notes import Note, NoteBook
+from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, EventType, NewEvent
@@ -739,6 +740,12 @@ class Engine:
         if isinstance(args, distill.NoteResult):
             return args
         return self.save_memory_note(user_id, domain, **args, **where)
+
+    def prune(self, window: Window, keep_turns: int | None = None) -> Window:
+        """``window`` cut to the configured last turns plus a summary (notes always kept)."""
+        life = self.config.lifecycle
+        return window.prune(keep_turns or life.window_turns,
+                            max_summary_chars=life.summary_max_chars)  # fmt: skip
 
     def render_profile(
         self, user_id: str, domain: str, budget: int | None = None, *,

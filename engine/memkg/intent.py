@@ -77,11 +77,17 @@ class Rules:
         return frozenset(read | entity_keys)
 
 
-def compile_rules(sources: dict[str, str], engine: Engine) -> Rules:
-    """Load, lint and compile; a bundle with any lint error is refused."""
+def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, list[Finding]]:
+    """Everything the loader and lint find wrong with a bundle, against the engine's schemas."""
     bundle, findings = load_bundle(sources)
     findings += lint_bundle(bundle, lambda d, k: (s.schema if (s := engine.registry.spec(d, k))
                                                   else None))  # fmt: skip
+    return bundle, sorted(findings, key=lambda f: (f.file, f.line, f.code))
+
+
+def compile_rules(sources: dict[str, str], engine: Engine) -> Rules:
+    """Load, lint and compile; a bundle with any lint error is refused."""
+    bundle, findings = lint_sources(sources, engine)
     errors = [f for f in findings if f.severity == "error"]
     if errors:
         raise RulesRefused(f"the rule bundle has {len(errors)} problem(s); first: {errors[0]}", errors)

@@ -33,8 +33,16 @@ class Verdict(BaseModel):
     reasons: list[str]
 
 
-TOOL = Tool(name="lookup", description="Look up.", parameters={"type": "object", "properties": {
-    "q": {"type": "string"}}, "required": ["q"], "additionalProperties": False})  # fmt: skip
+TOOL = Tool(
+    name="lookup",
+    description="Look up.",
+    parameters={
+        "type": "object",
+        "properties": {"q": {"type": "string"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    },
+)
 
 
 def script(body: dict[str, Any]) -> Any:
@@ -110,8 +118,10 @@ def test_engine_consolidates_through_the_configured_endpoint(clock: FrozenClock)
                 assert engine.save_memory_note("u1", "travel", text, session_id="s1").saved
             report = engine.consolidate("u1", "travel", "s1").result(timeout=20)
         assert report.method == "llm" and len(report.memories) == 1 and server.errors == []
-    with Engine(clock=clock, config=EngineConfig(llm=LLMConfig(model="m", base_url=server.base_url,
-                max_retries=0))) as engine:  # fmt: skip
+    with Engine(
+        clock=clock,
+        config=EngineConfig(llm=LLMConfig(model="m", base_url=server.base_url, max_retries=0)),
+    ) as engine:
         engine.save_memory_note("u1", "travel", "Prefers window seats", session_id="s1")
         down = engine.consolidate("u1", "travel", "s1").result(timeout=20)
     assert down.method == "fallback" and "llm.unavailable" in (down.fallback_reason or "")

@@ -19,7 +19,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
     decision_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, domain TEXT NOT NULL,
     decided_at TEXT NOT NULL, record TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS decisions_user ON decisions (user_id, rowid);
+CREATE INDEX IF NOT EXISTS decisions_user ON decisions (user_id);
 CREATE TABLE IF NOT EXISTS rule_bundles (digest TEXT PRIMARY KEY, sources TEXT NOT NULL);
 """
 

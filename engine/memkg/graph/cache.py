@@ -3,7 +3,8 @@
 Work is per user: a write folds its events into that user's cached graph only; a read
 rebuilds a user's graph from that user's stream when the cached one is behind (another process
 wrote) and touches no one else. The weighted view is memoised per user for one (version,
-time, domain) at a time, since weights move with time. The cache holds at most ``max_users``
+time, domain, weight parameters) at a time, since weights move with time; a view for a new
+time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic. The cache holds at most ``max_users``
 graphs, least recently used first out.
 
 The owner must call ``forget`` when a user's stream is rewritten (erasure, purge by audit id):
@@ -40,7 +41,9 @@ class GraphCache:
         self._new = new_graph
         self._max = max_users
         self._graphs: OrderedDict[str, UserGraph] = OrderedDict()
-        self._views: dict[str, tuple[tuple[int, int, datetime, str | None], View]] = {}
+        self._views: dict[
+            str, tuple[tuple[int, int, datetime, str | None, WeightParams], View]
+        ] = {}
         self._lock = threading.RLock()
 
     def get(self, user_id: str) -> UserGraph:
@@ -90,7 +93,7 @@ class GraphCache:
     ) -> tuple[UserGraph, View]:
         with self._lock:
             graph = self.get(user_id)
-            key = (graph.version, graph.seq, now, domain)
+            key = (graph.version, graph.seq, now, domain, params)
             memo = self._views.get(user_id)
             if memo is None or memo[0] != key:
                 memo = self._views[user_id] = (key, weighted_view(graph, now, params, domain))

@@ -17,6 +17,8 @@ from rdflib.term import Node
 from memkg.model.vocab import ENTITY, MK, entity_iri, entity_ref
 
 _ENTITY = str(ENTITY)
+_REACH_MEMO = 4096
+"""Entity sets whose reach is remembered; past that the memo starts over."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Knowledge:
                 self._labels[ref] = str(label)
         for edges in self._out.values():
             edges.sort(key=lambda e: (e.relation, e.target))
+        self._reach: dict[frozenset[str], tuple[KnowledgeEdge, ...]] = {}
 
     def out(self, ref: str) -> list[KnowledgeEdge]:
         return self._out.get(ref, [])
@@ -88,6 +91,17 @@ class Knowledge:
                         seen.add(edge.target)
                         following.append(edge.target)
             frontier = following
+        return found
+
+    def reach(self, refs: Iterable[str]) -> tuple[KnowledgeEdge, ...]:
+        """``reachable(refs)``, remembered: users' entity sets repeat, the knowledge does not change."""
+        key = frozenset(refs)
+        found = self._reach.get(key)
+        if found is None:
+            found = tuple(self.reachable(key))
+            if len(self._reach) >= _REACH_MEMO:
+                self._reach.clear()
+            self._reach[key] = found
         return found
 
     def entity_type(self, ref: str) -> str | None:

@@ -7,12 +7,17 @@ part of the shared domain knowledge the user's entities touch (an entity's descr
 everything reachable from it). The dataset is built on first use, then kept current event by
 event; built either way it holds the same triples (a property test checks it).
 
+The live claims of each domain, with the signals on their edges, are kept too (``claims_of``):
+built on first use and rebuilt only after an event touches that domain, so weighing a user's
+edges at a new time costs arithmetic, not a walk over every fact.
+
 Nothing here reads other users: a user's graph costs what the user's own events cost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -30,11 +35,27 @@ from memkg.graph.rdf import (
     status_triple,
 )
 from memkg.graph.signals import SignalRecord, read_signal
+from memkg.graph.weights import Signal
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact
 
 EdgeKey = tuple[str, str, str]
 """(domain, key, target value): one edge ``user ─key→ target`` of one domain."""
+
+
+_FACT_EVENTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_CONFIRMED,
+                          EventType.FACT_SUPERSEDED, EventType.FACT_RETRACTED,
+                          EventType.FACT_EXPIRED})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One live claim ``user ─key→ target`` and the signals that count for it."""
+
+    fact: Fact
+    target: Target
+    signals: tuple[Signal, ...]
+    """Signals on the edge recorded after the fact, by time then event id."""
 
 
 class FactFold(Protocol):
@@ -60,6 +81,13 @@ class UserGraph:
         self._live: dict[EdgeKey, set[str]] = {}
         self._dataset: Dataset | None = None
         self._touched: set[str] = set()
+        # ``claims_of`` memo: an entry is good while no event touched its domain since it was
+        # built. Counters move after the event is folded in, so a read racing a write can
+        # only store an entry already out of date, never a wrong one marked current.
+        self._changes = 0
+        self._floor = 0
+        self._changed_at: dict[str | None, int] = {}
+        self._claims: dict[str | None, tuple[int, tuple[Claim, ...]]] = {}
 
     @classmethod
     def from_events(
@@ -84,6 +112,25 @@ class UserGraph:
 
     def apply(self, event: Event) -> None:
         """Fold one event in (events of other users are refused by the fold)."""
+        try:
+            self._apply(event)
+        finally:
+            self._note_change(event)
+
+    def _note_change(self, event: Event) -> None:
+        """Mark the ``claims_of`` entries the event made stale (after it is folded in)."""
+        self._changes += 1
+        self._changed_at[None] = self._changes
+        if event.type is EventType.SIGNAL_RECORDED:
+            self._changed_at[event.domain or ""] = self._changes
+        elif event.type in _FACT_EVENTS:
+            fact = self.memory.facts.get(event.fact_id) if event.fact_id else None
+            if event.fact_id is None:
+                self._floor = self._changes  # cannot tell which fact: every entry is stale
+            elif fact is not None:
+                self._changed_at[fact.domain] = self._changes
+
+    def _apply(self, event: Event) -> None:
         self.memory.apply(event)
         if event.type is EventType.SIGNAL_RECORDED:
             signal = read_signal(event)
@@ -123,6 +170,24 @@ class UserGraph:
                 continue
             for target in self.targets(fact):
                 yield fact, target
+
+    def claims_of(self, domain: str | None = None) -> tuple[Claim, ...]:
+        """Live claims (of ``domain``, or all), oldest first, whatever their ``valid_until``."""
+        memo = self._claims.get(domain)
+        if memo is not None and memo[0] >= max(self._floor, self._changed_at.get(domain, 0)):
+            return memo[1]
+        built_at = self._changes
+        found = []
+        for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
+            if fact.status not in LIVE or (domain is not None and fact.domain != domain):
+                continue
+            for target in self.targets(fact):
+                signals = sorted((s.as_signal() for s in self.signals_for(fact, target)),
+                                 key=lambda s: (s.at, s.event_id))  # fmt: skip
+                found.append(Claim(fact, target, tuple(signals)))
+        claims = tuple(found)
+        self._claims[domain] = (built_at, claims)
+        return claims
 
     def signals_for(self, fact: Fact, target: Target) -> list[SignalRecord]:
         """Signals on the fact's edge recorded after the fact (see ``graph.signals``)."""

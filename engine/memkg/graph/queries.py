@@ -11,13 +11,14 @@ not *decidable*, and neither is a path containing one. Decisions pass ``decidabl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
-import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
 from memkg.graph.projection import UserGraph
-from memkg.graph.view import View, user_node
+from memkg.graph.view import View, breakdown, user_node
 from memkg.graph.weights import Weight
 from memkg.model.fact import FactStatus
 
@@ -85,30 +86,33 @@ def edges(
     decidable_only: bool = False,
 ) -> list[Edge]:
     """The user's claims, heaviest first; ``relation`` is a key (``airline.preferred``)."""
-    user = user_node(view.graph["user_id"])
-    found = []
-    for _, target, data in view.out_edges(user, data=True):
-        if relation is not None and data["relation"] != relation:
-            continue
-        if min_weight is not None and data["weight"] < min_weight:
-            continue
-        if decidable_only and not data["decidable"]:
-            continue
-        found.append(
-            Edge(
-                user_id=view.graph["user_id"],
-                domain=data["domain"],
-                relation=data["relation"],
-                target=target,
-                fact_id=data["fact_id"],
-                status=data["status"],
-                weight=data["weight"],
-                usable=data["breakdown"].usable,
-                decidable=data["decidable"],
-                breakdown=data["breakdown"],
-            )
+    user_id = view.graph["user_id"]
+    chosen = []
+    for target, keys in view.succ[user_node(user_id)].items():
+        for data in keys.values():
+            if relation is not None and data["relation"] != relation:
+                continue
+            if min_weight is not None and data["weight"] < min_weight:
+                continue
+            if decidable_only and not data["decidable"]:
+                continue
+            chosen.append((-data["weight"], data["relation"], target, data["fact_id"], data))
+    chosen.sort(key=lambda c: c[:4])
+    return [
+        Edge(
+            user_id=user_id,
+            domain=data["domain"],
+            relation=data["relation"],
+            target=target,
+            fact_id=data["fact_id"],
+            status=data["status"],
+            weight=data["weight"],
+            usable=data["claim"].usable,
+            decidable=data["decidable"],
+            breakdown=breakdown(data),
         )
-    return sorted(found, key=lambda e: (-e.weight, e.relation, e.target, e.fact_id))
+        for _, _, target, _, data in chosen
+    ]
 
 
 def paths(
@@ -119,19 +123,54 @@ def paths(
     if concept not in view or concept == user or max_depth < 1:
         return []
     found = []
-    for route in nx.all_simple_edge_paths(view, user, concept, cutoff=max_depth):
-        hops = tuple(_hop(view, source, target, key) for source, target, key in route)
-        if decidable_only and not all(h.decidable for h in hops):
+    hops: dict[tuple[str, str, str], Hop] = {}
+    for route in _routes(view.succ, user, concept, max_depth):
+        path = []
+        for edge in route:
+            hop = hops.get(edge)
+            if hop is None:
+                hop = hops[edge] = _hop(view, *edge)
+            path.append(hop)
+        decidable = all(h.decidable for h in path)
+        if decidable_only and not decidable:
             continue
         weight = 1.0
-        for hop in hops:
+        for hop in path:
             weight *= hop.weight
-        found.append(GraphPath(hops=hops, weight=weight, decidable=all(h.decidable for h in hops)))
+        found.append(GraphPath(hops=tuple(path), weight=weight, decidable=decidable))
     return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
 
 
+def _routes(
+    succ: Any, source: str, target: str, cutoff: int
+) -> Iterator[list[tuple[str, str, str]]]:
+    """``nx.all_simple_edge_paths(view, source, target, cutoff)``, in the same order.
+
+    The same depth-first walk over the same adjacency order, without NetworkX's per-node
+    edge views: path ties keep their order, so results match hop for hop.
+    """
+    route: list[tuple[str, str, str]] = []
+    on_route = {source}
+
+    def walk(node: str, depth: int) -> Iterator[list[tuple[str, str, str]]]:
+        for following, keys in succ[node].items():
+            if following in on_route:
+                continue
+            for key in keys:
+                route.append((node, following, key))
+                if following == target:
+                    yield list(route)
+                elif depth < cutoff:
+                    on_route.add(following)
+                    yield from walk(following, depth + 1)
+                    on_route.discard(following)
+                route.pop()
+
+    yield from walk(source, 1)
+
+
 def _hop(view: View, source: str, target: str, key: str) -> Hop:
-    data = view.edges[source, target, key]
+    data = view.succ[source][target][key]
     return Hop(
         source=view.nodes[source]["ref"],
         relation=data["relation"],
@@ -140,7 +179,7 @@ def _hop(view: View, source: str, target: str, key: str) -> Hop:
         decidable=data["decidable"],
         fact_id=data["fact_id"],
         status=data["status"],
-        breakdown=data["breakdown"],
+        breakdown=breakdown(data),
     )
 
 

@@ -108,7 +108,7 @@ def claim_weight(
     ]
     gain = 0.0
     rejections = 0
-    for signal in sorted(signals, key=lambda s: (s.at, s.event_id)):
+    for signal in sorted(signals, key=_signal_order):
         signal_age = (now - signal.at).total_seconds() / 86400
         if signal_age < 0:
             continue  # a signal from after ``now`` (weights as of a past time)
@@ -140,3 +140,66 @@ def claim_weight(
     if value != raw:
         factors.append(Factor(name="clamp", value=value, detail=f"{raw:.3f} clamped to [0, 1]"))
     return Weight(value=value, usable=value >= params.threshold, base=base, factors=tuple(factors))
+
+
+def _signal_order(signal: Signal) -> tuple[datetime, str]:
+    return signal.at, signal.event_id
+
+
+class ClaimWeight:
+    """The weight of one claim at one time: the value at once, its ``Weight`` on request.
+
+    Views weigh every claim on every read, and most reads never look at a breakdown, so the
+    value is computed here without building one. It is the same float, bit for bit, as
+    ``claim_weight(...).value``: the same operations in the same order (a test checks it).
+
+    >>> from datetime import datetime, UTC
+    >>> now = datetime(2026, 5, 1, tzinfo=UTC)
+    >>> w = ClaimWeight(0.9, "dialogue", now, (Signal("rejected", now, "evt_1"),), now,
+    ...                 WeightParams())
+    >>> round(w.value, 3), w.usable, w.breakdown == claim_weight(
+    ...     0.9, "dialogue", now, [Signal("rejected", now, "evt_1")], now, WeightParams())
+    (0.315, False, True)
+    """
+
+    __slots__ = ("_weight", "base", "confidence", "now", "observed_at", "params", "signals",
+                 "source", "usable", "value")  # fmt: skip
+
+    def __init__(
+        self,
+        confidence: float,
+        source: str,
+        observed_at: datetime,
+        signals: Sequence[Signal],
+        now: datetime,
+        params: WeightParams,
+    ) -> None:
+        self.confidence, self.source, self.observed_at = confidence, source, observed_at
+        self.signals, self.now, self.params = signals, now, params
+        self._weight: Weight | None = None
+        age_days = max((now - observed_at).total_seconds() / 86400, 0.0)
+        aging = (1 - params.monthly_decay) ** (age_days / 30)
+        self.base = base = confidence * params.credibility.get(source, 0.0) * aging
+        gain = 0.0
+        rejections = 0
+        if signals:
+            for signal in sorted(signals, key=_signal_order):
+                signal_age = (now - signal.at).total_seconds() / 86400
+                if signal_age < 0:
+                    continue
+                if signal.kind == "rejected":
+                    rejections += 1
+                elif signal_age <= params.signal_window_days:
+                    gain += (params.signal_scores.get(signal.kind, 0.0)
+                             * params.signal_decay**signal_age)  # fmt: skip
+        raw = base * (1 + gain) * params.rejection_factor**rejections
+        self.value = value = min(max(raw, 0.0), 1.0)
+        self.usable = value >= params.threshold
+
+    @property
+    def breakdown(self) -> Weight:
+        """The weight with every factor and the evidence behind it (built once, on request)."""
+        if self._weight is None:
+            self._weight = claim_weight(self.confidence, self.source, self.observed_at,
+                                        self.signals, self.now, self.params)  # fmt: skip
+        return self._weight

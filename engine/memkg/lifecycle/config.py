@@ -41,6 +41,4 @@ class LifecycleConfig(BaseModel):
     summary_max_chars: int = Field(2_000, gt=200)
     profile_budget: int = Field(1_200, gt=0)
     """Tokens ``render_profile`` may use when the caller gives no budget."""
-    recent_days: float = Field(7.0, gt=0)
-    """Notes and states younger than this are 'recent context'."""
     recall: RecallWeights = RecallWeights()

@@ -1,9 +1,8 @@
 """Consolidate: at session end, merge what the session noted into long-term memory.
 
-1. Structured facts of the session (``preference`` and ``fact`` kinds; states are never
-   promoted) are restated at global scope through normal ingest, idempotently (one idempotency
-   key per session fact), and arbitration decides between them and older claims on read;
-   a differing live global value is reported as a conflict.
+1. Structured facts of the session are restated at global scope (``promote.py``) and
+   arbitration decides between them and older claims; its outcome and every competing
+   global value are reported.
 2. Free-text notes of the session are merged with the long-term notes by the model's plan
    (``merge.llm_plan``), checked before use; when no model is configured, the endpoint is down,
    or its plan is unusable, the deterministic ``merge.fallback_plan`` runs and the report says
@@ -18,33 +17,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import LLMError
+from memkg.errors import ConcurrencyConflict, LLMError
 from memkg.lifecycle.config import LifecycleConfig
-from memkg.lifecycle.distill import note_event
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
-from memkg.lifecycle.notes import Note, NoteBook, note_payload
+from memkg.lifecycle.notes import Note, NoteBook, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
+from memkg.lifecycle.promote import PromotedFact, promote
 from memkg.lifecycle.screen import note_problems
 from memkg.llm.port import LLM
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import FactStatus, Kind, Observation, Provenance, Scope
+from memkg.model.fact import Provenance, Scope
 
-
-class PromotedFact(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    session_fact_id: str
-    key: str
-    value: Any
-    fact_id: str
-    duplicate: bool
-    """Already promoted by an earlier run: nothing changed."""
-    competing: tuple[Any, ...] = ()
-    """Other live global values of the key: arbitration decides, the agent should know."""
+_ATTEMPTS = 3
 
 
 class ConsolidationReport(BaseModel):
@@ -83,48 +71,6 @@ class ConsolidationHandle:
         return self._future.result(timeout)
 
 
-def _promote(port: MemoryPort, user_id: str, domain: str, session_id: str) -> list[PromotedFact]:
-    found = []
-    facts = port.facts(user_id, domain)
-    for fact in facts:
-        if (fact.session_id, fact.scope) != (session_id, Scope.SESSION):
-            continue
-        if fact.kind not in (Kind.PREFERENCE, Kind.FACT) or fact.status is FactStatus.FROZEN:
-            continue
-        others = tuple(
-            f.value
-            for f in facts
-            if f.key == fact.key and f.scope is Scope.GLOBAL and f.value != fact.value
-        )
-        stored = port.ingest(
-            Observation(
-                user_id=user_id,
-                domain=domain,
-                key=fact.key,
-                value=fact.value,
-                kind=fact.kind,
-                source=fact.source,
-                confidence=fact.confidence,
-                observed_at=fact.observed_at,
-                context=fact.context,
-                change=fact.change,
-                provenance=fact.provenance.model_copy(update={"source_ref": f"fact:{fact.id}"}),
-                idempotency_key=f"consolidate:{fact.id}",
-            )
-        )
-        found.append(
-            PromotedFact(
-                session_fact_id=fact.id,
-                key=fact.key,
-                value=fact.value,
-                fact_id=stored.fact_id,
-                duplicate=stored.duplicate,
-                competing=others,
-            )
-        )
-    return found
-
-
 def consolidate(
     port: MemoryPort,
     llm: LLM | None,
@@ -134,8 +80,30 @@ def consolidate(
     domain: str,
     session_id: str,
 ) -> ConsolidationReport:
-    """Merge session ``session_id`` of ``user_id`` in ``domain`` into long-term memory."""
-    facts = _promote(port, user_id, domain, session_id)
+    """Merge session ``session_id`` of ``user_id`` in ``domain`` into long-term memory.
+
+    A note the agent saves meanwhile makes the final append conflict; the merge is then
+    planned again from the new state (up to three times).
+    """
+    facts = promote(port, user_id, domain, session_id)
+    for attempt in range(_ATTEMPTS):
+        try:
+            return _merge(port, llm, config, facts, user_id, domain, session_id)
+        except ConcurrencyConflict:
+            if attempt == _ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _merge(
+    port: MemoryPort,
+    llm: LLM | None,
+    config: LifecycleConfig,
+    facts: list[PromotedFact],
+    user_id: str,
+    domain: str,
+    session_id: str,
+) -> ConsolidationReport:
     events = port.read_events(user_id)
     version = events[-1].version if events else 0
     book, now = NoteBook.from_events(events), port.clock.now()
@@ -237,7 +205,7 @@ def _events(
             "consolidation_id": cid,
             "method": method,
         }
-        found.append((note_event(port, EventType.NOTE_MERGED, note, payload), memory))
+        found.append((note_event(port.clock, EventType.NOTE_MERGED, note, payload), memory))
     for drop in plan.dropped:
         payload = {
             "note_id": drop.note_id,
@@ -245,5 +213,7 @@ def _events(
             "consolidation_id": cid,
             "method": method,
         }
-        found.append((note_event(port, EventType.NOTE_DROPPED, notes[drop.note_id], payload), None))
+        found.append(
+            (note_event(port.clock, EventType.NOTE_DROPPED, notes[drop.note_id], payload), None)
+        )
     return found

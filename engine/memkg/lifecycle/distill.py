@@ -19,17 +19,16 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memkg.errors import ValidationFailed
 from memkg.lifecycle.config import LifecycleConfig
-from memkg.lifecycle.notes import Note, note_payload
+from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.screen import note_problems
-from memkg.model.event import EventType, NewEvent
+from memkg.model.event import EventType
 from memkg.model.fact import Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
 
@@ -53,6 +52,12 @@ class NoteResult(BaseModel):
         else:
             body = {"saved": False, "reason": self.reason, "codes": [p.code for p in self.problems]}
         return json.dumps(body, ensure_ascii=False)
+
+
+def _invalid(exc: ValidationError) -> Problem:
+    first = exc.errors(include_url=False)[0]
+    where = "$." + ".".join(str(p) for p in first["loc"])
+    return Problem(code="note.invalid", path=where, message=first["msg"], stage="envelope")
 
 
 def _refused(problems: Sequence[Problem]) -> NoteResult:
@@ -124,7 +129,20 @@ def save_memory_note(
     if problems:
         return _refused(problems)
     base = provenance or Provenance()
-    prov = base.model_copy(update={"source_ref": source_ref or base.source_ref})
+    try:
+        prov = Provenance.model_validate(
+            {**base.model_dump(), "source_ref": source_ref or base.source_ref}
+        )
+    except ValidationError as exc:
+        return _refused([_invalid(exc)])
+    if not port.declared_keys(domain):
+        problem = Problem(
+            code="domain.unknown",
+            path="$.domain",
+            message=f"unknown domain {domain!r}",
+            stage="envelope",
+        )
+        return _refused([problem])
     if key is not None:
         return _save_fact(port, config, user_id, domain, note, scope, key, value, session_id, prov)
     return _save_note(port, config, user_id, domain, note.strip(), scope, session_id, prov)
@@ -171,11 +189,7 @@ def _save_fact(
         )
         stored = port.ingest(observation)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = "$." + ".".join(str(p) for p in first["loc"])
-        return _refused(
-            [Problem(code="note.invalid", path=where, message=first["msg"], stage="envelope")]
-        )
+        return _refused([_invalid(exc)])
     except ValidationFailed as exc:
         return _refused(list(exc.report.problems))
     return NoteResult(saved=True, stored_as="fact", id=stored.fact_id)
@@ -191,48 +205,29 @@ def _save_note(
     session_id: str | None,
     provenance: Provenance,
 ) -> NoteResult:
-    now = port.clock.now()
-    valid_until: datetime | None = None
-    if scope is Scope.TURN:
-        valid_until = now + config.turn_note_ttl
-    elif scope is Scope.SESSION and session_id is None:
-        return _refused(
-            [
-                Problem(
-                    code="note.session_missing",
-                    path="$.session_id",
-                    message="a session-scope note needs the session it belongs to",
-                    stage="envelope",
-                )
-            ]
+    if scope is Scope.SESSION and session_id is None:
+        message = "a session-scope note needs the session it belongs to"
+        problem = Problem(
+            code="note.session_missing", path="$.session_id", message=message, stage="envelope"
         )
-    note = Note(
-        id=port.clock.new_id("note"),
-        user_id=user_id,
-        domain=domain,
-        text=text,
-        scope=scope,
-        session_id=session_id,
-        confidence=config.note_confidence,
-        observed_at=now,
-        recorded_at=now,
-        valid_until=valid_until,
-        provenance=provenance,
-    )
-    event = note_event(port, EventType.NOTE_SAVED, note, {"note": note_payload(note)})
+        return _refused([problem])
+    now = port.clock.now()
+    try:
+        note = Note(
+            id=port.clock.new_id("note"),
+            user_id=user_id,
+            domain=domain,
+            text=text,
+            scope=scope,
+            session_id=session_id,
+            confidence=config.note_confidence,
+            observed_at=now,
+            recorded_at=now,
+            provenance=provenance,
+            valid_until=now + config.turn_note_ttl if scope is Scope.TURN else None,
+        )
+    except ValidationError as exc:
+        return _refused([_invalid(exc)])
+    event = note_event(port.clock, EventType.NOTE_SAVED, note, {"note": note_payload(note)})
     port.append_events(user_id, [event])
     return NoteResult(saved=True, stored_as="note", id=note.id)
-
-
-def note_event(port: MemoryPort, kind: EventType, note: Note, payload: dict[str, Any]) -> NewEvent:
-    """An event about ``note``: indexed by its id and audit id, so erasure finds it."""
-    return NewEvent(
-        event_id=port.clock.new_id("evt"),
-        type=kind,
-        user_id=note.user_id,
-        domain=note.domain,
-        payload=payload,
-        recorded_at=port.clock.now(),
-        fact_id=note.id,
-        audit_log_id=note.provenance.audit_log_id,
-    )

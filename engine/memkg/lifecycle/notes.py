@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from memkg.model.event import Event, EventType
-from memkg.model.fact import Provenance, Scope, Source
+from memkg.clock import Clock
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Identifier, Provenance, Scope, Source
 
 
 class NoteStatus(StrEnum):
@@ -36,11 +37,11 @@ class Note(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
-    user_id: str
-    domain: str
+    user_id: Identifier
+    domain: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
     text: str
     scope: Scope
-    session_id: str | None = None
+    session_id: Identifier | None = None
     source: Source = Source.DIALOGUE
     confidence: float = 1.0
     observed_at: datetime
@@ -64,6 +65,20 @@ class Note(BaseModel):
 
 def note_payload(note: Note) -> dict[str, Any]:
     return note.model_dump(mode="json", exclude={"seq", "replaced_by", "status_reason", "status"})
+
+
+def note_event(clock: Clock, kind: EventType, note: Note, payload: dict[str, Any]) -> NewEvent:
+    """An event about ``note``: indexed by its id and audit id, so erasure finds it."""
+    return NewEvent(
+        event_id=clock.new_id("evt"),
+        type=kind,
+        user_id=note.user_id,
+        domain=note.domain,
+        payload=payload,
+        recorded_at=clock.now(),
+        fact_id=note.id,
+        audit_log_id=note.provenance.audit_log_id,
+    )
 
 
 class NoteBook:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from memkg.clock import Clock
@@ -22,6 +22,16 @@ class Stored(Protocol):
 
     @property
     def duplicate(self) -> bool: ...
+
+
+class Held(Protocol):
+    """What arbitration decided for a key."""
+
+    @property
+    def outcome(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 class MemoryPort(Protocol):
@@ -45,6 +55,12 @@ class MemoryPort(Protocol):
 
     def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
         """The JSON Schema of a declared key, None when the domain does not declare it."""
+        ...
+
+    def resolve(
+        self, user_id: str, domain: str, key: str, *, context: Mapping[str, str] | None = None
+    ) -> Held:
+        """Arbitrate the key now (a strong conflict is queued for review)."""
         ...
 
     def read_events(self, user_id: str) -> list[Event]: ...

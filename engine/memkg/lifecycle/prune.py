@@ -20,6 +20,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.errors import InvalidOperation
 from memkg.lifecycle.note_tool import NAME as NOTE_TOOL
 from memkg.llm.port import Message
 
@@ -64,6 +65,8 @@ class Window(BaseModel):
 
     def prune(self, keep_turns: int, *, max_summary_chars: int = 2_000) -> Window:
         """Keep the last ``keep_turns`` user turns (and memory injected within them)."""
+        if keep_turns < 1:
+            raise InvalidOperation("a window keeps at least the current turn", code="window.keep")
         turns = self.turns()
         starts_with_user = [i for i, t in enumerate(turns) if t[0].role == "user"]
         if len(starts_with_user) <= keep_turns:

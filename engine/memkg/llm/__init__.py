@@ -6,7 +6,7 @@ from memkg.llm.memory import MemoryLLM
 from memkg.llm.port import LLM, Message, Reply, Tool, ToolCall
 from memkg.llm.wire import messages_to_wire
 
-__all__ = [  # noqa: RUF022 (plain sorted order, as memkg.__all__)
+__all__ = [
     "LLM",
     "LLMConfig",
     "MemoryLLM",

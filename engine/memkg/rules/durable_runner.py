@@ -6,7 +6,8 @@ durable-rules is used as a matcher and nothing more:
   session and sending more traffic segfaults), and whose ``get_action`` resolves every action
   once, at registration, to a recorder;
 * one fresh ``sid`` per evaluation, ``delete_state`` afterwards (a ruleset holds at most 1,024
-  live sessions); messages are asserted as facts (an event is consumed by one rule only), each
+  live sessions); every compiled ruleset has a rule that fires on the context message, since
+  deleting a session in which no action ran crashes the C core (``compiler.DONE``); messages are asserted as facts (an event is consumed by one rule only), each
   with a unique ``id``; the request context goes last, so negated patterns see every fact;
 * ``MessageNotHandledException`` means no rule matched; an exception inside an action is
   swallowed into the session state by durable-rules, so the state is checked and the run fails
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 from durable.engine import Host, MessageNotHandledException
 
 from memkg.errors import MemkgError
+from memkg.rules.compiler import DONE
 
 
 class RuleEvaluationError(MemkgError, RuntimeError):
@@ -106,8 +108,10 @@ class DurableRunner:
                 raise RuleEvaluationError(
                     f"a rule action failed inside durable-rules: {state['exception'][:300]}"
                 )
+            if not any(f.rule == DONE for f in sink):
+                raise RuleEvaluationError("durable-rules did not finish the evaluation")
             return [Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
-                    for f in sink]  # fmt: skip
+                    for f in sink if f.rule != DONE]  # fmt: skip
 
     def _delete(self, ruleset: str, sid: str) -> None:
         try:

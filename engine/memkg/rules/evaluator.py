@@ -8,15 +8,17 @@ but one holding, ``why_not`` names the first condition that failed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memkg.model.decision import Binding, Candidate
+from memkg.model.evidence import Edge
+from memkg.model.fact import Fact
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
-from memkg.rules.compiler import compile_table, pattern_alias, rule_name, ruleset_name
+from memkg.rules.compiler import compile_table, negation_flag, pattern_alias, rule_name, ruleset_name
 from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
-from memkg.rules.matcher import Env, Pools, RuleCheck, check_rule, pool, pools
+from memkg.rules.matcher import Env, Pools, RuleCheck, check_rule, item_satisfies, pool, pools
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
 from memkg.rules.text import condition_text, fill, value_text
@@ -32,12 +34,10 @@ class Evaluation:
     """The Python walk of every rule that did not fire (for coverage)."""
 
 
-def fact_node(item: Item) -> FactNode:
-    fact = item.fact
-    assert fact is not None
+def fact_node(fact: Fact, item: Any = None) -> FactNode:
     return FactNode(
         fact_id=fact.id, key=fact.key, value=fact.value,
-        item=item.props["value"] if isinstance(fact.value, list) else None,
+        item=item if isinstance(fact.value, list) else None,
         kind=fact.kind.value, source=fact.source.value, confidence=fact.confidence,
         status=fact.status.value, provenance=fact.provenance, observed_at=fact.observed_at,
         recorded_at=fact.recorded_at, valid_until=fact.valid_until,
@@ -55,14 +55,21 @@ def _value(item: Item) -> Any:
 
 
 def condition_node(cond: Condition, holds: bool, item: Item | None, ctx: dict[str, Any],
-                   failure: str | None = None) -> ConditionNode:  # fmt: skip
+                   failure: str | None = None, facts: Mapping[str, Fact] | None = None
+                   ) -> ConditionNode:  # fmt: skip
+    """``facts`` (by id) lets an edge or path show the facts behind its user hop."""
     evidence: dict[str, Any] = {}
-    if item is not None and item.kind == "fact":
-        evidence["facts"] = (fact_node(item),)
+    facts = facts or {}
+    hops: tuple[Edge, ...] = ()
+    if item is not None and item.fact is not None:
+        evidence["facts"] = (fact_node(item.fact, item.props["value"]),)
     elif item is not None and item.edge is not None:
-        evidence["edges"] = (item.edge,)
+        evidence["edges"], hops = (item.edge,), (item.edge,)
     elif item is not None and item.path is not None:
-        evidence["paths"] = (item.path,)
+        evidence["paths"], hops = (item.path,), item.path.hops
+    behind = [(facts[h.fact_id], h.target) for h in hops if h.fact_id in facts]
+    if behind:
+        evidence["facts"] = tuple(fact_node(f, target) for f, target in behind)
     bindings: dict[str, Any] = {}
     if item is not None and item.kind != "context":
         bindings[cond.alias or cond.key or cond.to] = _value(item)
@@ -86,14 +93,27 @@ class Evaluator:
             key: {rule_name(r): r for r in table.rules} for key, table in bundle.tables.items()
         }
 
+    def messages(self, table: RuleTable, inp: DecisionInput, by_key: Pools | None = None
+                 ) -> list[dict[str, Any]]:  # fmt: skip
+        """What the matcher is sent: the evidence, then the context with the negation flags."""
+        by_key = pools(inp.items) if by_key is None else by_key
+        ctx = inp.items[-1].props
+        flags = {
+            negation_flag(rule, cond): int(not any(
+                item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key)))
+            for rule in table.rules for cond in rule.conditions if cond.negated
+        }  # fmt: skip
+        return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
+
     def evaluate(self, table: RuleTable, inp: DecisionInput) -> Evaluation:
-        messages = [item.props for item in inp.items]
-        firings = self.runner.run(ruleset_name(table), messages)
+        by_key = pools(inp.items)
+        firings = self.runner.run(ruleset_name(table), self.messages(table, inp, by_key))
         rules = self._by_name[(table.domain, table.name)]
         grouped: dict[str, list[Env]] = {}
         for firing in firings:
+            if firing.rule not in rules:
+                continue
             grouped.setdefault(firing.rule, []).append(self._env(rules[firing.rule], firing, inp))
-        by_key = pools(inp.items)
         candidates, fired = [], []
         for rule in table.rules:
             envs = grouped.get(rule_name(rule))
@@ -124,7 +144,7 @@ class Evaluator:
         nodes, bindings = [], []
         for cond in rule.conditions:
             item = env.get(f"#{cond.index}")
-            nodes.append(condition_node(cond, True, item, ctx))
+            nodes.append(condition_node(cond, True, item, ctx, facts=inp.facts_by_id))
             if item is not None or cond.kind == "context":
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))

@@ -112,7 +112,10 @@ def _lint_rule(table: RuleTable, rule: Rule, spec: DomainSpec | None,
     for cond in rule.conditions:
         for ref in cond.refs:
             target = aliases.get(ref.alias)
-            if ref.alias != "context" and (target is None or target.negated):
+            if cond.negated and ref.alias != "context":
+                found.append(_at(rule, "rule.unknown_alias", f"{ref}: a `not` condition may join "
+                                 "only the request context ($context.field)", cond.line))  # fmt: skip
+            elif ref.alias != "context" and (target is None or target.negated):
                 found.append(_at(rule, "rule.unknown_alias", f"{ref} names no earlier condition "
                                  "with `as: " + ref.alias + "`", cond.line))  # fmt: skip
         if cond.kind == "context":
@@ -136,7 +139,8 @@ def _lint_rule(table: RuleTable, rule: Rule, spec: DomainSpec | None,
 def _lint_context(rule: Rule, cond: Condition, spec: DomainSpec | None) -> list[Finding]:
     found: list[Finding] = []
     fields = {t.field for t in cond.tests}
-    declared = 6 + len(spec.context if spec else ()) + 2
+    negations = sum(c.negated for c in rule.conditions)
+    declared = 6 + len(spec.context if spec else ()) + 2 + negations
     if declared > MAX_PROPERTIES:
         found.append(_at(rule, "rule.durable_limit", f"the context would carry {declared} "
                          f"properties; durable-rules allows {MAX_PROPERTIES}", cond.line))  # fmt: skip

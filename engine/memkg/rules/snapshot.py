@@ -78,6 +78,10 @@ class DecisionInput:
     frozen_keys: tuple[str, ...] = ()
     items: tuple[Item, ...] = field(default=(), compare=False)
 
+    @property
+    def facts_by_id(self) -> dict[str, Fact]:
+        return {f.id: f for f in self.facts}
+
 
 def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> dict[str, Any]:
     try:

@@ -125,6 +125,8 @@ class SchemaRegistry:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._history: dict[tuple[str, str], dict[int, KeySpec]] = {}
+        self._groups: dict[tuple[str, str], int] = {}
+        """(domain, group) → its newest version: a key missing from it was removed."""
         if not folder.is_dir():
             raise ConfigError(f"{folder}: schema folder not found", code="schema.missing")
         for path in sorted(folder.glob("*/*.json")):
@@ -148,22 +150,35 @@ class SchemaRegistry:
         for key, sub in (doc.get("properties") or {}).items():
             spec = _load_key(domain, group, version, key, sub, where)
             self._history.setdefault((domain, key), {})[version] = spec
+        self._groups[(domain, group)] = max(version, self._groups.get((domain, group), 0))
 
     def domains(self) -> list[str]:
         return sorted({domain for domain, _ in self._history})
 
     def keys(self, domain: str) -> list[str]:
-        return sorted(key for d, key in self._history if d == domain)
+        """The domain's current keys (a key its group's newest version dropped is not one)."""
+        return sorted(key for d, key in self._history if d == domain and self._current(d, key))
 
     def spec(self, domain: str, key: str, version: int | None = None) -> KeySpec | None:
+        """The key's spec at ``version``, or its current one (None once its group dropped it)."""
         versions = self._history.get((domain, key), {})
-        if not versions:
+        if not versions or (version is None and not self._current(domain, key)):
             return None
         return versions.get(max(versions) if version is None else version)
+
+    def group(self, domain: str, group: str, version: int) -> dict[str, KeySpec]:
+        """Key → spec of every key ``schemas/<domain>/<group>@<version>.json`` declares."""
+        return {key: v[version] for (d, key), v in sorted(self._history.items())
+                if d == domain and version in v and v[version].group == group}  # fmt: skip
+
+    def _current(self, domain: str, key: str) -> bool:
+        newest = self._history[(domain, key)][max(self._history[(domain, key)])]
+        return newest.version == self._groups.get((domain, newest.group), newest.version)
 
     def history(self, domain: str, key: str) -> list[KeySpec]:
         return [spec for _, spec in sorted(self._history.get((domain, key), {}).items())]
 
     def versions(self) -> dict[str, int]:
         """``domain/key`` → current version: the schema revision a decision records."""
-        return {f"{d}/{k}": max(v) for (d, k), v in sorted(self._history.items())}
+        return {f"{d}/{k}": max(v) for (d, k), v in sorted(self._history.items())
+                if self._current(d, k)}  # fmt: skip

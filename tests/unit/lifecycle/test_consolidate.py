@@ -30,8 +30,13 @@ def _lasting(engine: Engine) -> list[str]:
 
 
 def test_three_paraphrases_become_one_memory(life: Engine, clock: FrozenClock) -> None:
-    ids = _save(life, clock, "Prefers window seats", "Likes sitting by the window",
-                "Wants a window seat on long flights")  # fmt: skip
+    ids = _save(
+        life,
+        clock,
+        "Prefers window seats",
+        "Likes sitting by the window",
+        "Wants a window seat on long flights",
+    )
     report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert report.method == "llm" and report.fallback_reason is None
     [memory] = report.memories
@@ -49,7 +54,9 @@ def test_three_paraphrases_become_one_memory(life: Engine, clock: FrozenClock) -
 def test_fallback_merges_normalized_duplicates_and_says_why(
     plain: Engine, clock: FrozenClock
 ) -> None:
-    _save(plain, clock, "Prefers window seats.", "prefers  WINDOW seats", "User prefers window seats!")
+    _save(
+        plain, clock, "Prefers window seats.", "prefers  WINDOW seats", "User prefers window seats!"
+    )
     report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert (report.method, report.fallback_reason) == ("fallback", "no LLM configured")
     assert [len(m.from_notes) for m in report.memories] == [3]
@@ -76,8 +83,9 @@ def test_a_contradiction_is_reported_not_silently_resolved(
 
 def test_running_twice_changes_nothing_the_second_time(life: Engine, clock: FrozenClock) -> None:
     _save(life, clock, "Prefers window seats", "Likes quiet hotels")
-    life.save_memory_note(USER, DOMAIN, "Prefers aisle seats", key="seat.preference",
-                          session_id=SESSION)  # fmt: skip
+    life.save_memory_note(
+        USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
+    )
     first = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert first.changed and [f.duplicate for f in first.facts] == [False]
     head, calls = life.store.head(), len(life.llm.requests)  # type: ignore[union-attr]
@@ -88,8 +96,9 @@ def test_running_twice_changes_nothing_the_second_time(life: Engine, clock: Froz
 
 
 def test_session_facts_are_promoted_through_arbitration(life: Engine) -> None:
-    life.save_memory_note(USER, DOMAIN, "Prefers aisle seats", key="seat.preference",
-                          session_id=SESSION)  # fmt: skip
+    life.save_memory_note(
+        USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
+    )
     report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     [promoted] = report.facts
     fact = life.fact(USER, promoted.fact_id)
@@ -109,8 +118,13 @@ def test_endpoint_down_runs_the_fallback_and_says_so(clock: FrozenClock) -> None
 
 def test_an_unusable_plan_is_not_applied(clock: FrozenClock) -> None:
     def careless(body: dict[str, Any]) -> dict[str, Any]:
-        plan = {"memories": [{"text": "User might like everything", "from_notes": ["note_x"],
-                              "reason": "single"}], "dropped": [], "conflicts": []}  # fmt: skip
+        plan = {
+            "memories": [
+                {"text": "User might like everything", "from_notes": ["note_x"], "reason": "single"}
+            ],
+            "dropped": [],
+            "conflicts": [],
+        }
         return {"content": json.dumps(plan)}
 
     with Engine(clock=clock, llm=MemoryLLM(careless)) as engine:

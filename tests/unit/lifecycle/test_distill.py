@@ -43,18 +43,27 @@ def test_refused_with_a_reason_and_nothing_stored(life: Engine, note: str, code:
 def test_text_copied_from_a_tool_message_is_refused(life: Engine) -> None:
     output = json.dumps({"result": "Flight MU583 departs 07:00 from Pudong, price 3200 CNY"})
     result = life.save_memory_note(
-        USER, DOMAIN, "Flight MU583 departs 07:00 from Pudong", session_id=SESSION,
+        USER,
+        DOMAIN,
+        "Flight MU583 departs 07:00 from Pudong",
+        session_id=SESSION,
         tool_outputs=[output],
-    )  # fmt: skip
+    )
     assert result.problems[0].code == "note.tool_output"
     assert life.read_events(USER) == []
 
 
 @pytest.mark.parametrize(
     "note",
-    ["Prefers aisle seats on long flights", "Travels with two children", "Vegetarian; avoids pork",
-     "Prefers replies in French", "Does not want red-eye flights", "出差常住上海"],
-)  # fmt: skip
+    [
+        "Prefers aisle seats on long flights",
+        "Travels with two children",
+        "Vegetarian; avoids pork",
+        "Prefers replies in French",
+        "Does not want red-eye flights",
+        "出差常住上海",
+    ],
+)
 def test_ordinary_notes_pass(life: Engine, note: str) -> None:
     result = life.save_memory_note(USER, DOMAIN, note, "session", session_id=SESSION)
     assert result.saved, result.reason
@@ -64,9 +73,14 @@ def test_ordinary_notes_pass(life: Engine, note: str) -> None:
 def test_free_text_note_keeps_provenance_scope_and_is_an_event(life: Engine) -> None:
     prov = Provenance(consent_granted=True, consent_version="v1", audit_log_id="audit-7")
     result = life.save_memory_note(
-        USER, DOMAIN, "Prefers quiet hotels", "session", session_id=SESSION,
-        source_ref="s1/turn_3", provenance=prov,
-    )  # fmt: skip
+        USER,
+        DOMAIN,
+        "Prefers quiet hotels",
+        "session",
+        session_id=SESSION,
+        source_ref="s1/turn_3",
+        provenance=prov,
+    )
     [event] = life.read_events(USER)
     assert event.type is EventType.NOTE_SAVED
     assert (event.fact_id, event.audit_log_id) == (result.id, "audit-7")
@@ -88,9 +102,14 @@ def test_notes_are_erased_with_the_user_and_by_audit_id(life: Engine) -> None:
 
 def test_a_note_with_a_key_becomes_a_dialogue_fact(life: Engine) -> None:
     result = life.save_memory_note(
-        USER, DOMAIN, "Prefers aisle seats", "session", key="seat.preference",
-        session_id=SESSION, source_ref="s1/turn_1",
-    )  # fmt: skip
+        USER,
+        DOMAIN,
+        "Prefers aisle seats",
+        "session",
+        key="seat.preference",
+        session_id=SESSION,
+        source_ref="s1/turn_1",
+    )
     assert result.saved and result.stored_as == "fact"
     fact = life.fact(USER, result.id or "")
     assert (fact.key, fact.value, fact.source, fact.scope) == (
@@ -105,11 +124,13 @@ def test_a_note_with_a_key_becomes_a_dialogue_fact(life: Engine) -> None:
 def test_a_keyed_note_goes_through_the_fact_guards(life: Engine) -> None:
     bad = life.save_memory_note(USER, DOMAIN, "Cabin", "global", key="cabin.class", value="luxury")
     assert not bad.saved and bad.problems[0].code == "schema.enum"
-    unknown = life.save_memory_note(USER, DOMAIN, "Likes jazz", "global", key="music.genre",
-                                    value="jazz")  # fmt: skip
+    unknown = life.save_memory_note(
+        USER, DOMAIN, "Likes jazz", "global", key="music.genre", value="jazz"
+    )
     assert unknown.problems[0].code == "key.unknown"
-    negated = life.save_memory_note(USER, DOMAIN, "Never middle seats", key="seat.preference",
-                                    session_id=SESSION)  # fmt: skip
+    negated = life.save_memory_note(
+        USER, DOMAIN, "Never middle seats", key="seat.preference", session_id=SESSION
+    )
     assert negated.problems[0].code == "note.value_missing"
     assert life.read_events(USER) == []
 

@@ -21,8 +21,14 @@ DIALOGUE = [
 
 
 def _candidate(key: str, value_json: str, **more: Any) -> dict[str, Any]:
-    return {"key": key, "value_json": value_json, "kind": "preference", "confidence": 0.8,
-            "ruled_out": False, **more}  # fmt: skip
+    return {
+        "key": key,
+        "value_json": value_json,
+        "kind": "preference",
+        "confidence": 0.8,
+        "ruled_out": False,
+        **more,
+    }
 
 
 EXTRACTIONS = {
@@ -66,8 +72,11 @@ def test_an_exclusion_without_a_negative_key_is_kept_as_a_note(extractor: Engine
 
 def test_a_candidate_from_an_assistant_turn_is_rejected(clock: FrozenClock) -> None:
     model = ScriptedModel()
-    answer = {"candidates": [{**_candidate("cabin.class", '"business"'), "turn": 1,
-                              "evidence": "business class"}]}  # fmt: skip
+    answer = {
+        "candidates": [
+            {**_candidate("cabin.class", '"business"'), "turn": 1, "evidence": "business class"}
+        ]
+    }
     reply = {"content": json.dumps(answer)}
     llm = MemoryLLM(lambda body: reply if body.get("response_format") else model(body))
     with Engine(clock=clock, llm=llm) as engine:

@@ -53,8 +53,9 @@ def test_conflicts_clarifications_and_stale_items_are_shown(
     plain.ingest(_obs(key="cabin.class", value="economy"))
     plain.ingest(_obs(key="cabin.class", value="business", source="behavior"))
     old = (clock.now() - timedelta(days=400)).isoformat()
-    plain.ingest(_obs(key="airline.preferred", value="airline:MU", source="profile",
-                      observed_at=old))  # fmt: skip
+    plain.ingest(
+        _obs(key="airline.preferred", value="airline:MU", source="profile", observed_at=old)
+    )
     text = plain.render_profile(USER, DOMAIN).text
     conflicts = text.split("## Open conflicts and clarifications to ask\n", 1)[1].split("##")[0]
     assert 'seat.preference: "window" holds provisionally against "aisle"; ask: "' in conflicts
@@ -84,8 +85,15 @@ def test_session_notes_are_recent_context_of_their_session_only(plain: Engine) -
 
 
 def _busy(engine: Engine, clock: FrozenClock) -> None:
-    for index, text in enumerate(["Prefers quiet hotels", "Travels with two children",
-                                  "Vegetarian", "Likes museums", "Dislikes layovers"]):  # fmt: skip
+    for index, text in enumerate(
+        [
+            "Prefers quiet hotels",
+            "Travels with two children",
+            "Vegetarian",
+            "Likes museums",
+            "Dislikes layovers",
+        ]
+    ):
         engine.save_memory_note(USER, DOMAIN, text, "global")
         clock.advance(timedelta(days=30 * index))
     engine.ingest(_obs(key="seat.preference", value="window"))

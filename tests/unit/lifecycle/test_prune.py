@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import json
 
-from memkg import Engine, Message, ToolCall, Window
+import pytest
+
+from memkg import (
+    Engine,
+    EngineConfig,
+    FrozenClock,
+    InvalidOperation,
+    LifecycleConfig,
+    Message,
+    ToolCall,
+    Window,
+)
 from memkg.lifecycle.prune import MEMORY_MARK
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
 
 
 def _note_turn(window: Window, text: str, note: str, saved: bool, n: int) -> Window:
-    call = ToolCall(id=f"call_{n}", name="save_memory_note",
-                    arguments=json.dumps({"note": note, "scope": "session"}))  # fmt: skip
+    call = ToolCall(
+        id=f"call_{n}",
+        name="save_memory_note",
+        arguments=json.dumps({"note": note, "scope": "session"}),
+    )
     result = {"saved": saved} if saved else {"saved": False, "reason": "not saved: a guess"}
     return window.add(
         Message.user(text),
@@ -25,8 +39,9 @@ def _note_turn(window: Window, text: str, note: str, saved: bool, n: int) -> Win
 def _conversation() -> Window:
     window = Window().inject("memory v1")
     window = _note_turn(window, "I prefer aisle seats.", "Prefers aisle seats", True, 1)
-    window = window.add(Message.user("Option A or B? Not option A, it is too early."),
-                        Message.assistant("B then."))  # fmt: skip
+    window = window.add(
+        Message.user("Option A or B? Not option A, it is too early."), Message.assistant("B then.")
+    )
     window = _note_turn(window, "I might like lounges?", "Might like lounges", False, 2)
     window = _note_turn(window, "不要红眼航班。", "Avoids red-eye flights", True, 3)
     for n in range(4):
@@ -83,3 +98,12 @@ def test_model_messages_carry_summary_and_the_reinjected_memory(life: Engine) ->
     assert sent[1].content is not None and sent[1].content.startswith("Summary of 7 earlier")
     assert sent[-1].content is not None and '"Prefers quiet hotels"' in sent[-1].content
     assert not again.reinject
+
+
+def test_engine_prunes_to_the_configured_window(clock: FrozenClock) -> None:
+    config = EngineConfig(lifecycle=LifecycleConfig(window_turns=2))
+    with Engine(clock=clock, config=config) as engine:
+        pruned = engine.prune(_conversation())
+    assert [m.content for m in pruned.messages if m.role == "user"] == ["question 2", "question 3"]
+    with pytest.raises(InvalidOperation):
+        pruned.prune(keep_turns=0)

@@ -13,14 +13,32 @@ USER = "u1"
 
 @pytest.fixture
 def shop(plain: Engine, clock: FrozenClock) -> Engine:
-    for text in ("Canon PIXMA G3010 inkjet needs new ink cartridges",
-                 "HP LaserJet 1020 has a paper jam, repair booked for Friday"):  # fmt: skip
+    for text in (
+        "Canon PIXMA G3010 inkjet needs new ink cartridges",
+        "HP LaserJet 1020 has a paper jam, repair booked for Friday",
+    ):
         assert plain.save_memory_note(USER, "commerce", text, "global").saved
         clock.advance(timedelta(days=1))
-    plain.ingest({"user_id": USER, "domain": "commerce", "key": "product.viewed",
-                  "value": "product:canon_pixma_g3010", "source": "behavior", "confidence": 0.9})
-    plain.ingest({"user_id": USER, "domain": "commerce", "key": "category.interest",
-                  "value": ["category:printer"], "source": "behavior", "confidence": 0.8})  # fmt: skip
+    plain.ingest(
+        {
+            "user_id": USER,
+            "domain": "commerce",
+            "key": "product.viewed",
+            "value": "product:canon_pixma_g3010",
+            "source": "behavior",
+            "confidence": 0.9,
+        }
+    )
+    plain.ingest(
+        {
+            "user_id": USER,
+            "domain": "commerce",
+            "key": "category.interest",
+            "value": ["category:printer"],
+            "source": "behavior",
+            "confidence": 0.8,
+        }
+    )
     return plain
 
 
@@ -44,8 +62,12 @@ def test_trace_has_each_component_and_the_documented_total(shop: Engine) -> None
     for candidate in result.candidates:
         s = candidate.scores
         assert all(0.0 <= v <= 1.0 for v in (s.relevance, s.recency, s.type_match, s.confidence))
-        blend = (weights.relevance * s.relevance + weights.recency * s.recency
-                 + weights.type_match * s.type_match + weights.confidence * s.confidence)  # fmt: skip
+        blend = (
+            weights.relevance * s.relevance
+            + weights.recency * s.recency
+            + weights.type_match * s.type_match
+            + weights.confidence * s.confidence
+        )
         assert s.total == pytest.approx(blend, abs=1e-3)
     totals = [c.scores.total for c in result.candidates]
     assert totals == sorted(totals, reverse=True)
@@ -59,8 +81,9 @@ def test_irrelevant_memories_are_not_injected(shop: Engine) -> None:
 
 
 def test_weights_come_from_configuration(clock: FrozenClock) -> None:
-    recency_only = RecallWeights(relevance=0, recency=1, type_match=0, confidence=0,
-                                 min_relevance=0)  # fmt: skip
+    recency_only = RecallWeights(
+        relevance=0, recency=1, type_match=0, confidence=0, min_relevance=0
+    )
     config = EngineConfig(lifecycle=LifecycleConfig(recall=recency_only))
     with Engine(clock=clock, config=config) as engine:
         old = engine.save_memory_note(USER, "travel", "Prefers aisle seats", "global")

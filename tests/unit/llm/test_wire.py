@@ -47,12 +47,14 @@ def test_strict_schema_requires_every_property_and_forbids_others() -> None:
 
 def test_messages_round_trip_the_openai_shape() -> None:
     call = ToolCall(id="c1", name="save_memory_note", arguments='{"note": "x"}')
-    wire = messages_to_wire([Message.user("hi"), Message.assistant(None, [call]),
-                             Message.tool("c1", "ok")])  # fmt: skip
+    wire = messages_to_wire(
+        [Message.user("hi"), Message.assistant(None, [call]), Message.tool("c1", "ok")]
+    )
     assert wire[1]["tool_calls"][0] == {
-        "id": "c1", "type": "function",
+        "id": "c1",
+        "type": "function",
         "function": {"name": "save_memory_note", "arguments": '{"note": "x"}'},
-    }  # fmt: skip
+    }
     assert wire[2] == {"role": "tool", "content": "ok", "tool_call_id": "c1"}
 
 

@@ -1,0 +1,127 @@
+"""``memkg decide | explain | replay | decisions | rules lint | rules test``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from memkg.engine import Engine
+from memkg.errors import MemkgError
+from memkg.explain import FORMATS
+from memkg.intent import lint_sources
+from memkg.intent_cases import run_rule_cases
+from memkg.model.decision import Decision, DecisionStatus
+from memkg.rules.loader import read_sources
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
+
+
+def _emit(out: TextIO, data: Any) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def summary(decision: Decision) -> dict[str, Any]:
+    result = decision.result
+    return {"decision_id": decision.decision_id, "user_id": decision.request.user_id,
+            "domain": decision.request.domain, "decision": decision.request.decision,
+            "status": result.status.value, "action": result.action,
+            "urgency": result.urgency.value if result.urgency else None,
+            "parameters": result.parameters, "reason_codes": list(result.reason_codes),
+            "message": result.message, "problems": list(decision.problems),
+            "decided_at": decision.decided_at.isoformat(), "as_of_seq": decision.as_of_seq}  # fmt: skip
+
+
+def cmd_decide(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        context = json.loads(args.context) if args.context else {}
+    except ValueError as exc:
+        raise MemkgError(f"--context is not JSON: {exc}", code="usage") from exc
+    if not isinstance(context, dict):
+        raise MemkgError("--context must be a JSON object", code="usage")
+    decision = engine.decide(args.user, args.domain, context, decision=args.decision)
+    _emit(out, summary(decision))
+    return EXIT_REFUSED if decision.status is DecisionStatus.INVALID_INPUT else EXIT_OK
+
+
+def cmd_explain(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    text = engine.explain(args.decision_id, args.format)
+    out.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+def cmd_replay(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    report = engine.replay(args.decision_id)
+    _emit(out, report.model_dump(mode="json", exclude={"replayed"}))
+    return EXIT_OK if report.reproduced else EXIT_FAILED
+
+
+def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    found = engine.decisions(args.user, limit=args.limit)
+    _emit(out, {"user_id": args.user, "decisions": [summary(d) for d in found]})
+    return EXIT_OK
+
+
+def _folder(engine: Engine, path: str | None) -> tuple[Path, str | None]:
+    """The rules folder to load, and the one file to report on when PATH names a file."""
+    if path is None:
+        return engine.config.rules_dir, None
+    target = Path(path)
+    if target.is_file():
+        return target.resolve().parents[1], f"rules/{target.parent.name}/{target.name}"
+    return target, None
+
+
+def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    folder, only = _folder(engine, args.path)
+    _, findings = lint_sources(read_sources(folder), engine)
+    shown = [f for f in findings if only is None or f.file == only]
+    errors = [f for f in shown if f.severity == "error"]
+    _emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})
+    return EXIT_FAILED if errors else EXIT_OK
+
+
+def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    folder, _ = _folder(engine, args.path)
+    rules = engine.intent.load(folder)
+    report = run_rule_cases(engine.intent, rules, folder).to_dict()
+    if not args.coverage:
+        report.pop("uncovered_conditions")
+    failed = not report["passed"] or (args.coverage and report["uncovered_rules"])
+    _emit(out, report)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("decide", help="what the agent should do for a user now, and why")
+    p.add_argument("user")
+    p.add_argument("--domain", required=True)
+    p.add_argument("--decision", help="rule table of the domain (default: the domain's default)")
+    p.add_argument("--context", help='request context as JSON, e.g. \'{"symptom": "fever"}\'')
+    p.set_defaults(run=cmd_decide)
+
+    p = sub.add_parser("explain", help="the explanation of a logged decision")
+    p.add_argument("decision_id")
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.set_defaults(run=cmd_explain)
+
+    p = sub.add_parser("replay", help="re-make a logged decision as of its log position; compare")
+    p.add_argument("decision_id")
+    p.set_defaults(run=cmd_replay)
+
+    p = sub.add_parser("decisions", help="a user's logged decisions, oldest first")
+    p.add_argument("user")
+    p.add_argument("--limit", type=int)
+    p.set_defaults(run=cmd_decisions)
+
+    p = sub.add_parser("rules", help="check rule files: lint, or run their cases")
+    rules = p.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    q = rules.add_parser("lint", help="schema, keys, types, actions, overlaps, defaults")
+    q.add_argument("path", nargs="?", help="rules folder or one rule file (default: rules/)")
+    q.set_defaults(run=cmd_rules_lint)
+    q = rules.add_parser("test", help="run rules/**/*.cases.yaml")
+    q.add_argument("path", nargs="?", help="rules folder (default: rules/)")
+    q.add_argument("--coverage", action="store_true",
+                   help="also list conditions never exercised; fail on rules never matched")
+    q.set_defaults(run=cmd_rules_test)

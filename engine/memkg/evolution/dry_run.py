@@ -1,0 +1,215 @@
+"""The dry run's verdict: what a plan would do to stored facts, rules and decisions.
+
+Verdict policy, in order:
+
+1. BLOCK when a finding of severity ``block`` is not covered by a valid waiver: a stored fact
+   that is unmappable or invalid under the new version, a rule or rule case that breaks;
+2. WARN when something needs a reviewer's eye: lossy or dropped facts, rules that read a
+   changed key, decisions whose outcome would change, a key's sensitivity or consent
+   requirement changing, or blocking findings a waiver accepted;
+3. PASS otherwise. Explicit unknowns and questions for the user are reported, not warned
+   about: they are the plan saying honestly what the old data does not know.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .check import check_schema_change
+from .migration import MigrationPlan
+from .outcome import FactOutcome, KeyPolicy, effective_steps
+from .waiver import Waiver
+
+Severity = Literal["block", "warn", "info"]
+Verdict = Literal["PASS", "WARN", "BLOCK"]
+EXIT_STATUS = {"PASS": 0, "WARN": 0, "BLOCK": 3}
+
+
+class Finding(BaseModel):
+    """One thing the dry run found; ``subject`` is a fact, rule or decision id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    severity: Severity
+    message: str
+    key: str | None = None
+    subject: str | None = None
+    file: str | None = None
+    line: int | None = None
+    waived: bool = False
+
+
+class KeyChange(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    change: Literal["removed", "renamed", "changed", "added"]
+    new_keys: tuple[str, ...] = ()
+    detail: str = ""
+
+
+class DryRunReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    migration: str
+    plan_file: str
+    plan_digest: str
+    domain: str
+    source: str
+    target: str
+    verdict: Verdict
+    counts: dict[str, int]
+    examples: dict[str, list[dict[str, Any]]]
+    key_changes: tuple[KeyChange, ...]
+    findings: tuple[Finding, ...]
+    unlisted: int = 0
+    """Fact findings beyond the listing limit (counted, not listed)."""
+    waiver: dict[str, Any] | None = None
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.verdict]
+
+
+def key_changes(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[str, KeyPolicy]
+                ) -> list[KeyChange]:  # fmt: skip
+    """How each old key fares: removed, renamed, changed (its schema differs) or added."""
+    found = []
+    for step in effective_steps(plan, old, new):
+        targets = tuple(t.key for t in step.targets)
+        for key in step.keys:
+            renamed = step.renames().get(key)
+            if renamed:
+                found.append(KeyChange(key=key, change="renamed", new_keys=(renamed,)))
+            elif key not in targets or key not in new:
+                what = "dropped by the plan" if step.kind == "drop" else "moved to " + (
+                    ", ".join(targets) or "nothing")  # fmt: skip
+                found.append(KeyChange(key=key, change="removed", new_keys=targets, detail=what))
+            elif old[key].schema != new[key].schema:
+                report = check_schema_change(old[key].schema, new[key].schema, "full")
+                codes = sorted({c.code for c in report.changes if c.severity != "safe"})
+                found.append(KeyChange(key=key, change="changed", new_keys=targets,
+                                       detail=", ".join(codes) or "compatible both ways"))  # fmt: skip
+    for key in sorted(set(new) - set(old)):
+        found.append(KeyChange(key=key, change="added"))
+    return sorted(found, key=lambda c: (c.key, c.change))
+
+
+def policy_findings(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[str, KeyPolicy]
+                    ) -> list[Finding]:  # fmt: skip
+    """Changes in sensitivity or consent requirement from an old key to the keys it feeds."""
+    found = []
+    for step in effective_steps(plan, old, new):
+        for key in step.keys:
+            for target in (t.key for t in step.targets if t.key in new):
+                a, b = old[key], new[target]
+                where = key if key == target else f"{key} → {target}"
+                if a.sensitivity != b.sensitivity:
+                    found.append(Finding(code="key.sensitivity_changed", severity="warn", key=target,
+                                         message=f"{where}: sensitivity {a.sensitivity.value} → "
+                                         f"{b.sensitivity.value}", file=plan.file, line=step.line))  # fmt: skip
+                if a.consent != b.consent:
+                    need = "now requires" if b.consent else "no longer requires"
+                    found.append(Finding(code="key.consent_changed", severity="warn", key=target,
+                                         message=f"{where} {need} the user's consent",
+                                         file=plan.file, line=step.line))  # fmt: skip
+    return found
+
+
+def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequence[KeyChange],
+           other: Sequence[Finding], *, waiver: Waiver | None = None, now: datetime,
+           examples: int = 5, listed: int = 50) -> DryRunReport:  # fmt: skip
+    """Count the outcomes, list findings, apply the waiver and give the verdict."""
+    findings = list(other)
+    if waiver is not None:
+        problem = waiver.problem(plan, now)
+        if problem is not None:
+            findings.append(Finding(code="waiver.invalid", severity="block", message=problem,
+                                    file=waiver.file))  # fmt: skip
+            waiver = None
+    counts: Counter[str] = Counter({s: 0 for s in ("migrated", "unchanged", "unmappable",
+                                                    "invalid", "dropped", "lossy", "unknown",
+                                                    "questions")})  # fmt: skip
+    shown: dict[str, list[dict[str, Any]]] = {}
+    fact_findings: list[Finding] = []
+    for o in outcomes:
+        counts[o.status] += 1
+        flags = [o.status] + ["lossy"] * o.lossy + ["unknown"] * any(v.unknown for v in o.outputs)
+        flags += ["questions"] * bool(o.questions)
+        counts["lossy"] += o.lossy
+        counts["unknown"] += "unknown" in flags
+        counts["questions"] += bool(o.questions)
+        for flag in flags:
+            if len(shown.setdefault(flag, [])) < examples:
+                shown[flag].append(o.example())
+        fact_findings += _fact_findings(o)
+    counts["facts"] = len(outcomes)
+    if waiver is not None:
+        findings = [_waive(f, waiver) for f in findings]
+        fact_findings = [_waive(f, waiver) for f in fact_findings]
+    blocking = [f for f in (*findings, *fact_findings) if f.severity == "block" and not f.waived]
+    warning = [f for f in (*findings, *fact_findings) if f.severity == "warn" or f.waived]
+    verdict: Verdict = "BLOCK" if blocking else "WARN" if warning else "PASS"
+    order = {"block": 0, "warn": 1, "info": 2}
+    fact_findings.sort(key=lambda f: (order[f.severity], f.waived, f.code))
+    return DryRunReport(
+        migration=plan.name, plan_file=plan.file, plan_digest=plan.digest, domain=plan.domain,
+        source=f"{plan.group}@{plan.from_version}", target=f"{plan.to_group}@{plan.to_version}",
+        verdict=verdict, counts=dict(counts), examples=shown, key_changes=tuple(changes),
+        findings=tuple(sorted(findings, key=lambda f: (order[f.severity], f.file or "",
+                                                       f.line or 0, f.code))) + tuple(fact_findings[:listed]),
+        unlisted=max(0, len(fact_findings) - listed),
+        waiver=waiver.summary() if waiver is not None else None,
+    )  # fmt: skip
+
+
+def _fact_findings(o: FactOutcome) -> list[Finding]:
+    key, subject = o.facts[0].key, ",".join(f.id for f in o.facts)
+    where = f"user {o.user_id}, fact {subject} ({key} = {o.old[key]!r})"
+    if o.status == "unmappable":
+        return [Finding(code="fact.unmappable", severity="block", key=key, subject=subject,
+                        message=f"{where}: {o.reason}")]  # fmt: skip
+    if o.status == "invalid":
+        return [Finding(code="fact.invalid", severity="block", key=key, subject=subject,
+                        message=f"{where}: invalid under the new version: {'; '.join(o.problems)}")]  # fmt: skip
+    if o.status == "dropped":
+        return [Finding(code="fact.dropped", severity="warn", key=key, subject=subject,
+                        message=f"{where}: dropped: {o.reason}")]  # fmt: skip
+    if o.lossy:
+        return [Finding(code="fact.lossy", severity="warn", key=key, subject=subject,
+                        message=f"{where}: another stored value migrates to the same new value, "
+                        "so the old value cannot be told back")]  # fmt: skip
+    return []
+
+
+def _waive(finding: Finding, waiver: Waiver) -> Finding:
+    if finding.severity == "info" or not waiver.covers(finding.code, finding.key, finding.subject):
+        return finding
+    return finding.model_copy(update={"waived": True})
+
+
+def render_text(report: DryRunReport) -> str:
+    """A readable summary: verdict, counts, findings, examples."""
+    lines = [f"{report.verdict}: migration {report.migration} ({report.source} → "
+             f"{report.target}, {report.domain}) plan {report.plan_file} sha256 {report.plan_digest}"]  # fmt: skip
+    lines.append("facts: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()))
+    for change in report.key_changes:
+        into = f" → {', '.join(change.new_keys)}" if change.new_keys else ""
+        lines.append(f"key {change.key}: {change.change}{into}"
+                     + (f" ({change.detail})" if change.detail else ""))  # fmt: skip
+    for f in report.findings:
+        where = f" {f.file}:{f.line}" if f.file and f.line else f" {f.file}" if f.file else ""
+        waived = " (waived)" if f.waived else ""
+        lines.append(f"[{f.severity}]{waived} {f.code}{where}: {f.message}")
+    if report.unlisted:
+        lines.append(f"... and {report.unlisted} more fact findings (see counts)")
+    if report.waiver:
+        lines.append(f"waiver {report.waiver['file']} signed off by "
+                     f"{report.waiver['signed_off_by']}: {report.waiver['reason']}")  # fmt: skip
+    return "\n".join(lines)

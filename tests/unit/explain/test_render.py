@@ -1,0 +1,47 @@
+"""Renderings come from the tree and read well; JSON round-trips to the same tree."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from memkg import Engine, FrozenClock
+from memkg.config import EngineConfig
+from memkg.explain import render
+from memkg.model.explanation import Explanation
+
+CONSENT = {"consent_granted": True, "consent_version": "v1"}
+
+
+@pytest.fixture(scope="module")
+def explanation() -> Explanation:
+    engine = Engine(clock=FrozenClock(datetime(2026, 5, 1, 14, 15, tzinfo=UTC)),
+                    config=EngineConfig(shacl=False))  # fmt: skip
+    for key, value in (("timezone", "Asia/Shanghai"), ("child.age", 3),
+                       ("medical.conditions", ["condition:asthma"])):  # fmt: skip
+        engine.ingest({"user_id": "u", "domain": "health", "key": key, "value": value,
+                       "source": "profile", "provenance": {**CONSENT, "source_ref": "ehr:1"}})  # fmt: skip
+    engine.ingest({"user_id": "u", "domain": "health", "key": "medication.current",
+                   "value": ["salbutamol"], "source": "dialogue", "confidence": 0.9,
+                   "provenance": CONSENT})  # fmt: skip
+    return engine.decide("u", "health", {"symptom": "fever"}).explanation
+
+
+def test_text_reads_as_sentences(explanation: Explanation) -> None:
+    text = render(explanation, "text")
+    assert text.startswith("Decision: Book the nearest emergency slot and tell the user to go now")
+    assert "child.age is 3 (profile record, ehr:1, confidence 1" in text
+    assert "condition:asthma → requires → protocol:immediate_hospital_visit: weight 0.92" in text
+    assert "Nearly applied:" in text and "Local time 22:15 (Asia/Shanghai)" in text
+    assert "{" not in text  # no raw data structures or unfilled templates
+
+
+def test_markdown_and_json(explanation: Explanation) -> None:
+    md = render(explanation, "md")
+    assert md.startswith("## health / triage") and "### Why" in md and "- ✓ child.age < 6" in md
+    data = json.loads(render(explanation, "json"))
+    assert Explanation.model_validate(data) == explanation
+    with pytest.raises(ValueError, match="unknown format"):
+        render(explanation, "pdf")

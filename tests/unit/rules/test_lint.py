@@ -1,0 +1,165 @@
+"""Lint catches each class of rule error and points at file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memkg.config import project_root
+from memkg.rules.lint import lint_bundle
+from memkg.rules.loader import load_bundle, read_sources
+from memkg.rules.spec import Finding
+from memkg.validate.registry import SchemaRegistry
+
+REGISTRY = SchemaRegistry(project_root() / "schemas")
+DOMAIN = """\
+actions:
+  book: {description: book it}
+  ask: {description: ask first}
+context:
+  symptom: {type: string, enum: [fever, cough]}
+  amount: {type: number}
+"""
+
+
+def lint(table: str, domain: str = DOMAIN) -> list[Finding]:
+    sources = {"health/domain.yaml": domain, "health/t.yaml": table}
+    bundle, findings = load_bundle(sources)
+    schema = lambda d, k: (s.schema if (s := REGISTRY.spec(d, k)) else None)  # noqa: E731
+    return findings + lint_bundle(bundle, schema)
+
+
+def only(findings: list[Finding], code: str) -> Finding:
+    found = [f for f in findings if f.code == code]
+    assert len(found) == 1, findings
+    return found[0]
+
+
+def rule(when: str, *, id_: str = "health.r", action: str = "book") -> str:
+    return f"""\
+  - id: {id_}
+    when:
+{when}
+    then: {{action: {action}}}
+    reason_code: R
+    explain: "x"
+"""
+
+
+HEAD = "hit_policy: first\nallow_no_match: true\nrules:\n"
+
+
+def test_the_shipped_rules_are_clean() -> None:
+    bundle, findings = load_bundle(read_sources(project_root() / "rules"))
+    schema = lambda d, k: (s.schema if (s := REGISTRY.spec(d, k)) else None)  # noqa: E731
+    assert findings + lint_bundle(bundle, schema) == []
+
+
+def test_schema_error_names_the_line() -> None:
+    table = HEAD + "  - id: health.r\n    when: []\n    reason_code: R\n    explain: x\n"
+    found = only(lint(table), "rule.schema")
+    assert (found.file, found.line) == ("rules/health/t.yaml", 4)
+    assert "'then' is a required property" in found.message
+
+
+def test_yaml_syntax_error_names_the_line() -> None:
+    found = only(lint(HEAD + "  - id: [unclosed\n"), "rule.yaml")
+    assert found.file == "rules/health/t.yaml" and found.line == 5
+
+
+def test_duplicate_ids() -> None:
+    table = HEAD + rule("      - context: {symptom: fever}") + rule("      - context: {symptom: cough}")
+    found = only(lint(table), "rule.duplicate_id")
+    assert found.line == 10 and found.rule_id == "health.r" and "rules/health/t.yaml:4" in found.message
+
+
+def test_unknown_key() -> None:
+    found = only(lint(HEAD + rule("      - fact: {key: child.shoe_size, gt: 30}")), "rule.unknown_key")
+    assert found.line == 6 and "child.shoe_size" in found.message
+
+
+@pytest.mark.parametrize(
+    ("condition", "words"),
+    [
+        ("fact: {key: child.age, lt: six}", "holds number values; comparing it with string"),
+        ("fact: {key: symptom.current, gt: 3}", "holds string values; comparing it with number"),
+        ("fact: {key: medical.conditions, eq: 'condition:asthma'}", "test its items with `contains`"),
+        ("context: {amount: {gte: lots}}", "holds number values"),
+        ("context: {local_time: {outside: [6, 22]}}", 'write "HH:MM"'),
+    ],
+)
+def test_type_mismatch(condition: str, words: str) -> None:
+    found = only(lint(HEAD + rule(f"      - {condition}")), "rule.type_mismatch")
+    assert found.line == 6 and words in found.message
+
+
+def test_unknown_value_and_field_and_context() -> None:
+    findings = lint(HEAD + rule("      - fact: {key: symptom.current, eq: feverish}\n"
+                                "      - fact: {key: bp.reading, field: pulse, gt: 100}\n"
+                                "      - context: {weather: rain}"))  # fmt: skip
+    assert only(findings, "rule.unknown_value").line == 6
+    assert only(findings, "rule.unknown_field").line == 7
+    assert only(findings, "rule.unknown_context").line == 8
+
+
+def test_unknown_action_and_parameter() -> None:
+    table = HEAD + rule("      - context: {symptom: fever}", action="teleport")
+    found = only(lint(table), "rule.unknown_action")
+    assert found.line == 4 and "teleport" in found.message
+
+
+def test_unknown_alias_and_template() -> None:
+    table = HEAD + """\
+  - id: health.r
+    when:
+      - fact: {key: child.age, lt: $nowhere}
+    then: {action: book}
+    reason_code: R
+    explain: "{child.weight} kg"
+"""
+    findings = lint(table)
+    assert only(findings, "rule.unknown_alias").line == 6
+    assert only(findings, "rule.template").line == 4
+
+
+def test_durable_rules_property_limit() -> None:
+    fields = "".join(f"  f{i}: {{type: string}}\n" for i in range(260))
+    domain = "actions:\n  book: {description: b}\ncontext:\n" + fields
+    found = only(lint(HEAD + rule("      - context: {f1: x}"), domain), "rule.durable_limit")
+    assert found.line == 6 and "255" in found.message
+
+
+def test_overlap_under_unique() -> None:
+    table = "hit_policy: unique\nallow_no_match: true\nrules:\n" + rule(
+        "      - fact: {key: child.age, lt: 6}", id_="health.young"
+    ) + rule("      - fact: {key: child.age, lt: 12}", id_="health.child") + rule(
+        "      - fact: {key: child.age, gte: 12}", id_="health.teen"
+    )
+    found = only(lint(table), "rule.overlap")
+    assert (found.rule_id, found.line) == ("health.child", 10) and "health.young" in found.message
+
+
+def test_exclusive_windows_and_joins_do_not_overlap() -> None:
+    table = "hit_policy: unique\nallow_no_match: true\nrules:\n" + rule(
+        "      - context: {local_time: {outside: ['06:00', '22:00']}}", id_="health.night"
+    ) + rule("      - context: {local_time: {between: ['06:00', '22:00']}}", id_="health.day") + rule(
+        "      - fact: {key: child.age, lt: $context.amount}", id_="health.a"
+    ) + rule("      - fact: {key: child.age, gte: $context.amount}", id_="health.b")
+    pairs = {(f.rule_id, f.message.split()[4]) for f in lint(table) if f.code == "rule.overlap"}
+    assert ("health.day", "health.night") not in pairs
+    assert ("health.b", "health.a") not in pairs
+    assert ("health.a", "health.night") in pairs  # different subjects: both can hold
+
+
+def test_missing_default() -> None:
+    table = "hit_policy: first\nrules:\n" + rule("      - context: {symptom: fever}")
+    found = only(lint(table), "rule.missing_default")
+    assert found.line == 1 and "default" in found.message
+
+
+def test_policy_files_beside_rules_are_not_rule_tables(tmp_path: Path) -> None:
+    (tmp_path / "health").mkdir()
+    (tmp_path / "health" / "questions.yaml").write_text("x: 1\n")
+    (tmp_path / "health" / "t.cases.yaml").write_text("cases: []\n")
+    assert read_sources(tmp_path) == {}

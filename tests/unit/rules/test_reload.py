@@ -1,0 +1,75 @@
+"""Reloading rules: a bundle that fails lint or its cases is refused and the old one stays."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memkg import Engine, FrozenClock
+from memkg.config import EngineConfig, project_root
+from memkg.intent import RulesRefused
+
+NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
+
+
+@pytest.fixture
+def rules_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "rules"
+    shutil.copytree(project_root() / "rules", folder)
+    return folder
+
+
+def engine() -> Engine:
+    return Engine(clock=FrozenClock(NOW), config=EngineConfig(shacl=False))
+
+
+def test_a_passing_bundle_is_swapped_in(rules_copy: Path) -> None:
+    e = engine()
+    old = e.intent.rules.digest
+    table = rules_copy / "travel" / "booking.yaml"
+    table.write_text(table.read_text().replace("version: 1", "version: 2", 1))
+    report = e.reload_rules(rules_copy)
+    assert report.passed and e.intent.rules.digest != old
+    made = e.decide("u", "travel", {"airline": "airline:LH"})
+    assert made.revisions.rule_bundle == e.intent.rules.digest
+
+
+def test_a_bundle_failing_lint_is_refused(rules_copy: Path) -> None:
+    e = engine()
+    old = e.intent.rules.digest
+    table = rules_copy / "travel" / "booking.yaml"
+    table.write_text(table.read_text().replace("suggest_other_airline, urgency", "teleport, urgency"))
+    with pytest.raises(RulesRefused) as refused:
+        e.reload_rules(rules_copy)
+    assert refused.value.findings[0].code == "rule.unknown_action"
+    assert e.intent.rules.digest == old
+
+
+def test_a_bundle_failing_its_cases_is_refused(rules_copy: Path) -> None:
+    e = engine()
+    old = e.intent.rules.digest
+    table = rules_copy / "health" / "triage.yaml"
+    table.write_text(table.read_text().replace("fact: {key: child.age, lt: 6}", "fact: {key: child.age, lt: 2}"))
+    with pytest.raises(RulesRefused) as refused:
+        e.reload_rules(rules_copy)
+    assert any("book_emergency_appointment" in f for f in refused.value.failures)
+    assert e.intent.rules.digest == old
+
+
+def test_old_decisions_replay_with_their_own_bundle(rules_copy: Path) -> None:
+    e = engine()
+    before = e.decide("u", "travel", {"airline": "airline:LH"})
+    table = rules_copy / "travel" / "booking.yaml"
+    table.write_text(table.read_text().replace("version: 1", "version: 2", 1))
+    e.reload_rules(rules_copy)
+    assert e.replay(before.decision_id).reproduced
+
+
+def test_invalid_requests_are_decisions_too() -> None:
+    e = engine()
+    made = e.decide("u", "health", {"symptom": "sneezing", "local_time": "12:00"})
+    assert made.status.value == "invalid_input" and len(made.problems) == 2
+    assert e.decide("u", "astrology").status.value == "invalid_input"
