@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/decide.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

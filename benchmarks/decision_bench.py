@@ -29,33 +29,55 @@ from memkg.rules.compiler import compile_table
 CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
 SYMPTOMS = ["fever", "cough", "wheezing", "rash", "headache", "vomiting", "chest_pain", "dizziness"]
 CONDITIONS = ["asthma", "diabetes_t1", "hypertension", "epilepsy", "pregnancy", "celiac"]
-ACTIONS = ["call_emergency_services", "book_emergency_appointment", "book_same_day_appointment",
-           "recommend_urgent_care", "advise_home_monitoring"]  # fmt: skip
+ACTIONS = [
+    "call_emergency_services",
+    "book_emergency_appointment",
+    "book_same_day_appointment",
+    "recommend_urgent_care",
+    "advise_home_monitoring",
+]
 
 
 def rule_file(count: int, seed: int = 3) -> str:
     rng = random.Random(seed)
-    lines = ["hit_policy:", f"  priority: [{', '.join(ACTIONS)}]", "default:",
-             "  then: {action: advise_home_monitoring}", "  reason_code: NONE",
-             "  explain: nothing applies", "rules:"]  # fmt: skip
+    lines = [
+        "hit_policy:",
+        f"  priority: [{', '.join(ACTIONS)}]",
+        "default:",
+        "  then: {action: advise_home_monitoring}",
+        "  reason_code: NONE",
+        "  explain: nothing applies",
+        "rules:",
+    ]
     for i in range(count):
         when = [f"      - context: {{symptom: {rng.choice(SYMPTOMS)}}}"]
         kind = i % 4
         if kind == 0:
             when.append(f"      - fact: {{key: child.age, lt: {rng.randrange(1, 12)}}}")
         elif kind == 1:
-            when.append(f"      - fact: {{key: medical.conditions, contains: 'condition:"
-                        f"{rng.choice(CONDITIONS)}'}}")  # fmt: skip
+            when.append(
+                f"      - fact: {{key: medical.conditions, contains: 'condition:"
+                f"{rng.choice(CONDITIONS)}'}}"
+            )
         elif kind == 2:
-            when.append(f"      - fact: {{key: bp.reading, field: systolic, gte: "
-                        f"{rng.randrange(120, 200)}}}")  # fmt: skip
+            when.append(
+                f"      - fact: {{key: bp.reading, field: systolic, gte: "
+                f"{rng.randrange(120, 200)}}}"
+            )
         else:
-            when.append("      - path: {to: 'protocol:immediate_hospital_visit', "
-                        "via: 'condition:asthma', min_weight: 0.9}")  # fmt: skip
+            when.append(
+                "      - path: {to: 'protocol:immediate_hospital_visit', "
+                "via: 'condition:asthma', min_weight: 0.9}"
+            )
             when.append("      - context: {local_time: {outside: ['06:00', '22:00']}}")
-        lines += [f"  - id: bench.r{i}", "    when:", *when,
-                  f"    then: {{action: {rng.choice(ACTIONS)}}}",
-                  f"    reason_code: R{i}", f"    explain: rule {i}"]  # fmt: skip
+        lines += [
+            f"  - id: bench.r{i}",
+            "    when:",
+            *when,
+            f"    then: {{action: {rng.choice(ACTIONS)}}}",
+            f"    reason_code: R{i}",
+            f"    explain: rule {i}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -66,8 +88,11 @@ def history(count: int, seed: int = 5) -> list[dict[str, Any]]:
     for i in range(count):
         choice = i % 5
         if choice == 0:
-            obs = ("health", "medical.conditions",
-                   sorted({f"condition:{rng.choice(CONDITIONS)}" for _ in range(2)}))  # fmt: skip
+            obs = (
+                "health",
+                "medical.conditions",
+                sorted({f"condition:{rng.choice(CONDITIONS)}" for _ in range(2)}),
+            )
         elif choice == 1:
             obs = ("health", "bp.reading", {"systolic": rng.randrange(110, 200), "diastolic": 80})
         elif choice == 2:
@@ -77,12 +102,28 @@ def history(count: int, seed: int = 5) -> list[dict[str, Any]]:
         else:
             obs = ("health", "child.age", rng.randrange(0, 12))
         domain, key, value = obs
-        made.append({"user_id": "bench", "domain": domain, "key": key, "value": value,
-                     "source": rng.choice(["profile", "system", "behavior"]),
-                     "confidence": 1.0, "provenance": CONSENT})  # fmt: skip
-    made.append({"user_id": "bench", "domain": "health", "key": "medical.conditions",
-                 "value": ["condition:asthma"], "source": "system", "confidence": 1.0,
-                 "provenance": CONSENT})  # fmt: skip
+        made.append(
+            {
+                "user_id": "bench",
+                "domain": domain,
+                "key": key,
+                "value": value,
+                "source": rng.choice(["profile", "system", "behavior"]),
+                "confidence": 1.0,
+                "provenance": CONSENT,
+            }
+        )
+    made.append(
+        {
+            "user_id": "bench",
+            "domain": "health",
+            "key": "medical.conditions",
+            "value": ["condition:asthma"],
+            "source": "system",
+            "confidence": 1.0,
+            "provenance": CONSENT,
+        }
+    )
     return made
 
 
@@ -125,19 +166,20 @@ def main() -> None:
         raw = RawHost()
         raw.set_rulesets({"bench": copy.deepcopy(compile_table(table))})
 
-        engine.decide("bench", "health", {"symptom": "fever"})  # warm caches
+        engine.decide("bench", "health", {"symptom": "fever"}, decision="bench")  # warm caches
         decided, matched, fired = [], [], 0
         for i in range(args.runs):
             clock.advance(timedelta(seconds=1))
             context = {"symptom": SYMPTOMS[i % len(SYMPTOMS)]}
             start = time.perf_counter()
-            decision = engine.decide("bench", "health", context)
+            decision = engine.decide("bench", "health", context, decision="bench")
             decided.append((time.perf_counter() - start) * 1000)
             fired += len(decision.candidates)
             rules = engine.intent.rules
             graph = engine.user_graph("bench")
-            inp = engine.intent._input(rules, table, "bench", context, graph, graph.seq,
-                                       clock.now())  # fmt: skip
+            inp = engine.intent._input(
+                rules, table, "bench", context, graph, graph.seq, clock.now()
+            )
             messages = rules.evaluator.messages(table, inp)
             sid = f"raw{i}"
             batch = [{**m, "sid": sid, "id": f"{sid}.{j}"} for j, m in enumerate(messages)]
@@ -148,14 +190,18 @@ def main() -> None:
 
     p50, p99 = percentile(decided, 50), percentile(decided, 99)
     r50, r99 = percentile(matched, 50), percentile(matched, 99)
-    print(f"user facts: {facts}  rules: {args.rules}  runs: {args.runs}  "
-          f"messages per decision: {len(messages)}  rules fired per decision: "
-          f"{fired / args.runs:.1f}")  # fmt: skip
+    print(
+        f"user facts: {facts}  rules: {args.rules}  runs: {args.runs}  "
+        f"messages per decision: {len(messages)}  rules fired per decision: "
+        f"{fired / args.runs:.1f}"
+    )
     print(f"decide p50: {p50:.3f} ms  p99: {p99:.3f} ms  mean: {statistics.mean(decided):.3f} ms")
     print(f"raw durable-rules p50: {r50:.3f} ms  p99: {r99:.3f} ms")
     print(f"ratio decide/raw p50: {p50 / r50:.2f}x  p99: {p99 / r99:.2f}x  (goal ≤ 3x)")
-    print(f"goal p50 ≤ 1 ms: {'met' if p50 <= 1 else 'not met'}; "
-          f"p99 ≤ 5 ms: {'met' if p99 <= 5 else 'not met'}")  # fmt: skip
+    print(
+        f"goal p50 ≤ 1 ms: {'met' if p50 <= 1 else 'not met'}; "
+        f"p99 ≤ 5 ms: {'met' if p99 <= 5 else 'not met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,12 @@ from memkg.arbitration import ClaimScore, Question, Resolution, Review, StaleFla
 from memkg.clock import Clock, FrozenClock, SystemClock
 from memkg.config import EngineConfig, Limits
 from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
+from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
+from memkg.explain import render as render_explanation
+from memkg.intent import ReplayReport, RulesRefused
+from memkg.model.decision import Decision, DecisionStatus, Urgency
+from memkg.model.explanation import Explanation
+from memkg.rules.durable_runner import RuleEvaluationError
 from memkg.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -20,6 +26,8 @@ from memkg.errors import (
     ValidationFailed,
 )
 from memkg.events.store import EventStore
+from memkg.evolution import CompatibilityReport, check_schema_change
+from memkg.evolution.dry_run import DryRunReport
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
 from memkg.graph.weights import Factor, Weight, WeightParams
 from memkg.lifecycle.config import LifecycleConfig, RecallWeights
@@ -50,10 +58,15 @@ from memkg.model import (
 __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves LLM first)
     "ClaimScore",
     "Clock",
+    "CompatibilityReport",
     "ConcurrencyConflict",
     "ConfigError",
     "ConsolidationHandle",
     "ConsolidationReport",
+    "Decision",
+    "DecisionLog",
+    "DecisionStatus",
+    "DryRunReport",
     "Edge",
     "Engine",
     "EngineConfig",
@@ -61,6 +74,7 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "Event",
     "EventStore",
     "EventType",
+    "Explanation",
     "ExtractionReport",
     "Fact",
     "FactStatus",
@@ -80,6 +94,7 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "LifecycleConfig",
     "Limits",
     "MemkgError",
+    "MemoryDecisionLog",
     "MemoryLLM",
     "Message",
     "NotFound",
@@ -94,23 +109,30 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "RecallResult",
     "RecallWeights",
     "RecentEntity",
+    "ReplayReport",
     "Reply",
     "Resolution",
     "Review",
+    "RuleEvaluationError",
+    "RulesRefused",
     "Scope",
     "Sensitivity",
     "Source",
+    "SqliteDecisionLog",
     "StaleFlag",
     "StoreError",
     "SystemClock",
     "Tool",
     "ToolCall",
+    "Urgency",
     "ValidationFailed",
     "ValidationReport",
     "Weight",
     "WeightParams",
     "Window",
     "__version__",
+    "check_schema_change",
+    "render_explanation",
 ]
 
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memkg.cli_decisions import add_commands as add_decision_commands
+from memkg.cli_schema import add_commands as add_schema_commands
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
@@ -321,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--reviewer", default="reviewer", help="who decided (default: reviewer)")
     q.set_defaults(run=cmd_review_resolve)
     add_decision_commands(sub)
+    add_schema_commands(sub)
     return parser
 
 
@@ -330,12 +332,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parser.parse_args(argv)
     config = EngineConfig(root=args.root) if args.root else EngineConfig()
     try:
+        if getattr(args, "offline", False):  # reads files only: opens no store
+            return int(args.run(config, args, out))
         with Engine.open(args.db, config=config) as engine:
             code: int = args.run(engine, args, out)
             return code
     except MemkgError as exc:
         _emit(out, exc.to_dict())
-        return EXIT_REFUSED if exc.code == "validation.failed" else EXIT_FAILED
+        refused = exc.code in ("validation.failed", "migration.blocked")
+        return EXIT_REFUSED if refused else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ from typing import Any, TextIO
 from memkg.engine import Engine
 from memkg.errors import MemkgError
 from memkg.explain import FORMATS
-from memkg.intent import lint_sources
 from memkg.intent_cases import run_rule_cases
 from memkg.model.decision import Decision, DecisionStatus
+from memkg.rule_bundle import lint_sources
 from memkg.rules.loader import read_sources
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
@@ -24,13 +24,21 @@ def _emit(out: TextIO, data: Any) -> None:
 
 def summary(decision: Decision) -> dict[str, Any]:
     result = decision.result
-    return {"decision_id": decision.decision_id, "user_id": decision.request.user_id,
-            "domain": decision.request.domain, "decision": decision.request.decision,
-            "status": result.status.value, "action": result.action,
-            "urgency": result.urgency.value if result.urgency else None,
-            "parameters": result.parameters, "reason_codes": list(result.reason_codes),
-            "message": result.message, "problems": list(decision.problems),
-            "decided_at": decision.decided_at.isoformat(), "as_of_seq": decision.as_of_seq}  # fmt: skip
+    return {
+        "decision_id": decision.decision_id,
+        "user_id": decision.request.user_id,
+        "domain": decision.request.domain,
+        "decision": decision.request.decision,
+        "status": result.status.value,
+        "action": result.action,
+        "urgency": result.urgency.value if result.urgency else None,
+        "parameters": result.parameters,
+        "reason_codes": list(result.reason_codes),
+        "message": result.message,
+        "problems": list(decision.problems),
+        "decided_at": decision.decided_at.isoformat(),
+        "as_of_seq": decision.as_of_seq,
+    }
 
 
 def cmd_decide(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
@@ -122,6 +130,9 @@ def add_commands(sub: Any) -> None:
     q.set_defaults(run=cmd_rules_lint)
     q = rules.add_parser("test", help="run rules/**/*.cases.yaml")
     q.add_argument("path", nargs="?", help="rules folder (default: rules/)")
-    q.add_argument("--coverage", action="store_true",
-                   help="also list conditions never exercised; fail on rules never matched")
+    q.add_argument(
+        "--coverage",
+        action="store_true",
+        help="also list conditions never exercised; fail on rules never matched",
+    )
     q.set_defaults(run=cmd_rules_test)

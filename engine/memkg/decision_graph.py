@@ -33,15 +33,23 @@ weight}`` for a knowledge edge."""
 def _factors(weight: Weight | None) -> tuple[WeightFactor, ...]:
     if weight is None:
         return ()
-    return tuple(WeightFactor(name=f.name, value=f.value, detail=f.detail, event_id=f.event_id)
-                 for f in weight.factors)  # fmt: skip
+    return tuple(
+        WeightFactor(name=f.name, value=f.value, detail=f.detail, event_id=f.event_id)
+        for f in weight.factors
+    )
 
 
 class WeightedGraphView:
     """One user's graph at one time, for one domain; fixtures may replace edge weights."""
 
-    def __init__(self, graph: UserGraph, now: datetime, params: WeightParams, domain: str,
-                 overrides: Sequence[Override] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        graph: UserGraph,
+        now: datetime,
+        params: WeightParams,
+        domain: str,
+        overrides: Sequence[Override] = (),
+    ) -> None:
         self._view = weighted_view(graph, now, params, domain)
         self._user = f"user:{graph.user_id}"
         self._threshold = params.threshold
@@ -62,13 +70,21 @@ class WeightedGraphView:
             if e.target.startswith("value:"):
                 continue
             weight = self._override(self._user, e.relation, e.target, e.weight)
-            found.append(Edge(
-                ref=f"{e.fact_id}>{e.target}", source=self._user, relation=e.relation,
-                target=e.target, weight=weight, base=e.breakdown.base,
-                factors=_factors(e.breakdown) if weight == e.weight else (
-                    WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
-                fact_id=e.fact_id, usable=weight >= self._threshold,
-            ))  # fmt: skip
+            found.append(
+                Edge(
+                    ref=f"{e.fact_id}>{e.target}",
+                    source=self._user,
+                    relation=e.relation,
+                    target=e.target,
+                    weight=weight,
+                    base=e.breakdown.base,
+                    factors=_factors(e.breakdown)
+                    if weight == e.weight
+                    else (WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
+                    fact_id=e.fact_id,
+                    usable=weight >= self._threshold,
+                )
+            )
         return sorted(found, key=lambda e: e.ref)
 
     def paths(self, to: str, via: str | None) -> list[GraphPath]:
@@ -80,21 +96,31 @@ class WeightedGraphView:
             for h in path.hops:
                 source = self._user if h.fact_id is not None else h.source
                 weight = self._override(source, h.relation, h.target, h.weight)
-                hops.append(Edge(
-                    ref=f"{h.fact_id or h.source}>{h.relation}>{h.target}", source=source,
-                    relation=h.relation, target=h.target, weight=weight,
-                    base=h.breakdown.base if h.breakdown else None,
-                    factors=_factors(h.breakdown) if weight == h.weight else (),
-                    fact_id=h.fact_id, usable=weight >= self._threshold,
-                ))  # fmt: skip
+                hops.append(
+                    Edge(
+                        ref=f"{h.fact_id or h.source}>{h.relation}>{h.target}",
+                        source=source,
+                        relation=h.relation,
+                        target=h.target,
+                        weight=weight,
+                        base=h.breakdown.base if h.breakdown else None,
+                        factors=_factors(h.breakdown) if weight == h.weight else (),
+                        fact_id=h.fact_id,
+                        usable=weight >= self._threshold,
+                    )
+                )
             ref = "|".join(h.ref for h in hops)
-            found.append(GraphPath(ref=ref, to=to, via=via, weight=min(h.weight for h in hops),
-                                   hops=tuple(hops)))  # fmt: skip
+            found.append(
+                GraphPath(
+                    ref=ref, to=to, via=via, weight=min(h.weight for h in hops), hops=tuple(hops)
+                )
+            )
         return sorted(found, key=lambda p: p.ref)
 
 
-def fixture_graph(user_id: str, facts: Sequence[Fact], knowledge: Knowledge,
-                  entity_keys: EntityKeys) -> UserGraph:  # fmt: skip
+def fixture_graph(
+    user_id: str, facts: Sequence[Fact], knowledge: Knowledge, entity_keys: EntityKeys
+) -> UserGraph:
     """A graph over given facts (rule cases): no log, no signals."""
     memory = UserMemory(user_id)
     memory.facts = {f.id: f for f in facts}
@@ -109,7 +135,8 @@ def verdicts(resolutions: Sequence[Resolution]) -> dict[str, KeyVerdict]:
         frozen = r.outcome is Outcome.FROZEN
         old = found.get(r.key, KeyVerdict())
         found[r.key] = KeyVerdict(
-            frozen=old.frozen or frozen, lost={**old.lost, **lost},
+            frozen=old.frozen or frozen,
+            lost={**old.lost, **lost},
             detail=r.reason if frozen else old.detail,
-        )  # fmt: skip
+        )
     return found

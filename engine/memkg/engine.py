@@ -44,15 +44,15 @@ from memkg.arbitration.review import frozen_payload, reviews_from
 from memkg.arbitration.support import canon
 from memkg.clock import Clock, SystemClock
 from memkg.config import EngineConfig
-from memkg.intent import IntentLayer, ReplayReport, RulesRefused
-from memkg.intent_cases import run_rule_cases
-from memkg.model.decision import Decision
-from memkg.rules.cases import CasesReport
 from memkg.decisions.log import DecisionLog, MemoryDecisionLog
 from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
 from memkg.events.store import EventStore
+from memkg.evolution.dry_run import DryRunReport
+from memkg.evolution.history import schema_history
+from memkg.evolution.migration import MigrationPlan, load_plan
+from memkg.evolution.upcast import Upcasters
 from memkg.graph import export, queries
 from memkg.graph.cache import GraphCache
 from memkg.graph.claims import EntityKeys
@@ -62,6 +62,8 @@ from memkg.graph.queries import Edge, GraphPath, RecentEntity
 from memkg.graph.signals import signal_event
 from memkg.graph.view import weighted_view
 from memkg.graph.weights import Signal, claim_weight
+from memkg.intent import IntentLayer, ReplayReport, RulesRefused
+from memkg.intent_cases import run_rule_cases
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
@@ -71,10 +73,15 @@ from memkg.lifecycle.notes import Note, NoteBook
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
+from memkg.migrations import ApplyReport
+from memkg.migrations import apply as apply_plan
+from memkg.migrations import dry_run as dry_run_plan
+from memkg.model.decision import Decision
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
 from memkg.model.report import Problem, ValidationReport
 from memkg.ontology import Ontology
+from memkg.rules.cases import CasesReport
 from memkg.validate.guards import hash_pii, text_problems
 from memkg.validate.limits import check_value
 from memkg.validate.registry import KeySpec, SchemaRegistry
@@ -446,7 +453,9 @@ class Engine:
         with self._lock:
             cached = self._memories.get(user_id)
             if cached is None or cached.version != self.store.stream_version(user_id):
-                cached = UserMemory.from_events(user_id, self.store.read_stream(user_id))
+                cached = UserMemory.from_events(
+                    user_id, self.store.read_stream(user_id), self.upcasters.upcast
+                )
                 self._memories[user_id] = cached
             return cached
 
@@ -913,6 +922,37 @@ class Engine:
                                report.findings, failures)  # fmt: skip
         self.intent.swap(rules)
         return report
+
+    # -- schema evolution (logic in memkg.evolution, wired in memkg.migrations) -------------
+
+    def schema_history(self, domain: str, key: str | None = None) -> dict[str, Any]:
+        """Every version of the domain's key groups (or of one key) under ``schemas/``."""
+        return schema_history(self.config.root, domain, key)
+
+    def migration_dry_run(
+        self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
+        waiver: str | Path | None = None, decisions: int = 20,
+    ) -> DryRunReport:  # fmt: skip
+        """What ``plan`` would do to every user's facts, the rules and recent decisions."""
+        return dry_run_plan(self, plan, rules=rules, waiver=waiver, decisions=decisions)
+
+    def apply_migration(
+        self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
+        waiver: str | Path | None = None,
+    ) -> ApplyReport:  # fmt: skip
+        """Apply a plan whose dry run does not BLOCK; rerun it to resume after a crash."""
+        return apply_plan(self, plan, rules=rules, waiver=waiver)
+
+    @cached_property
+    def upcasters(self) -> Upcasters:
+        """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
+        found = Upcasters()
+        for path in sorted(self.config.schemas_dir.glob("*/migrations/*.yaml")):
+            plan = load_plan(path, self.config.root)
+            old = self.registry.group(plan.domain, plan.group, plan.from_version)
+            new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
+            found.register(plan, old, new)
+        return found
 
 
 def _dump(fact: Fact) -> dict[str, Any]:

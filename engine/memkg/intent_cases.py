@@ -27,15 +27,26 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
         spec = engine.registry.spec(case.table.domain, raw["key"])
         observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
         valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
-        facts.append(Fact(
-            id=clock.new_id("fact"), user_id=CASE_USER, domain=case.table.domain,
-            key=raw["key"], value=raw["value"], kind=spec.kind if spec else "fact",
-            source=Source(raw.get("source", "profile")), confidence=raw.get("confidence", 1.0),
-            scope=Scope.GLOBAL, observed_at=observed, recorded_at=observed, valid_until=valid,
-            provenance=Provenance(source_ref=f"case:{case.name}"),
-            sensitivity=spec.sensitivity if spec else Sensitivity.PUBLIC,
-            status=FactStatus(raw.get("status", "active")), schema_version=1,
-        ))  # fmt: skip
+        facts.append(
+            Fact(
+                id=clock.new_id("fact"),
+                user_id=CASE_USER,
+                domain=case.table.domain,
+                key=raw["key"],
+                value=raw["value"],
+                kind=spec.kind if spec else "fact",
+                source=Source(raw.get("source", "profile")),
+                confidence=raw.get("confidence", 1.0),
+                scope=Scope.GLOBAL,
+                observed_at=observed,
+                recorded_at=observed,
+                valid_until=valid,
+                provenance=Provenance(source_ref=f"case:{case.name}"),
+                sensitivity=spec.sensitivity if spec else Sensitivity.PUBLIC,
+                status=FactStatus(raw.get("status", "active")),
+                schema_version=1,
+            )
+        )
     return facts
 
 
@@ -53,14 +64,17 @@ def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesRepor
         context: dict[str, Any] = dict(case.context)
         problems = request_problems(rules.bundle, table.domain, table.name, table, context)
         if problems:
-            made = layer._record(rules, "case", _request(case), 0, case.now, table, None, None,
-                                 problems, {})  # fmt: skip
+            made = layer._record(
+                rules, "case", _request(case), 0, case.now, table, None, None, problems, {}
+            )
             return CaseOutcome(made.result, None, None)
-        inp = build_input(table, CASE_USER, facts, context, case.now, view,
-                          keys=rules.keys(table, entity))  # fmt: skip
-        evaluation = rules.evaluator.evaluate(table, inp)
-        made = layer._record(rules, "case", _request(case), 0, case.now, table, inp,
-                             evaluation, [], {})  # fmt: skip
+        inp = build_input(
+            table, CASE_USER, facts, context, case.now, view, keys=rules.keys(table, entity)
+        )
+        evaluation = rules.evaluator.evaluate(table, inp, walk_all=True)
+        made = layer._record(
+            rules, "case", _request(case), 0, case.now, table, inp, evaluation, [], {}
+        )
         return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
 
     return run_cases(folder, rules.bundle, run)
@@ -69,5 +83,9 @@ def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesRepor
 def _request(case: Case) -> Any:
     from memkg.model.decision import DecisionRequest
 
-    return DecisionRequest(user_id=CASE_USER, domain=case.table.domain, decision=case.table.name,
-                           context=dict(case.context))  # fmt: skip
+    return DecisionRequest(
+        user_id=CASE_USER,
+        domain=case.table.domain,
+        decision=case.table.name,
+        context=dict(case.context),
+    )

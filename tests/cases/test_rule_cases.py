@@ -9,7 +9,7 @@ import pytest
 from memkg import Engine
 from memkg.config import EngineConfig
 from memkg.intent_cases import run_rule_cases
-from memkg.rules.cases import CasesReport, CaseResult
+from memkg.rules.cases import CaseResult, CasesReport
 
 ENGINE = Engine(config=EngineConfig(shacl=False))
 RULES = ENGINE.intent.load()
@@ -19,7 +19,11 @@ REPORT: CasesReport = run_rule_cases(ENGINE.intent, RULES, ENGINE.config.rules_d
 def test_case_files_are_well_formed() -> None:
     assert REPORT.findings == []
     assert {Path(r.case.file).parent.name for r in REPORT.results} == {
-        "health", "travel", "commerce", "finance"}  # fmt: skip
+        "health",
+        "travel",
+        "commerce",
+        "finance",
+    }
 
 
 @pytest.mark.parametrize("result", REPORT.results, ids=lambda r: f"{r.case.file}:{r.case.line}")

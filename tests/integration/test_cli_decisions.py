@@ -18,12 +18,23 @@ def run(db: Path, *argv: str) -> tuple[int, str]:
 def test_decide_explain_replay_decisions(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     obs = tmp_path / "obs.jsonl"
-    obs.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
-                               "value": ["airline:MU"], "source": "dialogue",
-                               "confidence": 0.9}) + "\n")  # fmt: skip
+    obs.write_text(
+        json.dumps(
+            {
+                "user_id": "li",
+                "domain": "travel",
+                "key": "airline.avoided",
+                "value": ["airline:MU"],
+                "source": "dialogue",
+                "confidence": 0.9,
+            }
+        )
+        + "\n"
+    )
     assert run(db, "ingest", str(obs))[0] == 0
-    code, out = run(db, "decide", "li", "--domain", "travel", "--context",
-                    '{"airline": "airline:MU"}')  # fmt: skip
+    code, out = run(
+        db, "decide", "li", "--domain", "travel", "--context", '{"airline": "airline:MU"}'
+    )
     decided = json.loads(out)
     assert code == 0 and decided["action"] == "suggest_other_airline"
     code, text = run(db, "explain", decided["decision_id"])
@@ -49,8 +60,10 @@ def test_rules_lint_and_test(tmp_path: Path) -> None:
     bad = tmp_path / "rules" / "health"
     bad.mkdir(parents=True)
     (bad / "domain.yaml").write_text("actions: {go: {description: go}}\n")
-    (bad / "t.yaml").write_text("hit_policy: first\nrules:\n  - id: health.x\n    when: []\n"
-                                "    then: {action: fly}\n    reason_code: X\n    explain: x\n")  # fmt: skip
+    (bad / "t.yaml").write_text(
+        "hit_policy: first\nrules:\n  - id: health.x\n    when: []\n"
+        "    then: {action: fly}\n    reason_code: X\n    explain: x\n"
+    )
     code, out = run(db, "rules", "lint", str(tmp_path / "rules"))
     findings = json.loads(out)["findings"]
     assert code == 1 and [(f["code"], f["line"]) for f in findings] == [("rule.unknown_action", 3)]

@@ -34,11 +34,13 @@ CLAIMS: list[tuple[str, Any, str, float]] = [
     ("timezone", "Asia/Shanghai", "profile", 1.0),
 ]
 CONTEXTS = [
-    ("triage", {"symptom": "fever"}), ("triage", {"symptom": "fever", "temperature_c": 39.7}),
-    ("triage", {"symptom": "chest_pain"}), ("triage", {"symptom": "dizziness"}),
+    ("triage", {"symptom": "fever"}),
+    ("triage", {"symptom": "fever", "temperature_c": 39.7}),
+    ("triage", {"symptom": "chest_pain"}),
+    ("triage", {"symptom": "dizziness"}),
     ("medication", {"allergen": "allergen:penicillin", "drug_class": "antibiotic"}),
     ("medication", {"drug_class": "warfarin"}),
-]  # fmt: skip
+]
 
 
 def engine(clock: FrozenClock) -> Engine:
@@ -51,8 +53,15 @@ def engine(clock: FrozenClock) -> Engine:
 
 def observation(index: int) -> dict[str, Any]:
     key, value, source, confidence = CLAIMS[index]
-    return {"user_id": "u", "domain": "health", "key": key, "value": value, "source": source,
-            "confidence": confidence, "provenance": CONSENT}  # fmt: skip
+    return {
+        "user_id": "u",
+        "domain": "health",
+        "key": key,
+        "value": value,
+        "source": source,
+        "confidence": confidence,
+        "provenance": CONSENT,
+    }
 
 
 Step = tuple[str, int]
@@ -96,13 +105,22 @@ def test_replay_reproduces_every_logged_decision(history: list[Step]) -> None:
 
 def _outcome(d: Decision) -> tuple[Any, ...]:
     arbitration = d.arbitration.model_dump() if d.arbitration else None
-    return (d.result.model_dump(), arbitration, [(c.rule_id, c.message) for c in d.candidates],
-            [(w.rule_id, w.failing.index) for w in d.explanation.why_not],
-            sorted((lo.key, lo.reason) for lo in d.left_out))  # fmt: skip
+    return (
+        d.result.model_dump(),
+        arbitration,
+        [(c.rule_id, c.message) for c in d.candidates],
+        [(w.rule_id, w.failing.index) for w in d.explanation.why_not],
+        sorted((lo.key, lo.reason) for lo in d.left_out),
+    )
+
+
+DISTINCT = [0, 2, 3, 4, 6, 7, 8, 9]
+"""Claims of distinct (key, source): none replaces another, whatever the order (a source
+restating a key replaces its own earlier claim by design, so order matters there)."""
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.permutations(list(range(len(CLAIMS)))), st.integers(0, len(CONTEXTS) - 1))
+@given(st.permutations(DISTINCT), st.integers(0, len(CONTEXTS) - 1))
 def test_write_order_of_equal_time_facts_does_not_matter(order: list[int], ctx: int) -> None:
     name, context = CONTEXTS[ctx]
     outcomes = []
@@ -116,8 +134,9 @@ def test_write_order_of_equal_time_facts_does_not_matter(order: list[int], ctx: 
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sets(st.integers(0, len(CLAIMS) - 1)), st.integers(0, len(CONTEXTS) - 1),
-       st.integers(0, 23))  # fmt: skip
+@given(
+    st.sets(st.integers(0, len(CLAIMS) - 1)), st.integers(0, len(CONTEXTS) - 1), st.integers(0, 23)
+)
 def test_python_walk_agrees_with_durable_rules(chosen: set[int], ctx: int, hour: int) -> None:
     e = engine(FrozenClock(START.replace(hour=hour)))
     for index in sorted(chosen):
@@ -130,7 +149,8 @@ def test_python_walk_agrees_with_durable_rules(chosen: set[int], ctx: int, hour:
     from memkg.rules.matcher import check_rule, pools  # the walk behind why_not
 
     graph = e.user_graph("u")
-    inp = e.intent._input(e.intent.rules, table, "u", dict(context), graph, graph.seq,
-                          e.clock.now())  # fmt: skip
+    inp = e.intent._input(
+        e.intent.rules, table, "u", dict(context), graph, graph.seq, e.clock.now()
+    )
     walked = {r.id for r in table.rules if check_rule(r, inp, pools(inp.items)).failing is None}
     assert walked == durable

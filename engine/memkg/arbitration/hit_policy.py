@@ -28,7 +28,7 @@ Every matched rule ends up selected or suppressed, and every suppression names w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memkg.model.decision import Arbitration, Candidate, HitPolicy, Output, Suppression, Urgency
@@ -44,18 +44,26 @@ def arbitrate(
         return Arbitration(policy=policy, matched=(), selected=()), None
     if policy.kind == "unique":
         if len(ordered) > 1:
-            violation = f"unique: {len(ordered)} rules matched ({', '.join(matched)}); at most one may"
-            return Arbitration(policy=policy, matched=matched, selected=(), violation=violation), None
+            violation = (
+                f"unique: {len(ordered)} rules matched ({', '.join(matched)}); at most one may"
+            )
+            return Arbitration(
+                policy=policy, matched=matched, selected=(), violation=violation
+            ), None
         return Arbitration(policy=policy, matched=matched, selected=matched), ordered[0].output
     if policy.kind == "first":
         winner = ordered[0]
         lost = tuple(
-            Suppression(rule_id=c.rule_id, by=(winner.rule_id,),
-                        reason=f"{winner.rule_id} comes earlier in the file and matched first")
+            Suppression(
+                rule_id=c.rule_id,
+                by=(winner.rule_id,),
+                reason=f"{winner.rule_id} comes earlier in the file and matched first",
+            )
             for c in ordered[1:]
-        )  # fmt: skip
-        record = Arbitration(policy=policy, matched=matched, selected=(winner.rule_id,),
-                             suppressed=lost)  # fmt: skip
+        )
+        record = Arbitration(
+            policy=policy, matched=matched, selected=(winner.rule_id,), suppressed=lost
+        )
         return record, winner.output
     if policy.kind == "priority":
         return _priority(policy, ordered, matched)
@@ -80,8 +88,9 @@ def _priority(
         else:
             reason = f"{c.output.action} ranks below {winner.output.action} in the priority list"
         lost.append(Suppression(rule_id=c.rule_id, by=(winner.rule_id,), reason=reason))
-    record = Arbitration(policy=policy, matched=matched, selected=(winner.rule_id,),
-                         suppressed=tuple(lost))  # fmt: skip
+    record = Arbitration(
+        policy=policy, matched=matched, selected=(winner.rule_id,), suppressed=tuple(lost)
+    )
     return record, winner.output
 
 
@@ -91,17 +100,28 @@ def _collect(
     aggregate = policy.aggregate or "list"
     parameters: dict[str, Any]
     if aggregate == "list":
-        parameters = {"items": [{"rule": c.rule_id, "action": c.output.action,
-                                 **({"parameters": c.output.parameters} if c.output.parameters
-                                    else {})} for c in ordered]}  # fmt: skip
+        parameters = {
+            "items": [
+                {
+                    "rule": c.rule_id,
+                    "action": c.output.action,
+                    **({"parameters": c.output.parameters} if c.output.parameters else {}),
+                }
+                for c in ordered
+            ]
+        }
     elif aggregate == "count":
         parameters = {"count": len(ordered)}
     else:
         numbers = [c.output.parameters.get(policy.of or "", 0) for c in ordered]
-        fold = {"sum": sum, "min": min, "max": max}[aggregate]
+        folds: dict[str, Callable[[list[Any]], Any]] = {"sum": sum, "min": min, "max": max}
+        fold = folds[aggregate]
         parameters = {policy.of or aggregate: fold(numbers)}
     urgencies = [c.output.urgency for c in ordered if c.output.urgency is not None]
     urgency = max(urgencies, key=lambda u: u.rank) if urgencies else None
-    output = Output(action=policy.action or "collect", parameters=parameters,
-                    urgency=Urgency(urgency) if urgency else None)  # fmt: skip
+    output = Output(
+        action=policy.action or "collect",
+        parameters=parameters,
+        urgency=Urgency(urgency) if urgency else None,
+    )
     return Arbitration(policy=policy, matched=matched, selected=matched), output

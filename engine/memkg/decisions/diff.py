@@ -3,7 +3,7 @@
 Timings are left out: they are the one part of a record a replay cannot reproduce.
 
 >>> [str(d) for d in differences({"a": {"b": 1}, "c": [1]}, {"a": {"b": 2}, "c": [1, 2]})]
-['$.a.b: recorded 1, replayed 2', '$.c: recorded 1 items, replayed 2']
+['$.a.b: recorded 1, replayed 2', '$.c: recorded 1 items, replayed 2 items']
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ def _walk(a: Any, b: Any, path: str, out: list[Difference]) -> None:
         out.append(Difference(path, a, b))
 
 
-def differences(recorded: Decision | dict[str, Any], replayed: Decision | dict[str, Any]
-                ) -> list[Difference]:  # fmt: skip
+def differences(
+    recorded: Decision | dict[str, Any], replayed: Decision | dict[str, Any]
+) -> list[Difference]:
     """Every field that differs, as JSON paths (``$.result.action``)."""
     a = recorded.model_dump(mode="json") if isinstance(recorded, Decision) else recorded
     b = replayed.model_dump(mode="json") if isinstance(replayed, Decision) else replayed

@@ -29,8 +29,9 @@ class SqliteDecisionLog:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None,
-                                       check_same_thread=False)  # fmt: skip
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode = WAL")
             for pragma in ("synchronous = FULL", "secure_delete = ON"):
                 self._db.execute(f"PRAGMA {pragma}")
@@ -39,8 +40,13 @@ class SqliteDecisionLog:
             raise StoreError(f"cannot open decision log {self.path}: {exc}") from exc
 
     def append(self, decision: Decision) -> None:
-        row = (decision.decision_id, decision.request.user_id, decision.request.domain,
-               decision.decided_at.isoformat(), decision.model_dump_json())  # fmt: skip
+        row = (
+            decision.decision_id,
+            decision.request.user_id,
+            decision.request.domain,
+            decision.decided_at.isoformat(),
+            decision.model_dump_json(),
+        )
         with self._lock:
             try:
                 self._db.execute("INSERT INTO decisions VALUES (?, ?, ?, ?, ?)", row)
@@ -49,8 +55,9 @@ class SqliteDecisionLog:
 
     def get(self, decision_id: str) -> Decision:
         with self._lock:
-            row = self._db.execute("SELECT record FROM decisions WHERE decision_id = ?",
-                                   (decision_id,)).fetchone()  # fmt: skip
+            row = self._db.execute(
+                "SELECT record FROM decisions WHERE decision_id = ?", (decision_id,)
+            ).fetchone()
         if row is None:
             raise not_found(decision_id)
         return Decision.model_validate_json(row[0])
@@ -64,13 +71,16 @@ class SqliteDecisionLog:
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
         with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO rule_bundles VALUES (?, ?)",
-                             (digest, json.dumps(sources, sort_keys=True)))  # fmt: skip
+            self._db.execute(
+                "INSERT OR IGNORE INTO rule_bundles VALUES (?, ?)",
+                (digest, json.dumps(sources, sort_keys=True)),
+            )
 
     def bundle(self, digest: str) -> dict[str, str] | None:
         with self._lock:
-            row = self._db.execute("SELECT sources FROM rule_bundles WHERE digest = ?",
-                                   (digest,)).fetchone()  # fmt: skip
+            row = self._db.execute(
+                "SELECT sources FROM rule_bundles WHERE digest = ?", (digest,)
+            ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
     def erase_user(self, user_id: str) -> int:

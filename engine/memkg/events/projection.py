@@ -8,7 +8,7 @@ read never shows an expired state even before the sweep ran.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -21,8 +21,10 @@ _LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
 class UserMemory:
     """One user's facts (every status), as of the last event applied."""
 
-    def __init__(self, user_id: str) -> None:
+    def __init__(self, user_id: str, upcast: Callable[[Fact], Fact] | None = None) -> None:
         self.user_id = user_id
+        self.upcast = upcast
+        """Reads a live fact stored under an old key version as the current one (a view)."""
         self.facts: dict[str, Fact] = {}
         self.version = 0
         self.seq = 0
@@ -30,8 +32,10 @@ class UserMemory:
         """(seq, fact id, event type): what happened to each fact, in order."""
 
     @classmethod
-    def from_events(cls, user_id: str, events: Iterable[Event]) -> UserMemory:
-        memory = cls(user_id)
+    def from_events(
+        cls, user_id: str, events: Iterable[Event], upcast: Callable[[Fact], Fact] | None = None
+    ) -> UserMemory:
+        memory = cls(user_id, upcast)
         for event in events:
             memory.apply(event)
         return memory
@@ -48,14 +52,18 @@ class UserMemory:
         self.version, self.seq = event.version, event.seq
 
     def current(self, domain: str | None = None, at: datetime | None = None) -> list[Fact]:
-        """Facts that hold now: active, pending confirmation or frozen; states not yet expired."""
+        """Facts that hold now: active, pending confirmation or frozen; states not yet expired.
+
+        With ``upcast``, a fact stored under an old key version reads as the current one;
+        ``facts`` and ``history`` keep what the log holds.
+        """
         found = []
         for fact in self.facts.values():
             if fact.status not in _LIVE or (domain is not None and fact.domain != domain):
                 continue
             if at is not None and fact.valid_until is not None and fact.valid_until <= at:
                 continue
-            found.append(fact)
+            found.append(fact if self.upcast is None else self.upcast(fact))
         return sorted(found, key=lambda f: (f.domain, f.key, f.id))
 
     def history(self, key: str, domain: str | None = None) -> list[Fact]:

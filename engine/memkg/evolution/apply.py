@@ -58,8 +58,11 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
               spec: KeySpecWithKind, clock: Clock) -> Fact:  # fmt: skip
-    status = newest.status if newest.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION,
-                                                FactStatus.FROZEN) else FactStatus.ACTIVE  # fmt: skip
+    status = (
+        newest.status
+        if newest.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
+        else FactStatus.ACTIVE
+    )
     return Fact(
         id=clock.new_id("fact"), user_id=newest.user_id, domain=plan.domain, key=key,
         value=value, kind=spec.kind, source=newest.source,

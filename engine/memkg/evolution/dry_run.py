@@ -94,8 +94,14 @@ def key_changes(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[
             elif old[key].schema != new[key].schema:
                 report = check_schema_change(old[key].schema, new[key].schema, "full")
                 codes = sorted({c.code for c in report.changes if c.severity != "safe"})
-                found.append(KeyChange(key=key, change="changed", new_keys=targets,
-                                       detail=", ".join(codes) or "compatible both ways"))  # fmt: skip
+                found.append(
+                    KeyChange(
+                        key=key,
+                        change="changed",
+                        new_keys=targets,
+                        detail=", ".join(codes) or "compatible both ways",
+                    )
+                )
     for key in sorted(set(new) - set(old)):
         found.append(KeyChange(key=key, change="added"))
     return sorted(found, key=lambda c: (c.key, c.change))
@@ -111,9 +117,17 @@ def policy_findings(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapp
                 a, b = old[key], new[target]
                 where = key if key == target else f"{key} → {target}"
                 if a.sensitivity != b.sensitivity:
-                    found.append(Finding(code="key.sensitivity_changed", severity="warn", key=target,
-                                         message=f"{where}: sensitivity {a.sensitivity.value} → "
-                                         f"{b.sensitivity.value}", file=plan.file, line=step.line))  # fmt: skip
+                    found.append(
+                        Finding(
+                            code="key.sensitivity_changed",
+                            severity="warn",
+                            key=target,
+                            message=f"{where}: sensitivity {a.sensitivity.value} → "
+                            f"{b.sensitivity.value}",
+                            file=plan.file,
+                            line=step.line,
+                        )
+                    )
                 if a.consent != b.consent:
                     need = "now requires" if b.consent else "no longer requires"
                     found.append(Finding(code="key.consent_changed", severity="warn", key=target,
@@ -158,12 +172,12 @@ def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequen
     verdict: Verdict = "BLOCK" if blocking else "WARN" if warning else "PASS"
     order = {"block": 0, "warn": 1, "info": 2}
     fact_findings.sort(key=lambda f: (order[f.severity], f.waived, f.code))
+    ranked = sorted(findings, key=lambda f: (order[f.severity], f.file or "", f.line or 0, f.code))
     return DryRunReport(
         migration=plan.name, plan_file=plan.file, plan_digest=plan.digest, domain=plan.domain,
         source=f"{plan.group}@{plan.from_version}", target=f"{plan.to_group}@{plan.to_version}",
         verdict=verdict, counts=dict(counts), examples=shown, key_changes=tuple(changes),
-        findings=tuple(sorted(findings, key=lambda f: (order[f.severity], f.file or "",
-                                                       f.line or 0, f.code))) + tuple(fact_findings[:listed]),
+        findings=(*ranked, *fact_findings[:listed]),
         unlisted=max(0, len(fact_findings) - listed),
         waiver=waiver.summary() if waiver is not None else None,
     )  # fmt: skip
@@ -176,8 +190,15 @@ def _fact_findings(o: FactOutcome) -> list[Finding]:
         return [Finding(code="fact.unmappable", severity="block", key=key, subject=subject,
                         message=f"{where}: {o.reason}")]  # fmt: skip
     if o.status == "invalid":
-        return [Finding(code="fact.invalid", severity="block", key=key, subject=subject,
-                        message=f"{where}: invalid under the new version: {'; '.join(o.problems)}")]  # fmt: skip
+        return [
+            Finding(
+                code="fact.invalid",
+                severity="block",
+                key=key,
+                subject=subject,
+                message=f"{where}: invalid under the new version: {'; '.join(o.problems)}",
+            )
+        ]
     if o.status == "dropped":
         return [Finding(code="fact.dropped", severity="warn", key=key, subject=subject,
                         message=f"{where}: dropped: {o.reason}")]  # fmt: skip
@@ -196,8 +217,10 @@ def _waive(finding: Finding, waiver: Waiver) -> Finding:
 
 def render_text(report: DryRunReport) -> str:
     """A readable summary: verdict, counts, findings, examples."""
-    lines = [f"{report.verdict}: migration {report.migration} ({report.source} → "
-             f"{report.target}, {report.domain}) plan {report.plan_file} sha256 {report.plan_digest}"]  # fmt: skip
+    lines = [
+        f"{report.verdict}: migration {report.migration} ({report.source} → {report.target}, "
+        f"{report.domain}) plan {report.plan_file} sha256 {report.plan_digest}"
+    ]
     lines.append("facts: " + ", ".join(f"{k} {v}" for k, v in report.counts.items()))
     for change in report.key_changes:
         into = f" → {', '.join(change.new_keys)}" if change.new_keys else ""

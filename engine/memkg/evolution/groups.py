@@ -37,9 +37,14 @@ def compare_groups(old: dict[str, Any], new: dict[str, Any], mode: str = "backwa
     keys: dict[str, Any] = {}
     for key in sorted(set(a) | set(b)):
         if key not in b:
-            keys[key] = _presence(key, "key.removed", ("backward",), chosen,
-                                  "stored facts of this key have no schema in the new version",
-                                  "keep the key, or move its facts with a migration plan")  # fmt: skip
+            keys[key] = _presence(
+                key,
+                "key.removed",
+                ("backward",),
+                chosen,
+                "stored facts of this key have no schema in the new version",
+                "keep the key, or move its facts with a migration plan",
+            )
         elif key not in a:
             keys[key] = _presence(key, "key.added", ("forward",), chosen,
                                   "readers of the old version do not know this key",
@@ -80,7 +85,9 @@ def render_group_text(report: dict[str, Any]) -> str:
         state = "compatible" if entry["compatible"] else "INCOMPATIBLE"
         lines.append(f"key {key}: {state}")
         for c in entry["changes"]:
-            lines.append(f"  - [{c['severity']}] {c['code']} at {c['pointer'] or '/'}: {c['message']}")
+            lines.append(
+                f"  - [{c['severity']}] {c['code']} at {c['pointer'] or '/'}: {c['message']}"
+            )
             if c.get("counterexample_valid_under"):
                 lines.append(f"    example: {c['counterexample']!r} (valid under "
                              f"{c['counterexample_valid_under']})")  # fmt: skip

@@ -64,7 +64,11 @@ def schema_history(root: Path, domain: str, key: str | None = None) -> dict[str,
     for path in sorted((schemas / domain / "migrations").glob("*.yaml")):
         plan = load_plan(path, root)
         keys_read = {k for s in plan.steps for k in s.keys}
-        if key is None or key in keys_read or any(t.key == key for s in plan.steps for t in s.targets):
+        if (
+            key is None
+            or key in keys_read
+            or any(t.key == key for s in plan.steps for t in s.targets)
+        ):
             plans.append({"migration": plan.name, "file": plan.file, "sha256": plan.digest,
                           "from": f"{plan.group}@{plan.from_version}",
                           "to": f"{plan.to_group}@{plan.to_version}"})  # fmt: skip
@@ -115,8 +119,10 @@ def release_problems(root: Path) -> list[str]:
         if not (root / file).is_file():
             problems.append(f"{name}: released but missing; a released version is never deleted")
         elif name in now and now[name] != digest:
-            problems.append(f"{name}: released with sha256 {digest[:12]}… but now "
-                            f"{now[name][:12]}…; add a new version instead of editing it")  # fmt: skip
+            problems.append(
+                f"{name}: released with sha256 {digest[:12]}… but now "
+                f"{now[name][:12]}…; add a new version instead of editing it"
+            )
     newest: dict[tuple[str, str], int] = {}
     for name in now:
         match = _FILE.match(Path(name).name)
@@ -126,8 +132,10 @@ def release_problems(root: Path) -> list[str]:
     for name in sorted(set(now) - set(released)):
         match = _FILE.match(Path(name).name)
         if match is None:
-            problems.append(f"{name}: shape version not released: add its sha256 to {MANIFEST} "
-                            "(raise owl:versionInfo first if an earlier version was released)")  # fmt: skip
+            problems.append(
+                f"{name}: shape version not released: add its sha256 to {MANIFEST} "
+                "(raise owl:versionInfo first if an earlier version was released)"
+            )
         elif int(match["version"]) < newest[(str(Path(name).parent), match["group"])]:
             problems.append(f"{name}: a newer version exists, so this one must be released")
     return problems

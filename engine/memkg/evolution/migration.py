@@ -76,13 +76,11 @@ class Step:
     """Why the facts of a dropped key go."""
 
     def renames(self) -> dict[str, str]:
-        """Old key → new key, when the step only copies a value under another name."""
+        """Old key → new key when the step writes one key of another name (value kept or mapped)."""
         if self.kind != "transform" or len(self.targets) != 1:
             return {}
         target = self.targets[0]
-        if target.key != self.keys[0] and target.value == {"copy": ""}:
-            return {self.keys[0]: target.key}
-        return {}
+        return {self.keys[0]: target.key} if target.key != self.keys[0] else {}
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,9 @@ def load_plan(path: str | Path, root: Path | None = None) -> MigrationPlan:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise MigrationError(f"cannot read: {exc}", file=name, line=1, code="migration.read") from exc
+        raise MigrationError(
+            f"cannot read: {exc}", file=name, line=1, code="migration.read"
+        ) from exc
     return parse_plan(text, name)
 
 

@@ -70,8 +70,12 @@ def plan_problems(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[str,
     for step in plan.steps:
         for key in step.keys:
             if key not in old:
-                raise MigrationError(f"{plan.group}@{plan.from_version} declares no key {key}",
-                                     file=plan.file, line=step.line, code="migration.unknown_key")  # fmt: skip
+                raise MigrationError(
+                    f"{plan.group}@{plan.from_version} declares no key {key}",
+                    file=plan.file,
+                    line=step.line,
+                    code="migration.unknown_key",
+                )
         for target in step.targets:
             if target.key not in new:
                 raise MigrationError(
@@ -106,7 +110,10 @@ def migrate(plan: MigrationPlan, facts: Iterable[Fact], old: Mapping[str, KeyPol
         for fact in (f for f in mine if f.key in step.keys):
             slot = (fact.user_id, fact.scope, fact.session_id, tuple(sorted(fact.context.items())))
             held = slots.setdefault(slot, {})
-            if fact.key not in held or (fact.seq, fact.id) > (held[fact.key].seq, held[fact.key].id):
+            if fact.key not in held or (fact.seq, fact.id) > (
+                held[fact.key].seq,
+                held[fact.key].id,
+            ):
                 held[fact.key] = fact
         for _, held in sorted(slots.items(), key=lambda item: str(item[0])):
             group = tuple(held[k] for k in step.keys if k in held)
@@ -135,8 +142,13 @@ def _one(step: Step, facts: tuple[Fact, ...], value: Any, new: Mapping[str, KeyP
         elif isinstance(result, Value):
             outputs.append(NewValue(target.key, result.value, result.unknown))
     problems = [p for out in outputs for p in _problems(out, new[out.key], facts)]
-    same = (len(facts) == 1 and len(outputs) == 1 and not questions
-            and outputs[0].key == facts[0].key and _canon(outputs[0].value) == _canon(value))  # fmt: skip
+    same = (
+        len(facts) == 1
+        and len(outputs) == 1
+        and not questions
+        and outputs[0].key == facts[0].key
+        and _canon(outputs[0].value) == _canon(value)
+    )
     status: Status = "invalid" if problems else "unchanged" if same else "migrated"
     return FactOutcome(user, facts, status, tuple(outputs), tuple(questions), tuple(problems))
 

@@ -81,7 +81,11 @@ def evaluate(expr: Mapping[str, Any], old: Any) -> Result:
     [(op, arg)] = expr.items()
     if op == "copy":
         found = pointer(old, arg)
-        return Unmappable(f"the old value has nothing at {arg!r}") if found is _MISSING else Value(found)
+        return (
+            Unmappable(f"the old value has nothing at {arg!r}")
+            if found is _MISSING
+            else Value(found)
+        )
     if op == "const":
         return Value(arg)
     if op == "unknown":
@@ -149,7 +153,9 @@ def holds(cond: Mapping[str, Any], old: Any) -> bool:
     return all(v in items for v in operand)
 
 
-def expr_problems(expr: Any, where: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:
+def expr_problems(
+    expr: Any, where: tuple[str | int, ...] = ()
+) -> list[tuple[tuple[str | int, ...], str]]:
     """(path in the plan, message) for every malformed part of ``expr``."""
     if isinstance(expr, Mapping) and "cases" in expr:
         return _cases_problems(expr, where)
@@ -160,7 +166,7 @@ def expr_problems(expr: Any, where: tuple[str | int, ...] = ()) -> list[tuple[tu
     if op not in OPERATORS:
         return [(where, f"unknown operator {op!r}; use one of {', '.join(OPERATORS)}")]
     if op == "copy" and not _is_pointer(arg):
-        return [(at, "copy takes a JSON pointer: \"\" (the whole value) or \"/field\"")]
+        return [(at, 'copy takes a JSON pointer: "" (the whole value) or "/field"')]
     if op == "ask" and not (isinstance(arg, str) and arg.strip()):
         return [(at, "ask takes the question to put to the user")]
     if op == "map":
@@ -200,7 +206,9 @@ def _cases_problems(expr: Mapping[str, Any], where: tuple[str | int, ...]) -> li
 def _condition_problems(cond: Any, at: tuple[str | int, ...]) -> list[Any]:
     ops = [k for k in cond if k != "path"] if isinstance(cond, Mapping) else []
     if len(ops) != 1 or ops[0] not in CONDITIONS:
-        return [(at, f"a condition is {{path: PTR, OP: VALUE}} with one of {', '.join(CONDITIONS)}")]
+        return [
+            (at, f"a condition is {{path: PTR, OP: VALUE}} with one of {', '.join(CONDITIONS)}")
+        ]
     if not _is_pointer(cond.get("path", "")):
         return [((*at, "path"), "path is a JSON pointer")]
     if ops[0] in ("in", "contains_any", "contains_all") and not isinstance(cond[ops[0]], list):

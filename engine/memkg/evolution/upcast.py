@@ -51,13 +51,16 @@ class Upcasters:
             (key,) = step.keys
             if key in old and target.key in new:
                 self._by_source[(plan.domain, key, old[key].version)] = Upcaster(
-                    target.key, new[target.key].version, target.value, new[target.key], plan.name)
+                    target.key, new[target.key].version, target.value, new[target.key], plan.name
+                )
 
     def upcast(self, fact: Fact) -> Fact:
         """``fact`` as the newest registered version reads it (itself when none applies)."""
         for _ in range(64):  # a chain longer than this is a registry cycle
             found = self.get(fact.domain, fact.key, fact.schema_version)
-            if found is None or found.to_version == fact.schema_version and found.to_key == fact.key:
+            if found is None or (
+                found.to_version == fact.schema_version and found.to_key == fact.key
+            ):
                 return fact
             result = evaluate(found.expression, fact.value)
             if not isinstance(result, Value) or not found.spec.validator.is_valid(result.value):

@@ -60,8 +60,10 @@ class Waiver:
         if self.migration != plan.name:
             return f"{self.file} waives migration {self.migration!r}, not {plan.name!r}"
         if self.plan_digest != plan.digest:
-            return (f"{self.file} signs off another text of the plan (digest "
-                    f"{self.plan_digest[:12]}…, the plan is {plan.digest[:12]}…): sign it again")
+            return (
+                f"{self.file} signs off another text of the plan (digest "
+                f"{self.plan_digest[:12]}…, the plan is {plan.digest[:12]}…): sign it again"
+            )
         if self.expires_at is not None and self.expires_at <= now:
             return f"{self.file} expired at {self.expires_at.isoformat()}"
         return None
@@ -94,7 +96,7 @@ def load_waiver(path: str | Path) -> Waiver:
     if set(data) - _FIELDS:
         raise fail(f"unknown fields {sorted(set(data) - _FIELDS)}; allowed: {sorted(_FIELDS)}")
     for name in _REQUIRED:
-        if not data.get(name):
+        if data.get(name) in (None, "", []):
             raise fail(f"`{name}` is missing: a waiver says who signed off what, when and why")
     times = {}
     for name in ("signed_off_at", "expires_at"):

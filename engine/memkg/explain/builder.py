@@ -65,17 +65,32 @@ def build_explanation(
             SuppressedNode(rule=by_id[r], beaten_by=(), reason=arbitration.violation)
             for r in arbitration.matched
         )
-    shown = tuple(ContextValue(field=k, value=v) for k, v in sorted(context.items())
-                  if k not in _HIDDEN_CONTEXT and k != "local_minutes")  # fmt: skip
+    shown = tuple(
+        ContextValue(field=k, value=v)
+        for k, v in sorted(context.items())
+        if k not in _HIDDEN_CONTEXT and k != "local_minutes"
+    )
     return Explanation(
-        decision_id=decision_id, user_id=request.user_id, domain=request.domain,
-        decision=request.decision, status=result.status.value, action=result.action,
+        decision_id=decision_id,
+        user_id=request.user_id,
+        domain=request.domain,
+        decision=request.decision,
+        status=result.status.value,
+        action=result.action,
         urgency=result.urgency.value if result.urgency else None,
-        parameters=dict(result.parameters), summary=_summary(result, describe, problems),
+        parameters=dict(result.parameters),
+        summary=_summary(result, describe, problems),
         policy=arbitration.policy.describe() if arbitration else "",
-        decided_at=decided_at, local_time=context.get("local_time"),
-        timezone=context.get("timezone"), context=shown, selected=selected, default=default,
-        suppressed=suppressed, why_not=tuple(why_not),
+        decided_at=decided_at,
+        local_time=context.get("local_time"),
+        timezone=context.get("timezone"),
+        context=shown,
+        selected=selected,
+        default=default,
+        suppressed=suppressed,
+        why_not=tuple(why_not),
         left_out=tuple(LeftOutNode(**lo.model_dump()) for lo in left_out),
-        problems=tuple(problems), as_of_seq=as_of_seq, rule_bundle=rule_bundle,
-    )  # fmt: skip
+        problems=tuple(problems),
+        as_of_seq=as_of_seq,
+        rule_bundle=rule_bundle,
+    )

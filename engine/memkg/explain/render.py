@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from memkg.model.evidence import Edge, GraphPath
 from memkg.model.explanation import ConditionNode, Explanation, FactNode, RuleNode
 
 FORMATS = ("text", "md", "json")
-SOURCES = {"dialogue": "said in conversation", "behavior": "seen in behaviour",
-           "profile": "profile record", "third_party": "third-party record",
-           "system": "system record", "rule": "derived by a rule"}  # fmt: skip
+SOURCES = {
+    "dialogue": "said in conversation",
+    "behavior": "seen in behaviour",
+    "profile": "profile record",
+    "third_party": "third-party record",
+    "system": "system record",
+    "rule": "derived by a rule",
+}
 
 
 def _value(value: Any) -> str:
@@ -24,21 +30,25 @@ def _value(value: Any) -> str:
         return ", ".join(_value(v) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k} {_value(v)}" for k, v in value.items())
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
 
 
-def _when(at: Any) -> str:
+def _when(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M %Z").strip()
 
 
 def fact_text(fact: FactNode) -> str:
     value = _value(fact.item if fact.item is not None else fact.value)
     where = fact.provenance.source_ref
-    text = (f"{fact.key} is {value} ({SOURCES.get(fact.source, fact.source)}"
-            f"{', ' + where if where else ''}, confidence {fact.confidence:g}, "
-            f"observed {_when(fact.observed_at)}, recorded {_when(fact.recorded_at)}")  # fmt: skip
+    text = (
+        f"{fact.key} is {value} ({SOURCES.get(fact.source, fact.source)}"
+        f"{', ' + where if where else ''}, confidence {fact.confidence:g}, "
+        f"observed {_when(fact.observed_at)}, recorded {_when(fact.recorded_at)}"
+    )
     if fact.valid_until is not None:
         text += f", valid until {_when(fact.valid_until)}"
     return text + ")"
@@ -78,19 +88,26 @@ def _rule_lines(rule: RuleNode, bullet: Callable[[int, str], str]) -> list[str]:
     return lines
 
 
-def _body(exp: Explanation, bullet: Callable[[int, str], str],
-          heading: Callable[[str], str]) -> list[str]:  # fmt: skip
+def _body(
+    exp: Explanation, bullet: Callable[[int, str], str], heading: Callable[[str], str]
+) -> list[str]:
     lines = [f"Decision: {exp.summary}"]
     if exp.local_time:
-        lines.append(f"Local time {exp.local_time} ({exp.timezone}); decided "
-                     f"{_when(exp.decided_at)}; hit policy: {exp.policy or '-'}")  # fmt: skip
+        lines.append(
+            f"Local time {exp.local_time} ({exp.timezone}); decided "
+            f"{_when(exp.decided_at)}; hit policy: {exp.policy or '-'}"
+        )
     if exp.selected:
         lines += ["", heading("Why")]
         for rule in exp.selected:
             lines.append(bullet(0, f"{rule.message} [{rule.reason_code}]"))
             lines += _rule_lines(rule, lambda d, t: bullet(d + 1, t))
     if exp.default:
-        lines += ["", heading("Why"), bullet(0, f"no rule matched; the default applies: {exp.default}")]
+        lines += [
+            "",
+            heading("Why"),
+            bullet(0, f"no rule matched; the default applies: {exp.default}"),
+        ]
     if exp.suppressed:
         lines += ["", heading("Also matched, not chosen")]
         for s in exp.suppressed:
@@ -99,18 +116,27 @@ def _body(exp: Explanation, bullet: Callable[[int, str], str],
     if exp.why_not:
         lines += ["", heading("Nearly applied")]
         for w in exp.why_not:
-            lines.append(bullet(0, f"{w.rule_id} → {w.action}: {w.holding} of {w.total} "
-                                   f"conditions held; failed: {w.failing.text}"))  # fmt: skip
+            lines.append(
+                bullet(
+                    0,
+                    f"{w.rule_id} → {w.action}: {w.holding} of {w.total} "
+                    f"conditions held; failed: {w.failing.text}",
+                )
+            )
             if w.failing.failure:
                 lines.append(bullet(1, w.failing.failure))
     if exp.left_out:
         lines += ["", heading("Not used")]
         for lo in exp.left_out:
             detail = f": {lo.detail}" if lo.detail else ""
-            lines.append(bullet(0, f"{lo.key} = {_value(lo.value)} ({lo.reason.replace('_', ' ')}"
-                                   f"{detail})"))  # fmt: skip
-    lines += ["", f"Decision {exp.decision_id}, memory as of log position {exp.as_of_seq}, "
-                  f"rules {exp.rule_bundle[:12]}."]  # fmt: skip
+            lines.append(
+                bullet(0, f"{lo.key} = {_value(lo.value)} ({lo.reason.replace('_', ' ')}{detail})")
+            )
+    lines += [
+        "",
+        f"Decision {exp.decision_id}, memory as of log position {exp.as_of_seq}, "
+        f"rules {exp.rule_bundle[:12]}.",
+    ]
     return lines
 
 

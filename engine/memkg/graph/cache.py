@@ -4,8 +4,8 @@ Work is per user: a write folds its events into that user's cached graph only; a
 rebuilds a user's graph from that user's stream when the cached one is behind (another process
 wrote) and touches no one else. The weighted view is memoised per user for one (version,
 time, domain, weight parameters) at a time, since weights move with time; a view for a new
-time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic. The cache holds at most ``max_users``
-graphs, least recently used first out.
+time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic.
+The cache holds at most ``max_users`` graphs, least recently used first out.
 
 The owner must call ``forget`` when a user's stream is rewritten (erasure, purge by audit id):
 a purge keeps the stream version, so the version alone cannot tell.

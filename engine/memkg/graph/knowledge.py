@@ -94,7 +94,7 @@ class Knowledge:
         return found
 
     def reach(self, refs: Iterable[str]) -> tuple[KnowledgeEdge, ...]:
-        """``reachable(refs)``, remembered: users' entity sets repeat, the knowledge does not change."""
+        """``reachable(refs)``, remembered: entity sets repeat and the knowledge never changes."""
         key = frozenset(refs)
         found = self._reach.get(key)
         if found is None:

@@ -37,7 +37,7 @@ from memkg.graph.rdf import (
 from memkg.graph.signals import SignalRecord, read_signal
 from memkg.graph.weights import Signal
 from memkg.model.event import Event, EventType
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, FactStatus
 
 EdgeKey = tuple[str, str, str]
 """(domain, key, target value): one edge ``user ─key→ target`` of one domain."""
@@ -56,6 +56,9 @@ class Claim:
     target: Target
     signals: tuple[Signal, ...]
     """Signals on the edge recorded after the fact, by time then event id."""
+    source: str
+    status: str
+    active: bool
 
 
 class FactFold(Protocol):
@@ -174,7 +177,7 @@ class UserGraph:
     def claims_of(self, domain: str | None = None) -> tuple[Claim, ...]:
         """Live claims (of ``domain``, or all), oldest first, whatever their ``valid_until``."""
         memo = self._claims.get(domain)
-        if memo is not None and memo[0] >= max(self._floor, self._changed_at.get(domain, 0)):
+        if memo is not None:
             return memo[1]
         built_at = self._changes
         found = []
@@ -184,7 +187,9 @@ class UserGraph:
             for target in self.targets(fact):
                 signals = sorted((s.as_signal() for s in self.signals_for(fact, target)),
                                  key=lambda s: (s.at, s.event_id))  # fmt: skip
-                found.append(Claim(fact, target, tuple(signals)))
+                active = fact.status is FactStatus.ACTIVE
+                found.append(Claim(fact, target, tuple(signals), fact.source.value,
+                                   fact.status.value, active))  # fmt: skip
         claims = tuple(found)
         self._claims[domain] = (built_at, claims)
         return claims

@@ -88,7 +88,7 @@ def edges(
     """The user's claims, heaviest first; ``relation`` is a key (``airline.preferred``)."""
     user_id = view.graph["user_id"]
     chosen = []
-    for target, keys in view.succ[user_node(user_id)].items():
+    for target, keys in view._succ[user_node(user_id)].items():
         for data in keys.values():
             if relation is not None and data["relation"] != relation:
                 continue
@@ -124,7 +124,7 @@ def paths(
         return []
     found = []
     hops: dict[tuple[str, str, str], Hop] = {}
-    for route in _routes(view.succ, user, concept, max_depth):
+    for route in _routes(view._succ, user, concept, max_depth):
         path = []
         for edge in route:
             hop = hops.get(edge)
@@ -142,12 +142,13 @@ def paths(
 
 
 def _routes(
-    succ: Any, source: str, target: str, cutoff: int
+    succ: dict[str, Any], source: str, target: str, cutoff: int
 ) -> Iterator[list[tuple[str, str, str]]]:
     """``nx.all_simple_edge_paths(view, source, target, cutoff)``, in the same order.
 
-    The same depth-first walk over the same adjacency order, without NetworkX's per-node
-    edge views: path ties keep their order, so results match hop for hop.
+    The same depth-first walk over the same adjacency dicts (the view's own, ``_succ``),
+    without NetworkX's read-only wrappers around every step: ties between paths of equal
+    weight keep their order, so results match hop for hop (a test checks it).
     """
     route: list[tuple[str, str, str]] = []
     on_route = {source}
@@ -170,9 +171,9 @@ def _routes(
 
 
 def _hop(view: View, source: str, target: str, key: str) -> Hop:
-    data = view.succ[source][target][key]
+    data = view._succ[source][target][key]
     return Hop(
-        source=view.nodes[source]["ref"],
+        source=view._node[source]["ref"],
         relation=data["relation"],
         target=target,
         weight=data["weight"],

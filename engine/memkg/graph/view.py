@@ -22,9 +22,9 @@ from typing import Any
 import networkx as nx
 
 from memkg.graph.claims import Target
+from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
 from memkg.graph.weights import ClaimWeight, Weight, WeightParams
-from memkg.model.fact import FactStatus
 from memkg.model.vocab import user_iri
 
 View = Any
@@ -53,7 +53,7 @@ def weighted_view(
     _node(nodes, succ, pred, user, {"kind": "user", "ref": graph.user_id})
     knowledge = graph.knowledge
     threshold = params.threshold
-    active = FactStatus.ACTIVE
+    weigh = ClaimWeight
     entities: dict[str, None] = {}
     for claim in graph.claims_of(domain):
         fact, target = claim.fact, claim.target
@@ -63,23 +63,20 @@ def weighted_view(
             node = ref = target.value
             if ref not in entities:
                 entities[ref] = None
-                _node(nodes, succ, pred, node, {"kind": "entity", "ref": ref,
-                      "type": knowledge.entity_type(ref), "label": knowledge.label(ref)})  # fmt: skip
+                _node(nodes, succ, pred, node, _entity(knowledge, ref))
         else:
             node = f"value:{fact.domain}/{fact.key}={target.value}"
             _node(nodes, succ, pred, node, {"kind": "value", "ref": target.value})
-        weight = ClaimWeight(fact.confidence, fact.source.value, fact.observed_at,
-                             claim.signals, now, params)  # fmt: skip
+        weight = weigh(fact.confidence, claim.source, fact.observed_at, claim.signals, now, params)
         _edge(succ, pred, user, node, fact.id, {
             "relation": fact.key, "domain": fact.domain, "fact_id": fact.id,
-            "status": fact.status.value, "weight": weight.value, "claim": weight,
-            "decidable": weight.usable and fact.status is active})  # fmt: skip
+            "status": claim.status, "weight": weight.value, "claim": weight,
+            "decidable": weight.usable and claim.active})  # fmt: skip
     for edge in knowledge.reach(entities):
         hop = params.knowledge_weight if edge.weight is None else edge.weight
         for ref in (edge.source, edge.target):
             if ref not in nodes:
-                _node(nodes, succ, pred, ref, {"kind": "entity", "ref": ref,
-                      "type": knowledge.entity_type(ref), "label": knowledge.label(ref)})  # fmt: skip
+                _node(nodes, succ, pred, ref, _entity(knowledge, ref))
         _edge(succ, pred, edge.source, edge.target, edge.relation, {
             "relation": edge.relation, "domain": None, "fact_id": None, "status": None,
             "weight": hop, "claim": None, "decidable": hop >= threshold})  # fmt: skip
@@ -90,6 +87,11 @@ def breakdown(data: dict[str, Any]) -> Weight | None:
     """The weight breakdown of a view edge (built on first request); None for knowledge."""
     claim: ClaimWeight | None = data["claim"]
     return None if claim is None else claim.breakdown
+
+
+def _entity(knowledge: Knowledge, ref: str) -> dict[str, Any]:
+    return {"kind": "entity", "ref": ref, "type": knowledge.entity_type(ref),
+            "label": knowledge.label(ref)}  # fmt: skip
 
 
 def _node(nodes: dict[str, Any], succ: dict[str, Any], pred: dict[str, Any], node: str,

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,8 +103,8 @@ def claim_weight(
     aging = (1 - params.monthly_decay) ** (age_days / 30)
     base = confidence * credibility * aging
     factors = [
-        Factor(name="confidence", value=confidence, detail="as given by the source"),
-        Factor(name="credibility", value=credibility, detail=f"source {source}"),
+        _fixed("confidence", confidence, "as given by the source"),
+        _fixed("credibility", credibility, f"source {source}"),
         Factor(name="time_decay", value=aging, detail=f"{age_days:.1f} days since observed"),
     ]
     gain = 0.0
@@ -114,14 +115,8 @@ def claim_weight(
             continue  # a signal from after ``now`` (weights as of a past time)
         if signal.kind == "rejected":
             rejections += 1
-            factors.append(
-                Factor(
-                    name="rejection",
-                    value=params.rejection_factor,
-                    detail="user rejected what this edge led to",
-                    event_id=signal.event_id,
-                )
-            )
+            rejected = "user rejected what this edge led to"
+            factors.append(_fixed("rejection", params.rejection_factor, rejected, signal.event_id))
             continue
         if signal_age > params.signal_window_days:
             continue
@@ -146,24 +141,40 @@ def _signal_order(signal: Signal) -> tuple[datetime, str]:
     return signal.at, signal.event_id
 
 
+def _fixed(name: str, value: float, detail: str, event_id: str | None = None) -> Factor:
+    """A factor that does not move with time: a frozen value, built once and shared."""
+    if value == 0:  # 0.0 and -0.0 are one key but two values
+        return _factor(name, value, detail, event_id)
+    return _shared_factor(name, value, detail, event_id)
+
+
+def _factor(name: str, value: float, detail: str, event_id: str | None) -> Factor:
+    if event_id is None:  # left unset, as the other factors leave it
+        return Factor(name=name, value=value, detail=detail)
+    return Factor(name=name, value=value, detail=detail, event_id=event_id)
+
+
+_shared_factor = lru_cache(maxsize=8192)(_factor)
+
+
 class ClaimWeight:
     """The weight of one claim at one time: the value at once, its ``Weight`` on request.
 
-    Views weigh every claim on every read, and most reads never look at a breakdown, so the
+    Views weigh every claim on every read and most reads never look at a breakdown, so the
     value is computed here without building one. It is the same float, bit for bit, as
     ``claim_weight(...).value``: the same operations in the same order (a test checks it).
 
     >>> from datetime import datetime, UTC
     >>> now = datetime(2026, 5, 1, tzinfo=UTC)
-    >>> w = ClaimWeight(0.9, "dialogue", now, (Signal("rejected", now, "evt_1"),), now,
-    ...                 WeightParams())
-    >>> round(w.value, 3), w.usable, w.breakdown == claim_weight(
-    ...     0.9, "dialogue", now, [Signal("rejected", now, "evt_1")], now, WeightParams())
-    (0.315, False, True)
+    >>> rejected = (Signal("rejected", now, "evt_1"),)
+    >>> w = ClaimWeight(0.9, "dialogue", now, rejected, now, WeightParams())
+    >>> round(w.value, 3), w.usable
+    (0.315, False)
+    >>> w.breakdown == claim_weight(0.9, "dialogue", now, rejected, now, WeightParams())
+    True
     """
 
-    __slots__ = ("_weight", "base", "confidence", "now", "observed_at", "params", "signals",
-                 "source", "usable", "value")  # fmt: skip
+    __slots__ = ("_inputs", "_weight", "usable", "value")
 
     def __init__(
         self,
@@ -174,15 +185,16 @@ class ClaimWeight:
         now: datetime,
         params: WeightParams,
     ) -> None:
-        self.confidence, self.source, self.observed_at = confidence, source, observed_at
-        self.signals, self.now, self.params = signals, now, params
+        self._inputs = (confidence, source, observed_at, signals, now, params)
         self._weight: Weight | None = None
-        age_days = max((now - observed_at).total_seconds() / 86400, 0.0)
-        aging = (1 - params.monthly_decay) ** (age_days / 30)
-        self.base = base = confidence * params.credibility.get(source, 0.0) * aging
-        gain = 0.0
-        rejections = 0
+        # min/max spelled out: the same comparisons, without the calls
+        age_days = (now - observed_at).total_seconds() / 86400
+        age_days = 0.0 if age_days < 0.0 else age_days
+        raw = confidence * params.credibility.get(source, 0.0) * (
+            (1 - params.monthly_decay) ** (age_days / 30))  # fmt: skip
         if signals:
+            gain = 0.0
+            rejections = 0
             for signal in sorted(signals, key=_signal_order):
                 signal_age = (now - signal.at).total_seconds() / 86400
                 if signal_age < 0:
@@ -192,14 +204,15 @@ class ClaimWeight:
                 elif signal_age <= params.signal_window_days:
                     gain += (params.signal_scores.get(signal.kind, 0.0)
                              * params.signal_decay**signal_age)  # fmt: skip
-        raw = base * (1 + gain) * params.rejection_factor**rejections
-        self.value = value = min(max(raw, 0.0), 1.0)
+            raw = raw * (1 + gain) * params.rejection_factor**rejections
+        # without signals the formula multiplies by (1 + 0.0) × factor ** 0, exactly 1.0
+        value = 0.0 if raw < 0.0 else raw
+        self.value = value = 1.0 if value > 1.0 else value
         self.usable = value >= params.threshold
 
     @property
     def breakdown(self) -> Weight:
         """The weight with every factor and the evidence behind it (built once, on request)."""
         if self._weight is None:
-            self._weight = claim_weight(self.confidence, self.source, self.observed_at,
-                                        self.signals, self.now, self.params)  # fmt: skip
+            self._weight = claim_weight(*self._inputs)
         return self._weight

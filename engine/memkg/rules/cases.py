@@ -66,13 +66,22 @@ class CasesReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "passed": self.passed, "cases": len(self.results),
-            "failed": [{"case": r.case.name, "file": r.case.file, "line": r.case.line,
-                        "failures": list(r.failures)} for r in self.results if not r.passed],
+            "passed": self.passed,
+            "cases": len(self.results),
+            "failed": [
+                {
+                    "case": r.case.name,
+                    "file": r.case.file,
+                    "line": r.case.line,
+                    "failures": list(r.failures),
+                }
+                for r in self.results
+                if not r.passed
+            ],
             "findings": [f.to_dict() for f in self.findings],
             "uncovered_rules": self.uncovered_rules,
             "uncovered_conditions": self.uncovered_conditions,
-        }  # fmt: skip
+        }
 
 
 Runner = Callable[[Case], CaseOutcome]
@@ -86,8 +95,14 @@ def load_cases(folder: Path, bundle: RuleBundle) -> tuple[list[Case], list[Findi
         name = path.name.removesuffix(CASES_SUFFIX)
         table = bundle.tables.get((path.parent.name, name))
         if table is None:
-            findings.append(Finding("cases.no_table", f"no rule table {path.parent.name}/{name}.yaml "
-                                    "for these cases", rel, 1))  # fmt: skip
+            findings.append(
+                Finding(
+                    "cases.no_table",
+                    f"no rule table {path.parent.name}/{name}.yaml for these cases",
+                    rel,
+                    1,
+                )
+            )
             continue
         try:
             doc = load_text(path.read_text(encoding="utf-8"), rel)
@@ -103,25 +118,33 @@ def load_cases(folder: Path, bundle: RuleBundle) -> tuple[list[Case], list[Findi
 
 def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any]) -> Case:
     return Case(
-        name=raw["name"], file=doc.file, line=doc.line(("cases", index)), table=table,
-        now=datetime.fromisoformat(raw["now"]), facts=tuple(raw.get("facts", ())),
-        graph=tuple(raw.get("graph", ())), context=dict(raw.get("context", {})),
+        name=raw["name"],
+        file=doc.file,
+        line=doc.line(("cases", index)),
+        table=table,
+        now=datetime.fromisoformat(raw["now"]),
+        facts=tuple(raw.get("facts", ())),
+        graph=tuple(raw.get("graph", ())),
+        context=dict(raw.get("context", {})),
         expect=dict(raw["expect"]),
-    )  # fmt: skip
+    )
 
 
 def check(case: Case, outcome: CaseOutcome) -> CaseResult:
     expect, result = case.expect, outcome.result
     failures = []
     actual: Mapping[str, Any] = {
-        "status": result.status.value, "action": result.action,
+        "status": result.status.value,
+        "action": result.action,
         "urgency": result.urgency.value if result.urgency else None,
-        "parameters": result.parameters, "reason_codes": list(result.reason_codes),
+        "parameters": result.parameters,
+        "reason_codes": list(result.reason_codes),
         "rules": list(outcome.arbitration.selected) if outcome.arbitration else [],
         "suppressed": [s.rule_id for s in outcome.arbitration.suppressed]
-        if outcome.arbitration else [],
+        if outcome.arbitration
+        else [],
         "left_out": sorted(f"{lo.key}:{lo.reason}" for lo in outcome.left_out),
-    }  # fmt: skip
+    }
     for name, wanted in expect.items():
         if name == "why_not":
             failures += _why_not(wanted, outcome.evaluation)
@@ -141,8 +164,9 @@ def _why_not(wanted: dict[str, int], evaluation: Evaluation | None) -> list[str]
         if found is None:
             failures.append(f"why_not {rule_id}: the rule matched (or is unknown)")
         elif found.failing != index:
-            failures.append(f"why_not {rule_id}: expected condition {index} to fail first, "
-                            f"got {found.failing}")  # fmt: skip
+            failures.append(
+                f"why_not {rule_id}: expected condition {index} to fail first, got {found.failing}"
+            )
     return failures
 
 

@@ -144,8 +144,11 @@ def _window(prop: str, low: Any, high: Any, inside: bool) -> dict[str, Any]:
     low, high = minutes(low), minutes(high)
     wraps = low > high
     if inside != wraps:
-        return {"$and": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]} if inside else {
-            "$and": [{"$gte": {prop: high}}, {"$lt": {prop: low}}]}  # fmt: skip
+        return (
+            {"$and": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
+            if inside
+            else {"$and": [{"$gte": {prop: high}}, {"$lt": {prop: low}}]}
+        )
     if inside:  # wrapping window: x ≥ low or x < high
         return {"$or": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
     return {"$or": [{"$lt": {prop: low}}, {"$gte": {prop: high}}]}

@@ -7,8 +7,9 @@ durable-rules is used as a matcher and nothing more:
   once, at registration, to a recorder;
 * one fresh ``sid`` per evaluation, ``delete_state`` afterwards (a ruleset holds at most 1,024
   live sessions); every compiled ruleset has a rule that fires on the context message, since
-  deleting a session in which no action ran crashes the C core (``compiler.DONE``); messages are asserted as facts (an event is consumed by one rule only), each
-  with a unique ``id``; the request context goes last, so negated patterns see every fact;
+  deleting a session in which no action ran crashes the C core (``compiler.DONE``); messages
+  are asserted as facts (an event is consumed by one rule only), each with a unique ``id``,
+  the request context last;
 * ``MessageNotHandledException`` means no rule matched; an exception inside an action is
   swallowed into the session state by durable-rules, so the state is checked and the run fails
   closed;
@@ -19,6 +20,7 @@ durable-rules is used as a matcher and nothing more:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 from collections.abc import Callable, Sequence
@@ -95,10 +97,8 @@ class DurableRunner:
             batch = [{**m, "sid": sid, "id": f"{sid}.{i}"} for i, m in enumerate(messages)]
             sink = self._host.sink = []
             try:
-                try:
+                with contextlib.suppress(MessageNotHandledException):  # no rule matched
                     self._host.assert_facts(ruleset, batch)
-                except MessageNotHandledException:
-                    pass
                 state = self._host.get_state(ruleset, sid)
             except Exception as exc:
                 raise RuleEvaluationError(f"durable-rules failed: {exc}") from exc
@@ -110,8 +110,11 @@ class DurableRunner:
                 )
             if not any(f.rule == DONE for f in sink):
                 raise RuleEvaluationError("durable-rules did not finish the evaluation")
-            return [Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
-                    for f in sink if f.rule != DONE]  # fmt: skip
+            return [
+                Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
+                for f in sink
+                if f.rule != DONE
+            ]
 
     def _delete(self, ruleset: str, sid: str) -> None:
         try:

@@ -14,14 +14,32 @@ from typing import Any
 
 from memkg.model.decision import Binding, Candidate
 from memkg.model.evidence import Edge
-from memkg.model.fact import Fact
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
-from memkg.rules.compiler import compile_table, negation_flag, pattern_alias, rule_name, ruleset_name
+from memkg.model.fact import Fact
+from memkg.rules.compiler import (
+    compile_table,
+    negation_flag,
+    pattern_alias,
+    rule_name,
+    ruleset_name,
+)
 from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
-from memkg.rules.matcher import Env, Pools, RuleCheck, check_rule, item_satisfies, pool, pools
+from memkg.rules.matcher import (
+    Env,
+    Pools,
+    RuleCheck,
+    check_rule,
+    holding,
+    item_satisfies,
+    pool,
+    pools,
+)
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
 from memkg.rules.text import condition_text, fill, value_text
+
+MAX_WHY_NOT = 10
+"""The explanation shows at most this many near misses, the closest first."""
 
 
 @dataclass(frozen=True)
@@ -36,13 +54,20 @@ class Evaluation:
 
 def fact_node(fact: Fact, item: Any = None) -> FactNode:
     return FactNode(
-        fact_id=fact.id, key=fact.key, value=fact.value,
+        fact_id=fact.id,
+        key=fact.key,
+        value=fact.value,
         item=item if isinstance(fact.value, list) else None,
-        kind=fact.kind.value, source=fact.source.value, confidence=fact.confidence,
-        status=fact.status.value, provenance=fact.provenance, observed_at=fact.observed_at,
-        recorded_at=fact.recorded_at, valid_until=fact.valid_until,
+        kind=fact.kind.value,
+        source=fact.source.value,
+        confidence=fact.confidence,
+        status=fact.status.value,
+        provenance=fact.provenance,
+        observed_at=fact.observed_at,
+        recorded_at=fact.recorded_at,
+        valid_until=fact.valid_until,
         schema_version=fact.schema_version,
-    )  # fmt: skip
+    )
 
 
 def _context_values(cond: Condition, ctx: dict[str, Any]) -> tuple[ContextValue, ...]:
@@ -54,9 +79,14 @@ def _value(item: Item) -> Any:
     return item.props.get("value") if item.kind == "fact" else item.props.get("to")
 
 
-def condition_node(cond: Condition, holds: bool, item: Item | None, ctx: dict[str, Any],
-                   failure: str | None = None, facts: Mapping[str, Fact] | None = None
-                   ) -> ConditionNode:  # fmt: skip
+def condition_node(
+    cond: Condition,
+    holds: bool,
+    item: Item | None,
+    ctx: dict[str, Any],
+    failure: str | None = None,
+    facts: Mapping[str, Fact] | None = None,
+) -> ConditionNode:
     """``facts`` (by id) lets an edge or path show the facts behind its user hop."""
     evidence: dict[str, Any] = {}
     facts = facts or {}
@@ -67,18 +97,24 @@ def condition_node(cond: Condition, holds: bool, item: Item | None, ctx: dict[st
         evidence["edges"], hops = (item.edge,), (item.edge,)
     elif item is not None and item.path is not None:
         evidence["paths"], hops = (item.path,), item.path.hops
-    behind = [(facts[h.fact_id], h.target) for h in hops if h.fact_id in facts]
+    behind = [(facts[h.fact_id], h.target) for h in hops if h.fact_id and h.fact_id in facts]
     if behind:
         evidence["facts"] = tuple(fact_node(f, target) for f, target in behind)
     bindings: dict[str, Any] = {}
     if item is not None and item.kind != "context":
         bindings[cond.alias or cond.key or cond.to] = _value(item)
     return ConditionNode(
-        index=cond.index, kind=cond.kind, negated=cond.negated, text=condition_text(cond),
-        line=cond.line, holds=holds, bindings=bindings,
+        index=cond.index,
+        kind=cond.kind,
+        negated=cond.negated,
+        text=condition_text(cond),
+        line=cond.line,
+        holds=holds,
+        bindings=bindings,
         context=_context_values(cond, ctx) if cond.kind == "context" else (),
-        failure=failure, **evidence,
-    )  # fmt: skip
+        failure=failure,
+        **evidence,
+    )
 
 
 class Evaluator:
@@ -93,19 +129,27 @@ class Evaluator:
             key: {rule_name(r): r for r in table.rules} for key, table in bundle.tables.items()
         }
 
-    def messages(self, table: RuleTable, inp: DecisionInput, by_key: Pools | None = None
-                 ) -> list[dict[str, Any]]:  # fmt: skip
+    def messages(
+        self, table: RuleTable, inp: DecisionInput, by_key: Pools | None = None
+    ) -> list[dict[str, Any]]:
         """What the matcher is sent: the evidence, then the context with the negation flags."""
         by_key = pools(inp.items) if by_key is None else by_key
         ctx = inp.items[-1].props
         flags = {
-            negation_flag(rule, cond): int(not any(
-                item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key)))
-            for rule in table.rules for cond in rule.conditions if cond.negated
-        }  # fmt: skip
+            negation_flag(rule, cond): int(
+                not any(item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key))
+            )
+            for rule in table.rules
+            for cond in rule.conditions
+            if cond.negated
+        }
         return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
 
-    def evaluate(self, table: RuleTable, inp: DecisionInput) -> Evaluation:
+    def evaluate(
+        self, table: RuleTable, inp: DecisionInput, *, walk_all: bool = False
+    ) -> Evaluation:
+        """``walk_all`` finds the first failing condition of every rule that did not fire
+        (rule cases and coverage need it); otherwise only of rules that nearly fired."""
         by_key = pools(inp.items)
         firings = self.runner.run(ruleset_name(table), self.messages(table, inp, by_key))
         rules = self._by_name[(table.domain, table.name)]
@@ -123,10 +167,27 @@ class Evaluator:
             candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp)
             candidates.append(candidate)
             fired.append(node)
-        checks = tuple(
-            check_rule(rule, inp, by_key) for rule in table.rules if rule_name(rule) not in grouped
-        )
-        why_not = tuple(self._why_not(c, inp, by_key) for c in checks if _near_miss(c))
+        memo: dict[Any, bool] = {}
+        unmatched = [rule for rule in table.rules if rule_name(rule) not in grouped]
+        if walk_all:
+            checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
+            near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
+        else:  # walk the joins only of the closest rules, until the explanation has enough
+            close = []
+            for rule in unmatched:
+                holds = holding(rule, inp, by_key, memo)
+                misses = len(holds) - sum(holds)
+                if misses <= 1 and misses < len(holds):
+                    close.append((misses, -sum(holds), rule.index, rule))
+            near = []
+            for *_, rule in sorted(close, key=lambda c: c[:3]):
+                walked = check_rule(rule, inp, by_key, memo)
+                if _near_miss(walked):
+                    near.append(walked)
+                if len(near) == MAX_WHY_NOT:
+                    break
+            checks = tuple(near)
+        why_not = tuple(self._why_not(c, inp, by_key) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
 
     @staticmethod
@@ -138,8 +199,9 @@ class Evaluator:
                 env[f"#{cond.index}"] = inp.items[int(message)]
         return env
 
-    def _propose(self, rule: Rule, env: Env, others: int, inp: DecisionInput
-                 ) -> tuple[Candidate, RuleNode]:  # fmt: skip
+    def _propose(
+        self, rule: Rule, env: Env, others: int, inp: DecisionInput
+    ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
         nodes, bindings = [], []
         for cond in rule.conditions:
@@ -149,17 +211,29 @@ class Evaluator:
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
         candidate = Candidate(
-            rule_id=rule.id, rule_index=rule.index, version=rule.version, output=rule.output,
-            reason_code=rule.reason_code, message=message, bindings=tuple(bindings),
+            rule_id=rule.id,
+            rule_index=rule.index,
+            version=rule.version,
+            output=rule.output,
+            reason_code=rule.reason_code,
+            message=message,
+            bindings=tuple(bindings),
             alternatives=others,
-        )  # fmt: skip
+        )
         node = RuleNode(
-            rule_id=rule.id, version=rule.version, description=rule.description, file=rule.file,
-            line=rule.line, reason_code=rule.reason_code, message=message,
+            rule_id=rule.id,
+            version=rule.version,
+            description=rule.description,
+            file=rule.file,
+            line=rule.line,
+            reason_code=rule.reason_code,
+            message=message,
             action=rule.output.action,
             urgency=rule.output.urgency.value if rule.output.urgency else None,
-            parameters=dict(rule.output.parameters), conditions=tuple(nodes), alternatives=others,
-        )  # fmt: skip
+            parameters=dict(rule.output.parameters),
+            conditions=tuple(nodes),
+            alternatives=others,
+        )
         return candidate, node
 
     def _why_not(self, check: RuleCheck, inp: DecisionInput, by_key: Pools) -> WhyNotNode:
@@ -168,17 +242,30 @@ class Evaluator:
         cond = rule.conditions[index]
         failure = failure_text(cond, inp, pool(cond, inp, by_key))
         return WhyNotNode(
-            rule_id=rule.id, description=rule.description, file=rule.file, line=rule.line,
-            action=rule.output.action, holding=check.holding, total=len(rule.conditions),
+            rule_id=rule.id,
+            description=rule.description,
+            file=rule.file,
+            line=rule.line,
+            action=rule.output.action,
+            holding=check.holding,
+            total=len(rule.conditions),
             failing=condition_node(cond, False, None, inp.items[-1].props, failure),
-        )  # fmt: skip
+        )
+
+
+def _closeness(check: RuleCheck) -> tuple[int, int, int]:
+    return (len(check.holds) - check.holding, -check.holding, check.rule.index)
 
 
 def _near_miss(check: RuleCheck) -> bool:
     """All conditions but one held on their own (and at least one did)."""
     total = len(check.holds)
-    return (check.failing is not None and check.in_effect and check.holding >= 1
-            and total - check.holding <= 1)  # fmt: skip
+    return (
+        check.failing is not None
+        and check.in_effect
+        and check.holding >= 1
+        and total - check.holding <= 1
+    )
 
 
 def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:
@@ -194,8 +281,12 @@ def failure_text(cond: Condition, inp: DecisionInput, candidates: Sequence[Item]
     """Why ``cond`` failed, in words: what was found instead, or what was missing and why."""
     ctx = inp.items[-1].props
     if cond.kind == "context":
-        shown = [f"{t.field.replace('_', ' ') if t.field else ''} is {value_text(ctx.get(t.field or ''))}"
-                 if t.field in ctx else f"{t.field} was not given" for t in cond.tests]  # fmt: skip
+        shown = [
+            f"{(t.field or '').replace('_', ' ')} is {value_text(ctx.get(t.field or ''))}"
+            if t.field in ctx
+            else f"{t.field} was not given"
+            for t in cond.tests
+        ]
         return "; ".join(dict.fromkeys(shown))
     if cond.negated:
         found = [value_text(_value(i)) for i in candidates][:3]
@@ -205,8 +296,13 @@ def failure_text(cond: Condition, inp: DecisionInput, candidates: Sequence[Item]
             text = f"no path from the user to {cond.to}" + (f" via {cond.via}" if cond.via else "")
             gone = [lo for lo in inp.left_out if cond.via and cond.via in value_text(lo.value)]
             if gone:
-                text += " (" + "; ".join(f"{g.key} = {value_text(g.value)} left out: {g.reason}"
-                                         for g in gone[:3]) + ")"  # fmt: skip
+                text += (
+                    " ("
+                    + "; ".join(
+                        f"{g.key} = {value_text(g.value)} left out: {g.reason}" for g in gone[:3]
+                    )
+                    + ")"
+                )
             return text
         best = max(i.props["weight"] for i in candidates)
         return f"strongest path to {cond.to} has weight {best:.2f}"

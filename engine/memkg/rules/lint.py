@@ -16,8 +16,17 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memkg.rules.overlap import overlap_findings
-from memkg.rules.spec import BUILTIN_CONTEXT, Condition, DomainSpec, Finding, Ref, Rule
-from memkg.rules.spec import RuleBundle, RuleTable, Test
+from memkg.rules.spec import (
+    BUILTIN_CONTEXT,
+    Condition,
+    DomainSpec,
+    Finding,
+    Ref,
+    Rule,
+    RuleBundle,
+    RuleTable,
+    Test,
+)
 from memkg.rules.text import placeholders
 
 KeySchema = Callable[[str, str], dict[str, Any] | None]
@@ -36,8 +45,13 @@ def lint_bundle(bundle: RuleBundle, key_schema: KeySchema) -> list[Finding]:
         for rule in table.rules:
             if rule.id in seen:
                 first = seen[rule.id]
-                findings.append(_at(rule, "rule.duplicate_id", f"id also used at {first.file}:"
-                                    f"{first.line}; rule ids must be unique"))  # fmt: skip
+                findings.append(
+                    _at(
+                        rule,
+                        "rule.duplicate_id",
+                        f"id also used at {first.file}:{first.line}; rule ids must be unique",
+                    )
+                )
             seen.setdefault(rule.id, rule)
             findings += _lint_rule(table, rule, spec, key_schema)
         findings += _lint_table(table, spec)
@@ -60,49 +74,96 @@ def _lint_table(table: RuleTable, spec: DomainSpec | None) -> list[Finding]:
     listed = [*policy.priority, *([policy.action] if policy.action else [])]
     for action in listed:
         if spec is not None and action not in actions:
-            found.append(Finding("rule.unknown_action", f"hit policy names {action!r}, which "
-                                 f"{spec.file} does not declare", *where))  # fmt: skip
+            found.append(
+                Finding(
+                    "rule.unknown_action",
+                    f"hit policy names {action!r}, which {spec.file} does not declare",
+                    *where,
+                )
+            )
     if policy.kind == "priority":
         for rule in table.rules:
             if rule.output.action not in policy.priority:
-                found.append(_at(rule, "rule.priority", f"action {rule.output.action!r} is not in "
-                                 "the priority list, so it can never be ranked"))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.priority",
+                        f"action {rule.output.action!r} is not in "
+                        "the priority list, so it can never be ranked",
+                    )
+                )
     if policy.kind == "collect" and policy.aggregate in ("sum", "min", "max"):
         for rule in table.rules:
             value = rule.output.parameters.get(policy.of or "")
             if not isinstance(value, int | float) or isinstance(value, bool):
-                found.append(_at(rule, "rule.aggregate", f"collect {policy.aggregate} of "
-                                 f"{policy.of!r}: this rule gives no number for it"))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.aggregate",
+                        f"collect {policy.aggregate} of "
+                        f"{policy.of!r}: this rule gives no number for it",
+                    )
+                )
     catch_all = any(not rule.conditions for rule in table.rules)
     if table.default is None and not catch_all and not table.allow_no_match:
-        found.append(Finding("rule.missing_default", "no rule matches every input, so a request "
-                             "can match none: add `default:` (or `allow_no_match: true`)", *where))  # fmt: skip
+        found.append(
+            Finding(
+                "rule.missing_default",
+                "no rule matches every input, so a request "
+                "can match none: add `default:` (or `allow_no_match: true`)",
+                *where,
+            )
+        )
     if table.default is not None and spec is not None:
         found += _lint_output(table, None, table.default.output, spec, table.default.line)
     return found
 
 
-def _lint_output(table: RuleTable, rule: Rule | None, output: Any, spec: DomainSpec,
-                 line: int) -> list[Finding]:  # fmt: skip
+def _lint_output(
+    table: RuleTable, rule: Rule | None, output: Any, spec: DomainSpec, line: int
+) -> list[Finding]:
     rule_id = rule.id if rule else None
     action = spec.actions.get(output.action)
     if action is None:
-        return [Finding("rule.unknown_action", f"action {output.action!r} is not declared in "
-                        f"{spec.file}; declared: {sorted(spec.actions)}", table.file, line, rule_id)]  # fmt: skip
+        return [
+            Finding(
+                "rule.unknown_action",
+                f"action {output.action!r} is not declared in "
+                f"{spec.file}; declared: {sorted(spec.actions)}",
+                table.file,
+                line,
+                rule_id,
+            )
+        ]
     found = []
     for name, value in output.parameters.items():
         schema = action.parameters.get(name)
         if schema is None:
-            found.append(Finding("rule.unknown_parameter", f"{output.action} takes no parameter "
-                                 f"{name!r}", table.file, line, rule_id))  # fmt: skip
+            found.append(
+                Finding(
+                    "rule.unknown_parameter",
+                    f"{output.action} takes no parameter {name!r}",
+                    table.file,
+                    line,
+                    rule_id,
+                )
+            )
         elif not Draft202012Validator(schema).is_valid(value):
-            found.append(Finding("rule.invalid_parameter", f"{name}={value!r} does not fit "
-                                 f"{output.action}'s schema {schema}", table.file, line, rule_id))  # fmt: skip
+            found.append(
+                Finding(
+                    "rule.invalid_parameter",
+                    f"{name}={value!r} does not fit {output.action}'s schema {schema}",
+                    table.file,
+                    line,
+                    rule_id,
+                )
+            )
     return found
 
 
-def _lint_rule(table: RuleTable, rule: Rule, spec: DomainSpec | None,
-               key_schema: KeySchema) -> list[Finding]:  # fmt: skip
+def _lint_rule(
+    table: RuleTable, rule: Rule, spec: DomainSpec | None, key_schema: KeySchema
+) -> list[Finding]:
     found: list[Finding] = []
     if spec is not None:
         found += _lint_output(table, rule, rule.output, spec, rule.line)
@@ -113,26 +174,48 @@ def _lint_rule(table: RuleTable, rule: Rule, spec: DomainSpec | None,
         for ref in cond.refs:
             target = aliases.get(ref.alias)
             if cond.negated and ref.alias != "context":
-                found.append(_at(rule, "rule.unknown_alias", f"{ref}: a `not` condition may join "
-                                 "only the request context ($context.field)", cond.line))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.unknown_alias",
+                        f"{ref}: a `not` condition may join "
+                        "only the request context ($context.field)",
+                        cond.line,
+                    )
+                )
             elif ref.alias != "context" and (target is None or target.negated):
-                found.append(_at(rule, "rule.unknown_alias", f"{ref} names no earlier condition "
-                                 "with `as: " + ref.alias + "`", cond.line))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.unknown_alias",
+                        f"{ref} names no earlier condition with `as: " + ref.alias + "`",
+                        cond.line,
+                    )
+                )
         if cond.kind == "context":
             found += _lint_context(rule, cond, spec)
         elif cond.key is not None:
             found += _lint_key(table, rule, cond, key_schema)
         if cond.alias:
             if cond.alias in aliases or cond.alias == "context":
-                found.append(_at(rule, "rule.unknown_alias", f"alias {cond.alias!r} is used twice",
-                                 cond.line))  # fmt: skip
+                found.append(
+                    _at(
+                        rule, "rule.unknown_alias", f"alias {cond.alias!r} is used twice", cond.line
+                    )
+                )
             aliases[cond.alias] = cond
     known = {c.key for c in rule.conditions if c.key} | {c.to for c in rule.conditions if c.to}
     known |= set(aliases) | set(BUILTIN_CONTEXT) | set(spec.context if spec else ())
     for name in placeholders(rule.explain):
         if name.removeprefix("context.") not in known:
-            found.append(_at(rule, "rule.template", f"explain names {{{name}}}, which no "
-                             "condition binds and the context does not hold"))  # fmt: skip
+            found.append(
+                _at(
+                    rule,
+                    "rule.template",
+                    f"explain names {{{name}}}, which no "
+                    "condition binds and the context does not hold",
+                )
+            )
     return found
 
 
@@ -142,49 +225,94 @@ def _lint_context(rule: Rule, cond: Condition, spec: DomainSpec | None) -> list[
     negations = sum(c.negated for c in rule.conditions)
     declared = 6 + len(spec.context if spec else ()) + 2 + negations
     if declared > MAX_PROPERTIES:
-        found.append(_at(rule, "rule.durable_limit", f"the context would carry {declared} "
-                         f"properties; durable-rules allows {MAX_PROPERTIES}", cond.line))  # fmt: skip
+        found.append(
+            _at(
+                rule,
+                "rule.durable_limit",
+                f"the context would carry {declared} "
+                f"properties; durable-rules allows {MAX_PROPERTIES}",
+                cond.line,
+            )
+        )
     for field in sorted(f for f in fields if f):
         schema = spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
         if schema is None:
             declared_names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
-            found.append(_at(rule, "rule.unknown_context", f"context field {field!r} is not "
-                             f"declared; declared: {declared_names}", cond.line))  # fmt: skip
+            found.append(
+                _at(
+                    rule,
+                    "rule.unknown_context",
+                    f"context field {field!r} is not declared; declared: {declared_names}",
+                    cond.line,
+                )
+            )
             continue
         for test in (t for t in cond.tests if t.field == field):
             found += _type_check(rule, test, schema, f"context.{field}")
     return found
 
 
-def _lint_key(table: RuleTable, rule: Rule, cond: Condition, key_schema: KeySchema) -> list[Finding]:
+def _lint_key(
+    table: RuleTable, rule: Rule, cond: Condition, key_schema: KeySchema
+) -> list[Finding]:
     key = cond.key or ""
     schema = key_schema(table.domain, key)
     if schema is None:
-        return [_at(rule, "rule.unknown_key", f"no schema of domain {table.domain!r} declares "
-                    f"key {key!r}", cond.line)]  # fmt: skip
+        return [
+            _at(
+                rule,
+                "rule.unknown_key",
+                f"no schema of domain {table.domain!r} declares key {key!r}",
+                cond.line,
+            )
+        ]
     if cond.kind == "edge":
         return []
     found: list[Finding] = []
     if len(schema.get("properties", {})) + _FIXED["fact"] > MAX_PROPERTIES:
-        found.append(_at(rule, "rule.durable_limit", f"{key} values have more properties than "
-                         f"durable-rules allows ({MAX_PROPERTIES})", cond.line))  # fmt: skip
+        found.append(
+            _at(
+                rule,
+                "rule.durable_limit",
+                f"{key} values have more properties than durable-rules allows ({MAX_PROPERTIES})",
+                cond.line,
+            )
+        )
     for test in cond.tests:
         sub = schema
         if test.field is not None:
             sub = schema.get("properties", {}).get(test.field)
             if schema.get("type") != "object" or sub is None:
-                found.append(_at(rule, "rule.unknown_field", f"{key} has no field {test.field!r}",
-                                 test.line or cond.line))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.unknown_field",
+                        f"{key} has no field {test.field!r}",
+                        test.line or cond.line,
+                    )
+                )
                 continue
         if schema.get("type") == "array" and test.field is None:
             if test.op != "contains":
-                found.append(_at(rule, "rule.type_mismatch", f"{key} is a list: test its items "
-                                 f"with `contains`, not `{test.op}`", test.line or cond.line))  # fmt: skip
+                found.append(
+                    _at(
+                        rule,
+                        "rule.type_mismatch",
+                        f"{key} is a list: test its items with `contains`, not `{test.op}`",
+                        test.line or cond.line,
+                    )
+                )
                 continue
             sub = schema.get("items", {})
         elif test.op == "contains":
-            found.append(_at(rule, "rule.type_mismatch", f"{key} is not a list: `contains` "
-                             "cannot apply", test.line or cond.line))  # fmt: skip
+            found.append(
+                _at(
+                    rule,
+                    "rule.type_mismatch",
+                    f"{key} is not a list: `contains` cannot apply",
+                    test.line or cond.line,
+                )
+            )
             continue
         found += _type_check(rule, test, sub, key + (f".{test.field}" if test.field else ""))
     return found
@@ -212,18 +340,37 @@ def _type_check(rule: Rule, test: Test, schema: dict[str, Any], subject: str) ->
         if isinstance(value, Ref):
             continue
         if time_like and not (isinstance(value, str) and len(value) == 5 and value[2] == ":"):
-            return [_at(rule, "rule.type_mismatch", f"{subject} compares times: write \"HH:MM\", "
-                        f"not {value!r}", line)]  # fmt: skip
+            return [
+                _at(
+                    rule,
+                    "rule.type_mismatch",
+                    f'{subject} compares times: write "HH:MM", not {value!r}',
+                    line,
+                )
+            ]
         actual = _json_type(value)
         if declared is not None and actual != declared:
-            return [_at(rule, "rule.type_mismatch", f"{subject} holds {declared} values; "
-                        f"comparing it with {actual} {value!r} can never be true", line)]  # fmt: skip
+            return [
+                _at(
+                    rule,
+                    "rule.type_mismatch",
+                    f"{subject} holds {declared} values; "
+                    f"comparing it with {actual} {value!r} can never be true",
+                    line,
+                )
+            ]
         if test.op in _ORDERED and declared not in ("number", "string"):
             return [_at(rule, "rule.type_mismatch", f"{subject} ({declared}) has no order", line)]
-        if test.op in ("eq", "ne", "in", "not_in", "contains") and not time_like:
-            if not Draft202012Validator(schema).is_valid(value):
-                return [_at(rule, "rule.unknown_value", f"{value!r} is not a value {subject} can "
-                            f"take ({_allowed(schema)})", line)]  # fmt: skip
+        equality = test.op in ("eq", "ne", "in", "not_in", "contains")
+        if equality and not time_like and not Draft202012Validator(schema).is_valid(value):
+            return [
+                _at(
+                    rule,
+                    "rule.unknown_value",
+                    f"{value!r} is not a value {subject} can take ({_allowed(schema)})",
+                    line,
+                )
+            ]
     return []
 
 

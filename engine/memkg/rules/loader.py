@@ -22,8 +22,19 @@ from memkg.config import project_root
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
 from memkg.rules.source import Document, YamlError, load_text
-from memkg.rules.spec import OPS, ActionSpec, Condition, DomainSpec, Finding, Outcome, Ref, Rule
-from memkg.rules.spec import RuleBundle, RuleTable, Test
+from memkg.rules.spec import (
+    OPS,
+    ActionSpec,
+    Condition,
+    DomainSpec,
+    Finding,
+    Outcome,
+    Ref,
+    Rule,
+    RuleBundle,
+    RuleTable,
+    Test,
+)
 
 DOMAIN_FILE = "domain.yaml"
 CASES_SUFFIX = ".cases.yaml"
@@ -46,7 +57,12 @@ def schema_findings(doc: Document, schema: str) -> list[Finding]:
         shown: ValidationError = best_match(error.context) if error.context else error
         where = ".".join(str(p) for p in shown.absolute_path) or "(top level)"
         findings.append(
-            Finding("rule.schema", f"{where}: {shown.message}", doc.file, doc.line(tuple(shown.absolute_path)))
+            Finding(
+                "rule.schema",
+                f"{where}: {shown.message}",
+                doc.file,
+                doc.line(tuple(shown.absolute_path)),
+            )
         )
     return sorted(findings, key=lambda f: (f.line, f.message))
 
@@ -86,8 +102,14 @@ def load_bundle(sources: dict[str, str]) -> tuple[RuleBundle, list[Finding]]:
             tables[(domain, name)] = _table(domain, name, doc)
     for (domain, _), table in sorted(tables.items()):
         if domain not in domains:
-            findings.append(Finding("rule.no_domain", f"no rules/{domain}/{DOMAIN_FILE} declares "
-                                    f"the actions of domain {domain!r}", table.file, 1))  # fmt: skip
+            findings.append(
+                Finding(
+                    "rule.no_domain",
+                    f"no rules/{domain}/{DOMAIN_FILE} declares the actions of domain {domain!r}",
+                    table.file,
+                    1,
+                )
+            )
     return RuleBundle(domains, tables, dict(sources)), findings
 
 
@@ -97,23 +119,29 @@ def _domain(domain: str, doc: Document) -> DomainSpec:
         name: ActionSpec(name, spec["description"], dict(spec.get("parameters", {})))
         for name, spec in data["actions"].items()
     }
-    return DomainSpec(domain, doc.file, actions, dict(data.get("context", {})),
-                      data.get("default_decision"))  # fmt: skip
+    return DomainSpec(
+        domain, doc.file, actions, dict(data.get("context", {})), data.get("default_decision")
+    )
 
 
 def _policy(raw: Any) -> HitPolicy:
     if isinstance(raw, str):
-        return HitPolicy(kind=raw)  # type: ignore[arg-type]
+        return HitPolicy(kind=raw)
     if "priority" in raw:
         return HitPolicy(kind="priority", priority=tuple(raw["priority"]))
     collect = raw["collect"]
-    return HitPolicy(kind="collect", action=collect["action"],
-                     aggregate=collect.get("aggregate", "list"), of=collect.get("of"))  # fmt: skip
+    return HitPolicy(
+        kind="collect",
+        action=collect["action"],
+        aggregate=collect.get("aggregate", "list"),
+        of=collect.get("of"),
+    )
 
 
 def _output(raw: dict[str, Any]) -> Output:
-    return Output(action=raw["action"], parameters=dict(raw.get("parameters", {})),
-                  urgency=raw.get("urgency"))  # fmt: skip
+    return Output(
+        action=raw["action"], parameters=dict(raw.get("parameters", {})), urgency=raw.get("urgency")
+    )
 
 
 def _table(domain: str, name: str, doc: Document) -> RuleTable:
@@ -121,14 +149,23 @@ def _table(domain: str, name: str, doc: Document) -> RuleTable:
     default = None
     if "default" in data:
         raw = data["default"]
-        default = Outcome(_output(raw["then"]), raw["reason_code"], raw["explain"], doc.line(("default",)))
+        default = Outcome(
+            _output(raw["then"]), raw["reason_code"], raw["explain"], doc.line(("default",))
+        )
     rules = tuple(_rule(doc, i, raw) for i, raw in enumerate(data["rules"]))
     return RuleTable(
-        domain=domain, name=name, file=doc.file, hit_policy=_policy(data["hit_policy"]),
-        rules=rules, default=default, allow_no_match=bool(data.get("allow_no_match", False)),
-        description=data.get("description", ""), owner=data.get("owner", ""),
-        version=data.get("version", 1), policy_line=doc.line(("hit_policy",)),
-    )  # fmt: skip
+        domain=domain,
+        name=name,
+        file=doc.file,
+        hit_policy=_policy(data["hit_policy"]),
+        rules=rules,
+        default=default,
+        allow_no_match=bool(data.get("allow_no_match", False)),
+        description=data.get("description", ""),
+        owner=data.get("owner", ""),
+        version=data.get("version", 1),
+        policy_line=doc.line(("hit_policy",)),
+    )
 
 
 def _rule(doc: Document, index: int, raw: dict[str, Any]) -> Rule:
@@ -138,13 +175,20 @@ def _rule(doc: Document, index: int, raw: dict[str, Any]) -> Rule:
         _condition(doc, (*at, "when", i), i, cond) for i, cond in enumerate(raw["when"])
     )
     return Rule(
-        id=raw["id"], index=index, file=doc.file, line=doc.line(at), conditions=conditions,
-        output=_output(raw["then"]), reason_code=raw["reason_code"], explain=raw["explain"],
-        version=raw.get("version", 1), description=raw.get("description", ""),
+        id=raw["id"],
+        index=index,
+        file=doc.file,
+        line=doc.line(at),
+        conditions=conditions,
+        output=_output(raw["then"]),
+        reason_code=raw["reason_code"],
+        explain=raw["explain"],
+        version=raw.get("version", 1),
+        description=raw.get("description", ""),
         owner=raw.get("owner", ""),
         effective_from=date.fromisoformat(effective["from"]) if "from" in effective else None,
         effective_until=date.fromisoformat(effective["until"]) if "until" in effective else None,
-    )  # fmt: skip
+    )
 
 
 def operand(value: Any) -> Any:
@@ -157,7 +201,9 @@ def operand(value: Any) -> Any:
     return value
 
 
-def _tests(doc: Document, at: tuple[Any, ...], raw: dict[str, Any], field: str | None) -> list[Test]:
+def _tests(
+    doc: Document, at: tuple[Any, ...], raw: dict[str, Any], field: str | None
+) -> list[Test]:
     return [Test(op, operand(raw[op]), field, doc.line((*at, op))) for op in OPS if op in raw]
 
 
@@ -178,14 +224,22 @@ def _condition(doc: Document, at: tuple[Any, ...], index: int, raw: dict[str, An
         return Condition(index, "context", line, raw, tests=tuple(tests))
     common = {"index": index, "kind": kind, "line": line, "raw": raw, "alias": body.get("as")}
     if kind == "fact":
-        matches = [Test("eq", operand(v), name, doc.line((*at, kind, "match", name)))
-                   for name, v in body.get("match", {}).items()]  # fmt: skip
+        matches = [
+            Test("eq", operand(v), name, doc.line((*at, kind, "match", name)))
+            for name, v in body.get("match", {}).items()
+        ]
         return Condition(
-            **common, key=body["key"], field=body.get("field"),
+            **common,
+            key=body["key"],
+            field=body.get("field"),
             tests=tuple(_tests(doc, (*at, kind), body, body.get("field")) + matches),
-            min_confidence=body.get("min_confidence"), sources=tuple(body.get("source", ())),
-        )  # fmt: skip
+            min_confidence=body.get("min_confidence"),
+            sources=tuple(body.get("source", ())),
+        )
     if kind == "edge":
-        return Condition(**common, key=body["key"], to=operand(body.get("to")),
-                         min_weight=body.get("min_weight"))  # fmt: skip
-    return Condition(**common, to=body["to"], via=body.get("via"), min_weight=body.get("min_weight"))
+        return Condition(
+            **common, key=body["key"], to=operand(body.get("to")), min_weight=body.get("min_weight")
+        )
+    return Condition(
+        **common, to=body["to"], via=body.get("via"), min_weight=body.get("min_weight")
+    )

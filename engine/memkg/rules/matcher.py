@@ -8,6 +8,7 @@ with durable-rules on whether each rule matches.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -21,6 +22,7 @@ Env = dict[str, Item]
 """Alias → the item bound to it."""
 _MAX_ENVS = 256
 _WILDCARD = object()
+_ORDER = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
 
 
 @dataclass(frozen=True)
@@ -74,12 +76,12 @@ def _compare(op: str, actual: Any, expected: Any) -> bool:
         isinstance(actual, str) and isinstance(expected, str)
     ):
         return False
-    return {"lt": actual < expected, "lte": actual <= expected,
-            "gt": actual > expected, "gte": actual >= expected}[op]  # fmt: skip
+    return bool(_ORDER[op](actual, expected))
 
 
-def passes(test: Test, props: dict[str, Any], prop: str, env: Env | None,
-               ctx: dict[str, Any]) -> bool:  # fmt: skip
+def passes(
+    test: Test, props: dict[str, Any], prop: str, env: Env | None, ctx: dict[str, Any]
+) -> bool:
     actual = _lookup(props, prop)
     if test.op == "exists":
         return (actual is not None) == bool(test.operand)
@@ -106,17 +108,18 @@ def item_satisfies(cond: Condition, item: Item, env: Env | None, ctx: dict[str, 
         return False
     if cond.kind == "fact":
         base = f"value.{cond.field}" if cond.field else "value"
-        if not all(passes(t, props, f"value.{t.field}" if t.field else base, env, ctx)
-                   for t in cond.tests):  # fmt: skip
+        if not all(
+            passes(t, props, f"value.{t.field}" if t.field else base, env, ctx) for t in cond.tests
+        ):
             return False
         if cond.min_confidence is not None and props["confidence"] < cond.min_confidence:
             return False
         return not cond.sources or props["source"] in cond.sources
     if cond.kind == "path" and (props.get("to") != cond.to or props.get("via") != cond.via):
         return False
-    if cond.kind == "edge" and cond.to is not None:
-        if not _compare("eq", props.get("to"), _resolve(cond.to, env, ctx)):
-            return False
+    to = _resolve(cond.to, env, ctx) if cond.kind == "edge" and cond.to is not None else _WILDCARD
+    if not _compare("eq", props.get("to"), to):
+        return False
     return cond.min_weight is None or props["weight"] >= cond.min_weight
 
 
@@ -144,13 +147,39 @@ def pool(cond: Condition, inp: DecisionInput, by_key: Pools) -> Sequence[Item]:
     return by_key.get((cond.kind, cond.to if cond.kind == "path" else cond.key), ())
 
 
-def check_rule(rule: Rule, inp: DecisionInput, by_key: Pools) -> RuleCheck:
+def holding(
+    rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[tuple[Any, ...], bool]
+) -> tuple[bool, ...]:
+    """Whether each condition of ``rule`` holds on its own (joins to others not required)."""
     ctx = inp.items[-1].props
     holds = []
     for cond in rule.conditions:
-        candidates = pool(cond, inp, by_key)
-        found = any(item_satisfies(cond, item, None, ctx) for item in candidates)
-        holds.append(found != cond.negated)
+        signature = cond.signature
+        found = memo.get(signature)
+        if found is None:
+            candidates = pool(cond, inp, by_key)
+            found = memo[signature] = cond.negated != any(
+                item_satisfies(cond, item, None, ctx) for item in candidates
+            )
+        holds.append(found)
+    return tuple(holds)
+
+
+def check_rule(
+    rule: Rule,
+    inp: DecisionInput,
+    by_key: Pools,
+    memo: dict[tuple[Any, ...], bool] | None = None,
+    *,
+    walk: bool = True,
+) -> RuleCheck:
+    """``memo`` shares condition results across the rules of one evaluation; ``walk=False``
+    skips the joined walk (``failing`` stays None) when only ``holds`` is wanted."""
+    ctx = inp.items[-1].props
+    memo = {} if memo is None else memo
+    holds = holding(rule, inp, by_key, memo)
+    if not walk:
+        return RuleCheck(rule, holds, None, in_effect(rule, int(ctx["today"])))
     envs: list[Env] = [{}]
     failing = None
     for cond in rule.conditions:
@@ -159,8 +188,11 @@ def check_rule(rule: Rule, inp: DecisionInput, by_key: Pools) -> RuleCheck:
         nxt: list[Env] = []
         for env in envs:
             bound = {id(i) for i in env.values()}  # durable-rules never binds a fact twice
-            matches = [item for item in candidates
-                       if id(item) not in bound and item_satisfies(cond, item, env, ctx)]  # fmt: skip
+            matches = [
+                item
+                for item in candidates
+                if id(item) not in bound and item_satisfies(cond, item, env, ctx)
+            ]
             if cond.negated:
                 if not matches:
                     nxt.append(env)
@@ -174,4 +206,4 @@ def check_rule(rule: Rule, inp: DecisionInput, by_key: Pools) -> RuleCheck:
         envs = nxt
     effective = in_effect(rule, int(ctx["today"]))
     example = envs[0] if failing is None else None
-    return RuleCheck(rule, tuple(holds), failing, effective, example)
+    return RuleCheck(rule, holds, failing, effective, example)

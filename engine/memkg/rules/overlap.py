@@ -38,7 +38,7 @@ def _norm(value: Any) -> Any:
 
 def _comparable(a: Any, b: Any) -> bool:
     if isinstance(a, tuple) or isinstance(b, tuple):
-        return a == b
+        return bool(a == b)
     numeric = (int, float)
     return (isinstance(a, numeric) and isinstance(b, numeric)) or type(a) is type(b)
 
@@ -56,8 +56,11 @@ def _tighten(allowed: Allowed, test: Test, clock: bool) -> Allowed:
         return replace(allowed, clock=window if allowed.clock is None else allowed.clock & window)
     if clock and op in ("lt", "lte", "gt", "gte", "eq") and not isinstance(value, Ref):
         at = minutes(value)
-        window = frozenset(m for m in _DAY if {"lt": m < at, "lte": m <= at, "gt": m > at,
-                                                "gte": m >= at, "eq": m == at}[op])  # fmt: skip
+        window = frozenset(
+            m
+            for m in _DAY
+            if {"lt": m < at, "lte": m <= at, "gt": m > at, "gte": m >= at, "eq": m == at}[op]
+        )
         return replace(allowed, clock=window if allowed.clock is None else allowed.clock & window)
     if op in ("eq", "contains", "in"):
         new = frozenset(_norm(v) for v in (value if op == "in" else (value,)))
@@ -94,13 +97,18 @@ def _min(a: Bound, b: Bound) -> Bound:
 
 
 def _in_bounds(value: Any, low: Bound, high: Bound) -> bool:
-    if low is not None and _comparable(value, low[0]) and not isinstance(value, tuple):
-        if value < low[0] or (value == low[0] and not low[1]):
-            return False
-    if high is not None and _comparable(value, high[0]) and not isinstance(value, tuple):
-        if value > high[0] or (value == high[0] and not high[1]):
-            return False
-    return True
+    if isinstance(value, tuple):
+        return True
+    below = (
+        low is not None
+        and _comparable(value, low[0])
+        and (value < low[0] or (value == low[0] and not low[1]))
+    )
+    return not below and not (
+        high is not None
+        and _comparable(value, high[0])
+        and (value > high[0] or (value == high[0] and not high[1]))
+    )
 
 
 def _empty(a: Allowed, b: Allowed) -> bool:
@@ -109,8 +117,9 @@ def _empty(a: Allowed, b: Allowed) -> bool:
     values = a.values if b.values is None else b.values if a.values is None else a.values & b.values
     excluded = a.excluded | b.excluded
     low, high = _max(a.low, b.low), _min(a.high, b.high)
-    if values is not None and not any(v not in excluded and _in_bounds(v, low, high)
-                                      for v in values):  # fmt: skip
+    if values is not None and not any(
+        v not in excluded and _in_bounds(v, low, high) for v in values
+    ):
         return True
     if low is None or high is None or not _comparable(low[0], high[0]):
         return False
@@ -126,15 +135,24 @@ def _subjects(rule: Rule, multi: set[str]) -> dict[Subject, Allowed]:
             continue
         for test in cond.tests:
             field = test.field
-            subject: Subject = ("context", field) if cond.kind == "context" else ("fact", cond.key, field)
+            subject: Subject = (
+                ("context", field) if cond.kind == "context" else ("fact", cond.key, field)
+            )
             clock = cond.kind == "context" and field == "local_time"
             found[subject] = _tighten(found.get(subject, Allowed()), test, clock)
     return found
 
 
 def _shape(cond: Condition) -> tuple[Any, ...]:
-    return (cond.kind, cond.key, cond.field, cond.to, cond.via, cond.tests and tuple(
-        (t.op, t.field, str(t.operand)) for t in cond.tests), cond.min_weight)
+    return (
+        cond.kind,
+        cond.key,
+        cond.field,
+        cond.to,
+        cond.via,
+        cond.tests and tuple((t.op, t.field, str(t.operand)) for t in cond.tests),
+        cond.min_weight,
+    )
 
 
 def _excludes(a: Rule, b: Rule) -> bool:
@@ -163,9 +181,14 @@ def overlap_findings(table: RuleTable, multi: set[str] | None = None) -> list[Fi
     """Pairs of rules that may match together; ``multi`` are keys holding several values."""
     multi = multi or set()
     return [
-        Finding("rule.overlap", f"may match together with {a.id} (line {a.line}); under "
-                "`unique` at most one rule may match: make their conditions exclusive",
-                b.file, b.line, b.id)  # fmt: skip
+        Finding(
+            "rule.overlap",
+            f"may match together with {a.id} (line {a.line}); under "
+            "`unique` at most one rule may match: make their conditions exclusive",
+            b.file,
+            b.line,
+            b.id,
+        )
         for a, b in combinations(table.rules, 2)
         if not disjoint(a, b, multi)
     ]

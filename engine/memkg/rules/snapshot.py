@@ -2,8 +2,9 @@
 
 ``build_input`` takes what memory holds and keeps only what may take part in a decision:
 active (so confirmed), unexpired, unfrozen facts of the keys the table reads, whose graph edge
-(for entity values) is at or above the threshold. Everything else is listed in ``left_out``
-with the reason. Graph edges and paths are read through the small ``GraphView`` protocol.
+(for entity values) is at or above the threshold. Everything else but superseded history is
+listed in ``left_out`` with the reason. Graph edges and paths are read through the small
+``GraphView`` protocol.
 """
 
 from __future__ import annotations
@@ -88,8 +89,12 @@ def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> d
         local = now.astimezone(ZoneInfo(timezone))
     except (ZoneInfoNotFoundError, ValueError):
         local = now
-    derived = {"local_time": local.strftime("%H:%M"), "weekday": WEEKDAYS[local.weekday()],
-               "timezone": timezone, "today": day_number(local.date())}  # fmt: skip
+    derived = {
+        "local_time": local.strftime("%H:%M"),
+        "weekday": WEEKDAYS[local.weekday()],
+        "timezone": timezone,
+        "today": day_number(local.date()),
+    }
     return {**derived, **{k: v for k, v in context.items() if k not in derived}}
 
 
@@ -119,13 +124,13 @@ def build_input(
     eligible: dict[str, Fact] = {}
     frozen: set[str] = set()
     timezone = str(context.get("timezone") or default_timezone)
-    for fact in sorted(facts, key=lambda f: f.id):
+    for fact in facts:
         if fact.domain != table.domain:
             continue
         if fact.key == "timezone" and _reason(fact, now) is None and "timezone" not in context:
             timezone = str(fact.value)
-        if fact.key not in keys:
-            continue
+        if fact.key not in keys or fact.status is FactStatus.SUPERSEDED:
+            continue  # superseded: history, a newer claim of the same source replaced it
         verdict = verdicts.get(fact.key, KeyVerdict())
         reason, detail = _reason(fact, now), fact.status_reason or ""
         if reason is None and verdict.frozen:
@@ -137,9 +142,18 @@ def build_input(
             continue
         if reason == "frozen":
             frozen.add(fact.key)
-        left_out.append(LeftOut(kind="fact", ref=fact.id, key=fact.key, value=fact.value,
-                                reason=reason, detail=detail))  # fmt: skip
-    edges, weak = [], set()
+        left_out.append(
+            LeftOut(
+                kind="fact",
+                ref=fact.id,
+                key=fact.key,
+                value=fact.value,
+                reason=reason,
+                detail=detail,
+            )
+        )
+    edges: list[Edge] = []
+    weak: set[tuple[str | None, str]] = set()
     for edge in graph.user_edges():
         if edge.fact_id not in eligible:
             continue
@@ -147,23 +161,41 @@ def build_input(
             edges.append(edge)
             continue
         weak.add((edge.fact_id, edge.target))
-        left_out.append(LeftOut(kind="edge", ref=edge.ref, key=edge.relation, value=edge.target,
-                                reason="below_threshold",
-                                detail=f"weight {edge.weight:.2f} is under the threshold"))  # fmt: skip
-    wanted = sorted({(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
-                    key=lambda pair: (pair[0], pair[1] or ""))  # fmt: skip
+        left_out.append(
+            LeftOut(
+                kind="edge",
+                ref=edge.ref,
+                key=edge.relation,
+                value=edge.target,
+                reason="below_threshold",
+                detail=f"weight {edge.weight:.2f} is under the threshold",
+            )
+        )
+    wanted = sorted(
+        {(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
+        key=lambda pair: (pair[0], pair[1] or ""),
+    )
     paths = tuple(
-        p for to, via in wanted for p in graph.paths(to, via)
+        p
+        for to, via in wanted
+        for p in graph.paths(to, via)
         if all(h.usable and (h.fact_id is None or h.fact_id in eligible) for h in p.hops)
     )
     ctx = local_context(context, now, timezone)
     items = _items(list(eligible.values()), weak, edges, paths, ctx)
     return DecisionInput(
-        user_id=user_id, domain=table.domain, now=now, timezone=timezone, context=ctx,
-        facts=tuple(eligible.values()), edges=tuple(edges), paths=paths,
+        user_id=user_id,
+        domain=table.domain,
+        now=now,
+        timezone=timezone,
+        context=ctx,
+        facts=tuple(eligible.values()),
+        edges=tuple(edges),
+        paths=paths,
         left_out=tuple(sorted(left_out, key=lambda x: (x.key, x.reason, x.ref))),
-        frozen_keys=tuple(sorted(frozen)), items=items,
-    )  # fmt: skip
+        frozen_keys=tuple(sorted(frozen)),
+        items=items,
+    )
 
 
 def _items(
@@ -175,12 +207,18 @@ def _items(
 ) -> tuple[Item, ...]:
     items: list[Item] = []
     for fact in facts:
-        base = {"t": "fact", "key": fact.key, "confidence": fact.confidence,
-                "source": fact.source.value}  # fmt: skip
+        base = {
+            "t": "fact",
+            "key": fact.key,
+            "confidence": fact.confidence,
+            "source": fact.source.value,
+        }
         if isinstance(fact.value, list):
             for i, value in enumerate(fact.value):
                 if not isinstance(value, str) or (fact.id, value) not in weak:
-                    items.append(Item(f"fact:{fact.id}#{i}", "fact", {**base, "value": value}, fact))
+                    items.append(
+                        Item(f"fact:{fact.id}#{i}", "fact", {**base, "value": value}, fact)
+                    )
         elif not isinstance(fact.value, str) or (fact.id, fact.value) not in weak:
             items.append(Item(f"fact:{fact.id}", "fact", {**base, "value": fact.value}, fact))
     for edge in edges:

@@ -30,7 +30,8 @@ _Loader.yaml_implicit_resolvers = {
     first: [
         (tag, regexp)
         for tag, regexp in resolvers
-        if tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+        if tag
+        not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
     ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 from typing import Any, Literal
 
 from memkg.model.decision import HitPolicy, Output
@@ -16,9 +17,18 @@ from memkg.model.decision import HitPolicy, Output
 ConditionKind = Literal["fact", "edge", "path", "context"]
 COMPARISONS = ("eq", "ne", "lt", "lte", "gt", "gte")
 OPS = (*COMPARISONS, "in", "not_in", "contains", "between", "outside", "exists")
-SYMBOLS = {"eq": "=", "ne": "≠", "lt": "<", "lte": "≤", "gt": ">", "gte": "≥",
-           "in": "in", "not_in": "not in", "contains": "contains"}  # fmt: skip
-BUILTIN_CONTEXT = {
+SYMBOLS = {
+    "eq": "=",
+    "ne": "≠",
+    "lt": "<",
+    "lte": "≤",
+    "gt": ">",
+    "gte": "≥",
+    "in": "in",
+    "not_in": "not in",
+    "contains": "contains",
+}
+BUILTIN_CONTEXT: dict[str, dict[str, Any]] = {
     "local_time": {"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
     "weekday": {"enum": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]},
     "timezone": {"type": "string"},
@@ -42,8 +52,14 @@ class Finding:
         return f"{self.file}:{self.line}: {self.severity} {self.code}{rule}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "severity": self.severity, "file": self.file,
-                "line": self.line, "rule_id": self.rule_id, "message": self.message}  # fmt: skip
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "rule_id": self.rule_id,
+            "message": self.message,
+        }
 
 
 @dataclass(frozen=True)
@@ -83,6 +99,23 @@ class Condition:
     to: Any = None
     via: str | None = None
     min_weight: float | None = None
+
+    @cached_property
+    def signature(self) -> tuple[Any, ...]:
+        """What makes two conditions the same test, so one evaluation checks each test once."""
+        tests = tuple((t.op, t.field, str(t.operand)) for t in self.tests)
+        return (
+            self.kind,
+            self.negated,
+            self.key,
+            self.field,
+            tests,
+            self.min_confidence,
+            self.sources,
+            str(self.to),
+            self.via,
+            self.min_weight,
+        )
 
     @property
     def refs(self) -> list[Ref]:

@@ -3,7 +3,8 @@
 >>> from memkg.rules.spec import Condition, Test
 >>> condition_text(Condition(0, "fact", 1, {}, key="child.age", tests=(Test("lt", 6),)))
 'child.age < 6'
->>> condition_text(Condition(0, "context", 1, {}, tests=(Test("outside", ("06:00", "22:00"), "local_time"),)))
+>>> window = Test("outside", ("06:00", "22:00"), "local_time")
+>>> condition_text(Condition(0, "context", 1, {}, tests=(window,)))
 'local time outside 06:00–22:00'
 """
 
@@ -41,7 +42,9 @@ def describe_test(test: Test, subject: str) -> str:
 
 def _subject(cond: Condition, test: Test) -> str:
     if cond.kind == "context":
-        return (test.field or "").replace("_", " ") if test.field == "local_time" else str(test.field)
+        return (
+            (test.field or "").replace("_", " ") if test.field == "local_time" else str(test.field)
+        )
     return f"{cond.key}.{test.field}" if test.field else str(cond.key)
 
 

@@ -10,10 +10,19 @@ from memkg.arbitration.hit_policy import arbitrate
 from memkg.model.decision import Candidate, HitPolicy, Output, Urgency
 
 
-def cand(rule: str, index: int, action: str, urgency: str | None = None, **params: int) -> Candidate:
-    return Candidate(rule_id=rule, rule_index=index, version=1, reason_code=rule.upper(),
-                     message="", output=Output(action=action, parameters=params,
-                                               urgency=Urgency(urgency) if urgency else None))  # fmt: skip
+def cand(
+    rule: str, index: int, action: str, urgency: str | None = None, **params: int
+) -> Candidate:
+    return Candidate(
+        rule_id=rule,
+        rule_index=index,
+        version=1,
+        reason_code=rule.upper(),
+        message="",
+        output=Output(
+            action=action, parameters=params, urgency=Urgency(urgency) if urgency else None
+        ),
+    )
 
 
 CANDS = [cand("a", 0, "approve"), cand("b", 1, "deny"), cand("c", 2, "ask"), cand("d", 3, "deny")]
@@ -26,9 +35,11 @@ def test_priority_ignores_arrival_order(order: tuple[int, ...]) -> None:
     assert output is not None and output.action == "deny"
     assert record.selected == ("b",) and record.matched == ("a", "b", "c", "d")
     reasons = {s.rule_id: s.reason for s in record.suppressed}
-    assert reasons == {"a": "approve ranks below deny in the priority list",
-                       "c": "ask ranks below deny in the priority list",
-                       "d": "same action as b, which comes earlier in the file"}  # fmt: skip
+    assert reasons == {
+        "a": "approve ranks below deny in the priority list",
+        "c": "ask ranks below deny in the priority list",
+        "d": "same action as b, which comes earlier in the file",
+    }
 
 
 def test_first_and_unique() -> None:
@@ -36,7 +47,9 @@ def test_first_and_unique() -> None:
     assert record.selected == ("a",) and output == CANDS[0].output
     assert {s.by for s in record.suppressed} == {("a",)}
     record, output = arbitrate(HitPolicy(kind="unique"), CANDS[:2])
-    assert output is None and record.selected == () and "2 rules matched" in (record.violation or "")
+    assert (
+        output is None and record.selected == () and "2 rules matched" in (record.violation or "")
+    )
     record, output = arbitrate(HitPolicy(kind="unique"), CANDS[:1])
     assert record.selected == ("a",) and record.violation is None
 

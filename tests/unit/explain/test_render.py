@@ -17,15 +17,36 @@ CONSENT = {"consent_granted": True, "consent_version": "v1"}
 
 @pytest.fixture(scope="module")
 def explanation() -> Explanation:
-    engine = Engine(clock=FrozenClock(datetime(2026, 5, 1, 14, 15, tzinfo=UTC)),
-                    config=EngineConfig(shacl=False))  # fmt: skip
-    for key, value in (("timezone", "Asia/Shanghai"), ("child.age", 3),
-                       ("medical.conditions", ["condition:asthma"])):  # fmt: skip
-        engine.ingest({"user_id": "u", "domain": "health", "key": key, "value": value,
-                       "source": "profile", "provenance": {**CONSENT, "source_ref": "ehr:1"}})  # fmt: skip
-    engine.ingest({"user_id": "u", "domain": "health", "key": "medication.current",
-                   "value": ["salbutamol"], "source": "dialogue", "confidence": 0.9,
-                   "provenance": CONSENT})  # fmt: skip
+    engine = Engine(
+        clock=FrozenClock(datetime(2026, 5, 1, 14, 15, tzinfo=UTC)),
+        config=EngineConfig(shacl=False),
+    )
+    for key, value in (
+        ("timezone", "Asia/Shanghai"),
+        ("child.age", 3),
+        ("medical.conditions", ["condition:asthma"]),
+    ):
+        engine.ingest(
+            {
+                "user_id": "u",
+                "domain": "health",
+                "key": key,
+                "value": value,
+                "source": "profile",
+                "provenance": {**CONSENT, "source_ref": "ehr:1"},
+            }
+        )
+    engine.ingest(
+        {
+            "user_id": "u",
+            "domain": "health",
+            "key": "medication.current",
+            "value": ["salbutamol"],
+            "source": "dialogue",
+            "confidence": 0.9,
+            "provenance": CONSENT,
+        }
+    )
     return engine.decide("u", "health", {"symptom": "fever"}).explanation
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from memkg.rules.durable_runner import DurableRunner, RuleEvaluationError, _MatcherHost
 from memkg.rules.compiler import SINK, compile_table
+from memkg.rules.durable_runner import DurableRunner, RuleEvaluationError, _MatcherHost
 from memkg.rules.loader import load_bundle
 
 DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  symptom: {type: string}\n"
@@ -55,8 +55,9 @@ def test_negations_are_flags_on_the_context_not_durable_patterns() -> None:
     allergy = {"t": "fact", "key": "medical.allergies", "value": "allergen:peanut"}
     assert fired([allergy, {**CTX, "not_0_0": 0}]) == []
     assert fired([allergy, CTX]) == ["r0"]
-    compiled = compile_table(load_bundle({"t/domain.yaml": DOMAIN, "t/x.yaml": TABLE})[0]
-                             .tables[("t", "x")])  # fmt: skip
+    compiled = compile_table(
+        load_bundle({"t/domain.yaml": DOMAIN, "t/x.yaml": TABLE})[0].tables[("t", "x")]
+    )
     assert "$not" not in str(compiled)
 
 

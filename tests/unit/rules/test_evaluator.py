@@ -45,10 +45,24 @@ class NoGraph:
 
 
 def fact(key: str, value: Any, fid: str, **extra: Any) -> Fact:
-    return Fact(id=fid, user_id="u", domain="health", key=key, value=value, kind="fact",
-                source="profile", confidence=1.0, scope="global", observed_at=NOW,
-                recorded_at=NOW, provenance=Provenance(), sensitivity="special",
-                status=extra.pop("status", "active"), schema_version=1, **extra)  # fmt: skip
+    return Fact(
+        id=fid,
+        user_id="u",
+        domain="health",
+        key=key,
+        value=value,
+        kind="fact",
+        source="profile",
+        confidence=1.0,
+        scope="global",
+        observed_at=NOW,
+        recorded_at=NOW,
+        provenance=Provenance(),
+        sensitivity="special",
+        status=extra.pop("status", "active"),
+        schema_version=1,
+        **extra,
+    )
 
 
 BUNDLE = load_bundle({"health/domain.yaml": DOMAIN, "health/med.yaml": TABLE})[0]
@@ -66,7 +80,9 @@ def test_join_on_the_context_binds_the_matching_item() -> None:
     facts = [fact("medical.allergies", ["allergen:peanut", "allergen:penicillin"], "f1")]
     _, result = evaluate(facts, {"allergen": "allergen:penicillin"})
     [candidate] = result.candidates
-    assert candidate.rule_id == "h.allergy" and candidate.message == "allergic to allergen:penicillin"
+    assert (
+        candidate.rule_id == "h.allergy" and candidate.message == "allergic to allergen:penicillin"
+    )
     assert [b.ref for b in candidate.bindings] == ["fact:f1#1"]
     assert result.fired[0].conditions[0].facts[0].item == "allergen:penicillin"
 
@@ -89,17 +105,28 @@ def test_why_not_names_the_first_failing_condition() -> None:
     _, result = evaluate([meds, allergy], {"allergen": "allergen:penicillin"})
     [miss] = result.why_not
     assert (miss.rule_id, miss.failing.index, miss.holding, miss.total) == (
-        "h.no_allergy_but_meds", 0, 1, 2)  # fmt: skip
+        "h.no_allergy_but_meds",
+        0,
+        1,
+        2,
+    )
     assert "found medical.allergies" in (miss.failing.failure or "")
 
 
 def test_left_out_facts_and_frozen_keys() -> None:
-    facts = [fact("medication.current", ["aspirin"], "f2", status="pending_confirmation"),
-             fact("medical.allergies", ["allergen:peanut"], "f1")]  # fmt: skip
-    inp, result = evaluate(facts, {"allergen": "allergen:peanut"},
-                           verdicts={"medical.allergies": KeyVerdict(frozen=True)})  # fmt: skip
+    facts = [
+        fact("medication.current", ["aspirin"], "f2", status="pending_confirmation"),
+        fact("medical.allergies", ["allergen:peanut"], "f1"),
+    ]
+    inp, result = evaluate(
+        facts,
+        {"allergen": "allergen:peanut"},
+        verdicts={"medical.allergies": KeyVerdict(frozen=True)},
+    )
     assert [(lo.key, lo.reason) for lo in inp.left_out] == [
-        ("medical.allergies", "frozen"), ("medication.current", "pending_confirmation")]
+        ("medical.allergies", "frozen"),
+        ("medication.current", "pending_confirmation"),
+    ]
     assert inp.frozen_keys == ("medical.allergies",) and result.candidates == ()
 
 

@@ -19,11 +19,26 @@ def world() -> tuple[Engine, FrozenClock, str]:
     clock = FrozenClock(NIGHT)
     engine = Engine(clock=clock, config=EngineConfig(shacl=False))
     for key, value in (("timezone", "Asia/Shanghai"), ("child.age", 3)):
-        engine.ingest({"user_id": "mei", "domain": "health", "key": key, "value": value,
-                       "source": "profile", "provenance": CONSENT})  # fmt: skip
-    asthma = engine.ingest({"user_id": "mei", "domain": "health", "key": "medical.conditions",
-                            "value": ["condition:asthma"], "source": "profile",
-                            "provenance": {**CONSENT, "source_ref": "clinic:record/7"}})  # fmt: skip
+        engine.ingest(
+            {
+                "user_id": "mei",
+                "domain": "health",
+                "key": key,
+                "value": value,
+                "source": "profile",
+                "provenance": CONSENT,
+            }
+        )
+    asthma = engine.ingest(
+        {
+            "user_id": "mei",
+            "domain": "health",
+            "key": "medical.conditions",
+            "value": ["condition:asthma"],
+            "source": "profile",
+            "provenance": {**CONSENT, "source_ref": "clinic:record/7"},
+        }
+    )
     return engine, clock, asthma.fact_id
 
 
@@ -33,24 +48,40 @@ def test_night_fever_books_the_emergency_department(world: tuple[Engine, FrozenC
     decision = engine.decide("mei", "health", {"symptom": "fever"})
     assert decision.status.value == "decided"
     assert (decision.result.action, decision.result.urgency) == (
-        "book_emergency_appointment", "critical")  # fmt: skip
+        "book_emergency_appointment",
+        "critical",
+    )
     [rule] = decision.explanation.selected
     assert rule.rule_id == "health.asthma_child_fever_night"
     texts = [c.text for c in rule.conditions]
-    assert texts == ["child.age < 6",
-                     "path to protocol:immediate_hospital_visit via condition:asthma with weight ≥ 0.9",
-                     "local time outside 06:00–22:00", "symptom = fever"]  # fmt: skip
+    assert texts == [
+        "child.age < 6",
+        "path to protocol:immediate_hospital_visit via condition:asthma with weight ≥ 0.9",
+        "local time outside 06:00–22:00",
+        "symptom = fever",
+    ]
     age, path, clock_cond, symptom = rule.conditions
     assert age.facts[0].value == 3 and age.facts[0].source == "profile"
     [found] = path.paths
     hop = found.hops[-1]
     assert (hop.source, hop.relation, hop.target, hop.weight) == (
-        "condition:asthma", "requires", "protocol:immediate_hospital_visit", 0.92)  # fmt: skip
+        "condition:asthma",
+        "requires",
+        "protocol:immediate_hospital_visit",
+        0.92,
+    )
     assert found.hops[0].fact_id is not None and found.hops[0].factors
     assert clock_cond.context[0].value == "22:15" and symptom.context[0].value == "fever"
     text = engine.explain(decision.decision_id)
-    for words in ("child.age is 3", "condition:asthma", "weight 0.92", "local time is 22:15",
-                  "symptom is fever", "clinic:record/7", "health.asthma_child_fever_night"):  # fmt: skip
+    for words in (
+        "child.age is 3",
+        "condition:asthma",
+        "weight 0.92",
+        "local time is 22:15",
+        "symptom is fever",
+        "clinic:record/7",
+        "health.asthma_child_fever_night",
+    ):
         assert words in text
 
 
@@ -72,7 +103,9 @@ def test_retracting_asthma_stops_the_rule_and_why_not_says_why(
     after = engine.decide("mei", "health", {"symptom": "fever"})
     assert after.result.action != "book_emergency_appointment"
     assert "health.asthma_child_fever_night" not in [c.rule_id for c in after.candidates]
-    [miss] = [w for w in after.explanation.why_not if w.rule_id == "health.asthma_child_fever_night"]
+    [miss] = [
+        w for w in after.explanation.why_not if w.rule_id == "health.asthma_child_fever_night"
+    ]
     assert miss.failing.kind == "path" and miss.failing.index == 1
     assert "left out: retracted" in (miss.failing.failure or "")
     assert [lo.reason for lo in after.left_out] == ["retracted"]

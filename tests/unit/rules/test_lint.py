@@ -26,7 +26,7 @@ context:
 def lint(table: str, domain: str = DOMAIN) -> list[Finding]:
     sources = {"health/domain.yaml": domain, "health/t.yaml": table}
     bundle, findings = load_bundle(sources)
-    schema = lambda d, k: (s.schema if (s := REGISTRY.spec(d, k)) else None)  # noqa: E731
+    schema = lambda d, k: s.schema if (s := REGISTRY.spec(d, k)) else None  # noqa: E731
     return findings + lint_bundle(bundle, schema)
 
 
@@ -52,7 +52,7 @@ HEAD = "hit_policy: first\nallow_no_match: true\nrules:\n"
 
 def test_the_shipped_rules_are_clean() -> None:
     bundle, findings = load_bundle(read_sources(project_root() / "rules"))
-    schema = lambda d, k: (s.schema if (s := REGISTRY.spec(d, k)) else None)  # noqa: E731
+    schema = lambda d, k: s.schema if (s := REGISTRY.spec(d, k)) else None  # noqa: E731
     assert findings + lint_bundle(bundle, schema) == []
 
 
@@ -69,13 +69,21 @@ def test_yaml_syntax_error_names_the_line() -> None:
 
 
 def test_duplicate_ids() -> None:
-    table = HEAD + rule("      - context: {symptom: fever}") + rule("      - context: {symptom: cough}")
+    table = (
+        HEAD + rule("      - context: {symptom: fever}") + rule("      - context: {symptom: cough}")
+    )
     found = only(lint(table), "rule.duplicate_id")
-    assert found.line == 10 and found.rule_id == "health.r" and "rules/health/t.yaml:4" in found.message
+    assert (
+        found.line == 10
+        and found.rule_id == "health.r"
+        and "rules/health/t.yaml:4" in found.message
+    )
 
 
 def test_unknown_key() -> None:
-    found = only(lint(HEAD + rule("      - fact: {key: child.shoe_size, gt: 30}")), "rule.unknown_key")
+    found = only(
+        lint(HEAD + rule("      - fact: {key: child.shoe_size, gt: 30}")), "rule.unknown_key"
+    )
     assert found.line == 6 and "child.shoe_size" in found.message
 
 
@@ -84,7 +92,10 @@ def test_unknown_key() -> None:
     [
         ("fact: {key: child.age, lt: six}", "holds number values; comparing it with string"),
         ("fact: {key: symptom.current, gt: 3}", "holds string values; comparing it with number"),
-        ("fact: {key: medical.conditions, eq: 'condition:asthma'}", "test its items with `contains`"),
+        (
+            "fact: {key: medical.conditions, eq: 'condition:asthma'}",
+            "test its items with `contains`",
+        ),
         ("context: {amount: {gte: lots}}", "holds number values"),
         ("context: {local_time: {outside: [6, 22]}}", 'write "HH:MM"'),
     ],
@@ -95,9 +106,14 @@ def test_type_mismatch(condition: str, words: str) -> None:
 
 
 def test_unknown_value_and_field_and_context() -> None:
-    findings = lint(HEAD + rule("      - fact: {key: symptom.current, eq: feverish}\n"
-                                "      - fact: {key: bp.reading, field: pulse, gt: 100}\n"
-                                "      - context: {weather: rain}"))  # fmt: skip
+    findings = lint(
+        HEAD
+        + rule(
+            "      - fact: {key: symptom.current, eq: feverish}\n"
+            "      - fact: {key: bp.reading, field: pulse, gt: 100}\n"
+            "      - context: {weather: rain}"
+        )
+    )
     assert only(findings, "rule.unknown_value").line == 6
     assert only(findings, "rule.unknown_field").line == 7
     assert only(findings, "rule.unknown_context").line == 8
@@ -110,7 +126,9 @@ def test_unknown_action_and_parameter() -> None:
 
 
 def test_unknown_alias_and_template() -> None:
-    table = HEAD + """\
+    table = (
+        HEAD
+        + """\
   - id: health.r
     when:
       - fact: {key: child.age, lt: $nowhere}
@@ -118,6 +136,7 @@ def test_unknown_alias_and_template() -> None:
     reason_code: R
     explain: "{child.weight} kg"
 """
+    )
     findings = lint(table)
     assert only(findings, "rule.unknown_alias").line == 6
     assert only(findings, "rule.template").line == 4
@@ -131,21 +150,24 @@ def test_durable_rules_property_limit() -> None:
 
 
 def test_overlap_under_unique() -> None:
-    table = "hit_policy: unique\nallow_no_match: true\nrules:\n" + rule(
-        "      - fact: {key: child.age, lt: 6}", id_="health.young"
-    ) + rule("      - fact: {key: child.age, lt: 12}", id_="health.child") + rule(
-        "      - fact: {key: child.age, gte: 12}", id_="health.teen"
+    table = (
+        "hit_policy: unique\nallow_no_match: true\nrules:\n"
+        + rule("      - fact: {key: child.age, lt: 6}", id_="health.young")
+        + rule("      - fact: {key: child.age, lt: 12}", id_="health.child")
+        + rule("      - fact: {key: child.age, gte: 12}", id_="health.teen")
     )
     found = only(lint(table), "rule.overlap")
     assert (found.rule_id, found.line) == ("health.child", 10) and "health.young" in found.message
 
 
 def test_exclusive_windows_and_joins_do_not_overlap() -> None:
-    table = "hit_policy: unique\nallow_no_match: true\nrules:\n" + rule(
-        "      - context: {local_time: {outside: ['06:00', '22:00']}}", id_="health.night"
-    ) + rule("      - context: {local_time: {between: ['06:00', '22:00']}}", id_="health.day") + rule(
-        "      - fact: {key: child.age, lt: $context.amount}", id_="health.a"
-    ) + rule("      - fact: {key: child.age, gte: $context.amount}", id_="health.b")
+    table = (
+        "hit_policy: unique\nallow_no_match: true\nrules:\n"
+        + rule("      - context: {local_time: {outside: ['06:00', '22:00']}}", id_="health.night")
+        + rule("      - context: {local_time: {between: ['06:00', '22:00']}}", id_="health.day")
+        + rule("      - fact: {key: child.age, lt: $context.amount}", id_="health.a")
+        + rule("      - fact: {key: child.age, gte: $context.amount}", id_="health.b")
+    )
     pairs = {(f.rule_id, f.message.split()[4]) for f in lint(table) if f.code == "rule.overlap"}
     assert ("health.day", "health.night") not in pairs
     assert ("health.b", "health.a") not in pairs

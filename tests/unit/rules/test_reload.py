@@ -41,7 +41,9 @@ def test_a_bundle_failing_lint_is_refused(rules_copy: Path) -> None:
     e = engine()
     old = e.intent.rules.digest
     table = rules_copy / "travel" / "booking.yaml"
-    table.write_text(table.read_text().replace("suggest_other_airline, urgency", "teleport, urgency"))
+    table.write_text(
+        table.read_text().replace("suggest_other_airline, urgency", "teleport, urgency")
+    )
     with pytest.raises(RulesRefused) as refused:
         e.reload_rules(rules_copy)
     assert refused.value.findings[0].code == "rule.unknown_action"
@@ -52,7 +54,9 @@ def test_a_bundle_failing_its_cases_is_refused(rules_copy: Path) -> None:
     e = engine()
     old = e.intent.rules.digest
     table = rules_copy / "health" / "triage.yaml"
-    table.write_text(table.read_text().replace("fact: {key: child.age, lt: 6}", "fact: {key: child.age, lt: 2}"))
+    table.write_text(
+        table.read_text().replace("fact: {key: child.age, lt: 6}", "fact: {key: child.age, lt: 2}")
+    )
     with pytest.raises(RulesRefused) as refused:
         e.reload_rules(rules_copy)
     assert any("book_emergency_appointment" in f for f in refused.value.failures)

@@ -1,0 +1,114 @@
+"""``memkg schema check | history | migrate``: schema versions and migrations.
+
+``check`` and ``history`` read files only and open no store. Exit status: 0 compatible, or
+the dry run passed (PASS or WARN), or the plan applied; 3 incompatible, or BLOCK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from memkg.config import EngineConfig
+from memkg.engine import Engine
+from memkg.errors import MemkgError
+from memkg.evolution import check_schema_change
+from memkg.evolution.dry_run import render_text
+from memkg.evolution.groups import compare_groups, is_group, render_group_text
+from memkg.evolution.history import schema_history
+from memkg.evolution.report import Mode
+
+EXIT_OK, EXIT_REFUSED = 0, 3
+
+
+def _emit(out: TextIO, data: Any) -> None:
+    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def _read_schema(path: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MemkgError(f"{path}: not a readable JSON file: {exc}", code="schema.read") from exc
+
+
+def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
+    old, new = _read_schema(args.old), _read_schema(args.new)
+    if is_group(old) and is_group(new):
+        report = compare_groups(old, new, args.mode)
+        compatible, text = report["compatible"], render_group_text(report)
+        data: dict[str, Any] = {"kind": "group", **report}
+    elif is_group(old) or is_group(new):
+        raise MemkgError(
+            "compare a key group with a key group, or a JSON Schema with a JSON "
+            "Schema (one of the files is a memkg group file)",
+            code="usage",
+        )
+    else:
+        found = check_schema_change(old, new, args.mode)
+        compatible, text = found.compatible, found.to_text()
+        data = {"kind": "schema", **found.model_dump(mode="json")}
+    if args.format == "text":
+        out.write(text + "\n")
+    else:
+        _emit(out, data)
+    return EXIT_OK if compatible else EXIT_REFUSED
+
+
+def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
+    found = schema_history(config.root, args.domain, args.key)
+    if not found["groups"]:
+        raise MemkgError(
+            f"schemas/{args.domain} holds no key group"
+            + (f" declaring {args.key}" if args.key else ""),
+            code="schema.unknown",
+        )
+    _emit(out, found)
+    return EXIT_OK
+
+
+def cmd_migrate(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    if args.apply:
+        applied = engine.apply_migration(args.plan, rules=args.rules, waiver=args.waiver)
+        _emit(out, applied.model_dump(mode="json"))
+        return EXIT_OK
+    report = engine.migration_dry_run(args.plan, rules=args.rules, waiver=args.waiver,
+                                      decisions=args.decisions)  # fmt: skip
+    if args.format == "text":
+        out.write(render_text(report) + "\n")
+    else:
+        _emit(out, report.model_dump(mode="json"))
+    return report.exit_status
+
+
+def add_commands(sub: Any) -> None:
+    p = sub.add_parser("schema", help="schema versions: check a change, history, migrate facts")
+    schema = p.add_subparsers(dest="schema_command", required=True, metavar="ACTION")
+    q = schema.add_parser("check", help="is NEW compatible with OLD (JSON Schemas or key groups)?")
+    q.add_argument("old", metavar="OLD.json")
+    q.add_argument("new", metavar="NEW.json")
+    q.add_argument("--mode", choices=[m.value for m in Mode], default="backward")
+    q.add_argument("--format", choices=("json", "text"), default="json")
+    q.set_defaults(run=cmd_check, offline=True)
+    q = schema.add_parser("history", help="every version of a domain's key groups, or of one key")
+    q.add_argument("domain")
+    q.add_argument("key", nargs="?")
+    q.set_defaults(run=cmd_history, offline=True)
+    q = schema.add_parser("migrate", help="dry-run or apply a migration plan over stored facts")
+    q.add_argument("plan", metavar="PLAN", help="schemas/<domain>/migrations/<name>.yaml")
+    how = q.add_mutually_exclusive_group(required=True)
+    how.add_argument("--dry-run", action="store_true", help="write nothing; report and verdict")
+    how.add_argument("--apply", action="store_true", help="write migration events (resumable)")
+    q.add_argument("--rules", help="the rules folder the new schema ships with (default: rules/)")
+    q.add_argument("--waiver", help="a signed-off waiver file accepting blocking findings")
+    q.add_argument(
+        "--decisions",
+        type=int,
+        default=20,
+        metavar="N",
+        help="recent logged decisions per user to replay (default 20)",
+    )
+    q.add_argument("--format", choices=("json", "text"), default="json")
+    q.set_defaults(run=cmd_migrate)

@@ -1,0 +1,109 @@
+"""The record of one decision: status from the hit policy, the default and frozen keys, and
+the explanation tree. Pure: everything it needs is handed in."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memkg.arbitration.hit_policy import arbitrate
+from memkg.explain import build_explanation
+from memkg.model.decision import (
+    Decision,
+    DecisionRequest,
+    DecisionStatus,
+    Result,
+    Revisions,
+)
+from memkg.rules.evaluator import Evaluation
+from memkg.rules.snapshot import DecisionInput
+from memkg.rules.spec import RuleBundle, RuleTable
+
+
+def record_decision(
+    bundle: RuleBundle,
+    revisions: Revisions,
+    decision_id: str,
+    request: DecisionRequest,
+    as_of: int,
+    now: datetime,
+    table: RuleTable | None,
+    inp: DecisionInput | None,
+    evaluation: Evaluation | None,
+    problems: list[str],
+    timings: dict[str, float],
+) -> Decision:
+    """Statuses: ``invalid_input`` (problems with the request), ``hit_policy_violation``,
+    ``decided`` (a rule or the table's default), ``no_match``; ``needs_review`` replaces
+    ``decided``/``no_match`` when a key the table reads is frozen."""
+    arbitration, result, default = None, None, None
+    if evaluation is not None and table is not None and inp is not None:
+        arbitration, output = arbitrate(table.hit_policy, evaluation.candidates)
+        chosen = [c for c in evaluation.candidates if c.rule_id in arbitration.selected]
+        if arbitration.violation:
+            problems = [*problems, arbitration.violation]
+            result = Result(status=DecisionStatus.HIT_POLICY_VIOLATION)
+        elif output is not None:
+            result = Result(
+                status=DecisionStatus.DECIDED,
+                action=output.action,
+                parameters=output.parameters,
+                urgency=output.urgency,
+                reason_codes=tuple(c.reason_code for c in chosen),
+                message="; ".join(c.message for c in chosen),
+            )
+        elif table.default is not None:
+            out = table.default.output
+            default = table.default.explain
+            result = Result(
+                status=DecisionStatus.DECIDED,
+                action=out.action,
+                parameters=out.parameters,
+                urgency=out.urgency,
+                reason_codes=(table.default.reason_code,),
+                message=default,
+                default_used=True,
+            )
+        else:
+            result = Result(status=DecisionStatus.NO_MATCH)
+        if inp.frozen_keys and result.status is not DecisionStatus.HIT_POLICY_VIOLATION:
+            problems = [
+                *problems,
+                *(
+                    f"{k} is frozen until a reviewer settles conflicting claims"
+                    for k in inp.frozen_keys
+                ),
+            ]
+            result = result.model_copy(update={"status": DecisionStatus.NEEDS_REVIEW})
+    if result is None:
+        result = Result(status=DecisionStatus.INVALID_INPUT)
+    spec = bundle.domains.get(request.domain)
+    explanation = build_explanation(
+        decision_id=decision_id,
+        request=request,
+        decided_at=now,
+        as_of_seq=as_of,
+        rule_bundle=revisions.rule_bundle,
+        arbitration=arbitration,
+        result=result,
+        fired=evaluation.fired if evaluation else (),
+        why_not=evaluation.why_not if evaluation else (),
+        left_out=inp.left_out if inp else (),
+        context=inp.context if inp else request.context,
+        describe={a: s.description for a, s in spec.actions.items()} if spec else {},
+        default=default,
+        problems=problems,
+    )
+    return Decision(
+        decision_id=decision_id,
+        request=request,
+        as_of_seq=as_of,
+        decided_at=now,
+        revisions=revisions,
+        candidates=evaluation.candidates if evaluation else (),
+        arbitration=arbitration,
+        result=result,
+        explanation=explanation,
+        left_out=inp.left_out if inp else (),
+        problems=tuple(problems),
+        timings=timings,
+    )

@@ -1,0 +1,378 @@
+"""Schema migrations, wired for ``Engine``: stored facts, rules and decisions meet a plan.
+
+The plan, its transform, verdict, events and upcasters live in ``memkg.evolution``; this
+module gathers what they judge: every user's live facts, the keys each rule and rule case
+reads (linted against the old and the new key schemas, so a break names file and line), and
+recent logged decisions re-made with migrated facts and the new rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.clock import FrozenClock
+from memkg.errors import ConcurrencyConflict, MemkgError
+from memkg.events.projection import UserMemory
+from memkg.evolution.apply import events_for, idempotency_key
+from memkg.evolution.dry_run import (
+    DryRunReport,
+    Finding,
+    KeyChange,
+    assess,
+    key_changes,
+    policy_findings,
+)
+from memkg.evolution.migration import MigrationPlan, load_plan
+from memkg.evolution.outcome import migrate, plan_problems
+from memkg.evolution.waiver import Waiver, load_waiver
+from memkg.graph.projection import UserGraph
+from memkg.model.decision import Decision, Result
+from memkg.model.event import Event
+from memkg.model.fact import Fact, FactStatus
+from memkg.rules.cases import load_cases
+from memkg.rules.lint import lint_bundle
+from memkg.rules.loader import load_bundle, read_sources
+from memkg.rules.spec import Finding as RuleFinding
+from memkg.rules.spec import RuleBundle
+from memkg.validate.registry import KeySpec
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
+    from memkg.rule_bundle import Rules
+
+_SCRATCH = 10**15
+LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
+Specs = dict[str, KeySpec]
+
+
+class MigrationRefused(MemkgError):
+    """The dry run BLOCKed, so nothing was applied; ``report`` says why."""
+
+    code = "migration.blocked"
+
+    def __init__(self, report: DryRunReport) -> None:
+        blocking = [f for f in report.findings if f.severity == "block" and not f.waived]
+        first = f"; first: {blocking[0].message}" if blocking else ""
+        super().__init__(f"the dry run of {report.migration} BLOCKs ({len(blocking)} finding(s)"
+                         f"{first}); nothing was written")  # fmt: skip
+        self.report = report
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "report": self.report.model_dump(mode="json")}
+
+
+class ApplyReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    migration: str
+    verdict: str
+    users: int
+    migrated: int
+    """Facts (or merged groups) written in this run."""
+    resumed: int
+    """Already written by an earlier, interrupted run: skipped."""
+    left: int
+    """Unmappable or invalid facts a waiver let through: left as stored."""
+    events: int
+    questions: tuple[dict[str, str], ...] = ()
+
+
+def plan_and_specs(
+    engine: Engine, plan: MigrationPlan | str | Path
+) -> tuple[MigrationPlan, Specs, Specs]:
+    """The plan with the old and new key specs of its groups; checks the plan's keys."""
+    if not isinstance(plan, MigrationPlan):
+        plan = load_plan(plan, engine.config.root)
+    registry = engine.registry
+    old = registry.group(plan.domain, plan.group, plan.from_version)
+    new = registry.group(plan.domain, plan.to_group, plan.to_version)
+    for label, specs, group, version in (("from", old, plan.group, plan.from_version),
+                                         ("to", new, plan.to_group, plan.to_version)):  # fmt: skip
+        if not specs:
+            raise MemkgError(
+                f"{plan.file}: `{label}` names schemas/{plan.domain}/{group}@{version}"
+                ".json, which does not exist",
+                code="migration.unknown_group",
+            )
+    plan_problems(plan, old, new)
+    return plan, old, new
+
+
+def live_facts(engine: Engine, user_id: str) -> list[Fact]:
+    return [f for f in engine.memory(user_id).facts.values() if f.status in LIVE]
+
+
+def dry_run(
+    engine: Engine,
+    plan: MigrationPlan | str | Path,
+    *,
+    rules: str | Path | None = None,
+    waiver: Waiver | str | Path | None = None,
+    decisions: int = 20,
+) -> DryRunReport:
+    plan, old, new = plan_and_specs(engine, plan)
+    if waiver is not None and not isinstance(waiver, Waiver):
+        waiver = load_waiver(waiver)
+    facts = [f for user in engine.store.users() for f in live_facts(engine, user)]
+    outcomes = migrate(plan, facts, old, new)
+    changes = key_changes(plan, old, new)
+    folder = Path(rules) if rules is not None else engine.config.rules_dir
+    found = [
+        *policy_findings(plan, old, new),
+        *rule_findings(engine, plan, old, new, changes, folder),
+    ]
+    found += decision_findings(engine, plan, old, new, folder, decisions)
+    return assess(plan, outcomes, changes, found, waiver=waiver, now=engine.clock.now())
+
+
+def apply(engine: Engine, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
+          waiver: Waiver | str | Path | None = None) -> ApplyReport:  # fmt: skip
+    """Dry-run, refuse on BLOCK, then write each fact's events once (resumable)."""
+    plan, old, new = plan_and_specs(engine, plan)
+    report = dry_run(engine, plan, rules=rules, waiver=waiver, decisions=0)
+    if report.verdict == "BLOCK":
+        raise MigrationRefused(report)
+    counts = {"migrated": 0, "resumed": 0, "left": 0, "events": 0}
+    questions: list[dict[str, str]] = []
+    users = engine.store.users()
+    for user in users:
+        for outcome in migrate(plan, live_facts(engine, user), old, new):
+            if outcome.status in ("unmappable", "invalid"):
+                counts["left"] += 1
+                continue
+            questions += [{"user_id": user, "fact_id": outcome.facts[0].id, "key": key,
+                           "question": q} for key, q in outcome.questions]  # fmt: skip
+            written = _append(engine, user, events_for(plan, outcome, new, engine.clock),
+                              idempotency_key(plan, outcome))  # fmt: skip
+            if written is None:
+                counts["resumed"] += 1
+            elif written:
+                counts["migrated"] += 1
+                counts["events"] += written
+    engine.upcasters.register(plan, old, new)
+    return ApplyReport(migration=plan.name, verdict=report.verdict, users=len(users),
+                       questions=tuple(questions), **counts)  # fmt: skip
+
+
+def _append(engine: Engine, user: str, events: list[Any], key: str) -> int | None:
+    """Events appended (0: nothing to write), or None when an earlier run wrote them."""
+    if not events:
+        return 0
+    for _ in range(3):
+        with engine._lock:
+            version = engine.memory(user).version
+            try:
+                appended = engine.store.append(user, events, expected_version=version,
+                                               idempotency_key=key)  # fmt: skip
+            except ConcurrencyConflict:
+                continue  # another writer appended first: re-read and retry
+            if appended.duplicate:
+                return None
+            engine._apply(user, appended.events)
+            return len(appended.events)
+    raise ConcurrencyConflict(user, version, engine.store.stream_version(user))
+
+
+# -- rules and rule cases ----------------------------------------------------------------------
+
+
+def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
+                  changes: list[KeyChange], folder: Path) -> list[Finding]:  # fmt: skip
+    """Rules and cases that break under the new schemas (block) or read a changed key (warn)."""
+    bundle, _ = load_bundle(read_sources(folder))
+    mine = set(old) | set(new)
+
+    def lookup(specs: Specs) -> Any:
+        def schema(domain: str, key: str) -> dict[str, Any] | None:
+            if domain == plan.domain and key in mine:
+                return specs[key].schema if key in specs else None
+            spec = engine.registry.spec(domain, key)
+            return spec.schema if spec is not None else None
+
+        return schema
+
+    def ident(f: RuleFinding) -> tuple[Any, ...]:
+        return (f.code, f.file, f.line, f.rule_id)
+
+    before = {ident(f) for f in lint_bundle(bundle, lookup(old))}
+    broken = [f for f in lint_bundle(bundle, lookup(new))
+              if f.severity == "error" and ident(f) not in before]  # fmt: skip
+    changed = {c.key: c for c in changes if c.change != "added"}
+    found = []
+    for f in broken:
+        key = _key_at(bundle, f)
+        hint = _hint(changed.get(key or ""))
+        found.append(Finding(code="rule.breaks", severity="block", key=key, subject=f.rule_id,
+                             message=f"rule {f.rule_id} breaks: {f.code}: {f.message}{hint}",
+                             file=f.file, line=f.line))  # fmt: skip
+    flagged = {(f.file, f.rule_id) for f in broken}
+    rules = [r for (domain, _), t in sorted(bundle.tables.items()) if domain == plan.domain
+             for r in t.rules if (r.file, r.id) not in flagged]  # fmt: skip
+    for rule in rules:
+        for cond in rule.conditions:
+            change = changed.get(cond.key or "")
+            if change is None:
+                continue
+            found.append(Finding(code="rule.reads_changed_key", severity="warn", key=cond.key,
+                                 subject=rule.id, file=rule.file, line=cond.line,
+                                 message=f"rule {rule.id} reads {cond.key}, which the migration "
+                                 f"{change.change}{_hint(change)}: check it still means what it "
+                                 "says"))  # fmt: skip
+    return found + case_findings(plan, bundle, folder, new, changed)
+
+
+def case_findings(plan: MigrationPlan, bundle: RuleBundle, folder: Path, new: Specs,
+                  changed: Mapping[str, KeyChange]) -> list[Finding]:  # fmt: skip
+    cases, _ = load_cases(folder, bundle)
+    found = []
+    for case in cases:
+        if case.table.domain != plan.domain:
+            continue
+        for raw in case.facts:
+            key = raw.get("key", "")
+            change = changed.get(key)
+            if change is None:
+                continue
+            if change.change in ("removed", "renamed"):
+                why = f"uses {key}, which the migration {change.change}{_hint(change)}"
+            elif key in new and not new[key].validator.is_valid(raw.get("value")):
+                why = f"gives {key} the value {raw.get('value')!r}, which the new version refuses"
+            else:
+                continue
+            found.append(Finding(code="case.breaks", severity="block", key=key, subject=case.name,
+                                 message=f"rule case {case.name!r} {why}", file=case.file,
+                                 line=case.line))  # fmt: skip
+    return found
+
+
+def _key_at(bundle: RuleBundle, finding: RuleFinding) -> str | None:
+    for rule in bundle.rules():
+        if rule.id != finding.rule_id or rule.file != finding.file:
+            continue
+        for cond in rule.conditions:
+            if cond.line == finding.line or any(t.line == finding.line for t in cond.tests):
+                return cond.key
+    return None
+
+
+def _hint(change: KeyChange | None) -> str:
+    if change is None:
+        return ""
+    if change.change == "renamed":
+        return f" (now {change.new_keys[0]})"
+    if change.change == "removed":
+        return f" ({change.detail})"
+    return f" ({change.detail})" if change.detail else ""
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+
+def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs, folder: Path,
+                      limit: int) -> list[Finding]:  # fmt: skip
+    """Recent logged decisions of the domain whose outcome the migration would change.
+
+    Each is made twice as of its log position and clock: with the facts and rules it was
+    made with, and with the facts migrated and the new rules; only the outcome (status,
+    action, parameters, urgency) is compared.
+    """
+    if limit <= 0:
+        return []
+    candidate = _unlinted(read_sources(folder))
+    if candidate is None:
+        return [
+            Finding(
+                code="decision.not_replayed",
+                severity="info",
+                message=f"decisions not replayed: the rules in {folder} do not load",
+            )
+        ]
+    bundles: dict[str, Rules | None] = {}
+    found = []
+    for user in engine.store.users():
+        for decision in engine.decision_log.for_user(user, limit=limit):
+            if decision.request.domain != plan.domain:
+                continue
+            digest = decision.revisions.rule_bundle
+            if digest not in bundles:
+                sources = engine.decision_log.bundle(digest)
+                bundles[digest] = _unlinted(sources) if sources is not None else None
+            baseline = bundles[digest]
+            if baseline is None:
+                continue
+            before, after = _remake(engine, plan, old, new, decision, baseline, candidate)
+            if _outcome(before) != _outcome(after):
+                found.append(Finding(
+                    code="decision.outcome_changed", severity="warn", subject=decision.decision_id,
+                    message=f"decision {decision.decision_id} ({user}, {decision.request.decision})"
+                    f" was {_describe(before)}, would be {_describe(after)}"))  # fmt: skip
+    return found
+
+
+def _unlinted(sources: dict[str, str]) -> Rules | None:
+    """A bundle compiled without lint.
+
+    A recorded bundle was linted when it was used, and a new one is judged by
+    ``rule_findings``: lint here would hold either against today's schemas.
+    """
+    from memkg.rule_bundle import Rules
+    from memkg.rules.evaluator import Evaluator
+
+    bundle, problems = load_bundle(sources)
+    if any(f.severity == "error" for f in problems):
+        return None
+    try:
+        return Rules(bundle, Evaluator(bundle), bundle.digest)
+    except MemkgError:
+        return None
+
+
+def _remake(
+    engine: Engine,
+    plan: MigrationPlan,
+    old: Specs,
+    new: Specs,
+    decision: Decision,
+    baseline: Rules,
+    candidate: Rules,
+) -> tuple[Result, Result]:
+    request = decision.request
+    memory = engine.memory(request.user_id, as_of=decision.as_of_seq)
+    migrated = UserMemory(request.user_id)
+    migrated.facts = dict(memory.facts)
+    # positions no real stream reaches, so no cache takes this memory for a stored one
+    seq, clock = _SCRATCH + decision.as_of_seq, FrozenClock(decision.decided_at)
+    live = [f for f in memory.facts.values() if f.status in LIVE]
+    for outcome in migrate(plan, live, old, new):
+        for event in events_for(plan, outcome, new, clock):
+            seq += 1
+            migrated.apply(Event(**event.model_dump(), seq=seq, version=seq))
+    results = []
+    for rules, held in ((baseline, memory), (candidate, migrated)):
+        graph = UserGraph(held, engine.knowledge, engine.entity_keys)
+        made = engine.intent._decide(
+            rules,
+            request.user_id,
+            request.domain,
+            dict(request.context),
+            request.decision or None,
+            graph,
+            decision.as_of_seq,
+            decision.decided_at,
+            decision.decision_id,
+        )
+        results.append(made.result)
+    return results[0], results[1]
+
+
+def _outcome(result: Result) -> tuple[Any, ...]:
+    return (result.status, result.action, sorted(result.parameters.items()), result.urgency)
+
+
+def _describe(result: Result) -> str:
+    action = f" {result.action}" if result.action else ""
+    return f"{result.status.value}{action}"

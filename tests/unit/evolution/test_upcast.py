@@ -1,0 +1,44 @@
+"""Upcasting: a fact stored under an old key version reads as the current version says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memkg import Engine, EngineConfig, FrozenClock
+from memkg.evolution.migration import parse_plan
+from memkg.evolution.upcast import Upcasters
+from memkg.validate.registry import SchemaRegistry
+from support.observations import T0, obs
+from support.schema_roots import SEAT_PLAN, add_seat_choice, project_copy, reopen
+
+
+def test_the_registry_is_keyed_by_domain_key_and_version(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    add_seat_choice(root)
+    registry = SchemaRegistry(root / "schemas")
+    plan = parse_plan(SEAT_PLAN, "p.yaml")
+    upcasters = Upcasters()
+    upcasters.register(plan, registry.group("travel", "flight", 1),
+                       registry.group("travel", "flight", 2))  # fmt: skip
+    assert len(upcasters) == 1
+    found = upcasters.get("travel", "seat.preference", 1)
+    assert found is not None and (found.to_key, found.to_version) == ("seat.choice", 2)
+    assert upcasters.get("travel", "seat.preference", 2) is None
+
+
+def test_current_reads_upcast_old_facts_and_history_keeps_what_was_stored(tmp_path: Path) -> None:
+    root = project_copy(tmp_path)
+    config = EngineConfig(root=root, shacl=False)
+    old = Engine(config=config, clock=FrozenClock(T0))
+    stored = old.ingest(obs(key="seat.preference", value="no_preference"))
+    old.ingest(obs(key="cabin.class", value="business"))
+    add_seat_choice(root)
+    new = reopen(old, root)
+    assert new.registry.spec("travel", "seat.preference") is None  # removed by flight@2
+    assert len(new.upcasters) == 1
+    seat = next(f for f in new.facts("u1") if f.id == stored.fact_id)
+    assert (seat.key, seat.value, seat.schema_version) == ("seat.choice", "any", 2)
+    assert [f.key for f in new.facts("u1")] == ["cabin.class", "seat.choice"]
+    [raw] = new.history("u1", "seat.preference")
+    assert (raw.value, raw.schema_version) == ("no_preference", 1)
+    assert new.facts("u1", as_of=stored.seq)[0].key == "seat.preference"  # the past as it was
