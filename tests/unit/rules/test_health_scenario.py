@@ -112,3 +112,17 @@ def test_retracting_asthma_stops_the_rule_and_why_not_says_why(
     assert "Nearly applied" in engine.explain(after.decision_id)
     for made in (before, after):  # both replay exactly, before and after the retraction
         assert engine.replay(made.decision_id).reproduced
+
+
+def test_a_frozen_key_makes_the_decision_need_review() -> None:
+    engine = Engine(clock=FrozenClock(NIGHT), config=EngineConfig(shacl=False))
+    for value, source in ((3, "profile"), (8, "system")):  # a strong conflict freezes the key
+        engine.ingest({"user_id": "kai", "domain": "health", "key": "child.age", "value": value,
+                       "source": source, "provenance": CONSENT})  # fmt: skip
+    made = engine.decide("kai", "health", {"symptom": "fever"})
+    assert made.status.value == "needs_review"
+    assert made.problems == ("child.age is frozen until a reviewer settles conflicting claims",)
+    assert {(lo.key, lo.reason) for lo in made.left_out} == {("child.age", "frozen")}
+    [review] = engine.review_queue()
+    engine.resolve_review(review.review_id, 3, "checked the birth certificate")
+    assert engine.decide("kai", "health", {"symptom": "fever"}).status.value == "decided"
