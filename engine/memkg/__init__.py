@@ -6,13 +6,8 @@ Everything an agent developer needs is importable from here.
 from memkg.arbitration import ClaimScore, Question, Resolution, Review, StaleFlag
 from memkg.clock import Clock, FrozenClock, SystemClock
 from memkg.config import EngineConfig, Limits
-from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
 from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
-from memkg.explain import render as render_explanation
-from memkg.intent import ReplayReport, RulesRefused
-from memkg.model.decision import Decision, DecisionStatus, Urgency
-from memkg.model.explanation import Explanation
-from memkg.rules.durable_runner import RuleEvaluationError
+from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
 from memkg.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -28,8 +23,10 @@ from memkg.errors import (
 from memkg.events.store import EventStore
 from memkg.evolution import CompatibilityReport, check_schema_change
 from memkg.evolution.dry_run import DryRunReport
+from memkg.explain import render as render_explanation
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
 from memkg.graph.weights import Factor, Weight, WeightParams
+from memkg.intent import ReplayReport, RulesRefused
 from memkg.lifecycle.config import LifecycleConfig, RecallWeights
 from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
 from memkg.lifecycle.distill import NoteResult
@@ -54,6 +51,9 @@ from memkg.model import (
     Source,
     ValidationReport,
 )
+from memkg.model.decision import Decision, DecisionStatus, Urgency
+from memkg.model.explanation import Explanation
+from memkg.rules.durable_runner import RuleEvaluationError
 
 __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves LLM first)
     "ClaimScore",

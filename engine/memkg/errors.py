@@ -8,8 +8,8 @@ Every error carries a stable ``code`` and points at what caused it::
     ├── NotFound (LookupError)              unknown fact, user, decision
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
     ├── ConfigError (ValueError)            a schema, shape or config file is wrong (names the file)
-    │   └── RulesRefused                      a rule bundle failed lint or its cases (memkg.intent)
-    ├── RuleEvaluationError (RuntimeError)  the rule matcher failed; no decision (rules/durable_runner)
+    │   └── RulesRefused                      a rule bundle failed lint or its cases
+    ├── RuleEvaluationError (RuntimeError)  the rule matcher failed, so no decision was made
     ├── StoreError (RuntimeError)           the event store failed or holds data it cannot read
     └── LLMError (RuntimeError)             the language model endpoint failed
         ├── LLMUnavailable (ConnectionError)  down, timing out, or overloaded after retries

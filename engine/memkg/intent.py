@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.review import Review, reviews_from
-from memkg.decision_graph import WeightedGraphView, verdicts
+from memkg.decision_graph import WeightedGraphView, fixture_graph, verdicts
 from memkg.decision_record import record_decision
 from memkg.decisions import DecisionLog, differences
 from memkg.errors import MemkgError
@@ -209,6 +209,8 @@ class IntentLayer:
 
     def _reviews(self, user_id: str, as_of: int) -> list[Review]:
         """The user's reviews as of a log position; the latest position's are kept."""
+        if as_of <= 0:
+            return []
         cached = self._review_cache.get(user_id)
         if cached is None or cached[0] != as_of:
             events = self.engine.store.read_stream(user_id, up_to_seq=as_of)
@@ -262,7 +264,11 @@ class IntentLayer:
                 ),
             )
         request = recorded.request
-        graph = self.engine.user_graph(request.user_id, as_of=recorded.as_of_seq)
+        graph = (
+            self.engine.user_graph(request.user_id, as_of=recorded.as_of_seq)
+            if recorded.as_of_seq > 0  # position 0 is the empty log ("as of 0" reads all)
+            else fixture_graph(request.user_id, [], self.engine.knowledge, self.engine.entity_keys)
+        )
         replayed = self._decide(
             rules,
             request.user_id,

@@ -177,7 +177,7 @@ class UserGraph:
     def claims_of(self, domain: str | None = None) -> tuple[Claim, ...]:
         """Live claims (of ``domain``, or all), oldest first, whatever their ``valid_until``."""
         memo = self._claims.get(domain)
-        if memo is not None:
+        if memo is not None and memo[0] >= max(self._floor, self._changed_at.get(domain, 0)):
             return memo[1]
         built_at = self._changes
         found = []

@@ -187,7 +187,8 @@ def check_rule(
         alias = cond.alias or f"#{cond.index}"
         nxt: list[Env] = []
         for env in envs:
-            bound = {id(i) for i in env.values()}  # durable-rules never binds a fact twice
+            # durable-rules never binds one fact to two patterns (context tests share one)
+            bound = {id(i) for i in env.values() if i.kind != "context"}
             matches = [
                 item
                 for item in candidates
