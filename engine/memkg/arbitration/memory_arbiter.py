@@ -206,10 +206,12 @@ def resolve(
     )  # fmt: skip
 
 
-def _strongest(claim: Claim) -> tuple[float, float, str, str]:
-    """Strongest first; then the newest, then source and value: never arrival order."""
+def _strongest(claim: Claim) -> tuple[float, float, str, str, str]:
+    """Strongest first; then the newest, then source, value and id: never arrival order."""
     f = claim.fact
-    return (-round(claim.score, 9), -f.observed_at.timestamp(), f.source.value, canon(f.value))
+    return (
+        -round(claim.score, 9), -f.observed_at.timestamp(), f.source.value, canon(f.value), f.id
+    )
 
 
 def _asker(
