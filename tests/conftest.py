@@ -1,7 +1,9 @@
-"""Fixtures shared by every test: a frozen clock and engines over each store."""
+"""Fixtures shared by every test: a frozen clock, engines over each store, a PostgreSQL schema."""
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,8 @@ import pytest
 
 from memkg import Engine, FrozenClock
 from support.observations import T0
+
+PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 @pytest.fixture
@@ -25,3 +29,30 @@ def engine(clock: FrozenClock) -> Engine:
 def sqlite_engine(tmp_path: Path, clock: FrozenClock) -> Iterator[Engine]:
     with Engine.open(tmp_path / "memkg.db", clock=clock) as engine:
         yield engine
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> str:
+    """The test server's DSN; skips when it does not answer, fails instead when ``CI`` is set."""
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, connect_timeout=3):
+            pass
+    except Exception as exc:
+        message = f"PostgreSQL at {PG_DSN} did not answer: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return PG_DSN
+
+
+@pytest.fixture
+def pg_schema(postgres_dsn: str) -> Iterator[str]:
+    """A fresh schema name, dropped with everything in it afterwards."""
+    import psycopg
+
+    schema = f"memkg_test_{secrets.token_hex(6)}"
+    yield schema
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

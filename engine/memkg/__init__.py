@@ -26,7 +26,7 @@ from memkg.evolution.dry_run import DryRunReport
 from memkg.explain import render as render_explanation
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
 from memkg.graph.weights import Factor, Weight, WeightParams
-from memkg.intent import ReplayReport, RulesRefused
+from memkg.engine.intent import ReplayReport, RulesRefused
 from memkg.lifecycle.config import LifecycleConfig, RecallWeights
 from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
 from memkg.lifecycle.distill import NoteResult

@@ -8,7 +8,7 @@ import pytest
 
 from memkg import Engine
 from memkg.config import EngineConfig
-from memkg.intent_cases import run_rule_cases
+from memkg.engine.intent_cases import run_rule_cases
 from memkg.rules.cases import CaseResult, CasesReport
 
 ENGINE = Engine(config=EngineConfig(shacl=False))

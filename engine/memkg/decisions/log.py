@@ -3,12 +3,21 @@
 Contract: ``append`` stores a decision once (a second append of the same id is refused);
 ``get`` returns it exactly as stored; ``for_user`` lists a user's decisions oldest first;
 ``save_bundle`` keeps the text of a rule bundle under its digest, so ``replay`` can rebuild
-the rules a decision was made with; ``erase_user`` removes every decision about the user.
+the rules a decision was made with; ``erase_user`` removes every decision about the user;
+``erase_citing`` removes the user's decisions that cite any of a set of facts.
+
+A decision *cites* a fact when the fact's id appears anywhere in its JSON record: a fact node
+of the explanation, a binding (``fact:<id>#item``), an edge or path ref (``<id>>target``), a
+left-out entry. Matching the text rather than walking the tree keeps this true whatever part
+of the record a later version puts a fact in; fact ids are fixed-length, so one never matches
+inside another.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +41,16 @@ class DecisionLog(Protocol):
         """Remove every decision about the user; return how many."""
         ...
 
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        """Remove the user's decisions that cite any of ``fact_ids``; return how many.
+
+        For erasure by audit id: the record holds the values of the facts it cites. The whole
+        decision goes rather than a redacted copy: without those facts it can be neither
+        replayed nor honestly explained, and an edited record would no longer be what was
+        decided. Decisions citing only other facts stay.
+        """
+        ...
+
     def files(self) -> list[Path]: ...
 
     def close(self) -> None: ...
@@ -43,6 +62,11 @@ def not_found(decision_id: str) -> NotFound:
 
 def duplicate(decision_id: str) -> InvalidOperation:
     return InvalidOperation(f"decision {decision_id} is already logged", code="decision.duplicate")
+
+
+def citation_needles(fact_ids: Collection[str]) -> list[str]:
+    """The fact ids as they appear inside a JSON record; empty ids would match everything."""
+    return sorted({json.dumps(f, ensure_ascii=False)[1:-1] for f in fact_ids if f})
 
 
 class MemoryDecisionLog:
@@ -84,6 +108,17 @@ class MemoryDecisionLog:
             for decision_id in ids:
                 self._decisions.pop(decision_id, None)
             return len(ids)
+
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        needles = citation_needles(fact_ids)
+        with self._lock:
+            ids = self._users.get(user_id, [])
+            citing = {i for i in ids if any(n in self._decisions[i] for n in needles)}
+            for decision_id in citing:
+                del self._decisions[decision_id]
+            if citing:
+                self._users[user_id] = [i for i in ids if i not in citing]
+            return len(citing)
 
     def files(self) -> list[Path]:
         return []

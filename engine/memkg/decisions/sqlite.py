@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Collection
 from pathlib import Path
 
-from memkg.decisions.log import duplicate, not_found
+from memkg.decisions.log import citation_needles, duplicate, not_found
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
 
@@ -86,12 +87,27 @@ class SqliteDecisionLog:
     def erase_user(self, user_id: str) -> int:
         with self._lock:
             removed = self._db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,))
-            count = removed.rowcount
-            if count:
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                self._db.execute("VACUUM")
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            return count
+            return self._scrubbed(removed.rowcount)
+
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        needles = citation_needles(fact_ids)
+        if not needles:
+            return 0
+        with self._lock:
+            removed = self._db.execute(
+                "DELETE FROM decisions WHERE user_id = ? AND EXISTS"
+                " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)",
+                (user_id, json.dumps(needles)),
+            )
+            return self._scrubbed(removed.rowcount)
+
+    def _scrubbed(self, count: int) -> int:
+        # Deleted rows linger in WAL frames and free pages until checkpointed and vacuumed.
+        if count:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return count
 
     def files(self) -> list[Path]:
         return [self.path]

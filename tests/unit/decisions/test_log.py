@@ -1,56 +1,96 @@
-"""The DecisionLog contract, for both adapters; erasure removes a user's decisions."""
+"""The DecisionLog contract, for every adapter; erasure removes a user's decisions."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memkg import Engine, FrozenClock, NotFound
 from memkg.config import EngineConfig
-from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog, differences
+from memkg.decisions import DecisionLog, SqliteDecisionLog, differences
 from memkg.errors import InvalidOperation
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DecisionLog]:
-    made: DecisionLog = (
-        MemoryDecisionLog() if request.param == "memory" else SqliteDecisionLog(tmp_path / "d.db")
-    )
-    yield made
-    made.close()
+def profile(key: str, value: Any, audit_log_id: str | None = None) -> dict[str, Any]:
+    provenance = {"consent_granted": True, "consent_version": "v1", "audit_log_id": audit_log_id}
+    return {
+        "user_id": "u",
+        "domain": "finance",
+        "key": key,
+        "value": value,
+        "source": "profile",
+        "confidence": 0.95,
+        "provenance": provenance,
+    }
 
 
-def test_contract(log: DecisionLog) -> None:
-    engine = Engine(clock=FrozenClock(NOW), config=EngineConfig(shacl=False), decision_log=log)
-    engine.ingest(
-        {
-            "user_id": "u",
-            "domain": "finance",
-            "key": "risk.profile",
-            "value": "risk:conservative",
-            "source": "profile",
-            "confidence": 0.95,
-            "provenance": {"consent_granted": True, "consent_version": "v1"},
-        }
-    )
-    first = engine.decide(
+def test_contract(log: DecisionLog, logged_engine: Engine) -> None:
+    logged_engine.ingest(profile("risk.profile", "risk:conservative"))
+    first = logged_engine.decide(
         "u", "finance", {"product_type": "etf", "product_risk": "growth", "amount": 100}
     )
-    second = engine.decide("v", "finance", {"product_type": "bonds", "amount": 1})
+    second = logged_engine.decide("v", "finance", {"product_type": "bonds", "amount": 1})
+    third = logged_engine.decide("u", "finance", {"product_type": "bonds", "amount": 2})
     assert log.get(first.decision_id) == first
-    assert [d.decision_id for d in log.for_user("u")] == [first.decision_id]
+    assert log.for_user("u") == [first, third]
+    assert log.for_user("u", limit=1) == [third]
     with pytest.raises(InvalidOperation):
         log.append(first)
     assert log.bundle(first.revisions.rule_bundle) is not None
-    assert log.erase_user("u") == 1
+    assert log.bundle("no-such-digest") is None
+    assert log.erase_user("u") == 2
     with pytest.raises(NotFound):
         log.get(first.decision_id)
+    assert log.for_user("u") == []
     assert log.get(second.decision_id) == second
+
+
+def test_erase_citing_removes_only_the_decisions_that_cite_the_facts(
+    log: DecisionLog, logged_engine: Engine
+) -> None:
+    risk = logged_engine.ingest(profile("risk.profile", "risk:growth", "aud-risk")).fact_id
+    horizon = logged_engine.ingest(profile("investment.horizon_years", 1, "aud-horizon")).fact_id
+    assert risk is not None and horizon is not None
+    suitability = logged_engine.decide(
+        "u", "finance", {"product_type": "bonds", "product_risk": "balanced", "amount": 100}
+    )
+    flags = logged_engine.decide("u", "finance", {"amount": 100}, decision="risk_flags")
+    assert risk in suitability.model_dump_json() and risk not in flags.model_dump_json()
+
+    assert log.erase_citing("v", [risk]) == 0  # another user's decisions are never touched
+    assert log.erase_citing("u", []) == 0
+    assert log.erase_citing("u", [""]) == 0  # an empty id does not match every record
+    assert log.erase_citing("u", [risk, "fact_unknown"]) == 1
+    with pytest.raises(NotFound):
+        log.get(suitability.decision_id)
+    assert log.for_user("u") == [flags]
+    assert log.erase_citing("u", [risk]) == 0
+    assert log.erase_citing("u", [horizon]) == 1
+    assert log.for_user("u") == []
+
+
+def test_sqlite_erase_citing_leaves_no_byte_of_the_facts(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.db"
+    log = SqliteDecisionLog(path)
+    engine = Engine(clock=FrozenClock(NOW), config=EngineConfig(shacl=False), decision_log=log)
+    risk = engine.ingest(profile("risk.profile", "risk:growth", "aud-1")).fact_id
+    made = engine.decide("u", "finance", {"product_type": "bonds", "product_risk": "balanced"})
+    kept = engine.decide("u", "finance", {"amount": 5}, decision="risk_flags")
+    files = [path, path.with_name(path.name + "-wal")]
+    assert risk is not None and any(risk.encode() in p.read_bytes() for p in files)
+
+    assert log.erase_citing("u", [risk]) == 1
+
+    for file in files:
+        data = file.read_bytes() if file.exists() else b""
+        assert risk.encode() not in data and made.decision_id.encode() not in data, file
+    assert log.for_user("u") == [kept]
+    log.close()
 
 
 def test_sqlite_erasure_leaves_no_byte_of_the_user(tmp_path: Path) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import secrets
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,36 +16,7 @@ from memkg.events.sqlite import SqliteEventStore
 from memkg.events.store import EventStore
 from memkg.model.event import EventType, NewEvent
 
-PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
-
 MakeEvent = Callable[..., NewEvent]
-
-
-@pytest.fixture(scope="session")
-def postgres_dsn() -> str:
-    """The test server's DSN; skips when it does not answer, fails instead when ``CI`` is set."""
-    try:
-        import psycopg
-
-        with psycopg.connect(PG_DSN, connect_timeout=3):
-            pass
-    except Exception as exc:
-        message = f"PostgreSQL at {PG_DSN} did not answer: {exc}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return PG_DSN
-
-
-@pytest.fixture
-def pg_schema(postgres_dsn: str) -> Iterator[str]:
-    """A fresh schema name, dropped with everything in it afterwards."""
-    import psycopg
-
-    schema = f"memkg_test_{secrets.token_hex(6)}"
-    yield schema
-    with psycopg.connect(postgres_dsn, autocommit=True) as db:
-        db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.fixture(

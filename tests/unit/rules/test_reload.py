@@ -10,7 +10,7 @@ import pytest
 
 from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig, project_root
-from memkg.intent import RulesRefused
+from memkg.engine.intent import RulesRefused
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 

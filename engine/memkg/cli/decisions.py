@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memkg.engine import Engine
+from memkg.engine.intent_cases import run_rule_cases
+from memkg.engine.rule_bundle import lint_sources
 from memkg.errors import MemkgError
 from memkg.explain import FORMATS
-from memkg.intent_cases import run_rule_cases
 from memkg.model.decision import Decision, DecisionStatus
-from memkg.rule_bundle import lint_sources
 from memkg.rules.loader import read_sources
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3

@@ -41,8 +41,8 @@ from memkg.rules.spec import RuleBundle
 from memkg.validate.registry import KeySpec
 
 if TYPE_CHECKING:
-    from memkg.engine import Engine
-    from memkg.rule_bundle import Rules
+    from memkg.engine.evolution import EvolutionLayer as Engine
+    from memkg.engine.rule_bundle import Rules
 
 _SCRATCH = 10**15
 LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
@@ -319,7 +319,7 @@ def _unlinted(sources: dict[str, str]) -> Rules | None:
     A recorded bundle was linted when it was used, and a new one is judged by
     ``rule_findings``: lint here would hold either against today's schemas.
     """
-    from memkg.rule_bundle import Rules
+    from memkg.engine.rule_bundle import Rules
     from memkg.rules.evaluator import Evaluator
 
     bundle, problems = load_bundle(sources)

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.review import Review, reviews_from
-from memkg.decision_graph import WeightedGraphView, fixture_graph, verdicts
-from memkg.decision_record import record_decision
 from memkg.decisions import DecisionLog, differences
+from memkg.engine.decision_graph import WeightedGraphView, fixture_graph, verdicts
+from memkg.engine.decision_record import record_decision
+from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
 from memkg.errors import MemkgError
 from memkg.explain import render
 from memkg.graph.claims import LIVE
@@ -29,7 +30,6 @@ from memkg.graph.projection import UserGraph
 from memkg.graph.weights import Signal
 from memkg.model.decision import Decision, DecisionRequest, Revisions
 from memkg.model.fact import Fact, FactStatus
-from memkg.rule_bundle import Rules, RulesRefused, compile_rules
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import read_sources
 from memkg.rules.snapshot import DecisionInput, GraphView, KeyVerdict, build_input
@@ -39,7 +39,7 @@ from memkg.rules.validation import request_problems
 __all__ = ["IntentLayer", "ReplayReport", "Rules", "RulesRefused", "compile_rules", "graph_view"]
 
 if TYPE_CHECKING:
-    from memkg.engine import Engine
+    from memkg.engine.decisions import DecisionLayer as Engine
 
 
 class ReplayReport(BaseModel):

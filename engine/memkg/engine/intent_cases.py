@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memkg.clock import FrozenClock
-from memkg.decision_graph import fixture_graph
+from memkg.engine.decision_graph import fixture_graph
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
 from memkg.rules.snapshot import build_input
 from memkg.rules.validation import request_problems
 
 if TYPE_CHECKING:
-    from memkg.engine import Engine
-    from memkg.intent import IntentLayer, Rules
+    from memkg.engine.decisions import DecisionLayer as Engine
+    from memkg.engine.intent import IntentLayer, Rules
 
 CASE_USER = "case-user"
 
@@ -51,7 +51,7 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
 
 
 def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesReport:
-    from memkg.intent import graph_view
+    from memkg.engine.intent import graph_view
 
     engine = layer.engine
 

@@ -15,7 +15,7 @@ from memkg.rules.loader import load_bundle
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 
 if TYPE_CHECKING:
-    from memkg.engine import Engine
+    from memkg.engine.decisions import DecisionLayer as Engine
 
 
 class RulesRefused(ConfigError):

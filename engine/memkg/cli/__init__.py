@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from memkg.cli_decisions import add_commands as add_decision_commands
-from memkg.cli_schema import add_commands as add_schema_commands
+from memkg.cli.decisions import add_commands as add_decision_commands
+from memkg.cli.schema import add_commands as add_schema_commands
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError

@@ -1,0 +1,176 @@
+"""``PostgresDecisionLog``: decisions in PostgreSQL, next to the event store of the same schema.
+
+Records are JSONB, which does not keep key order: ``get`` returns a decision equal to the one
+appended, not its original JSON text. ``seq`` keeps the order of appends for ``for_user``.
+
+Erasure deletes rows in one statement. As for the event store, PostgreSQL keeps dead tuples
+until the table is vacuumed, and its WAL, replicas and backups still hold the deleted rows:
+running ``VACUUM``, expiring WAL archives and backups is the operator's responsibility.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memkg.decisions.log import citation_needles, duplicate, not_found
+from memkg.errors import ConfigError, StoreError
+from memkg.model.decision import Decision
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA_VERSION = 1
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SCHEMA = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.decisions (
+    decision_id TEXT PRIMARY KEY, seq BIGSERIAL NOT NULL, user_id TEXT NOT NULL,
+    domain TEXT NOT NULL, decided_at TIMESTAMPTZ NOT NULL, record JSONB NOT NULL);
+CREATE INDEX IF NOT EXISTS decisions_user_seq ON {s}.decisions (user_id, seq);
+CREATE TABLE IF NOT EXISTS {s}.rule_bundles (digest TEXT PRIMARY KEY, sources JSONB NOT NULL)
+"""
+_CITING = (
+    "user_id = %s AND EXISTS"
+    " (SELECT 1 FROM unnest(%s::text[]) AS n(needle) WHERE strpos(record::text, needle) > 0)"
+)
+
+
+class PostgresDecisionLog:
+    """The decision log in one PostgreSQL schema, shared by every engine process using it."""
+
+    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
+        if not _IDENTIFIER.fullmatch(schema):
+            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
+        import psycopg
+
+        self._psycopg = psycopg
+        self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
+        self._lock = threading.Lock()
+        self._db: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._s = f'"{schema}"'
+        with self._tx() as db:
+            # The event store's init lock: both may create the schema and its meta at once.
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"memkg.init:{schema}"),))
+            for statement in _SCHEMA.format(s=self._s).split(";"):
+                db.execute(statement)
+            db.execute(
+                f"INSERT INTO {self._s}.meta VALUES ('decision_log_version', %s)"
+                " ON CONFLICT DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
+            row = db.execute(
+                f"SELECT value FROM {self._s}.meta WHERE key = 'decision_log_version'"
+            ).fetchone()
+        version = int(row[0]) if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"schema {schema!r} holds decision log schema {version}, newer than this memkg"
+                f" understands ({SCHEMA_VERSION}): upgrade memkg"
+            )
+
+    def append(self, decision: Decision) -> None:
+        row = (
+            decision.decision_id,
+            decision.request.user_id,
+            decision.request.domain,
+            decision.decided_at,
+            decision.model_dump_json(),
+        )
+        with self._tx() as db:
+            inserted = db.execute(
+                f"INSERT INTO {self._s}.decisions (decision_id, user_id, domain, decided_at,"
+                " record) VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT DO NOTHING",
+                row,
+            )
+            if inserted.rowcount == 0:
+                raise duplicate(decision.decision_id)
+
+    def get(self, decision_id: str) -> Decision:
+        query = f"SELECT record::text FROM {self._s}.decisions WHERE decision_id = %s"
+        rows = self._read(query, (decision_id,))
+        if not rows:
+            raise not_found(decision_id)
+        return Decision.model_validate_json(rows[0][0])
+
+    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        query = (
+            f"SELECT record::text FROM (SELECT seq, record FROM {self._s}.decisions"
+            " WHERE user_id = %s ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
+        )
+        rows = self._read(query, (user_id, limit or None))
+        return [Decision.model_validate_json(r[0]) for r in rows]
+
+    def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
+        with self._tx() as db:
+            db.execute(
+                f"INSERT INTO {self._s}.rule_bundles VALUES (%s, %s::jsonb) ON CONFLICT DO NOTHING",
+                (digest, json.dumps(sources)),
+            )
+
+    def bundle(self, digest: str) -> dict[str, str] | None:
+        query = f"SELECT sources::text FROM {self._s}.rule_bundles WHERE digest = %s"
+        rows = self._read(query, (digest,))
+        return dict(json.loads(rows[0][0])) if rows else None
+
+    def erase_user(self, user_id: str) -> int:
+        with self._tx() as db:
+            removed = db.execute(f"DELETE FROM {self._s}.decisions WHERE user_id = %s", (user_id,))
+            return removed.rowcount
+
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        needles = citation_needles(fact_ids)
+        if not needles:
+            return 0
+        with self._tx() as db:
+            removed = db.execute(
+                f"DELETE FROM {self._s}.decisions WHERE {_CITING}", (user_id, needles)
+            )
+            return removed.rowcount
+
+    def files(self) -> list[Path]:
+        return []
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        # A broken connection (server restart, network) is replaced on the next call.
+        if self._db is None or self._db.broken:
+            self._db = self._psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=self._timeout
+            )
+            self._db.execute("SET TIME ZONE 'UTC'")
+        return self._db
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        with self._lock:
+            try:
+                db = self._connection()
+                with db.transaction():
+                    yield db
+            except self._psycopg.Error as exc:
+                raise StoreError(f"decision log {self._schema!r}: {exc}") from exc
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._connection().execute(query, params).fetchall()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"decision log {self._schema!r}: read failed: {exc}") from exc
+
+
+def _lock_key(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)

@@ -1,0 +1,32 @@
+"""The engine: the one place that wires the stages together.
+
+``Engine`` is built in pipeline order, one layer per stage it wires, each in its own module:
+``base`` (store, clock, current memory) → ``facts`` → ``graph`` → ``arbitration`` →
+``decisions`` → ``lifecycle`` → ``evolution``. The logic lives in the stage packages; a layer
+holds thin methods that call them. The other modules here are the wiring those layers need
+(``intent``: rule bundle and decision log; ``migrations``: dry runs and applies).
+
+>>> from datetime import datetime, UTC
+>>> from memkg.clock import FrozenClock
+>>> engine = Engine(clock=FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC)))
+>>> result = engine.ingest({"user_id": "u1", "domain": "travel", "key": "airline.preferred",
+...                         "value": "airline:MU", "source": "dialogue", "confidence": 0.8})
+>>> [(f.key, f.value, f.status.value) for f in engine.facts("u1")]
+[('airline.preferred', 'airline:MU', 'active')]
+"""
+
+from __future__ import annotations
+
+from memkg.engine.evolution import EvolutionLayer
+from memkg.engine.facts import IngestOutcome, IngestResult, RebuildReport
+
+__all__ = ["Engine", "IngestOutcome", "IngestResult", "RebuildReport"]
+
+
+class Engine(EvolutionLayer):
+    """Validates, remembers and answers for one store.
+
+    ``store`` defaults to an in-memory log; ``Engine.open(path)`` gives the embedded default
+    (SQLite). ``config``, ``clock``, ``llm`` and ``decision_log`` are injected, never read
+    from globals.
+    """

@@ -1,0 +1,183 @@
+"""The arbitration layer: which memory holds when claims disagree, and the review queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import suppress
+from functools import cached_property
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from rdflib import RDFS
+
+from memkg.arbitration import (
+    MemoryReader,
+    Outcome,
+    QuestionBook,
+    Resolution,
+    Review,
+    ReviewStatus,
+    RoleDefaults,
+    hour_patterns,
+    is_hours_key,
+    labels_from,
+    load_policy,
+)
+from memkg.arbitration.claims import SignalLookup
+from memkg.arbitration.review import frozen_payload, reviews_from
+from memkg.arbitration.support import canon
+from memkg.engine.facts import IngestResult
+from memkg.engine.graph import GraphLayer
+from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
+from memkg.graph.projection import UserGraph
+from memkg.graph.weights import Signal
+from memkg.model.event import EventType
+from memkg.model.fact import Fact, FactStatus, Scope, Source
+from memkg.model.report import Problem, ValidationReport
+from memkg.validate.guards import hash_pii
+from memkg.validate.validator import Checked
+
+
+class ArbitrationLayer(GraphLayer):
+    """Resolved values and reviews (logic in ``memkg.arbitration``); see ``memkg.Engine``."""
+
+    @cached_property
+    def reader(self) -> MemoryReader:
+        """The arbitration policy, questions and role defaults under ``rules/``."""
+        rules = self.config.rules_dir
+        labels = self.ontology.knowledge.subject_objects(RDFS.label)
+        return MemoryReader(
+            policy=load_policy(rules / "policy.yaml"),
+            questions=QuestionBook.load(rules),
+            defaults=RoleDefaults.load(rules, self.registry.spec),
+            weights=self.config.weights,
+            labels=labels_from((str(s), str(o), getattr(o, "language", None)) for s, o in labels),
+        )
+
+    def resolve(
+        self, user_id: str, domain: str, key: str, *, session_id: str | None = None,
+        turn: str | None = None, context: Mapping[str, str] | None = None,
+        language: str | None = None,
+    ) -> Resolution:  # fmt: skip
+        """Which value of ``key`` holds now, with the arbitration record.
+
+        ``session_id`` and ``turn`` (the turn's ``source_ref``) bring session notes and this
+        turn's instruction in; a newly frozen key is put on the review queue.
+        """
+        spec = self._key_spec(domain, key)
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            resolution = self.reader.resolve_key(
+                list(graph.memory.facts.values()), self._edge_signals(graph),
+                self._reviews(user_id, graph.seq), spec, self.clock.now(), user_id=user_id,
+                session_id=session_id, turn=turn, context=context, language=language,
+            )  # fmt: skip
+            return self._queue_frozen(resolution)
+
+    def resolved_facts(
+        self, user_id: str, domain: str, *, session_id: str | None = None,
+        turn: str | None = None, language: str | None = None,
+    ) -> list[Resolution]:  # fmt: skip
+        """What reads and decisions use: every key slot's resolved value with its record."""
+        specs = [s for k in self.registry.keys(domain) if (s := self.registry.spec(domain, k))]
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            found = self.reader.resolve_domain(
+                list(graph.memory.facts.values()), self._edge_signals(graph),
+                self._reviews(user_id, graph.seq), specs, self.clock.now(), user_id=user_id,
+                session_id=session_id, turn=turn, language=language,
+            )  # fmt: skip
+            return [self._queue_frozen(r) for r in found]
+
+    def review_queue(self, *, include_resolved: bool = False) -> list[Review]:
+        """Frozen keys waiting for a reviewer, oldest first (reads the whole log)."""
+        reviews = reviews_from(self.store.read_all()).values()
+        found = [r for r in reviews if include_resolved or r.status is ReviewStatus.OPEN]
+        return sorted(found, key=lambda r: (r.opened_at, r.review_id))
+
+    def resolve_review(
+        self, review_id: str, value: Any, note: str, reviewer: str = "reviewer"
+    ) -> Review:
+        """Settle a frozen key with ``value``: an event naming the reviewer; the key unfreezes."""
+        review = next((r for r in self.review_queue(include_resolved=True)
+                       if r.review_id == review_id), None)  # fmt: skip
+        if review is None:
+            raise NotFound(f"no review {review_id}", code="review.not_found")
+        if review.status is not ReviewStatus.OPEN:
+            raise InvalidOperation(f"review {review_id} is already resolved", code="review.closed")
+        if not note.strip() or len(note) > 500 or not reviewer.strip() or len(reviewer) > 128:
+            raise InvalidOperation("give a note of 1-500 characters and the reviewer's name",
+                                   code="review.note")  # fmt: skip
+        spec = self._key_spec(review.domain, review.key)
+        problems = tuple(
+            Problem(code=f"schema.{e.validator}", path="$.value", message=e.message, stage="schema")
+            for e in spec.validator.iter_errors(value)
+        )
+        if problems:
+            raise ValidationFailed(ValidationReport(problems=problems))
+        if spec.hashed_paths:
+            value = hash_pii(value, spec.hashed_paths, self._salt(review.user_id))
+        payload = {"review_id": review_id, "key": review.key, "context": review.context,
+                   "value": value, "note": note, "reviewer": reviewer}  # fmt: skip
+        with self._lock:
+            self._append_plain(review.user_id, review.domain, EventType.REVIEW_RESOLVED, payload)
+        return review.model_copy(update={"status": ReviewStatus.RESOLVED, "value": value,
+                                         "note": note, "reviewer": reviewer,
+                                         "resolved_at": self.clock.now()})  # fmt: skip
+
+    def derive_patterns(self, user_id: str, domain: str, *, tz: str = "UTC") -> list[IngestResult]:
+        """Write ``pattern`` facts the user's behaviour shows ("usually shops 20:00-22:00")."""
+        zone = ZoneInfo(tz)
+        facts = list(self.memory(user_id).facts.values())
+        written = []
+        for key in self.registry.keys(domain):
+            spec = self.registry.spec(domain, key)
+            if spec is None or not is_hours_key(spec):
+                continue
+            for obs in hour_patterns(facts, spec, user_id=user_id, tz=zone, now=self.clock.now()):
+                held = [f for f in self.memory(user_id).live_claims(domain, key)
+                        if f.source is Source.SYSTEM and f.context == obs.context]  # fmt: skip
+                if not any(canon(f.value) == canon(obs.value) for f in held):
+                    written.append(self.ingest(obs))
+        return written
+
+    def _edge_signals(self, graph: UserGraph) -> SignalLookup:
+        """A claim's signals: those on its edge in the contextual graph."""
+
+        def lookup(fact: Fact) -> list[Signal]:
+            found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
+            return [s.as_signal() for _, s in sorted(found.items())]
+
+        return lookup
+
+    def _reviews(self, user_id: str, seq: int) -> list[Review]:
+        cached = self._review_cache.get(user_id)
+        if cached is None or cached[0] != seq:
+            cached = (seq, list(reviews_from(self.store.read_stream(user_id)).values()))
+            self._review_cache[user_id] = cached
+        return cached[1]
+
+    @cached_property
+    def _review_cache(self) -> dict[str, tuple[int, list[Review]]]:
+        return {}
+
+    def _queue_frozen(self, resolution: Resolution) -> Resolution:
+        if resolution.outcome is not Outcome.FROZEN or resolution.review_id is not None:
+            return resolution
+        review_id = self.clock.new_id("review")
+        payload = frozen_payload(review_id, resolution)
+        self._append_plain(resolution.user_id, resolution.domain, EventType.KEY_FROZEN, payload)
+        return resolution.model_copy(update={"review_id": review_id})
+
+    def _after_store(self, user_id: str, checked: Checked) -> None:
+        """Two long-term values of a key at once: arbitrate now, so a strong conflict is queued."""
+        obs = checked.observation
+        if obs.scope is not Scope.GLOBAL or checked.spec.multi:
+            return
+        live = self.memory(user_id).live_claims(obs.domain, obs.key)
+        values = {canon(f.value) for f in live
+                  if f.status is FactStatus.ACTIVE and f.scope is Scope.GLOBAL}  # fmt: skip
+        if len(values) > 1:
+            # the fact is stored either way; on a conflict the next read queues the freeze
+            with suppress(ConcurrencyConflict):
+                self.resolve(user_id, obs.domain, obs.key, context=obs.context)

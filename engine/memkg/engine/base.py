@@ -1,0 +1,151 @@
+"""The engine's foundation: configuration, store, clock, and the user's current memory.
+
+Each stage the engine wires is a layer on top of the one before (``facts`` → ``graph`` →
+``arbitration`` → ``decisions`` → ``lifecycle`` → ``evolution``), in pipeline order: a layer
+may use everything below it, and extends the hooks ``_apply`` (new events), ``_forget`` (an
+erased user) and ``close``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Self
+
+from memkg.clock import Clock, SystemClock
+from memkg.config import EngineConfig
+from memkg.decisions.log import DecisionLog, MemoryDecisionLog
+from memkg.errors import NotFound
+from memkg.events.memory import MemoryEventStore
+from memkg.events.projection import UserMemory
+from memkg.events.store import EventStore
+from memkg.llm.port import LLM
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Fact
+from memkg.ontology import Ontology
+from memkg.validate.registry import KeySpec, SchemaRegistry
+from memkg.validate.shacl import ShaclChecker
+from memkg.validate.validator import Validator
+
+
+class EngineBase:
+    """State every layer shares; see ``memkg.Engine`` for the whole."""
+
+    def __init__(
+        self,
+        store: EventStore | None = None,
+        *,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+        llm: LLM | None = None,
+        decision_log: DecisionLog | None = None,
+    ) -> None:
+        self.config = config or EngineConfig()
+        self.store: EventStore = store if store is not None else MemoryEventStore()
+        self.clock: Clock = clock or SystemClock()
+        self.decision_log: DecisionLog = decision_log or MemoryDecisionLog()
+        self._llm, self._owns_llm = llm, False
+        self._memories: dict[str, UserMemory] = {}
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, path: str | Path = "memkg.db", **kwargs: Any) -> Self:
+        """An engine on the embedded default: one SQLite file for events and decisions."""
+        from memkg.decisions.sqlite import SqliteDecisionLog
+        from memkg.events.sqlite import SqliteEventStore
+
+        store = SqliteEventStore(path)
+        kwargs.setdefault("decision_log", SqliteDecisionLog(path))
+        return cls(store, **kwargs)
+
+    def close(self) -> None:
+        """Close the decision log and the store."""
+        self.decision_log.close()
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- wiring, built on first use -------------------------------------------------------
+
+    @cached_property
+    def ontology(self) -> Ontology:
+        return Ontology(self.config.ontology_dir)
+
+    @cached_property
+    def registry(self) -> SchemaRegistry:
+        return SchemaRegistry(self.config.schemas_dir)
+
+    @cached_property
+    def validator(self) -> Validator:
+        shacl = None
+        if self.config.shacl:
+            shacl = ShaclChecker(self.ontology.fact_shapes, self.ontology.entity_types)
+        return Validator(self.registry, shacl, self.config.limits, self.config.state_valid_for)
+
+    def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
+        """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
+        if as_of is not None:
+            return UserMemory.from_events(user_id, self.store.read_stream(user_id, up_to_seq=as_of))
+        with self._lock:
+            cached = self._memories.get(user_id)
+            if cached is None or cached.version != self.store.stream_version(user_id):
+                cached = UserMemory.from_events(
+                    user_id, self.store.read_stream(user_id), self._upcaster()
+                )
+                self._memories[user_id] = cached
+            return cached
+
+    def _apply(self, user_id: str, events: Sequence[Event]) -> None:
+        """Fold newly appended events into the cached projections (layers add theirs)."""
+        memory = self._memories.get(user_id)
+        if memory is None:
+            return
+        for event in events:
+            memory.apply(event)
+
+    def _forget(self, user_id: str) -> None:
+        """Drop every cached projection of an erased user (layers add theirs)."""
+        self._memories.pop(user_id, None)
+
+    def _upcaster(self) -> Callable[[Fact], Fact] | None:
+        """How reads upcast old facts to the current schema; none until evolution adds it."""
+        return None
+
+    def read_events(self, user_id: str) -> list[Event]:
+        return self.store.read_stream(user_id)
+
+    def append_events(
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
+    ) -> list[Event]:
+        """Append ``events`` atomically (after ``expected_version``, default: the current)."""
+        with self._lock:
+            version = self.memory(user_id).version if expected_version is None else expected_version
+            appended = self.store.append(user_id, events, expected_version=version)
+            self._apply(user_id, appended.events)
+            return list(appended.events)
+
+    def _append_plain(
+        self, user_id: str, domain: str, kind: EventType, payload: dict[str, Any]
+    ) -> Event:
+        """Append one event that is about a key, not a fact."""
+        memory = self.memory(user_id)
+        event = NewEvent(event_id=self.clock.new_id("evt"), type=kind, user_id=user_id,
+                         domain=domain, payload=payload, recorded_at=self.clock.now())  # fmt: skip
+        appended = self.store.append(user_id, [event], expected_version=memory.version)
+        self._apply(user_id, appended.events)
+        return appended.events[0]
+
+    def _key_spec(self, domain: str, key: str) -> KeySpec:
+        spec = self.registry.spec(domain, key)
+        if spec is None:
+            raise NotFound(f"key {key!r} is not declared in schemas/{domain}", code="key.unknown")
+        return spec
+
+    def _salt(self, user_id: str) -> bytes:
+        return self.store.subject_salt(user_id)

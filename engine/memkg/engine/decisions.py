@@ -1,0 +1,58 @@
+"""The decision layer: rules propose, the arbiter decides, every decision is logged."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from memkg.engine.arbitration import ArbitrationLayer
+from memkg.engine.intent import IntentLayer, ReplayReport, RulesRefused
+from memkg.engine.intent_cases import run_rule_cases
+from memkg.model.decision import Decision
+from memkg.rules.cases import CasesReport
+
+
+class DecisionLayer(ArbitrationLayer):
+    """Decisions, explanations and replay (logic in ``memkg.rules``, ``explain``, ``decisions``).
+
+    See ``memkg.Engine``.
+    """
+
+    @cached_property
+    def intent(self) -> IntentLayer:
+        """Rule bundle, decisions and their log; rules are linted on first use."""
+        return IntentLayer(self, self.decision_log)
+
+    def decide(
+        self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
+        *, decision: str | None = None,
+    ) -> Decision:  # fmt: skip
+        """What the agent should do for the user now, with the reason; logged for replay."""
+        return self.intent.decide(user_id, domain, context, decision)
+
+    def explain(self, decision_id: str, fmt: str = "text") -> str:
+        """A logged decision's explanation as ``text``, ``md`` or ``json``."""
+        return self.intent.explain(decision_id, fmt)
+
+    def replay(self, decision_id: str) -> ReplayReport:
+        """Re-make a logged decision as of its log position, clock and rules; compare."""
+        return self.intent.replay(decision_id)
+
+    def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        return self.decision_log.for_user(user_id, limit=limit)
+
+    def reload_rules(self, path: str | Path | None = None) -> CasesReport:
+        """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails."""
+        folder = Path(path) if path is not None else self.config.rules_dir
+        rules = self.intent.load(folder)
+        report = run_rule_cases(self.intent, rules, folder)
+        if not report.passed:
+            failures = [f"{r.case.file}:{r.case.line} {r.case.name}: {'; '.join(r.failures)}"
+                        for r in report.results if not r.passed]  # fmt: skip
+            raise RulesRefused(f"rule cases failed ({len(failures)} case(s), "
+                               f"{len(report.findings)} problem(s)); the rules in use stay",
+                               report.findings, failures)  # fmt: skip
+        self.intent.swap(rules)
+        return report

@@ -1,0 +1,356 @@
+"""The fact layer: validate observations, remember them as events, read current memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.engine.base import EngineBase
+from memkg.errors import InvalidOperation, NotFound, ValidationFailed
+from memkg.events.projection import UserMemory
+from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
+from memkg.model.report import Problem, ValidationReport
+from memkg.validate.validator import Checked
+
+_SELF_CONFIRMED = (Source.PROFILE, Source.SYSTEM)
+"""``fact``-kind claims from these sources are records the user entered or a system verified:
+active at once. From any other source a ``fact`` waits for the user's confirmation."""
+
+
+class IngestResult(BaseModel):
+    """What one accepted observation did to memory."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fact_id: str
+    event_id: str
+    seq: int
+    status: FactStatus
+    superseded: tuple[str, ...] = ()
+    duplicate: bool = False
+
+
+class IngestOutcome(BaseModel):
+    """One line of a batch ingest: accepted with its result, or rejected with the report."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    accepted: bool
+    result: IngestResult | None = None
+    report: ValidationReport | None = None
+
+
+class RebuildReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    users: int
+    events: int
+    facts: int
+    seconds: float
+
+
+class FactLayer(EngineBase):
+    """Writes and reads of facts; see ``memkg.Engine``."""
+
+    def validate(self, observation: Mapping[str, Any] | Observation) -> ValidationReport:
+        """The report a write of ``observation`` would get; stores nothing."""
+        [result] = self.validator.check_many([observation], self.clock.now(), self._salt)
+        return result if isinstance(result, ValidationReport) else ValidationReport()
+
+    def ingest(
+        self,
+        observation: Mapping[str, Any] | Observation,
+        *,
+        expected_version: int | None = None,
+    ) -> IngestResult:
+        """Validate and store one observation, or raise ``ValidationFailed`` storing nothing.
+
+        ``expected_version`` is the user's stream version the caller last read; a concurrent
+        write since then raises ``ConcurrencyConflict``.
+        """
+        [result] = self.validator.check_many([observation], self.clock.now(), self._salt)
+        if isinstance(result, ValidationReport):
+            raise ValidationFailed(result)
+        return self._store_checked(result, expected_version)
+
+    def ingest_many(
+        self, observations: Sequence[Mapping[str, Any] | Observation]
+    ) -> list[IngestOutcome]:
+        """Validate a batch together (one SHACL run) and store each accepted observation."""
+        checked = self.validator.check_many(observations, self.clock.now(), self._salt)
+        outcomes = []
+        with self.store.batch():
+            for index, item in enumerate(checked):
+                outcomes.append(self._store_one(index, item))
+        return outcomes
+
+    def _store_one(self, index: int, item: Checked | ValidationReport) -> IngestOutcome:
+        if isinstance(item, ValidationReport):
+            return IngestOutcome(index=index, accepted=False, report=item)
+        try:
+            stored = self._store_checked(item, None)
+        except ValidationFailed as exc:
+            return IngestOutcome(index=index, accepted=False, report=exc.report)
+        return IngestOutcome(index=index, accepted=True, result=stored)
+
+    def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
+        obs = checked.observation
+        with self._lock:
+            memory = self.memory(obs.user_id)
+            replaced = self._replaced_claims(memory, checked)
+            fact = self._new_fact(checked)
+            events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
+            for old, reason in replaced:
+                payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
+                events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+            events += self._session_note(memory, checked)
+            appended = self.store.append(
+                obs.user_id,
+                events,
+                expected_version=memory.version if expected_version is None else expected_version,
+                idempotency_key=obs.idempotency_key,
+            )
+            if appended.duplicate:
+                first = appended.events[0]
+                return IngestResult(
+                    fact_id=first.payload["fact"]["id"],
+                    event_id=first.event_id,
+                    seq=first.seq,
+                    status=FactStatus(first.payload["fact"]["status"]),
+                    duplicate=True,
+                )
+            self._apply(obs.user_id, appended.events)
+            self._after_store(obs.user_id, checked)
+            first = appended.events[0]
+            return IngestResult(
+                fact_id=fact.id,
+                event_id=first.event_id,
+                seq=first.seq,
+                status=fact.status,
+                superseded=tuple(old.id for old, _ in replaced),
+            )
+
+    def _after_store(self, user_id: str, checked: Checked) -> None:
+        """Called once a new fact is stored (arbitration queues strong conflicts here)."""
+
+    def _replaced_claims(self, memory: UserMemory, checked: Checked) -> list[tuple[Fact, str]]:
+        """Older claims this observation supersedes.
+
+        1. ``supersedes`` names a fact: a correction of exactly that fact;
+        2. ``change`` is set: an explicit change in the world ends every claim of the key
+           in the same scope, whatever its source;
+        3. otherwise the same source restating the key in the same scope, session and
+           context replaces its own earlier claim (other sources' claims stay: they compete).
+        """
+        obs = checked.observation
+        if obs.supersedes is not None:
+            target = memory.facts.get(obs.supersedes)
+            if target is None or target.key != obs.key or target.domain != obs.domain:
+                raise ValidationFailed(
+                    ValidationReport(
+                        problems=(
+                            Problem(
+                                code="fact.unknown",
+                                path="$.supersedes",
+                                message=f"no fact {obs.supersedes} of key {obs.key} for this "
+                                "user; send the id of the fact being corrected",
+                                stage="envelope",
+                            ),
+                        )
+                    )
+                )
+            return [] if target.status is FactStatus.SUPERSEDED else [(target, "correction")]
+        found = []
+        for claim in memory.live_claims(obs.domain, obs.key):
+            same_slot = (claim.scope, claim.session_id, claim.context) == (
+                obs.scope,
+                obs.session_id,
+                obs.context,
+            )
+            if not same_slot:
+                continue
+            if obs.change:
+                found.append((claim, "explicit change"))
+            elif claim.source is obs.source:
+                found.append((claim, "restated by the same source"))
+        return sorted(found, key=lambda item: item[0].id)
+
+    def _session_note(self, memory: UserMemory, checked: Checked) -> list[NewEvent]:
+        """A turn instruction also updates the session notes (long-term memory stays)."""
+        obs = checked.observation
+        if obs.scope is not Scope.TURN or obs.session_id is None:
+            return []
+        as_note = {"scope": Scope.SESSION, "change": True, "supersedes": None,
+                   "idempotency_key": None}  # fmt: skip
+        note = replace(checked, observation=obs.model_copy(update=as_note))
+        fact = self._new_fact(note)
+        events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
+        for old, reason in self._replaced_claims(memory, note):
+            payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
+            events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+        return events
+
+    def _new_fact(self, checked: Checked) -> Fact:
+        obs = checked.observation
+        pending = checked.kind is Kind.FACT and obs.source not in _SELF_CONFIRMED
+        return Fact(
+            id=self.clock.new_id("fact"),
+            user_id=obs.user_id,
+            domain=obs.domain,
+            key=obs.key,
+            value=checked.value,
+            kind=checked.kind,
+            source=obs.source,
+            confidence=obs.confidence,
+            scope=obs.scope,
+            session_id=obs.session_id,
+            observed_at=checked.observed_at,
+            recorded_at=self.clock.now(),
+            valid_until=checked.valid_until,
+            provenance=obs.provenance,
+            sensitivity=checked.sensitivity,
+            status=FactStatus.PENDING_CONFIRMATION if pending else FactStatus.ACTIVE,
+            schema_version=checked.spec.version,
+            context=dict(obs.context),
+            change=obs.change,
+            supersedes=obs.supersedes,
+        )
+
+    def _event(self, kind: EventType, fact: Fact, payload: dict[str, Any]) -> NewEvent:
+        return NewEvent(
+            event_id=self.clock.new_id("evt"),
+            type=kind,
+            user_id=fact.user_id,
+            domain=fact.domain,
+            payload=payload,
+            recorded_at=self.clock.now(),
+            fact_id=fact.id,
+            audit_log_id=fact.provenance.audit_log_id,
+        )
+
+    def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
+        """The user confirmed a ``pending_confirmation`` fact: decisions may use it now."""
+        fact = self.fact(user_id, fact_id)
+        if fact.status is not FactStatus.PENDING_CONFIRMATION:
+            raise InvalidOperation(
+                f"fact {fact_id} is {fact.status.value}, not pending_confirmation",
+                code="fact.not_pending",
+            )
+        return self._transition(fact, EventType.FACT_CONFIRMED, {"fact_id": fact_id, "by": by})
+
+    def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
+        """Forget a fact: a soft delete that keeps its history."""
+        fact = self.fact(user_id, fact_id)
+        if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
+            raise InvalidOperation(
+                f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
+            )
+        if not reason.strip() or len(reason) > 500:
+            raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
+        payload = {"fact_id": fact_id, "reason": reason}
+        return self._transition(fact, EventType.FACT_RETRACTED, payload)
+
+    def expire_due(self, user_id: str) -> list[Event]:
+        """Write ``fact.expired`` for the user's facts whose ``valid_until`` has passed."""
+        now = self.clock.now()
+        with self._lock:
+            memory = self.memory(user_id)
+            due = [
+                f
+                for f in memory.facts.values()
+                if f.valid_until is not None
+                and f.valid_until <= now
+                and f.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION)
+            ]
+            if not due:
+                return []
+            events = [
+                self._event(
+                    EventType.FACT_EXPIRED, f, {"fact_id": f.id, "reason": "valid_until passed"}
+                )
+                for f in sorted(due, key=lambda f: f.id)
+            ]
+            appended = self.store.append(user_id, events, expected_version=memory.version)
+            self._apply(user_id, appended.events)
+            return list(appended.events)
+
+    def _transition(self, fact: Fact, kind: EventType, payload: dict[str, Any]) -> Event:
+        with self._lock:
+            memory = self.memory(fact.user_id)
+            appended = self.store.append(
+                fact.user_id, [self._event(kind, fact, payload)], expected_version=memory.version
+            )
+            self._apply(fact.user_id, appended.events)
+            return appended.events[0]
+
+    def erase(self, user_id: str) -> ErasureReceipt:
+        """Remove every trace of the user from every file memkg writes; return the receipt."""
+        with self._lock:
+            decisions = self.decision_log.erase_user(user_id)
+            receipt = erase_subject(self.store, user_id, self.clock)
+            self._forget(user_id)
+            files = tuple(dict.fromkeys([*receipt.files, *map(str, self.decision_log.files())]))
+            removed = {**receipt.removed, "decisions": decisions}
+            return receipt.model_copy(update={"removed": removed, "files": files})
+
+    def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
+        """Remove exactly the facts whose provenance carries ``audit_log_id``."""
+        with self._lock:
+            receipts = erase_audit_id(self.store, audit_log_id, self.clock)
+            for receipt in receipts:
+                self._forget(receipt.user_id)
+            return receipts
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def facts(
+        self,
+        user_id: str,
+        domain: str | None = None,
+        *,
+        as_of: int | None = None,
+        at: datetime | None = None,
+    ) -> list[Fact]:
+        """What memory holds about the user now (or as of log position ``as_of``)."""
+        return self.memory(user_id, as_of=as_of).current(domain, at or self.clock.now())
+
+    def fact(self, user_id: str, fact_id: str) -> Fact:
+        fact = self.memory(user_id).facts.get(fact_id)
+        if fact is None:
+            raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
+        return fact
+
+    def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
+        return self.memory(user_id).history(key, domain)
+
+    def rebuild(self) -> RebuildReport:
+        """Rebuild every user's projection from the whole log, and time it."""
+        start = time.perf_counter()
+        memories: dict[str, UserMemory] = {}
+        count = 0
+        for event in self.store.read_all():
+            memory = memories.get(event.user_id)
+            if memory is None:
+                memory = memories[event.user_id] = UserMemory(event.user_id)
+            memory.apply(event)
+            count += 1
+        with self._lock:
+            self._memories = memories
+        return RebuildReport(
+            users=len(memories),
+            events=count,
+            facts=sum(len(m.facts) for m in memories.values()),
+            seconds=time.perf_counter() - start,
+        )
+
+
+def _dump(fact: Fact) -> dict[str, Any]:
+    return fact.model_dump(mode="json", exclude={"seq", "superseded_by", "status_reason"})

@@ -1,0 +1,192 @@
+"""The lifecycle layer: what agents do with memory (inject, distill, extract, prune...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import Any
+
+from memkg.arbitration import Outcome, Resolution, Standing
+from memkg.arbitration.support import canon
+from memkg.engine.decisions import DecisionLayer
+from memkg.errors import InvalidOperation
+from memkg.graph.weights import claim_weight
+from memkg.lifecycle import consolidate as consolidation
+from memkg.lifecycle import distill, extract, inject, recall
+from memkg.lifecycle.entities import EntityIndex
+from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
+from memkg.lifecycle.notes import Note, NoteBook
+from memkg.lifecycle.prune import Window
+from memkg.lifecycle.tokens import TokenCounter, default_counter
+from memkg.llm.port import LLM, Message, Tool
+from memkg.model.fact import Scope
+from memkg.model.report import Problem
+from memkg.validate.guards import text_problems
+from memkg.validate.limits import check_value
+
+
+class LifecycleLayer(DecisionLayer):
+    """Memory for agents (logic in ``memkg.lifecycle``, model via ``memkg.llm``).
+
+    See ``memkg.Engine``.
+    """
+
+    _executor: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Wait for background consolidations, close a model the engine built, then the rest."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self._owns_llm and self._llm is not None:
+            self._llm.close()
+        super().close()
+
+    @property
+    def llm(self) -> LLM | None:
+        """The model: the one given, else an adapter built from ``config.llm`` on first use."""
+        with self._lock:
+            if self._llm is None and self.config.llm is not None:
+                from memkg.llm.openai_adapter import OpenAIChat
+
+                self._llm, self._owns_llm = OpenAIChat(self.config.llm), True
+            return self._llm
+
+    def check_text(self, text: str, path: str = "$.note") -> list[Problem]:
+        """The fact guards on free text: limits, identifiers, credentials, injection."""
+        return [*check_value(text, self.config.limits), *text_problems(text, (), prefix=path)]
+
+    def declared_keys(self, domain: str) -> list[str]:
+        return self.registry.keys(domain)
+
+    def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
+        spec = self.registry.spec(domain, key)
+        return None if spec is None else spec.schema
+
+    def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
+        """The user's live free-text notes, oldest first."""
+        return NoteBook.from_events(self.read_events(user_id)).live(domain, self.clock.now())
+
+    def note_tool(self, domain: str) -> Tool:
+        """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""
+        return save_memory_note_tool(self.registry.keys(domain))
+
+    def save_memory_note(
+        self, user_id: str, domain: str, note: str, scope: str = "session",
+        key: str | None = None, value: Any = None, **where: Any,
+    ) -> distill.NoteResult:  # fmt: skip
+        """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
+        return distill.save_memory_note(
+            self, self.config.lifecycle, user_id=user_id, domain=domain, note=note, scope=scope,
+            key=key, value=value, **where,
+        )  # fmt: skip
+
+    def handle_note_call(
+        self, user_id: str, domain: str, arguments: str | Mapping[str, Any], **where: Any
+    ) -> distill.NoteResult:
+        """Run a model's ``save_memory_note`` call (its raw JSON arguments)."""
+        args = parse_arguments(arguments if isinstance(arguments, str) else dict(arguments))
+        if isinstance(args, distill.NoteResult):
+            return args
+        return self.save_memory_note(user_id, domain, **args, **where)
+
+    def prune(self, window: Window, keep_turns: int | None = None) -> Window:
+        """``window`` cut to the configured last turns plus a summary (notes always kept)."""
+        life = self.config.lifecycle
+        return window.prune(keep_turns or life.window_turns,
+                            max_summary_chars=life.summary_max_chars)  # fmt: skip
+
+    def render_profile(
+        self, user_id: str, domain: str, budget: int | None = None, *,
+        session_id: str | None = None, language: str | None = None,
+    ) -> inject.Profile:  # fmt: skip
+        """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
+        now, params = self.clock.now(), self.config.weights
+        resolved = self.resolved_facts(user_id, domain, session_id=session_id, language=language)
+        facts = [item for r in resolved if (item := _profile_fact(r)) is not None]
+        notes = [
+            (n, claim_weight(n.confidence, n.source.value, n.observed_at, [], now, params).value)
+            for n in self.notes(user_id, domain)
+            if n.scope is Scope.GLOBAL or n.session_id == session_id
+        ]
+        count, name = self._token_counter
+        return inject.render_profile(
+            user_id, domain, facts, notes, now=now,
+            budget=budget or self.config.lifecycle.profile_budget, counter=count, counter_name=name,
+        )  # fmt: skip
+
+    def extract(
+        self, user_id: str, domain: str, dialogue: Sequence[Message], **options: Any
+    ) -> extract.ExtractionReport:
+        """Ask the model for candidate facts in ``dialogue`` and store those that validate.
+
+        ``options``: session_id, provenance, write (False: validate only).
+        """
+        llm = self.llm
+        if llm is None:
+            raise InvalidOperation("extraction needs a model: set EngineConfig.llm",
+                                   code="llm.not_configured")  # fmt: skip
+        return extract.extract(self, llm, self.config.lifecycle, dialogue, user_id=user_id,
+                               domain=domain, **options)  # fmt: skip
+
+    def consolidate(
+        self, user_id: str, domain: str, session_id: str
+    ) -> consolidation.ConsolidationHandle:
+        """Merge a finished session into long-term memory in the background (one at a time)."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="memkg-consolidate")
+            future = self._executor.submit(
+                lambda: consolidation.consolidate(
+                    self, self.llm, self.config.lifecycle, user_id=user_id, domain=domain,
+                    session_id=session_id,
+                )
+            )  # fmt: skip
+        return consolidation.ConsolidationHandle(future)
+
+    def recall(
+        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None
+    ) -> recall.RecallResult:
+        """The ``k`` memories most useful for ``query``, with the full ranking trace."""
+        return recall.recall(
+            query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
+            now=self.clock.now(), weights=self.config.lifecycle.recall,
+            credibility=self.config.weights.credibility, index=self._entity_index,
+        )  # fmt: skip
+
+    @cached_property
+    def _entity_index(self) -> EntityIndex:
+        return EntityIndex.from_graph(self.ontology.knowledge)
+
+    @cached_property
+    def _token_counter(self) -> tuple[TokenCounter, str]:
+        return default_counter()
+
+
+_OUTCOMES = {Outcome.ADOPTED: "adopted", Outcome.DEFAULT: "adopted",
+             Outcome.PROVISIONAL: "provisional", Outcome.FROZEN: "frozen"}  # fmt: skip
+
+
+def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
+    """What the profile shows of a resolution: the held value, its evidence, what is open."""
+    outcome = _OUTCOMES.get(resolution.outcome)
+    if outcome is None:
+        return None
+    won = [c for c in resolution.claims if c.standing is Standing.WON]
+    best = max(won, key=lambda c: (c.score, c.fact_id)) if won else None
+    held = canon(resolution.value)
+    stale = [f for f in resolution.stale if best is not None and f.fact_id == best.fact_id]
+    return inject.ResolvedFact(
+        key=resolution.key, value=resolution.value, outcome=outcome,
+        kind=best.kind.value if best else "preference",
+        source=best.source.value if best else "default",
+        observed_at=best.observed_at if best else None,
+        weight=min(max((s.support for s in resolution.support), default=0.5), 1.0),
+        context=resolution.context,
+        question=resolution.question.text if resolution.question else None,
+        competing=tuple({canon(c.value): c.value for c in resolution.claims
+                         if outcome == "frozen" or canon(c.value) != held}.values()),
+        stale="; ".join(f.detail for f in stale) or None,
+        stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
+                           for f in resolution.stale if f not in stale),
+    )  # fmt: skip

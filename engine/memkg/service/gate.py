@@ -1,0 +1,80 @@
+"""What both adapters share: one engine call at a time, request-body checks, JSON text.
+
+The ``Engine`` guards its writes, but its lazily built parts (validator, rule bundle, graph
+cache) are not meant for concurrent first use, and a request is short: serialising every call
+is the simple, safe choice for a server with one engine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
+
+from memkg.engine import Engine
+from memkg.errors import MemkgError, ValidationFailed
+from memkg.model.report import Problem, ValidationReport
+from memkg.validate.limits import json_text_depth
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Gate:
+    """Runs engine calls one at a time; safe to call from any thread."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._lock = threading.Lock()
+
+    def __call__(self, call: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return call(*args, **kwargs)
+
+    def domain_of(self, key: str, domain: str | None) -> str:
+        """``domain``, or the one domain that declares ``key``."""
+        if domain:
+            return domain
+        engine = self.engine
+        found = [d for d in engine.registry.domains() if key in engine.declared_keys(d)]
+        if len(found) != 1:
+            where = f"in {', '.join(found)}" if found else "in no domain"
+            raise MemkgError(f"key {key} is declared {where}: give the domain", code="usage")
+        return found[0]
+
+
+def refusal(code: str, message: str) -> ValidationFailed:
+    """The refusal of an input that is not even an observation (the CLI's ``input`` stage)."""
+    problem = Problem(code=code, path="$", message=message, stage="input")
+    return ValidationFailed(ValidationReport(problems=(problem,)))
+
+
+def parse_json(raw: bytes, max_depth: int) -> Any:
+    """The JSON value in ``raw``; raises ``MemkgError`` (``request.not_json``) or a refusal.
+
+    The depth check runs on the text first, so a hostile nesting never reaches the parser.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemkgError(f"the body is not UTF-8: {exc.reason} at byte {exc.start}",
+                         code="request.not_json") from None  # fmt: skip
+    if not text.strip():
+        raise MemkgError("the body is empty: send a JSON value", code="request.not_json")
+    if json_text_depth(text, max_depth) > max_depth:
+        raise refusal("limit.depth", f"nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise MemkgError(f"the body is not JSON: {exc}", code="request.not_json") from None
+
+
+def dumps(data: Any) -> str:
+    """JSON text, readable where it can be (non-ASCII kept unless it cannot be encoded)."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate echoed from the input
+        return json.dumps(data, default=str)
+    return text
