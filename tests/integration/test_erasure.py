@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
-from memkg import ConcurrencyConflict, Engine, FrozenClock
+import pytest
+
+from memkg import ConcurrencyConflict, Engine, FrozenClock, NotFound
+from memkg.decisions import PostgresDecisionLog
+from memkg.events.postgres import PostgresEventStore
+from memkg.model.decision import Decision
 from support.observations import CONSENTED, obs
 
 SECRET_USER = "patient-Zq81x"
@@ -99,3 +105,60 @@ def test_two_concurrent_writers_one_conflict(tmp_path: Path, clock: FrozenClock)
         assert len(asserted) == 2
     for engine in engines:
         engine.close()
+
+
+def _intake(key: str, value: Any, audit_log_id: str) -> dict[str, Any]:
+    provenance = {**CONSENTED["provenance"], "audit_log_id": audit_log_id}
+    return obs(
+        user_id=SECRET_USER, domain="health", key=key, value=value, source="profile",
+        provenance=provenance,
+    )  # fmt: skip
+
+
+def _decide_before_and_after_the_secret(engine: Engine) -> tuple[Decision, Decision]:
+    """A decision citing only the allergy (intake-B), then one citing the medication (intake-A)."""
+    engine.ingest(_intake("medical.allergies", ["allergen:penicillin"], "intake-B"))
+    context = {"allergen": "allergen:penicillin", "drug_class": "antibiotic"}
+    before = engine.decide(SECRET_USER, "health", context, decision="medication")
+    engine.ingest(_intake("medication.current", [f"{SECRET_VALUE} 5 mg"], "intake-A"))
+    context = {"allergen": "allergen:none", "drug_class": "antibiotic"}
+    citing = engine.decide(SECRET_USER, "health", context, decision="medication")
+    assert SECRET_VALUE in citing.model_dump_json()
+    assert SECRET_VALUE not in before.model_dump_json()
+    return before, citing
+
+
+@pytest.mark.xfail(strict=True, reason="needs engine wiring")
+def test_erase_by_audit_id_removes_the_decisions_citing_those_facts(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    db = tmp_path / "memkg.db"
+    files = [db, db.with_name(db.name + "-wal")]
+    with Engine.open(db, clock=clock) as engine:
+        before, citing = _decide_before_and_after_the_secret(engine)
+        assert _scan(files, [SECRET_VALUE])
+
+        receipts = engine.erase_audit_id("intake-A")
+
+        assert [(r.user_id, r.removed["decisions"]) for r in receipts] == [(SECRET_USER, 1)]
+        with pytest.raises(NotFound):
+            engine.explain(citing.decision_id)
+        assert engine.decisions(SECRET_USER) == [before]
+        assert _scan(files, [SECRET_VALUE]) == {}
+    assert _scan(list(tmp_path.iterdir()), [SECRET_VALUE]) == {}
+
+
+@pytest.mark.postgres
+@pytest.mark.xfail(strict=True, reason="needs engine wiring")
+def test_a_postgres_engine_logs_decisions_in_postgres(
+    postgres_dsn: str, pg_schema: str, clock: FrozenClock
+) -> None:
+    with Engine(PostgresEventStore(postgres_dsn, schema=pg_schema), clock=clock) as engine:
+        assert isinstance(engine.decision_log, PostgresDecisionLog)
+        before, citing = _decide_before_and_after_the_secret(engine)
+
+    with Engine(PostgresEventStore(postgres_dsn, schema=pg_schema), clock=clock) as other:
+        assert other.decisions(SECRET_USER) == [before, citing]  # another process sees them
+        receipts = other.erase_audit_id("intake-A")
+        assert [(r.user_id, r.removed["decisions"]) for r in receipts] == [(SECRET_USER, 1)]
+        assert other.decisions(SECRET_USER) == [before]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit
 from memkg.engine import Engine
 from memkg.engine.intent_cases import run_rule_cases
 from memkg.engine.rule_bundle import lint_sources
@@ -14,12 +15,6 @@ from memkg.errors import MemkgError
 from memkg.explain import FORMATS
 from memkg.model.decision import Decision, DecisionStatus
 from memkg.rules.loader import read_sources
-
-EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 3
-
-
-def _emit(out: TextIO, data: Any) -> None:
-    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
 def summary(decision: Decision) -> dict[str, Any]:
@@ -49,7 +44,7 @@ def cmd_decide(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     if not isinstance(context, dict):
         raise MemkgError("--context must be a JSON object", code="usage")
     decision = engine.decide(args.user, args.domain, context, decision=args.decision)
-    _emit(out, summary(decision))
+    emit(out, summary(decision))
     return EXIT_REFUSED if decision.status is DecisionStatus.INVALID_INPUT else EXIT_OK
 
 
@@ -61,13 +56,13 @@ def cmd_explain(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_replay(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     report = engine.replay(args.decision_id)
-    _emit(out, report.model_dump(mode="json", exclude={"replayed"}))
+    emit(out, report.model_dump(mode="json", exclude={"replayed"}))
     return EXIT_OK if report.reproduced else EXIT_FAILED
 
 
 def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     found = engine.decisions(args.user, limit=args.limit)
-    _emit(out, {"user_id": args.user, "decisions": [summary(d) for d in found]})
+    emit(out, {"user_id": args.user, "decisions": [summary(d) for d in found]})
     return EXIT_OK
 
 
@@ -86,7 +81,7 @@ def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
     _, findings = lint_sources(read_sources(folder), engine)
     shown = [f for f in findings if only is None or f.file == only]
     errors = [f for f in shown if f.severity == "error"]
-    _emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})
+    emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})
     return EXIT_FAILED if errors else EXIT_OK
 
 
@@ -97,7 +92,7 @@ def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
     if not args.coverage:
         report.pop("uncovered_conditions")
     failed = not report["passed"] or (args.coverage and report["uncovered_rules"])
-    _emit(out, report)
+    emit(out, report)
     return EXIT_FAILED if failed else EXIT_OK
 
 

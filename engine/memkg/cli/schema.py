@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
@@ -19,12 +20,6 @@ from memkg.evolution.dry_run import render_text
 from memkg.evolution.groups import compare_groups, is_group, render_group_text
 from memkg.evolution.history import schema_history
 from memkg.evolution.report import Mode
-
-EXIT_OK, EXIT_REFUSED = 0, 3
-
-
-def _emit(out: TextIO, data: Any) -> None:
-    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
 
 
 def _read_schema(path: str) -> Any:
@@ -53,7 +48,7 @@ def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> in
     if args.format == "text":
         out.write(text + "\n")
     else:
-        _emit(out, data)
+        emit(out, data)
     return EXIT_OK if compatible else EXIT_REFUSED
 
 
@@ -65,21 +60,21 @@ def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> 
             + (f" declaring {args.key}" if args.key else ""),
             code="schema.unknown",
         )
-    _emit(out, found)
+    emit(out, found)
     return EXIT_OK
 
 
 def cmd_migrate(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     if args.apply:
         applied = engine.apply_migration(args.plan, rules=args.rules, waiver=args.waiver)
-        _emit(out, applied.model_dump(mode="json"))
+        emit(out, applied.model_dump(mode="json"))
         return EXIT_OK
     report = engine.migration_dry_run(args.plan, rules=args.rules, waiver=args.waiver,
                                       decisions=args.decisions)  # fmt: skip
     if args.format == "text":
         out.write(render_text(report) + "\n")
     else:
-        _emit(out, report.model_dump(mode="json"))
+        emit(out, report.model_dump(mode="json"))
     return report.exit_status
 
 

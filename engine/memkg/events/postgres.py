@@ -104,6 +104,15 @@ class PostgresEventStore:
             )
         self._secret = bytes.fromhex(meta["subject_key"])
 
+    @property
+    def dsn(self) -> str:
+        """Where the log lives, for adapters that share its database (the decision log)."""
+        return self._dsn
+
+    @property
+    def schema(self) -> str:
+        return self._schema
+
     def append(
         self,
         user_id: str,

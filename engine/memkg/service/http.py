@@ -8,10 +8,7 @@ never leave the server. Engine calls run in the threadpool, one at a time (``Gat
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -28,8 +25,9 @@ from memkg.errors import (
     StoreError,
     ValidationFailed,
 )
-from memkg.service.gate import Gate, dumps, parse_json
-from memkg.service.routes import Routes
+from memkg.service.gate import Gate
+from memkg.service.request import Body
+from memkg.service.routes import Routes, json_response
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -53,43 +51,6 @@ def status_of(exc: MemkgError) -> int:
     return _CODE_STATUS.get(exc.code, 500)
 
 
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(dumps(data), status, headers, media_type="application/json")
-
-
-class Body:
-    """Reads a request's JSON body: size-capped while streaming, depth-checked, parsed."""
-
-    def __init__(self, gate: Gate, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.max_depth = gate.engine.config.limits.max_depth + 3  # batch [ {obs} ] + envelope
-
-    async def read(self, request: Request, *, optional: bool = False) -> Any:
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            raise self._too_large()
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise self._too_large()
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        if optional and not raw.strip():
-            return {}
-        return await run_in_threadpool(parse_json, raw, self.max_depth)
-
-    async def fields(self, request: Request, *, optional: bool = False) -> dict[str, Any]:
-        data = await self.read(request, optional=optional)
-        if not isinstance(data, dict):
-            raise MemkgError("the body must be a JSON object", code="request.invalid")
-        return data
-
-    def _too_large(self) -> MemkgError:
-        return MemkgError(f"the body exceeds {self.max_bytes:,} bytes; send less per request",
-                          code="request.too_large")  # fmt: skip
-
-
 async def _memkg_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemkgError)
     return json_response(exc.to_dict(), status_of(exc))
@@ -109,7 +70,8 @@ async def _internal_error(_request: Request, _exc: Exception) -> Response:
 def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
     """The HTTP API over ``engine`` (which the caller opens and closes)."""
     gate = Gate(engine)
-    routes = Routes(gate, Body(gate, max_body_bytes))
+    depth = engine.config.limits.max_depth + 3  # a batch's list, the envelope, the value
+    routes = Routes(gate, Body(max_body_bytes, depth))
     return Starlette(
         routes=[Route(path, endpoint, methods=[method]) for method, path, endpoint in routes],
         exception_handlers={

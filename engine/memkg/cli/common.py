@@ -1,0 +1,27 @@
+"""What the commands share: how they print, how they exit, which domain a key is in."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memkg.errors import MemkgError
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+
+
+def emit(out: TextIO, data: Any) -> None:
+    """One JSON document on one line (non-ASCII kept readable)."""
+    out.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def key_domain(engine: Engine, key: str) -> str:
+    """The one domain that declares ``key`` (else a usage error asking for --domain)."""
+    found = [d for d in engine.registry.domains() if key in engine.registry.keys(d)]
+    if len(found) != 1:
+        where = f"in {', '.join(found)}" if found else "in no domain"
+        raise MemkgError(f"key {key} is declared {where}: give --domain", code="usage")
+    return found[0]
