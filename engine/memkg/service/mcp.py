@@ -17,13 +17,13 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from memkg import __version__
+from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult
 from memkg.errors import MemkgError
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
-from memkg.arbitration import Resolution
 from memkg.model.fact import Fact
 from memkg.service.gate import Gate, dumps
 
@@ -36,7 +36,30 @@ INSTRUCTIONS = (
 
 User = Annotated[str, Field(description="The user's id.")]
 Domain = Annotated[str, Field(description="The memory domain, e.g. travel, health.")]
+AnyDomain = Annotated[str | None, Field(description="One domain, or every domain that has it.")]
+Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat.preference.")]
+Value = Annotated[Any, Field(description="The key's value (JSON), as its schema wants it.")]
+Source = Annotated[str, Field(description="dialogue, behavior, profile, third_party, system...")]
+Confidence = Annotated[float | None, Field(description="0..1: how sure the source is.")]
+Scope = Annotated[str | None, Field(description="turn, session or global.")]
 Session = Annotated[str | None, Field(description="The conversation's session id.")]
+Context = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
+Provenance = Annotated[
+    dict[str, Any] | None,
+    Field(description="source_ref, consent_granted, consent_version, audit_log_id, purpose."),
+]
+Change = Annotated[bool | None, Field(description="True when the world changed (user moved).")]
+Supersedes = Annotated[str | None, Field(description="The id of the fact this corrects.")]
+Idempotency = Annotated[str | None, Field(description="A retried write is stored once.")]
+Note = Annotated[str, Field(description="What to remember: one fact, third person.")]
+NoteKey = Annotated[str | None, Field(description="The declared key the note is the value of.")]
+Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
+Situation = Annotated[dict[str, Any] | None, Field(description='e.g. {"symptom": "fever"}.')]
+Table = Annotated[str | None, Field(description="The rule table (default: the domain's).")]
+DecisionId = Annotated[str, Field(description="A decision_id from decide.")]
+Format = Annotated[str, Field(description="text, md or json.")]
+FactId = Annotated[str, Field(description="The fact's id.")]
+Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 _READ = ToolAnnotations(read_only_hint=True)
 
 
@@ -90,56 +113,42 @@ class MemoryTools:
         self.engine, self.gate = engine, Gate(engine)
 
     def remember(
-        self, user_id: User, domain: Domain,
-        key: Annotated[str, Field(description="A key declared for the domain, e.g. seat.preference.")],
-        value: Annotated[Any, Field(description="The value, as the key's schema wants it.")],
-        source: Annotated[str, Field(description="dialogue, behavior, profile, third_party, system or rule.")],
-        confidence: Annotated[float | None, Field(description="0..1: how sure the source is.")] = None,
-        scope: Annotated[str | None, Field(description="turn, session or global.")] = None,
-        session_id: Session = None,
-        context: Annotated[dict[str, str] | None, Field(description="Fields that separate claims, e.g. trip_type.")] = None,
-        provenance: Annotated[dict[str, Any] | None, Field(description="source_ref, consent_granted, consent_version, audit_log_id, purpose.")] = None,
-        change: Annotated[bool | None, Field(description="True when the world changed (the user moved).")] = None,
-        supersedes: Annotated[str | None, Field(description="The fact id this corrects.")] = None,
-        idempotency_key: Annotated[str | None, Field(description="A retried write is stored once.")] = None,
+        self, user_id: User, domain: Domain, key: Key, value: Value, source: Source,
+        confidence: Confidence = None, scope: Scope = None, session_id: Session = None,
+        context: Context = None, provenance: Provenance = None, change: Change = None,
+        supersedes: Supersedes = None, idempotency_key: Idempotency = None,
     ) -> Annotated[CallToolResult, IngestResult]:  # fmt: skip
         """Validate and store one observation about the user; a refusal lists every problem."""
-        given = {"user_id": user_id, "domain": domain, "key": key, "value": value, "source": source,
-                 "confidence": confidence, "scope": scope, "session_id": session_id,
+        given = {"confidence": confidence, "scope": scope, "session_id": session_id,
                  "context": context, "provenance": provenance, "change": change,
                  "supersedes": supersedes, "idempotency_key": idempotency_key}  # fmt: skip
-        observation = {k: v for k, v in given.items() if v is not None or k == "value"}
+        observation = {"user_id": user_id, "domain": domain, "key": key, "value": value,
+                       "source": source, **{k: v for k, v in given.items() if v is not None}}
         return _reply(lambda: self.gate(self.engine.ingest, observation))
 
     def recall_facts(
-        self, user_id: User,
-        domain: Annotated[str | None, Field(description="One domain, or all.")] = None,
-    ) -> Annotated[CallToolResult, FactsOut]:  # fmt: skip
+        self, user_id: User, domain: AnyDomain = None
+    ) -> Annotated[CallToolResult, FactsOut]:
         """What memory holds about the user now, each fact with its source and status."""
-        facts = lambda: self.gate(self.engine.facts, user_id, domain)  # noqa: E731
-        return _reply(lambda: FactsOut(user_id=user_id, domain=domain, facts=facts()))
+        return _reply(lambda: FactsOut(user_id=user_id, domain=domain,
+                                       facts=self.gate(self.engine.facts, user_id, domain)))
 
     def render_profile(
-        self, user_id: User, domain: Domain,
-        budget: Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)] = None,
-        session_id: Session = None,
-    ) -> Annotated[CallToolResult, Profile]:  # fmt: skip
+        self, user_id: User, domain: Domain, budget: Budget = None, session_id: Session = None
+    ) -> Annotated[CallToolResult, Profile]:
         """The memory block for your context: what holds, notes, open conflicts, stale items."""
         return _reply(lambda: self.gate(self.engine.render_profile, user_id, domain, budget,
                                         session_id=session_id))  # fmt: skip
 
     def save_memory_note(
-        self, user_id: User, domain: Domain,
-        note: Annotated[str, Field(description="What to remember, one fact, third person.")],
-        scope: Annotated[str, Field(description="turn, session or global.")] = "session",
-        key: Annotated[str | None, Field(description="The declared key the note is the value of.")] = None,
-        value: Annotated[Any, Field(description="The key's value; null when no key.")] = None,
-        session_id: Session = None,
+        self, user_id: User, domain: Domain, note: Note, scope: Scope = "session",
+        key: NoteKey = None,
+        value: Value = None, session_id: Session = None,
     ) -> Annotated[CallToolResult, NoteResult]:  # fmt: skip
         """Save one thing the user stated or chose; no guesses, instructions or identifiers."""
         try:
-            result = self.gate(self.engine.save_memory_note, user_id, domain, note, scope, key,
-                               value, session_id=session_id)  # fmt: skip
+            result = self.gate(self.engine.save_memory_note, user_id, domain, note,
+                               scope or "session", key, value, session_id=session_id)  # fmt: skip
         except MemkgError as exc:
             return _error(exc.to_dict())
         if not result.saved:
@@ -147,18 +156,13 @@ class MemoryTools:
         return _reply(lambda: result)
 
     def decide(
-        self, user_id: User, domain: Domain,
-        context: Annotated[dict[str, Any] | None, Field(description="The request's context, e.g. {\"symptom\": \"fever\"}.")] = None,
-        decision: Annotated[str | None, Field(description="The rule table (default: the domain's).")] = None,
-    ) -> Annotated[CallToolResult, DecisionOut]:  # fmt: skip
+        self, user_id: User, domain: Domain, context: Situation = None, decision: Table = None
+    ) -> Annotated[CallToolResult, DecisionOut]:
         """What to do for the user now: action, urgency and reasons; logged for audit and replay."""
-        made = lambda: self.gate(self.engine.decide, user_id, domain, context, decision=decision)  # noqa: E731
-        return _reply(lambda: summary(made()))
+        return _reply(lambda: summary(self.gate(self.engine.decide, user_id, domain, context,
+                                                decision=decision)))  # fmt: skip
 
-    def explain_decision(
-        self, decision_id: Annotated[str, Field(description="A decision_id from decide.")],
-        format: Annotated[str, Field(description="text, md or json.")] = "text",  # noqa: A002
-    ) -> CallToolResult:  # fmt: skip
+    def explain_decision(self, decision_id: DecisionId, format: Format = "text") -> CallToolResult:  # noqa: A002
         """Why a logged decision came out as it did: rules, conditions, the facts behind them."""
         try:
             text = self.gate(self.engine.explain, decision_id, format)
@@ -167,28 +171,28 @@ class MemoryTools:
         return CallToolResult(content=[TextContent(type="text", text=text)])
 
     def claims(
-        self, user_id: User, key: Annotated[str, Field(description="A declared key.")],
-        domain: Annotated[str | None, Field(description="Needed when several domains declare the key.")] = None,
-        session_id: Session = None,
-        context: Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")] = None,
+        self, user_id: User, key: Key, domain: AnyDomain = None, session_id: Session = None,
+        context: Context = None,
     ) -> Annotated[CallToolResult, Resolution]:  # fmt: skip
         """The competing claims for a key, which one holds and why; a question when it is open."""
 
         def resolve() -> Resolution:
-            found = self.gate.domain_of(key, domain)
+            found = self.gate(self.gate.domain_of, key, domain)
             return self.gate(self.engine.resolve, user_id, found, key, session_id=session_id,
                              context=context)  # fmt: skip
 
         return _reply(resolve)
 
     def forget(
-        self, user_id: User, fact_id: Annotated[str, Field(description="The fact to forget.")],
-        reason: Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)],
-    ) -> Annotated[CallToolResult, Forgotten]:  # fmt: skip
+        self, user_id: User, fact_id: FactId, reason: Reason
+    ) -> Annotated[CallToolResult, Forgotten]:
         """Retract a fact the user wants forgotten (the history keeps that it was retracted)."""
-        event = lambda: self.gate(self.engine.retract, user_id, fact_id, reason)  # noqa: E731
-        return _reply(lambda: Forgotten(status="retracted", fact_id=fact_id,
-                                        event_id=event().event_id))  # fmt: skip
+
+        def retract() -> Forgotten:
+            event = self.gate(self.engine.retract, user_id, fact_id, reason)
+            return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
+
+        return _reply(retract)
 
 
 def build_server(engine: Engine) -> MCPServer[Any]:
@@ -196,11 +200,11 @@ def build_server(engine: Engine) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("memkg", instructions=INSTRUCTIONS, version=__version__,
                                        log_level="WARNING")  # fmt: skip
     tools = MemoryTools(engine)
-    for tool, annotations in [(tools.remember, None), (tools.recall_facts, _READ),
+    for tool, hints in [(tools.remember, None), (tools.recall_facts, _READ),
                               (tools.render_profile, _READ), (tools.save_memory_note, None),
                               (tools.decide, None), (tools.explain_decision, _READ),
                               (tools.claims, None), (tools.forget, None)]:  # fmt: skip
-        server.add_tool(tool, annotations=annotations)
+        server.add_tool(tool, annotations=hints)
     return server
 
 
