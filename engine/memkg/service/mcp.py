@@ -119,19 +119,24 @@ class MemoryTools:
         supersedes: Supersedes = None, idempotency_key: Idempotency = None,
     ) -> Annotated[CallToolResult, IngestResult]:  # fmt: skip
         """Validate and store one observation about the user; a refusal lists every problem."""
-        given = {"confidence": confidence, "scope": scope, "session_id": session_id,
-                 "context": context, "provenance": provenance, "change": change,
-                 "supersedes": supersedes, "idempotency_key": idempotency_key}  # fmt: skip
-        observation = {"user_id": user_id, "domain": domain, "key": key, "value": value,
-                       "source": source, **{k: v for k, v in given.items() if v is not None}}
+        given = {"user_id": user_id, "domain": domain, "key": key, "value": value,
+                 "source": source, "confidence": confidence, "scope": scope,
+                 "session_id": session_id, "context": context, "provenance": provenance,
+                 "change": change, "supersedes": supersedes,
+                 "idempotency_key": idempotency_key}  # fmt: skip
+        observation = {k: v for k, v in given.items() if v is not None or k == "value"}
         return _reply(lambda: self.gate(self.engine.ingest, observation))
 
     def recall_facts(
         self, user_id: User, domain: AnyDomain = None
     ) -> Annotated[CallToolResult, FactsOut]:
         """What memory holds about the user now, each fact with its source and status."""
-        return _reply(lambda: FactsOut(user_id=user_id, domain=domain,
-                                       facts=self.gate(self.engine.facts, user_id, domain)))
+
+        def recall() -> FactsOut:
+            facts = self.gate(self.engine.facts, user_id, domain)
+            return FactsOut(user_id=user_id, domain=domain, facts=facts)
+
+        return _reply(recall)
 
     def render_profile(
         self, user_id: User, domain: Domain, budget: Budget = None, session_id: Session = None
@@ -200,11 +205,10 @@ def build_server(engine: Engine) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer("memkg", instructions=INSTRUCTIONS, version=__version__,
                                        log_level="WARNING")  # fmt: skip
     tools = MemoryTools(engine)
-    for tool, hints in [(tools.remember, None), (tools.recall_facts, _READ),
-                              (tools.render_profile, _READ), (tools.save_memory_note, None),
-                              (tools.decide, None), (tools.explain_decision, _READ),
-                              (tools.claims, None), (tools.forget, None)]:  # fmt: skip
-        server.add_tool(tool, annotations=hints)
+    reads = {"recall_facts", "render_profile", "explain_decision"}
+    for name in ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
+                 "explain_decision", "claims", "forget"):  # fmt: skip
+        server.add_tool(getattr(tools, name), annotations=_READ if name in reads else None)
     return server
 
 
