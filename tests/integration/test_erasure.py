@@ -128,7 +128,6 @@ def _decide_before_and_after_the_secret(engine: Engine) -> tuple[Decision, Decis
     return before, citing
 
 
-@pytest.mark.xfail(strict=True, reason="needs engine wiring")
 def test_erase_by_audit_id_removes_the_decisions_citing_those_facts(
     tmp_path: Path, clock: FrozenClock
 ) -> None:
@@ -149,7 +148,6 @@ def test_erase_by_audit_id_removes_the_decisions_citing_those_facts(
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(strict=True, reason="needs engine wiring")
 def test_a_postgres_engine_logs_decisions_in_postgres(
     postgres_dsn: str, pg_schema: str, clock: FrozenClock
 ) -> None:

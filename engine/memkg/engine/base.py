@@ -45,7 +45,9 @@ class EngineBase:
         self.config = config or EngineConfig()
         self.store: EventStore = store if store is not None else MemoryEventStore()
         self.clock: Clock = clock or SystemClock()
-        self.decision_log: DecisionLog = decision_log or MemoryDecisionLog()
+        if decision_log is None:
+            decision_log = self._decision_log_beside(self.store)
+        self.decision_log: DecisionLog = decision_log
         self._llm, self._owns_llm = llm, False
         self._memories: dict[str, UserMemory] = {}
         self._lock = threading.RLock()
@@ -59,6 +61,24 @@ class EngineBase:
         store = SqliteEventStore(path)
         kwargs.setdefault("decision_log", SqliteDecisionLog(path))
         return cls(store, **kwargs)
+
+    @classmethod
+    def connect(cls, dsn: str, *, schema: str = "memkg", **kwargs: Any) -> Self:
+        """An engine on PostgreSQL, for several engine processes sharing one memory."""
+        from memkg.events.postgres import PostgresEventStore
+
+        return cls(PostgresEventStore(dsn, schema=schema), **kwargs)
+
+    @staticmethod
+    def _decision_log_beside(store: EventStore) -> DecisionLog:
+        """Decisions live where the events do (in memory for the in-memory store)."""
+        from memkg.events.postgres import PostgresEventStore
+
+        if isinstance(store, PostgresEventStore):
+            from memkg.decisions.postgres import PostgresDecisionLog
+
+            return PostgresDecisionLog(store.dsn, schema=store.schema)
+        return MemoryDecisionLog()
 
     def close(self) -> None:
         """Close the decision log and the store."""

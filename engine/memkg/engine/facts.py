@@ -302,12 +302,22 @@ class FactLayer(EngineBase):
             return receipt.model_copy(update={"removed": removed, "files": files})
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
-        """Remove exactly the facts whose provenance carries ``audit_log_id``."""
+        """Remove exactly the facts whose provenance carries ``audit_log_id``.
+
+        Decisions citing them go first: if the purge then fails, a retry still finds the facts.
+        """
         with self._lock:
+            cited = self.store.fact_ids_with_audit_id(audit_log_id)
+            decisions = {u: self.decision_log.erase_citing(u, ids) for u, ids in cited.items()}
             receipts = erase_audit_id(self.store, audit_log_id, self.clock)
+            log_files = [str(p) for p in self.decision_log.files()]
+            out = []
             for receipt in receipts:
                 self._forget(receipt.user_id)
-            return receipts
+                removed = {**receipt.removed, "decisions": decisions.get(receipt.user_id, 0)}
+                files = tuple(dict.fromkeys([*receipt.files, *log_files]))
+                out.append(receipt.model_copy(update={"removed": removed, "files": files}))
+            return out
 
     # -- reads ----------------------------------------------------------------------------
 

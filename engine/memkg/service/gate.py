@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from memkg.engine import Engine
 from memkg.errors import MemkgError, ValidationFailed
+from memkg.lifecycle.distill import NoteResult
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.limits import json_text_depth
 
@@ -48,6 +49,12 @@ def refusal(code: str, message: str) -> ValidationFailed:
     """The refusal of an input that is not even an observation (the CLI's ``input`` stage)."""
     problem = Problem(code=code, path="$", message=message, stage="input")
     return ValidationFailed(ValidationReport(problems=(problem,)))
+
+
+def note_refusal(result: NoteResult) -> dict[str, Any]:
+    """A refused note as an error body: ``note.refused``, the reason, the problems."""
+    error = {"error": "note.refused", "message": result.reason or "note refused"}
+    return {**error, **result.model_dump(mode="json")}
 
 
 def parse_json(raw: bytes, max_depth: int) -> Any:

@@ -86,4 +86,7 @@ def serve(engine: Engine, host: str = "127.0.0.1", port: int = 8080) -> None:
     """Serve the API with uvicorn until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(engine), host=host, port=port, log_level="info")
+    try:
+        uvicorn.run(create_app(engine), host=host, port=port, log_level="info")
+    except KeyboardInterrupt:  # uvicorn shuts down gracefully, then re-raises the Ctrl-C
+        pass

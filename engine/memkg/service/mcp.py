@@ -25,7 +25,7 @@ from memkg.errors import MemkgError
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
 from memkg.model.fact import Fact
-from memkg.service.gate import Gate, dumps
+from memkg.service.gate import Gate, dumps, note_refusal
 
 INSTRUCTIONS = (
     "Long-term memory about the user, with provenance, and decisions with reasons. Call "
@@ -157,7 +157,7 @@ class MemoryTools:
         except MemkgError as exc:
             return _error(exc.to_dict())
         if not result.saved:
-            return _error(result.model_dump(mode="json"))
+            return _error(note_refusal(result))
         return _reply(lambda: result)
 
     def decide(

@@ -13,7 +13,7 @@ from memkg import __version__
 from memkg.cli.decisions import summary
 from memkg.errors import MemkgError
 from memkg.explain import FORMATS
-from memkg.service.gate import Gate, dumps, refusal
+from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.request import (
     Body,
     ConfirmBody,
@@ -178,8 +178,7 @@ class Routes:
         )  # fmt: skip
         if result.saved:
             return _json(result.model_dump(mode="json"), 201)
-        refused = {"error": "note.refused", "message": result.reason or "note refused"}
-        return _json({**refused, **result.model_dump(mode="json")}, 422)
+        return _json(note_refusal(result), 422)
 
     async def signal(self, request: Request) -> Response:
         body = parse(SignalBody, await self.body.fields(request))

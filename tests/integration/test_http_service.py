@@ -1,0 +1,182 @@
+"""The HTTP API: the CLI's JSON over HTTP, errors as statuses, hostile bodies refused."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+uvicorn = pytest.importorskip("uvicorn")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from memkg import Engine, ValidationFailed  # noqa: E402
+from memkg.service.http import create_app  # noqa: E402
+from support.observations import obs  # noqa: E402
+
+AVOIDS_MU = obs(user_id="li", key="airline.avoided", value=["airline:MU"])
+
+
+@pytest.fixture
+def client(engine: Engine) -> Iterator[TestClient]:
+    with TestClient(create_app(engine)) as client:
+        yield client
+
+
+def test_ingest_one_then_read_it_back(client: TestClient) -> None:
+    response = client.post("/v1/observations", json=obs())
+    assert response.status_code == 201
+    stored = response.json()
+    assert stored["result"] == "accepted" and stored["status"] == "active"
+    facts = client.get("/v1/users/u1/facts", params={"domain": "travel"}).json()
+    assert [(f["id"], f["value"]) for f in facts["facts"]] == [(stored["fact_id"], "airline:MU")]
+    assert client.get("/v1/users/u1/facts", params={"as_of": 0}).json()["facts"] == []
+    history = client.get("/v1/users/u1/history/airline.preferred").json()["history"]
+    assert [h["status"] for h in history] == ["active"]
+    retried = obs(idempotency_key="k1")
+    assert client.post("/v1/observations", json=retried).status_code == 201
+    again = client.post("/v1/observations", json=retried)
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+
+
+def test_a_refusal_is_422_with_the_cli_report(client: TestClient, engine: Engine) -> None:
+    bad = obs(key="seat.preference", value="sideways")
+    response = client.post("/v1/observations", json=bad)
+    with pytest.raises(ValidationFailed) as refused:
+        engine.ingest(bad)
+    assert response.status_code == 422
+    assert response.json() == json.loads(json.dumps(refused.value.to_dict()))
+    assert response.json()["problems"][0]["code"] == "schema.enum"
+
+
+def test_a_batch_reports_each_item(client: TestClient) -> None:
+    batch = [obs(), obs(key="seat.preference", value="sideways"), 42]
+    response = client.post("/v1/observations", json=batch)
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [(r["index"], r["result"]) for r in results] == [
+        (0, "accepted"), (1, "rejected"), (2, "rejected"),
+    ]  # fmt: skip
+    assert [p["code"] for p in results[2]["problems"]] == ["envelope.type"]
+
+
+def test_errors_map_to_statuses_with_the_cli_json(client: TestClient) -> None:
+    missing = client.post("/v1/users/u1/facts/fact_nope/confirm")
+    assert missing.status_code == 404 and missing.json()["error"] == "fact.not_found"
+    fact_id = client.post("/v1/observations", json=obs()).json()["fact_id"]
+    no_reason = client.post(f"/v1/users/u1/facts/{fact_id}/retract", json={})
+    assert no_reason.status_code == 400 and no_reason.json()["error"] == "request.invalid"
+    retracted = client.post(f"/v1/users/u1/facts/{fact_id}/retract", json={"reason": "asked"})
+    assert (retracted.json()["status"], retracted.json()["fact_id"]) == ("retracted", fact_id)
+    again = client.post(f"/v1/users/u1/facts/{fact_id}/confirm", json={"by": "user"})
+    assert again.status_code == 400 and again.json()["error"] == "fact.not_pending"
+    stale = client.post("/v1/observations", params={"expected_version": 0}, json=obs())
+    assert stale.status_code == 409 and stale.json()["error"] == "store.conflict"
+    assert client.get("/v1/users/u1/facts", params={"as_of": "x"}).status_code == 400
+    assert client.get("/v1/nowhere").json()["error"] == "http.404"
+    assert client.delete("/v1/health").status_code == 405
+
+
+def test_hostile_bodies_are_refused_before_parsing(client: TestClient) -> None:
+    big = client.post("/v1/observations", content=b"[" + b" " * (1 << 20) + b"]")
+    assert big.status_code == 413 and big.json()["error"] == "request.too_large"
+    streamed = client.post("/v1/observations", content=iter([b" " * (1 << 19)] * 3))
+    assert streamed.status_code == 413
+    text = client.post("/v1/observations", content=b"user=u1&key=x")
+    assert text.status_code == 400 and text.json()["error"] == "request.not_json"
+    assert "not JSON" in text.json()["message"]
+    deep = client.post("/v1/observations", content=b"[" * 100_000)
+    assert deep.status_code == 422 and deep.json()["problems"][0]["code"] == "limit.depth"
+    assert client.post("/v1/observations", content=b"\xff").status_code == 400
+
+
+def test_no_stack_trace_leaves_the_server(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(engine, "facts", broken)
+    with TestClient(create_app(engine), raise_server_exceptions=False) as client:
+        response = client.get("/v1/users/u1/facts")
+    assert response.status_code == 500 and "secret" not in response.text
+    assert response.json() == {"error": "internal", "message": "internal server error"}
+
+
+def test_erasure_returns_the_receipt(client: TestClient) -> None:
+    client.post("/v1/observations", json=obs())
+    receipt = client.delete("/v1/users/u1")
+    assert receipt.status_code == 200
+    assert receipt.json()["user_id"] == "u1" and receipt.json()["scope"] == "subject"
+    assert len(receipt.json()["digest"]) == 64
+    assert client.get("/v1/users/u1/facts").json()["facts"] == []
+
+
+def test_decide_explain_replay(client: TestClient) -> None:
+    client.post("/v1/observations", json=AVOIDS_MU)
+    made = client.post("/v1/users/li/decisions",
+                       json={"domain": "travel", "context": {"airline": "airline:MU"}})  # fmt: skip
+    assert made.status_code == 201 and made.json()["action"] == "suggest_other_airline"
+    decision_id = made.json()["decision_id"]
+    assert made.headers["location"] == f"/v1/decisions/{decision_id}"
+    text = client.get(f"/v1/decisions/{decision_id}", params={"format": "text"})
+    assert "airline.avoided is airline:MU" in text.text
+    assert text.headers["content-type"].startswith("text/plain")
+    assert client.get(f"/v1/decisions/{decision_id}").json()["decision_id"] == decision_id
+    assert client.get(f"/v1/decisions/{decision_id}", params={"format": "pdf"}).status_code == 400
+    assert client.post(f"/v1/decisions/{decision_id}/replay").json()["reproduced"] is True
+    listed = client.get("/v1/users/li/decisions").json()["decisions"]
+    assert [d["decision_id"] for d in listed] == [decision_id]
+    assert client.get("/v1/decisions/dec_nope").status_code == 404
+
+
+def test_claims_profile_notes_and_signals(client: TestClient) -> None:
+    client.post("/v1/observations", json=obs())
+    claims = client.get("/v1/users/u1/claims/airline.preferred")  # the domain is inferred
+    assert claims.json()["value"] == "airline:MU" and claims.json()["domain"] == "travel"
+    profile = client.get("/v1/users/u1/profile", params={"domain": "travel", "budget": 200})
+    assert "airline:MU" in profile.json()["text"] and profile.json()["budget"] == 200
+    assert client.get("/v1/users/u1/profile").status_code == 400
+    note = {"domain": "travel", "note": "Prefers aisle seats", "scope": "global"}
+    saved = client.post("/v1/users/u1/notes", json=note)
+    assert saved.status_code == 201 and saved.json()["saved"] is True
+    leak = client.post("/v1/users/u1/notes", json={**note, "note": "Call me at +1 415 555 0100"})
+    assert leak.status_code == 422 and leak.json()["error"] == "note.refused"
+    signal = {"key": "airline.preferred", "value": "airline:MU", "kind": "mention"}
+    recorded = client.post("/v1/users/u1/signals", json=signal)
+    assert recorded.status_code == 201 and recorded.json()["status"] == "recorded"
+    assert client.get("/v1/health").json()["status"] == "ok"
+
+
+def test_uvicorn_serves_it_over_a_real_socket(engine: Engine) -> None:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(engine), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        base = f"http://127.0.0.1:{port}"
+        request = urllib.request.Request(
+            f"{base}/v1/observations", data=json.dumps(obs()).encode(), method="POST",
+            headers={"content-type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 201 and json.load(response)["result"] == "accepted"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{base}/v1/decisions/dec_nope", timeout=10)
+        with refused.value as error:
+            assert error.code == 404 and json.load(error)["error"] == "decision.not_found"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        listener.close()
