@@ -68,31 +68,36 @@ def reviews_from(events: Iterable[Event]) -> dict[str, Review]:
     """Every review in the events, by id, in its latest state."""
     reviews: dict[str, Review] = {}
     for event in events:
-        payload = event.payload
-        if event.type is EventType.KEY_FROZEN:
-            reviews[payload["review_id"]] = Review(
-                review_id=payload["review_id"],
-                user_id=event.user_id,
-                domain=event.domain or "",
-                key=payload["key"],
-                context=payload.get("context") or {},
-                status=ReviewStatus.OPEN,
-                opened_at=event.recorded_at,
-                strength=payload.get("strength", 0.0),
-                reason=payload.get("reason", ""),
-                claims=tuple(payload.get("claims", ())),
-            )
-        elif event.type is EventType.REVIEW_RESOLVED and payload["review_id"] in reviews:
-            reviews[payload["review_id"]] = reviews[payload["review_id"]].model_copy(
-                update={
-                    "status": ReviewStatus.RESOLVED,
-                    "value": payload.get("value"),
-                    "note": payload.get("note"),
-                    "reviewer": payload.get("reviewer"),
-                    "resolved_at": event.recorded_at,
-                }
-            )
+        fold_review(reviews, event)
     return reviews
+
+
+def fold_review(reviews: dict[str, Review], event: Event) -> None:
+    """Apply one event to ``reviews`` (events other than freezes and resolutions pass by)."""
+    payload = event.payload
+    if event.type is EventType.KEY_FROZEN:
+        reviews[payload["review_id"]] = Review(
+            review_id=payload["review_id"],
+            user_id=event.user_id,
+            domain=event.domain or "",
+            key=payload["key"],
+            context=payload.get("context") or {},
+            status=ReviewStatus.OPEN,
+            opened_at=event.recorded_at,
+            strength=payload.get("strength", 0.0),
+            reason=payload.get("reason", ""),
+            claims=tuple(payload.get("claims", ())),
+        )
+    elif event.type is EventType.REVIEW_RESOLVED and payload["review_id"] in reviews:
+        reviews[payload["review_id"]] = reviews[payload["review_id"]].model_copy(
+            update={
+                "status": ReviewStatus.RESOLVED,
+                "value": payload.get("value"),
+                "note": payload.get("note"),
+                "reviewer": payload.get("reviewer"),
+                "resolved_at": event.recorded_at,
+            }
+        )
 
 
 def latest_review(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from functools import cached_property
 from typing import Any
@@ -24,14 +24,14 @@ from memkg.arbitration import (
     load_policy,
 )
 from memkg.arbitration.claims import SignalLookup
-from memkg.arbitration.review import frozen_payload, reviews_from
+from memkg.arbitration.review import fold_review, frozen_payload, reviews_from
 from memkg.arbitration.support import canon
 from memkg.engine.facts import IngestResult
 from memkg.engine.graph import GraphLayer
 from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
 from memkg.graph.projection import UserGraph
 from memkg.graph.weights import Signal
-from memkg.model.event import EventType
+from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus, Scope, Source
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.guards import hash_pii
@@ -68,7 +68,7 @@ class ArbitrationLayer(GraphLayer):
         with self._lock:
             graph = self._graphs.get(user_id)
             resolution = self.reader.resolve_key(
-                list(graph.memory.facts.values()), self._edge_signals(graph),
+                graph.memory.of_key(domain, key), self._edge_signals(graph),
                 self._reviews(user_id, graph.seq), spec, self.clock.now(), user_id=user_id,
                 session_id=session_id, turn=turn, context=context, language=language,
             )  # fmt: skip
@@ -151,15 +151,29 @@ class ArbitrationLayer(GraphLayer):
         return lookup
 
     def _reviews(self, user_id: str, seq: int) -> list[Review]:
+        """The user's reviews as of ``seq``: kept current by ``_apply``, read once per user."""
         cached = self._review_cache.get(user_id)
         if cached is None or cached[0] != seq:
-            cached = (seq, list(reviews_from(self.store.read_stream(user_id)).values()))
+            cached = (seq, reviews_from(self.store.read_stream(user_id)))
             self._review_cache[user_id] = cached
-        return cached[1]
+        return list(cached[1].values())
 
     @cached_property
-    def _review_cache(self) -> dict[str, tuple[int, list[Review]]]:
+    def _review_cache(self) -> dict[str, tuple[int, dict[str, Review]]]:
         return {}
+
+    def _apply(self, user_id: str, events: Sequence[Event]) -> None:
+        super()._apply(user_id, events)
+        cached = self._review_cache.get(user_id)
+        if cached is not None and events:
+            reviews = dict(cached[1])
+            for event in events:
+                fold_review(reviews, event)
+            self._review_cache[user_id] = (events[-1].seq, reviews)
+
+    def _forget(self, user_id: str) -> None:
+        self._review_cache.pop(user_id, None)
+        super()._forget(user_id)
 
     def _queue_frozen(self, resolution: Resolution) -> Resolution:
         if resolution.outcome is not Outcome.FROZEN or resolution.review_id is not None:

@@ -19,7 +19,7 @@ from memkg.graph import queries
 from memkg.graph.claims import EntityKeys
 from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
-from memkg.graph.view import weighted_view
+from memkg.graph.view import user_node, weighted_view
 from memkg.graph.weights import Weight, WeightParams
 from memkg.model.evidence import Edge, GraphPath, WeightFactor
 from memkg.model.fact import Fact
@@ -51,6 +51,7 @@ class WeightedGraphView:
         overrides: Sequence[Override] = (),
     ) -> None:
         self._view = weighted_view(graph, now, params, domain)
+        self._node = user_node(graph.user_id)
         self._user = f"user:{graph.user_id}"
         self._threshold = params.threshold
         self._overrides = list(overrides)
@@ -64,27 +65,34 @@ class WeightedGraphView:
         return weight
 
     def user_edges(self) -> list[Edge]:
-        """Edges to entities; literal values (``child.age`` 3) are facts, not graph edges."""
+        """Edges to entities; literal values (``child.age`` 3) are facts, not graph edges.
+
+        Read from the view's adjacency rather than ``queries.edges``, so only entity edges get
+        their weight breakdown built (the view builds it on first request, once per edge).
+        """
         found = []
-        for e in queries.edges(self._view):
-            if e.target.startswith("value:"):
+        for target, keys in self._view._succ[self._node].items():
+            if target.startswith("value:"):
                 continue
-            weight = self._override(self._user, e.relation, e.target, e.weight)
-            found.append(
-                Edge(
-                    ref=f"{e.fact_id}>{e.target}",
-                    source=self._user,
-                    relation=e.relation,
-                    target=e.target,
-                    weight=weight,
-                    base=e.breakdown.base,
-                    factors=_factors(e.breakdown)
-                    if weight == e.weight
-                    else (WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
-                    fact_id=e.fact_id,
-                    usable=weight >= self._threshold,
+            for data in keys.values():
+                relation, fact_id, claim = data["relation"], data["fact_id"], data["claim"]
+                weight = self._override(self._user, relation, target, data["weight"])
+                shown = weight == data["weight"]
+                found.append(
+                    Edge(
+                        ref=f"{fact_id}>{target}",
+                        source=self._user,
+                        relation=relation,
+                        target=target,
+                        weight=weight,
+                        base=claim.breakdown.base,
+                        factors=_factors(claim.breakdown)
+                        if shown
+                        else (WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
+                        fact_id=fact_id,
+                        usable=weight >= self._threshold,
+                    )
                 )
-            )
         return sorted(found, key=lambda e: e.ref)
 
     def paths(self, to: str, via: str | None) -> list[GraphPath]:

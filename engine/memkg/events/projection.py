@@ -30,6 +30,7 @@ class UserMemory:
         self.seq = 0
         self.history_log: list[tuple[int, str, str]] = []
         """(seq, fact id, event type): what happened to each fact, in order."""
+        self._by_key: dict[tuple[str, str], list[str]] = {}
 
     @classmethod
     def from_events(
@@ -49,6 +50,9 @@ class UserMemory:
             fact_id = handler(self.facts, event.payload, event.seq)
             if fact_id is not None:
                 self.history_log.append((event.seq, fact_id, event.type.value))
+                if event.type is EventType.FACT_ASSERTED:
+                    fact = self.facts[fact_id]
+                    self._by_key.setdefault((fact.domain, fact.key), []).append(fact_id)
         self.version, self.seq = event.version, event.seq
 
     def current(self, domain: str | None = None, at: datetime | None = None) -> list[Fact]:
@@ -68,17 +72,16 @@ class UserMemory:
 
     def history(self, key: str, domain: str | None = None) -> list[Fact]:
         """Every fact ever stored for ``key``, oldest first, with its final status."""
-        return sorted(
-            (f for f in self.facts.values() if f.key == key and domain in (None, f.domain)),
-            key=lambda f: (f.seq, f.id),
-        )
+        slots = [(d, k) for d, k in self._by_key if k == key and domain in (None, d)]
+        found = [f for slot in slots for f in self.of_key(*slot)]
+        return sorted(found, key=lambda f: (f.seq, f.id))
+
+    def of_key(self, domain: str, key: str) -> list[Fact]:
+        """Every fact of one key, whatever its status, in the order they were asserted."""
+        return [self.facts[i] for i in self._by_key.get((domain, key), ()) if i in self.facts]
 
     def live_claims(self, domain: str, key: str) -> list[Fact]:
-        return [
-            f
-            for f in self.facts.values()
-            if f.domain == domain and f.key == key and f.status in _LIVE
-        ]
+        return [f for f in self.of_key(domain, key) if f.status in _LIVE]
 
 
 def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> str:

@@ -16,24 +16,18 @@ from memkg.model.decision import Binding, Candidate
 from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
-from memkg.rules.compiler import (
-    compile_table,
-    negation_flag,
-    pattern_alias,
-    rule_name,
-    ruleset_name,
-)
+from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
 from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
 from memkg.rules.matcher import (
     Env,
     Pools,
     RuleCheck,
     check_rule,
-    holding,
     item_satisfies,
     pool,
     pools,
 )
+from memkg.rules.plan import TablePlan, plan_table
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
 from memkg.rules.text import condition_text, fill, value_text
@@ -70,9 +64,19 @@ def fact_node(fact: Fact, item: Any = None) -> FactNode:
     )
 
 
-def _context_values(cond: Condition, ctx: dict[str, Any]) -> tuple[ContextValue, ...]:
-    fields = dict.fromkeys(t.field for t in cond.tests if t.field)
-    return tuple(ContextValue(field=f, value=ctx.get(f)) for f in fields)
+def _context_values(
+    cond: Condition,
+    ctx: dict[str, Any],
+    shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
+) -> tuple[ContextValue, ...]:
+    """``shown`` keeps what one evaluation already built (the context does not change)."""
+    fields = tuple(dict.fromkeys(t.field for t in cond.tests if t.field))
+    found = shown.get(fields) if shown is not None else None
+    if found is None:
+        found = tuple(ContextValue(field=f, value=ctx.get(f)) for f in fields)
+        if shown is not None:
+            shown[fields] = found
+    return found
 
 
 def _value(item: Item) -> Any:
@@ -86,8 +90,12 @@ def condition_node(
     ctx: dict[str, Any],
     failure: str | None = None,
     facts: Mapping[str, Fact] | None = None,
+    *,
+    text: str | None = None,
+    shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
 ) -> ConditionNode:
-    """``facts`` (by id) lets an edge or path show the facts behind its user hop."""
+    """``facts`` (by id) lets an edge or path show the facts behind its user hop; ``text`` is
+    the condition in words when already known, ``shown`` the context values built so far."""
     evidence: dict[str, Any] = {}
     facts = facts or {}
     hops: tuple[Edge, ...] = ()
@@ -107,11 +115,11 @@ def condition_node(
         index=cond.index,
         kind=cond.kind,
         negated=cond.negated,
-        text=condition_text(cond),
+        text=condition_text(cond) if text is None else text,
         line=cond.line,
         holds=holds,
         bindings=bindings,
-        context=_context_values(cond, ctx) if cond.kind == "context" else (),
+        context=_context_values(cond, ctx, shown) if cond.kind == "context" else (),
         failure=failure,
         **evidence,
     )
@@ -125,9 +133,12 @@ class Evaluator:
         self.runner = runner or DurableRunner(
             {ruleset_name(t): compile_table(t) for t in bundle.tables.values()}
         )
-        self._by_name = {
-            key: {rule_name(r): r for r in table.rules} for key, table in bundle.tables.items()
-        }
+        self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
+
+    def plan(self, table: RuleTable) -> TablePlan:
+        """The table's plan, worked out when the bundle was compiled."""
+        found = self._plans.get((table.domain, table.name))
+        return found if found is not None and found.table is table else plan_table(table)
 
     def messages(
         self, table: RuleTable, inp: DecisionInput, by_key: Pools | None = None
@@ -136,12 +147,10 @@ class Evaluator:
         by_key = pools(inp.items) if by_key is None else by_key
         ctx = inp.items[-1].props
         flags = {
-            negation_flag(rule, cond): int(
+            flag: int(
                 not any(item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key))
             )
-            for rule in table.rules
-            for cond in rule.conditions
-            if cond.negated
+            for flag, cond in self.plan(table).negations
         }
         return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
 
@@ -150,35 +159,33 @@ class Evaluator:
     ) -> Evaluation:
         """``walk_all`` finds the first failing condition of every rule that did not fire
         (rule cases and coverage need it); otherwise only of rules that nearly fired."""
+        plan = self.plan(table)
         by_key = pools(inp.items)
         firings = self.runner.run(ruleset_name(table), self.messages(table, inp, by_key))
-        rules = self._by_name[(table.domain, table.name)]
+        rules = plan.by_name
         grouped: dict[str, list[Env]] = {}
         for firing in firings:
             if firing.rule not in rules:
                 continue
             grouped.setdefault(firing.rule, []).append(self._env(rules[firing.rule], firing, inp))
+        facts = inp.facts_by_id
+        shown: dict[tuple[str, ...], tuple[ContextValue, ...]] = {}
         candidates, fired = [], []
-        for rule in table.rules:
-            envs = grouped.get(rule_name(rule))
+        for rule, name in zip(table.rules, plan.names, strict=True):
+            envs = grouped.get(name)
             if not envs:
                 continue
             envs.sort(key=lambda env: [env[k].sort_key for k in sorted(env)])
-            candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp)
+            candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
             candidates.append(candidate)
             fired.append(node)
         memo: dict[Any, bool] = {}
-        unmatched = [rule for rule in table.rules if rule_name(rule) not in grouped]
         if walk_all:
+            unmatched = [r for r, n in zip(table.rules, plan.names, strict=True) if n not in grouped]
             checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
             near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
         else:  # walk the joins only of the closest rules, until the explanation has enough
-            close = []
-            for rule in unmatched:
-                holds = holding(rule, inp, by_key, memo)
-                misses = len(holds) - sum(holds)
-                if misses <= 1 and misses < len(holds):
-                    close.append((misses, -sum(holds), rule.index, rule))
+            close = self._close(plan, grouped, inp, by_key, memo)
             near = []
             for *_, rule in sorted(close, key=lambda c: c[:3]):
                 walked = check_rule(rule, inp, by_key, memo)
@@ -187,8 +194,39 @@ class Evaluator:
                 if len(near) == MAX_WHY_NOT:
                     break
             checks = tuple(near)
-        why_not = tuple(self._why_not(c, inp, by_key) for c in near[:MAX_WHY_NOT])
+        why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
+
+    @staticmethod
+    def _close(
+        plan: TablePlan,
+        grouped: Mapping[str, list[Env]],
+        inp: DecisionInput,
+        by_key: Pools,
+        memo: dict[Any, bool],
+    ) -> list[tuple[int, int, int, Rule]]:
+        """Rules that did not fire with all their conditions but one holding on their own
+        (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
+        ctx = inp.items[-1].props
+        truth: list[bool | None] = [None] * len(plan.tests)
+        close = []
+        for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
+                                         strict=True):  # fmt: skip
+            if name in grouped:
+                continue
+            held = 0
+            for position in positions:
+                found = truth[position]
+                if found is None:
+                    cond = plan.tests[position]
+                    found = truth[position] = memo[cond.signature] = cond.negated != any(
+                        item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key)
+                    )
+                held += found
+            misses = len(positions) - held
+            if misses <= 1 and misses < len(positions):
+                close.append((misses, -held, rule.index, rule))
+        return close
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
@@ -200,13 +238,24 @@ class Evaluator:
         return env
 
     def _propose(
-        self, rule: Rule, env: Env, others: int, inp: DecisionInput
+        self,
+        rule: Rule,
+        env: Env,
+        others: int,
+        inp: DecisionInput,
+        plan: TablePlan | None = None,
+        facts: Mapping[str, Fact] | None = None,
+        shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
     ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
+        facts = inp.facts_by_id if facts is None else facts
         nodes, bindings = [], []
         for cond in rule.conditions:
             item = env.get(f"#{cond.index}")
-            nodes.append(condition_node(cond, True, item, ctx, facts=inp.facts_by_id))
+            text = plan.text(rule, cond) if plan is not None else None
+            nodes.append(
+                condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown)
+            )
             if item is not None or cond.kind == "context":
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
@@ -236,11 +285,14 @@ class Evaluator:
         )
         return candidate, node
 
-    def _why_not(self, check: RuleCheck, inp: DecisionInput, by_key: Pools) -> WhyNotNode:
+    def _why_not(
+        self, check: RuleCheck, inp: DecisionInput, by_key: Pools, plan: TablePlan | None = None
+    ) -> WhyNotNode:
         rule, index = check.rule, check.failing
         assert index is not None
         cond = rule.conditions[index]
         failure = failure_text(cond, inp, pool(cond, inp, by_key))
+        text = plan.text(rule, cond) if plan is not None else None
         return WhyNotNode(
             rule_id=rule.id,
             description=rule.description,
@@ -249,7 +301,7 @@ class Evaluator:
             action=rule.output.action,
             holding=check.holding,
             total=len(rule.conditions),
-            failing=condition_node(cond, False, None, inp.items[-1].props, failure),
+            failing=condition_node(cond, False, None, inp.items[-1].props, failure, text=text),
         )
 
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -58,7 +59,7 @@ class Item:
     edge: Edge | None = None
     path: GraphPath | None = None
 
-    @property
+    @cached_property
     def sort_key(self) -> str:
         """Content, not ids: the same evidence sorts the same whatever order it was written in."""
         return json.dumps([self.kind, self.props], sort_keys=True, default=str)

@@ -72,6 +72,8 @@ def placeholders(template: str) -> list[str]:
 
 def fill(template: str, lookup: Callable[[str], Any]) -> str:
     """Replace ``{name}`` by ``lookup(name)``; names it cannot resolve stay as written."""
+    if "{" not in template:
+        return template
 
     def one(match: re.Match[str]) -> str:
         found = lookup(match.group(1))

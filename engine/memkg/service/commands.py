@@ -7,6 +7,7 @@ The libraries are imported when a command runs, so the rest of the CLI works wit
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any, TextIO
 
 from memkg.engine import Engine
@@ -22,7 +23,8 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     from memkg.service.mcp import build_server
 
-    build_server(engine).run("stdio")  # standard output is the protocol's: nothing else on it
+    with contextlib.suppress(KeyboardInterrupt):
+        build_server(engine).run("stdio")  # standard output is the protocol's: nothing else on it
     return 0
 
 

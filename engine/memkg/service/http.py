@@ -8,6 +8,8 @@ never leave the server. Engine calls run in the threadpool, one at a time (``Gat
 
 from __future__ import annotations
 
+import contextlib
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -86,7 +88,5 @@ def serve(engine: Engine, host: str = "127.0.0.1", port: int = 8080) -> None:
     """Serve the API with uvicorn until interrupted."""
     import uvicorn
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, then re-raises Ctrl-C
         uvicorn.run(create_app(engine), host=host, port=port, log_level="info")
-    except KeyboardInterrupt:  # uvicorn shuts down gracefully, then re-raises the Ctrl-C
-        pass

@@ -44,7 +44,7 @@ Confidence = Annotated[float | None, Field(description="0..1: how sure the sourc
 Scope = Annotated[str | None, Field(description="turn, session or global.")]
 Session = Annotated[str | None, Field(description="The conversation's session id.")]
 Context = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
-Provenance = Annotated[
+ProvenanceFields = Annotated[
     dict[str, Any] | None,
     Field(description="source_ref, consent_granted, consent_version, audit_log_id, purpose."),
 ]
@@ -115,7 +115,7 @@ class MemoryTools:
     def remember(
         self, user_id: User, domain: Domain, key: Key, value: Value, source: Source,
         confidence: Confidence = None, scope: Scope = None, session_id: Session = None,
-        context: Context = None, provenance: Provenance = None, change: Change = None,
+        context: Context = None, provenance: ProvenanceFields = None, change: Change = None,
         supersedes: Supersedes = None, idempotency_key: Idempotency = None,
     ) -> Annotated[CallToolResult, IngestResult]:  # fmt: skip
         """Validate and store one observation about the user; a refusal lists every problem."""

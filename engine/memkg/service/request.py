@@ -97,8 +97,11 @@ def parse(model: type[M], data: Mapping[str, Any]) -> M:
 
 def query_int(query: Mapping[str, str], name: str) -> int | None:
     text = query.get(name) or None
-    try:
-        return None if text is None else int(text[:19])
-    except ValueError:
-        message = f"{name} must be an integer, not {text!r}"
-        raise MemkgError(message, code="request.invalid") from None
+    if text is None:
+        return None
+    if len(text) <= 18:  # anything longer is no log position or budget
+        try:
+            return int(text)
+        except ValueError:
+            pass
+    raise MemkgError(f"{name} must be an integer, not {text[:40]!r}", code="request.invalid")

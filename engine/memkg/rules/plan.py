@@ -1,0 +1,73 @@
+"""What every evaluation of one rule table needs and no evaluation changes, worked out once.
+
+A table is evaluated on every decision and is fixed for the life of its bundle, so its rule
+names, the words of its conditions, the negation flags the context message carries, the keys
+and paths it reads, and its distinct condition tests (``Condition.signature``: several rules
+often test the same thing, and one evaluation checks each test once) are read from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memkg.rules.compiler import negation_flag, rule_name
+from memkg.rules.spec import Condition, Rule, RuleTable
+from memkg.rules.text import condition_text
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    table: RuleTable
+    names: tuple[str, ...]
+    """Each rule's name in the compiled ruleset, in table order."""
+    by_name: dict[str, Rule]
+    texts: dict[tuple[int, int], str]
+    """(rule index, condition index) → the condition in words."""
+    negations: tuple[tuple[str, Condition], ...]
+    """The flag of each negated condition, as the context message carries it."""
+    keys: frozenset[str]
+    """The memory keys the conditions read."""
+    paths: tuple[tuple[str, str | None], ...]
+    """Every (to, via) a path condition asks for, sorted."""
+    tests: tuple[Condition, ...]
+    """One condition for each distinct test of the table."""
+    rule_tests: tuple[tuple[int, ...], ...]
+    """Per rule, in table order: each condition's position in ``tests``."""
+
+    def text(self, rule: Rule, cond: Condition) -> str:
+        found = self.texts.get((rule.index, cond.index))
+        return condition_text(cond) if found is None else found
+
+
+def plan_table(table: RuleTable) -> TablePlan:
+    slots: dict[tuple[object, ...], int] = {}
+    tests: list[Condition] = []
+    rule_tests = []
+    for rule in table.rules:
+        positions = []
+        for cond in rule.conditions:
+            position = slots.get(cond.signature)
+            if position is None:
+                position = slots[cond.signature] = len(tests)
+                tests.append(cond)
+            positions.append(position)
+        rule_tests.append(tuple(positions))
+    conditions = [(rule, cond) for rule in table.rules for cond in rule.conditions]
+    return TablePlan(
+        table=table,
+        names=tuple(rule_name(rule) for rule in table.rules),
+        by_name={rule_name(rule): rule for rule in table.rules},
+        texts={(rule.index, cond.index): condition_text(cond) for rule, cond in conditions},
+        negations=tuple(
+            (negation_flag(rule, cond), cond) for rule, cond in conditions if cond.negated
+        ),
+        keys=frozenset(cond.key for _, cond in conditions if cond.key),
+        paths=tuple(
+            sorted(
+                {(c.to, c.via) for _, c in conditions if c.kind == "path"},
+                key=lambda pair: (pair[0], pair[1] or ""),
+            )
+        ),
+        tests=tuple(tests),
+        rule_tests=tuple(rule_tests),
+    )
