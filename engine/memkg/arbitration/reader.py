@@ -12,7 +12,7 @@ from datetime import datetime
 from memkg.arbitration.claims import SignalLookup, build_claims, slot
 from memkg.arbitration.defaults import RoleDefaults
 from memkg.arbitration.memory_arbiter import resolve
-from memkg.arbitration.policy import PolicyFile
+from memkg.arbitration.policy import Policy, PolicyFile
 from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import Resolution
 from memkg.arbitration.review import Review, latest_review
@@ -31,14 +31,29 @@ class MemoryReader:
     weights: WeightParams = field(default_factory=WeightParams)
     labels: Mapping[tuple[str, str], str] = field(default_factory=dict)
     """(entity reference, language) → label, for questions."""
+    _domains: dict[str, tuple[Policy, WeightParams]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Per domain, its policy and weight parameters: the configuration is frozen, so they are
+    worked out on the first read of the domain only."""
+
+    def _domain(self, domain: str) -> tuple[Policy, WeightParams]:
+        found = self._domains.get(domain)
+        if found is None:
+            policy = self.policy.for_domain(domain)
+            params = self.weights
+            if policy.credibility:
+                merged = {
+                    **params.credibility,
+                    **{s.value: v for s, v in policy.credibility.items()},
+                }
+                params = params.model_copy(update={"credibility": merged})
+            found = self._domains[domain] = (policy, params)
+        return found
 
     def params(self, domain: str) -> WeightParams:
         """The weight parameters with the domain's credibility overrides."""
-        override = self.policy.for_domain(domain).credibility
-        if not override:
-            return self.weights
-        merged = {**self.weights.credibility, **{s.value: v for s, v in override.items()}}
-        return self.weights.model_copy(update={"credibility": merged})
+        return self._domain(domain)[1]
 
     def resolve_key(
         self,
@@ -59,17 +74,18 @@ class MemoryReader:
         want = slot(context or {}, spec.context)
         if want and not any(slot(f.context, spec.context) == want for f in mine):
             want = {}
+        policy, params = self._domain(spec.domain)
         claims = build_claims(
             mine,
             now=now,
-            params=self.params(spec.domain),
+            params=params,
             signals=signals,
             session_id=session_id,
             turn=turn,
         )
         return resolve(
             claims,
-            self.policy.for_domain(spec.domain),
+            policy,
             now,
             spec,
             user_id=user_id,

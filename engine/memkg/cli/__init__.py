@@ -17,17 +17,23 @@ from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, emit
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
+from memkg.service.commands import add_service_commands
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memkg", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="memkg",
+        description="memkg: explainable memory and decisions for AI agents. Prints JSON; exit "
+        "status 0 done, 1 failed, 2 bad usage, 3 input refused.",
+    )
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
     parser.add_argument("--root", type=Path, help="project folder with schemas/, ontology/, rules/")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for commands in (facts, graph, arbitration, decisions, schema):
         commands.add_commands(sub)
+    add_service_commands(sub)
     return parser
 
 
@@ -46,7 +52,3 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         emit(out, exc.to_dict())
         refused = exc.code in ("validation.failed", "migration.blocked")
         return EXIT_REFUSED if refused else EXIT_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,24 +10,20 @@ running ``VACUUM``, expiring WAL archives and backups is the operator's responsi
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-import threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memkg.decisions.log import citation_needles, duplicate, not_found
-from memkg.errors import ConfigError, StoreError
+from memkg.errors import StoreError
 from memkg.model.decision import Decision
+from memkg.postgres import PgAdapter
 
 if TYPE_CHECKING:
-    import psycopg
+    pass
 
 SCHEMA_VERSION = 1
-_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,24 +39,15 @@ _CITING = (
 )
 
 
-class PostgresDecisionLog:
+class PostgresDecisionLog(PgAdapter):
     """The decision log in one PostgreSQL schema, shared by every engine process using it."""
 
-    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
-        if not _IDENTIFIER.fullmatch(schema):
-            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
-        import psycopg
+    what = "decision log"
 
-        self._psycopg = psycopg
-        self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
-        self._lock = threading.Lock()
-        self._db: psycopg.Connection[tuple[Any, ...]] | None = None
-        self._s = f'"{schema}"'
+    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
+        super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)
         with self._tx() as db:
-            # The event store's init lock: both may create the schema and its meta at once.
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"memkg.init:{schema}"),))
-            for statement in _SCHEMA.format(s=self._s).split(";"):
-                db.execute(statement)
+            self._create(db, _SCHEMA)
             db.execute(
                 f"INSERT INTO {self._s}.meta VALUES ('decision_log_version', %s)"
                 " ON CONFLICT DO NOTHING",
@@ -138,39 +125,3 @@ class PostgresDecisionLog:
 
     def files(self) -> list[Path]:
         return []
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
-    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
-        # A broken connection (server restart, network) is replaced on the next call.
-        if self._db is None or self._db.broken:
-            self._db = self._psycopg.connect(
-                self._dsn, autocommit=True, connect_timeout=self._timeout
-            )
-            self._db.execute("SET TIME ZONE 'UTC'")
-        return self._db
-
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        with self._lock:
-            try:
-                db = self._connection()
-                with db.transaction():
-                    yield db
-            except self._psycopg.Error as exc:
-                raise StoreError(f"decision log {self._schema!r}: {exc}") from exc
-
-    def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._connection().execute(query, params).fetchall()
-            except self._psycopg.Error as exc:
-                raise StoreError(f"decision log {self._schema!r}: read failed: {exc}") from exc
-
-
-def _lock_key(name: str) -> int:
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)

@@ -88,7 +88,9 @@ class WeightedGraphView:
                         base=claim.breakdown.base,
                         factors=_factors(claim.breakdown)
                         if shown
-                        else (WeightFactor(name="fixture", value=weight, detail="set by a rule case"),),
+                        else (
+                            WeightFactor(name="fixture", value=weight, detail="set by a rule case"),
+                        ),
                         fact_id=fact_id,
                         usable=weight >= self._threshold,
                     )

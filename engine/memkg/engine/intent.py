@@ -60,6 +60,7 @@ class IntentLayer:
         self._replay_rules: dict[str, Rules] = {}
         self._review_cache: dict[str, tuple[int, list[Review]]] = {}
         self._facts_cache: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
+        self._revisions: dict[str, Revisions] = {}
 
     @property
     def rules(self) -> Rules:
@@ -78,11 +79,15 @@ class IntentLayer:
             self._rules = rules
 
     def revisions(self, rules: Rules) -> Revisions:
-        return Revisions(
-            rule_bundle=rules.digest,
-            schema_versions=self.engine.registry.versions(),
-            ontology=self.engine.ontology.digest,
-        )
+        """Kept per bundle: the schemas and the ontology are loaded once per engine."""
+        found = self._revisions.get(rules.digest)
+        if found is None:
+            found = self._revisions[rules.digest] = Revisions(
+                rule_bundle=rules.digest,
+                schema_versions=self.engine.registry.versions(),
+                ontology=self.engine.ontology.digest,
+            )
+        return found
 
     # -- deciding ---------------------------------------------------------------------------
 
@@ -152,7 +157,8 @@ class IntentLayer:
     ) -> DecisionInput:
         engine = self.engine
         entity = frozenset(k for d, k in engine.entity_keys if d == table.domain)
-        keys = rules.keys(table, entity)
+        plan = rules.evaluator.plan(table)
+        keys = plan.keys | entity
         facts = self._live_facts(graph, table.domain)
         view = WeightedGraphView(graph, now, engine.config.weights, table.domain)
         return build_input(
@@ -164,6 +170,7 @@ class IntentLayer:
             view,
             keys=keys,
             verdicts=self._verdicts(graph, facts, keys, as_of, now),
+            wanted=plan.paths,
         )
 
     def _verdicts(

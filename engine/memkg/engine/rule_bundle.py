@@ -46,8 +46,7 @@ class Rules:
     digest: str
 
     def keys(self, table: RuleTable, entity_keys: frozenset[str]) -> frozenset[str]:
-        read = {c.key for r in table.rules for c in r.conditions if c.key}
-        return frozenset(read | entity_keys)
+        return self.evaluator.plan(table).keys | entity_keys
 
 
 def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, list[Finding]]:

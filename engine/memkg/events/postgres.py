@@ -14,16 +14,13 @@ backups is the operator's responsibility. Payloads are JSONB, which does not kee
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memkg.errors import ConcurrencyConflict, ConfigError, StoreError
+from memkg.errors import ConcurrencyConflict, StoreError
 from memkg.events.memory import (
     check_batch,
     group_fact_ids,
@@ -36,6 +33,7 @@ from memkg.events.memory import (
 )
 from memkg.events.store import AppendResult, ErasureCounts
 from memkg.model.event import Event, NewEvent
+from memkg.postgres import PgAdapter, lock_key
 
 if TYPE_CHECKING:
     import psycopg
@@ -50,7 +48,6 @@ _INSERT = (
     f"INSERT INTO {{s}}.events ({_COLUMNS[5:]})"
     f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s) RETURNING {_COLUMNS}"
 )
-_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,24 +69,16 @@ CREATE TABLE IF NOT EXISTS {s}.erasures (
 """
 
 
-class PostgresEventStore:
+class PostgresEventStore(PgAdapter):
     """The event log in one PostgreSQL schema; see the module docstring for the guarantees."""
 
-    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
-        if not _IDENTIFIER.fullmatch(schema):
-            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
-        import psycopg
+    what = "event store"
 
-        self._psycopg = psycopg
-        self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
-        self._lock = threading.RLock()
-        self._db: psycopg.Connection[tuple[Any, ...]] | None = None
-        self._s = f'"{schema}"'
-        self._log_lock = _lock_key(f"memkg.log:{schema}")
+    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
+        super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)
+        self._log_lock = lock_key(f"memkg.log:{schema}")
         with self._tx() as db:
-            db.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"memkg.init:{schema}"),))
-            for statement in _SCHEMA.format(s=self._s).split(";"):
-                db.execute(statement)
+            self._create(db, _SCHEMA)
             db.execute(
                 f"INSERT INTO {self._s}.meta VALUES ('schema_version', %s), ('subject_key', %s)"
                 " ON CONFLICT DO NOTHING",
@@ -103,15 +92,6 @@ class PostgresEventStore:
                 f"than this memkg understands ({SCHEMA_VERSION}): upgrade memkg"
             )
         self._secret = bytes.fromhex(meta["subject_key"])
-
-    @property
-    def dsn(self) -> str:
-        """Where the log lives, for adapters that share its database (the decision log)."""
-        return self._dsn
-
-    @property
-    def schema(self) -> str:
-        return self._schema
 
     def append(
         self,
@@ -253,52 +233,16 @@ class PostgresEventStore:
     def files(self) -> list[Path]:
         return []
 
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-
-    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
-        # A broken connection (server restart, network) is replaced on the next call.
-        if self._db is None or self._db.broken:
-            self._db = self._psycopg.connect(
-                self._dsn, autocommit=True, connect_timeout=self._timeout
-            )
-            self._db.execute("SET TIME ZONE 'UTC'")
-        return self._db
-
     @contextmanager
     def batch(self) -> Iterator[None]:
         # Appends inside open nested transactions: psycopg makes them savepoints.
         with self._tx():
             yield
 
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
-        with self._lock:
-            try:
-                db = self._connection()
-                with db.transaction():
-                    yield db
-            except self._psycopg.Error as exc:
-                raise StoreError(f"event store {self._schema!r}: {exc}") from exc
-
-    def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._connection().execute(query, params).fetchall()
-            except self._psycopg.Error as exc:
-                raise StoreError(f"event store {self._schema!r}: read failed: {exc}") from exc
-
 
 def _row(e: NewEvent) -> tuple[Any, ...]:
     at = utc_instant(e.recorded_at)
     return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload_json(e), at)
-
-
-def _lock_key(name: str) -> int:
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> Any:

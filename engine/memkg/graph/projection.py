@@ -71,6 +71,8 @@ class FactFold(Protocol):
 
     def apply(self, event: Event) -> None: ...
 
+    def of_key(self, domain: str, key: str) -> list[Fact]: ...
+
 
 class UserGraph:
     def __init__(self, memory: FactFold, knowledge: Knowledge, entity_keys: EntityKeys) -> None:

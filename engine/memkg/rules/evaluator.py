@@ -181,7 +181,9 @@ class Evaluator:
             fired.append(node)
         memo: dict[Any, bool] = {}
         if walk_all:
-            unmatched = [r for r, n in zip(table.rules, plan.names, strict=True) if n not in grouped]
+            unmatched = [
+                r for r, n in zip(table.rules, plan.names, strict=True) if n not in grouped
+            ]
             checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
             near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
         else:  # walk the joins only of the closest rules, until the explanation has enough
@@ -253,9 +255,7 @@ class Evaluator:
         for cond in rule.conditions:
             item = env.get(f"#{cond.index}")
             text = plan.text(rule, cond) if plan is not None else None
-            nodes.append(
-                condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown)
-            )
+            nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown))
             if item is not None or cond.kind == "context":
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))

@@ -118,8 +118,10 @@ def build_input(
     keys: frozenset[str],
     verdicts: Mapping[str, KeyVerdict] | None = None,
     default_timezone: str = "UTC",
+    wanted: Sequence[tuple[str, str | None]] | None = None,
 ) -> DecisionInput:
-    """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads."""
+    """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads, and
+    ``wanted`` the (to, via) of its path conditions, sorted, when already known."""
     verdicts = verdicts or {}
     left_out: list[LeftOut] = []
     eligible: dict[str, Fact] = {}
@@ -172,10 +174,11 @@ def build_input(
                 detail=f"weight {edge.weight:.2f} is under the threshold",
             )
         )
-    wanted = sorted(
-        {(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
-        key=lambda pair: (pair[0], pair[1] or ""),
-    )
+    if wanted is None:
+        wanted = sorted(
+            {(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
+            key=lambda pair: (pair[0], pair[1] or ""),
+        )
     paths = tuple(
         p
         for to, via in wanted

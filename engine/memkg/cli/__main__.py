@@ -1,0 +1,7 @@
+"""``python -m memkg.cli``: the ``memkg`` command."""
+
+import sys
+
+from memkg.cli import main
+
+sys.exit(main())

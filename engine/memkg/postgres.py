@@ -1,0 +1,93 @@
+"""What the PostgreSQL adapters share: one guarded connection to one schema.
+
+The event store and the decision log both live in a schema of their own name, reached through
+psycopg 3 (imported only when an adapter is created, so memkg imports without it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from memkg.errors import ConfigError, StoreError
+
+if TYPE_CHECKING:
+    import psycopg
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def lock_key(name: str) -> int:
+    """A stable 64-bit advisory lock key for ``name``."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+class PgAdapter:
+    """A connection to ``schema`` guarded by a lock and replaced when it breaks."""
+
+    what = "postgres adapter"
+    """How errors name the adapter (``event store``, ``decision log``)."""
+
+    def __init__(self, dsn: str, *, schema: str, connect_timeout: int) -> None:
+        if not _IDENTIFIER.fullmatch(schema):
+            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
+        import psycopg
+
+        self._psycopg = psycopg
+        self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
+        self._lock = threading.RLock()
+        self._db: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._s = f'"{schema}"'
+        """The schema, quoted for SQL text (validated above: never user-controlled SQL)."""
+
+    @property
+    def dsn(self) -> str:
+        """Where the data lives, for adapters that share its database."""
+        return self._dsn
+
+    @property
+    def schema(self) -> str:
+        return self._schema
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
+        # A broken connection (server restart, network) is replaced on the next call.
+        if self._db is None or self._db.broken:
+            self._db = self._psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=self._timeout
+            )
+            self._db.execute("SET TIME ZONE 'UTC'")
+        return self._db
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
+        """A transaction (a savepoint when nested)."""
+        with self._lock:
+            try:
+                db = self._connection()
+                with db.transaction():
+                    yield db
+            except self._psycopg.Error as exc:
+                raise StoreError(f"{self.what} {self._schema!r}: {exc}") from exc
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._connection().execute(query, params).fetchall()
+            except self._psycopg.Error as exc:
+                raise StoreError(f"{self.what} {self._schema!r}: read failed: {exc}") from exc
+
+    def _create(self, db: psycopg.Connection[tuple[Any, ...]], ddl: str) -> None:
+        """Create the tables, serialised with every other adapter initialising this schema."""
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(f"memkg.init:{self._schema}"),))
+        for statement in ddl.format(s=self._s).split(";"):
+            db.execute(statement)
