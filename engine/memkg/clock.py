@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_COUNTER_LIMIT = 32**4
+"""Ids minted in one millisecond before the next one is borrowed (4 base-32 digits)."""
 
 
 def _b32(number: int, length: int) -> str:
@@ -40,7 +42,8 @@ class Clock(Protocol):
 class _IdMint:
     """Time-ordered ids: 48-bit milliseconds, then a counter, then randomness (ULID-like)."""
 
-    def __init__(self, entropy: bytes | None = None) -> None:
+    def __init__(self, entropy: bytes | None = None, counter_limit: int = _COUNTER_LIMIT) -> None:
+        self._limit = counter_limit
         self._lock = threading.Lock()
         self._last_ms = -1
         self._counter = 0
@@ -52,6 +55,9 @@ class _IdMint:
             if ms <= self._last_ms:
                 ms = self._last_ms
                 self._counter += 1
+                if self._counter >= self._limit:  # ids stay unique and ordered: borrow 1 ms
+                    ms = self._last_ms = self._last_ms + 1
+                    self._counter = 0
             else:
                 self._last_ms, self._counter = ms, 0
             counter = self._counter

@@ -31,6 +31,7 @@ from memkg.engine.graph import GraphLayer
 from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
 from memkg.graph.projection import UserGraph
 from memkg.graph.weights import Signal
+from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus, Scope, Source
 from memkg.model.report import Problem, ValidationReport
@@ -99,12 +100,7 @@ class ArbitrationLayer(GraphLayer):
         self, review_id: str, value: Any, note: str, reviewer: str = "reviewer"
     ) -> Review:
         """Settle a frozen key with ``value``: an event naming the reviewer; the key unfreezes."""
-        review = next((r for r in self.review_queue(include_resolved=True)
-                       if r.review_id == review_id), None)  # fmt: skip
-        if review is None:
-            raise NotFound(f"no review {review_id}", code="review.not_found")
-        if review.status is not ReviewStatus.OPEN:
-            raise InvalidOperation(f"review {review_id} is already resolved", code="review.closed")
+        review = self._open_review(review_id)
         if not note.strip() or len(note) > 500 or not reviewer.strip() or len(reviewer) > 128:
             raise InvalidOperation("give a note of 1-500 characters and the reviewer's name",
                                    code="review.note")  # fmt: skip
@@ -120,10 +116,37 @@ class ArbitrationLayer(GraphLayer):
         payload = {"review_id": review_id, "key": review.key, "context": review.context,
                    "value": value, "note": note, "reviewer": reviewer}  # fmt: skip
         with self._lock:
-            self._append_plain(review.user_id, review.domain, EventType.REVIEW_RESOLVED, payload)
+            review = self._open_review(review_id)  # again, under the lock: resolved only once
+            self._append_plain(
+                review.user_id, review.domain, EventType.REVIEW_RESOLVED, payload,
+                subject_id=review_id,
+            )  # fmt: skip
         return review.model_copy(update={"status": ReviewStatus.RESOLVED, "value": value,
                                          "note": note, "reviewer": reviewer,
                                          "resolved_at": self.clock.now()})  # fmt: skip
+
+    def _open_review(self, review_id: str) -> Review:
+        review = next((r for r in self.review_queue(include_resolved=True)
+                       if r.review_id == review_id), None)  # fmt: skip
+        if review is None:
+            raise NotFound(f"no review {review_id}", code="review.not_found")
+        if review.status is not ReviewStatus.OPEN:
+            raise InvalidOperation(f"review {review_id} is already resolved", code="review.closed")
+        return review
+
+    def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
+        """Also remove the reviews of contests the purged facts took part in: a reviewer's
+        value may repeat what the user said under that audit id."""
+        with self._lock:
+            for user_id, fact_ids in self.store.fact_ids_with_audit_id(audit_log_id).items():
+                purged = set(fact_ids)
+                seq = self.memory(user_id).seq
+                reviews = [r.review_id for r in self._reviews(user_id, seq)
+                           if purged & {c.get("fact_id") for c in r.claims}]  # fmt: skip
+                if reviews:
+                    self.store.purge_facts(user_id, reviews)
+                    self._forget(user_id)
+            return super().erase_audit_id(audit_log_id)
 
     def derive_patterns(self, user_id: str, domain: str, *, tz: str = "UTC") -> list[IngestResult]:
         """Write ``pattern`` facts the user's behaviour shows ("usually shops 20:00-22:00")."""
@@ -180,7 +203,10 @@ class ArbitrationLayer(GraphLayer):
             return resolution
         review_id = self.clock.new_id("review")
         payload = frozen_payload(review_id, resolution)
-        self._append_plain(resolution.user_id, resolution.domain, EventType.KEY_FROZEN, payload)
+        self._append_plain(
+            resolution.user_id, resolution.domain, EventType.KEY_FROZEN, payload,
+            subject_id=review_id,
+        )  # fmt: skip
         return resolution.model_copy(update={"review_id": review_id})
 
     def _after_store(self, user_id: str, checked: Checked) -> None:

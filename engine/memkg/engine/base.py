@@ -59,7 +59,8 @@ class EngineBase:
         from memkg.events.sqlite import SqliteEventStore
 
         store = SqliteEventStore(path)
-        kwargs.setdefault("decision_log", SqliteDecisionLog(path))
+        if "decision_log" not in kwargs:
+            kwargs["decision_log"] = SqliteDecisionLog(path)
         return cls(store, **kwargs)
 
     @classmethod
@@ -114,10 +115,13 @@ class EngineBase:
             return UserMemory.from_events(user_id, self.store.read_stream(user_id, up_to_seq=as_of))
         with self._lock:
             cached = self._memories.get(user_id)
-            if cached is None or cached.version != self.store.stream_version(user_id):
+            version = self.store.stream_version(user_id)
+            if cached is None or cached.version != version:
                 cached = UserMemory.from_events(
                     user_id, self.store.read_stream(user_id), self._upcaster()
                 )
+                # a purge (erasure by audit id) leaves the stream's version past its last event
+                cached.version = version
                 self._memories[user_id] = cached
             return cached
 
@@ -151,12 +155,29 @@ class EngineBase:
             return list(appended.events)
 
     def _append_plain(
-        self, user_id: str, domain: str, kind: EventType, payload: dict[str, Any]
+        self,
+        user_id: str,
+        domain: str,
+        kind: EventType,
+        payload: dict[str, Any],
+        *,
+        subject_id: str | None = None,
     ) -> Event:
-        """Append one event that is about a key, not a fact."""
+        """Append one event that is about a key, not a fact.
+
+        ``subject_id`` (a review id, a note id) goes where a fact id would, so that erasure
+        by fact id can find the event.
+        """
         memory = self.memory(user_id)
-        event = NewEvent(event_id=self.clock.new_id("evt"), type=kind, user_id=user_id,
-                         domain=domain, payload=payload, recorded_at=self.clock.now())  # fmt: skip
+        event = NewEvent(
+            event_id=self.clock.new_id("evt"),
+            type=kind,
+            user_id=user_id,
+            domain=domain,
+            payload=payload,
+            recorded_at=self.clock.now(),
+            fact_id=subject_id,
+        )
         appended = self.store.append(user_id, [event], expected_version=memory.version)
         self._apply(user_id, appended.events)
         return appended.events[0]

@@ -105,12 +105,18 @@ class FactLayer(EngineBase):
         obs = checked.observation
         with self._lock:
             memory = self.memory(obs.user_id)
-            replaced = self._replaced_claims(memory, checked)
             fact = self._new_fact(checked)
+            replaced, outdated_by = self._ordered_by_time(
+                fact, self._replaced_claims(memory, checked), checked
+            )
             events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
             for old, reason in replaced:
                 payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
                 events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+            if outdated_by is not None:
+                reason = f"observed before {outdated_by.id}, which already holds this slot"
+                payload = {"fact_id": fact.id, "by_fact_id": outdated_by.id, "reason": reason}
+                events.append(self._event(EventType.FACT_SUPERSEDED, fact, payload))
             events += self._session_note(memory, checked)
             appended = self.store.append(
                 obs.user_id,
@@ -134,9 +140,24 @@ class FactLayer(EngineBase):
                 fact_id=fact.id,
                 event_id=first.event_id,
                 seq=first.seq,
-                status=fact.status,
+                status=fact.status if outdated_by is None else FactStatus.SUPERSEDED,
                 superseded=tuple(old.id for old, _ in replaced),
             )
+
+    @staticmethod
+    def _ordered_by_time(
+        fact: Fact, claims: list[tuple[Fact, str]], checked: Checked
+    ) -> tuple[list[tuple[Fact, str]], Fact | None]:
+        """Split replaced claims by observation time: a late-arriving older observation does
+        not overwrite a newer one; it goes to history, superseded by the newest claim.
+
+        A correction (``supersedes``) names its target and applies whatever the times.
+        """
+        if checked.observation.supersedes is not None:
+            return claims, None
+        older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
+        newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
+        return older, max(newer, key=lambda c: (c.observed_at, c.id), default=None)
 
     def _after_store(self, user_id: str, checked: Checked) -> None:
         """Called once a new fact is stored (arbitration queues strong conflicts here)."""
@@ -344,15 +365,18 @@ class FactLayer(EngineBase):
     def rebuild(self) -> RebuildReport:
         """Rebuild every user's projection from the whole log, and time it."""
         start = time.perf_counter()
+        upcast = self._upcaster()
         memories: dict[str, UserMemory] = {}
         count = 0
         for event in self.store.read_all():
             memory = memories.get(event.user_id)
             if memory is None:
-                memory = memories[event.user_id] = UserMemory(event.user_id)
+                memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
             memory.apply(event)
             count += 1
         with self._lock:
+            for user_id in set(self._memories) | set(memories):
+                self._forget(user_id)  # every layer's projections are rebuilt from here on
             self._memories = memories
         return RebuildReport(
             users=len(memories),

@@ -50,10 +50,12 @@ class GraphCache:
         """The user's current graph (callers must not mutate it)."""
         with self._lock:
             graph = self._graphs.get(user_id)
-            if graph is None or graph.version != self._version(user_id):
+            version = self._version(user_id)
+            if graph is None or graph.version != version:
                 graph = self._new(user_id)
                 for event in self._read(user_id):
                     graph.apply(event)
+                graph.memory.version = version  # a purge leaves the version past the last event
                 self._graphs[user_id] = graph
                 self._views.pop(user_id, None)
             self._graphs.move_to_end(user_id)

@@ -3,6 +3,12 @@
 Scalars are read as YAML 1.2 would: ``22:00`` stays the string ``"22:00"`` (YAML 1.1 makes it
 the sexagesimal number 1320) and ``2026-01-01`` stays a string (JSON Schema checks its format).
 
+Rule files, migration plans and waivers are small and hand-written, so anything that makes a
+small file expensive is refused with its line (``YamlError``): anchors and aliases (``&a``,
+``*a``: a few lines of them expand to billions of values), nesting deeper than ``MAX_DEPTH``,
+more than ``MAX_NODES`` values, tags outside YAML's core schema (``!!python/...``), and text
+that is not UTF-8.
+
 >>> doc = load_text("a:\\n  - b: 22:00\\n", "x.yaml")
 >>> doc.data, doc.line(("a", 0, "b"))
 ({'a': [{'b': '22:00'}]}, 2)
@@ -11,6 +17,7 @@ the sexagesimal number 1320) and ``2026-01-01`` stays a string (JSON Schema chec
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +28,71 @@ from memkg.errors import ConfigError
 
 JsonPath = tuple[str | int, ...]
 
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings a file may have."""
+MAX_NODES = 200_000
+"""Most values (scalars, lists and mappings) one file may hold."""
+_CORE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
+)
+
+
+class YamlError(ConfigError):
+    """A file that is not valid YAML (or is refused); ``line`` is where the problem is."""
+
+    code = "rules.yaml"
+
+    def __init__(
+        self, message: str, line: int, *, file: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.line = line
+        self.file = file
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "file": self.file, "line": self.line}
+
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader without YAML 1.1's sexagesimal numbers and implicit timestamps."""
+    """SafeLoader without YAML 1.1's sexagesimal numbers and implicit timestamps.
+
+    It also refuses anchors, aliases, deep nesting and too many values while composing, before
+    any of it is built (PyYAML's composer recurses once per level).
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Hashable) -> yaml.Node | None:
+        event = self.peek_event()
+        line = event.start_mark.line + 1 if event.start_mark else 1
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise YamlError(
+                "anchors and aliases (&name, *name) are not allowed in memkg files: "
+                "write the value out in full where it is used",
+                line,
+                code="rules.yaml_alias",
+            )
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise YamlError(
+                f"more than {MAX_NODES:,} values in one file: split it into smaller files",
+                line,
+                code="rules.yaml_size",
+            )
+        if self._depth >= MAX_DEPTH:
+            raise YamlError(
+                f"nested more than {MAX_DEPTH} levels deep: flatten the structure",
+                line,
+                code="rules.yaml_depth",
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -50,16 +119,6 @@ _Loader.add_implicit_resolver(
 )
 
 
-class YamlError(ConfigError):
-    """A file that is not valid YAML; ``line`` is where the parser gave up."""
-
-    code = "rules.yaml"
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.line = line
-
-
 @dataclass(frozen=True)
 class Document:
     """Parsed YAML and the line (1-based) of every value in it."""
@@ -77,17 +136,34 @@ class Document:
         return self.lines.get((), 1)
 
 
+def _check_tag(node: yaml.Node) -> None:
+    if node.tag not in _CORE_TAGS:
+        raise YamlError(
+            f"tag {node.tag!r} is not allowed: memkg files hold plain mappings, lists, "
+            "text, numbers, booleans and null; remove the tag (or quote the value)",
+            node.start_mark.line + 1,
+            code="rules.yaml_tag",
+        )
+
+
 def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: _Loader) -> Any:
     lines[path] = node.start_mark.line + 1
+    _check_tag(node)
     if isinstance(node, yaml.MappingNode):
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlError(
+                    "a key is a list or a mapping: keys are plain text",
+                    key_node.start_mark.line + 1,
+                )
+            _check_tag(key_node)
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):
                 key = str(key)
             if key in result:
                 line = key_node.start_mark.line + 1
-                raise YamlError(f"key {key!r} appears twice", line)
+                raise YamlError(f"key {key!r} appears twice: keep one of them", line)
             result[key] = _build(value_node, (*path, key), lines, loader)
         return result
     if isinstance(node, yaml.SequenceNode):
@@ -96,7 +172,7 @@ def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: 
 
 
 def load_text(text: str, file: str) -> Document:
-    """Parse one YAML document; a syntax error becomes a ``ConfigError`` naming file and line."""
+    """Parse one YAML document; any problem becomes a ``YamlError`` naming file and line."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -107,18 +183,41 @@ def load_text(text: str, file: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise YamlError(f"{file}:{line}: not valid YAML: {exc.problem}", line) from exc
+        raise YamlError(f"{file}:{line}: not valid YAML: {exc.problem}", line, file=file) from exc
     except YamlError as exc:
-        raise YamlError(f"{file}:{exc.line}: {exc.message}", exc.line) from exc
+        raise YamlError(
+            f"{file}:{exc.line}: {exc.message}", exc.line, file=file, code=exc.code
+        ) from exc
+    except RecursionError as exc:  # a second guard: MAX_DEPTH stops nesting well before this
+        raise YamlError(
+            f"{file}:1: nested too deeply: flatten the structure",
+            1,
+            file=file,
+            code="rules.yaml_depth",
+        ) from exc
     finally:
         loader.dispose()
     return Document(file, data, lines)
 
 
+def read_text(path: Path, name: str) -> str:
+    """The UTF-8 text of ``path`` (called ``name`` in errors); other bytes are a ``YamlError``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", code="rules.read") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise YamlError(
+            f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): save the file as UTF-8",
+            line,
+            file=name,
+            code="rules.encoding",
+        ) from exc
+
+
 def load_file(path: Path, root: Path | None = None) -> Document:
     name = str(path.relative_to(root)) if root is not None else str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{name}: cannot read: {exc}", code="rules.read") from exc
-    return load_text(text, name)
+    return load_text(read_text(path, name), name)

@@ -151,3 +151,27 @@ def test_consented_special_fact_is_stored(engine: Engine) -> None:
         obs(domain="health", key="diet.restrictions", value=["halal"], **CONSENTED)
     )
     assert engine.fact("u1", result.fact_id).sensitivity.value == "special"
+
+
+def test_a_late_arriving_older_observation_does_not_overwrite_a_newer_one(engine: Engine) -> None:
+    newer = engine.ingest(obs(value="airline:MU", observed_at="2026-05-03T09:00:00Z"))
+    older = engine.ingest(obs(value="airline:CA", observed_at="2026-05-01T09:00:00Z"))
+    assert older.status is FactStatus.SUPERSEDED and older.superseded == ()
+    assert [f.value for f in engine.facts("u1")] == ["airline:MU"]
+    history = engine.history("u1", "airline.preferred")
+    assert [(f.value, f.status) for f in history] == [
+        ("airline:MU", FactStatus.ACTIVE),
+        ("airline:CA", FactStatus.SUPERSEDED),
+    ]
+    assert history[1].superseded_by == newer.fact_id
+
+
+def test_arrival_order_of_timed_observations_does_not_change_memory(clock: FrozenClock) -> None:
+    days = [("airline:MU", "2026-05-03T09:00:00Z"), ("airline:CA", "2026-05-01T09:00:00Z")]
+    held = []
+    for order in (days, list(reversed(days))):
+        engine = Engine(clock=FrozenClock(clock.now()))
+        for value, at in order:
+            engine.ingest(obs(value=value, observed_at=at))
+        held.append([f.value for f in engine.facts("u1")])
+    assert held == [["airline:MU"], ["airline:MU"]]
