@@ -205,17 +205,22 @@ class FactLayer(EngineBase):
         return sorted(found, key=lambda item: item[0].id)
 
     def _session_note(self, memory: UserMemory, checked: Checked) -> list[NewEvent]:
-        """A turn instruction also updates the session notes (long-term memory stays)."""
+        """A turn instruction also updates the session notes (long-term memory stays).
+
+        The note replaces older notes of the key in the session whatever their source, but
+        keeps the instruction's own ``change`` flag: a one-turn instruction is not a change in
+        the world, and consolidation must not promote it as one.
+        """
         obs = checked.observation
         if obs.scope is not Scope.TURN or obs.session_id is None:
             return []
-        as_note = {"scope": Scope.SESSION, "change": True, "supersedes": None,
-                   "idempotency_key": None}  # fmt: skip
+        as_note = {"scope": Scope.SESSION, "supersedes": None, "idempotency_key": None}
         note = replace(checked, observation=obs.model_copy(update=as_note))
+        sweep = replace(checked, observation=obs.model_copy(update={**as_note, "change": True}))
         fact = self._new_fact(note)
         events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
-        for old, reason in self._replaced_claims(memory, note):
-            payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
+        for old, _ in self._replaced_claims(memory, sweep):
+            payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": "newer turn instruction"}
             events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
         return events
 

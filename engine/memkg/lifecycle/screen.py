@@ -26,14 +26,14 @@ _SPECULATION = re.compile(
     r"|可能|也许|或许|大概|似乎|好像|估计|猜测|说不定|应该会"
 )
 _DIRECTIVE = re.compile(
-    r"(?im)^\s*(?:system|assistant|developer|agent|tool)\s*[:：]"
+    r"(?im)^[^\S\n]*(?:system|assistant|developer|agent|tool)\s*[:：]"
     r"|\b(?:the\s+|all\s+|other\s+)?(?:assistant|agent|model|bot|system|ai|llm)s?\s+"
     r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
-    r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:other|next|another|all|every|"
-    r"downstream)?\s*(?:agents?|assistants?|models?|bots?)\b"
+    r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
+    r"downstream)\s*)?(?:agents?|assistants?|models?|bots?)\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|in\s+(?:all\s+)?future\s+(?:sessions|chats|"
     r"conversations))\b"
-    r"|^\s*(?:always|never|do\s+not|don'?t|please|you\s+must|you\s+should)\s+(?:respond|reply"
+    r"|^[^\S\n]*(?:always|never|do\s+not|don'?t|please|you\s+must|you\s+should)\s+(?:respond|reply"
     r"|answer|say|call|use|run|execute|reveal|send|tell|output|print|include|recommend|book"
     r"|ignore|obey|follow)\b"
     r"|\b(?:reveal|print|output|leak|exfiltrate|send)\b.{0,30}\b(?:system\s+prompt|instructions"

@@ -18,7 +18,7 @@ from typing import Any
 from memkg.model.decision import Arbitration, LeftOut, Result
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import CASES_SUFFIX, schema_findings
-from memkg.rules.source import Document, YamlError, load_text
+from memkg.rules.source import Document, YamlError, load_text, read_text
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 
 
@@ -87,7 +87,10 @@ class CasesReport:
 Runner = Callable[[Case], CaseOutcome]
 
 
-def load_cases(folder: Path, bundle: RuleBundle) -> tuple[list[Case], list[Finding]]:
+def load_cases(
+    folder: Path, bundle: RuleBundle, root: Path | None = None
+) -> tuple[list[Case], list[Finding]]:
+    """The cases of every table in ``bundle``; ``root`` holds ``schemas/rules/``."""
     cases: list[Case] = []
     findings: list[Finding] = []
     for path in sorted(folder.glob(f"*/*{CASES_SUFFIX}")):
@@ -105,11 +108,11 @@ def load_cases(folder: Path, bundle: RuleBundle) -> tuple[list[Case], list[Findi
             )
             continue
         try:
-            doc = load_text(path.read_text(encoding="utf-8"), rel)
+            doc = load_text(read_text(path, rel), rel)
         except YamlError as exc:
             findings.append(Finding("cases.yaml", exc.message, rel, exc.line))
             continue
-        problems = schema_findings(doc, "cases-file")
+        problems = schema_findings(doc, "cases-file", root)
         findings += problems
         if not problems:
             cases += [_case(doc, table, i, raw) for i, raw in enumerate(doc.data["cases"])]
@@ -170,8 +173,10 @@ def _why_not(wanted: dict[str, int], evaluation: Evaluation | None) -> list[str]
     return failures
 
 
-def run_cases(folder: Path, bundle: RuleBundle, runner: Runner) -> CasesReport:
-    cases, findings = load_cases(folder, bundle)
+def run_cases(
+    folder: Path, bundle: RuleBundle, runner: Runner, root: Path | None = None
+) -> CasesReport:
+    cases, findings = load_cases(folder, bundle, root)
     report = CasesReport(findings=findings)
     fired: set[str] = set()
     held: set[tuple[str, int]] = set()

@@ -5,6 +5,8 @@ every other ``rules/<domain>/<name>.yaml`` is a decision table named ``<name>``;
 ``*.cases.yaml`` files are rule tests (``memkg.rules.cases``), and ``defaults.yaml`` and
 ``questions.yaml`` arbitration policy; neither is part of the bundle.
 Problems come back as ``Finding``\\ s with file and line; a file with schema errors is left out.
+The JSON Schemas of these files are read from ``<root>/schemas/rules/`` (``root``: the engine's
+configured root; by default the folder memkg ships with).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from memkg.config import project_root
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
-from memkg.rules.source import Document, YamlError, load_text
+from memkg.rules.source import Document, YamlError, load_text, read_text
 from memkg.rules.spec import (
     OPS,
     ActionSpec,
@@ -44,16 +46,27 @@ NOT_TABLES = frozenset({"questions.yaml", "defaults.yaml", "policy.yaml"})
 """Arbitration data beside the rules (``memkg.arbitration``), not decision tables."""
 
 
+def schema_validator(name: str, root: Path | None = None) -> Draft202012Validator:
+    """The validator for ``<root>/schemas/rules/<name>.schema.json`` (root: memkg's own)."""
+    return _validator((root or project_root()) / "schemas" / "rules" / f"{name}.schema.json")
+
+
 @cache
-def schema_validator(name: str) -> Draft202012Validator:
-    """The validator for ``schemas/rules/<name>.schema.json`` (shipped with memkg)."""
-    path = project_root() / "schemas" / "rules" / f"{name}.schema.json"
-    return Draft202012Validator(json.loads(path.read_text(encoding="utf-8")))
+def _validator(path: Path) -> Draft202012Validator:
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"{path}: cannot read the JSON Schema of rule files ({exc}): "
+            "the configured root needs schemas/rules/ as shipped with memkg",
+            code="rules.schema_missing",
+        ) from exc
+    return Draft202012Validator(schema)
 
 
-def schema_findings(doc: Document, schema: str) -> list[Finding]:
+def schema_findings(doc: Document, schema: str, root: Path | None = None) -> list[Finding]:
     findings = []
-    for error in schema_validator(schema).iter_errors(doc.data):
+    for error in schema_validator(schema, root).iter_errors(doc.data):
         shown: ValidationError = best_match(error.context) if error.context else error
         where = ".".join(str(p) for p in shown.absolute_path) or "(top level)"
         findings.append(
@@ -74,12 +87,54 @@ def read_sources(folder: Path) -> dict[str, str]:
     sources = {}
     for path in sorted(folder.glob("*/*.yaml")):
         if not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES:
-            sources[path.relative_to(folder).as_posix()] = path.read_text(encoding="utf-8")
+            rel = path.relative_to(folder).as_posix()
+            sources[rel] = read_text(path, f"rules/{rel}")
     return sources
 
 
-def load_bundle(sources: dict[str, str]) -> tuple[RuleBundle, list[Finding]]:
-    """Parse every file; return what could be built and every problem found on the way."""
+def rule_file(path: Path) -> tuple[Path, str]:
+    """The rules folder holding one rule file, and the file relative to it (``domain/name.yaml``).
+
+    Only ``<rules>/<domain>/<name>.yaml`` (a decision table, or ``domain.yaml`` itself) beside
+    a ``domain.yaml`` is a rule file; anything else is refused with what was expected.
+    """
+    layout = "a rule file is <rules>/<domain>/<name>.yaml beside <rules>/<domain>/domain.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file", code="rules.missing")
+    if path.suffix != ".yaml":
+        raise ConfigError(f"{path}: not a rule file ({layout})", code="rules.not_rule_file")
+    if path.name.endswith(CASES_SUFFIX):
+        raise ConfigError(
+            f"{path}: a cases file, not a rule file: run `memkg rules test` on it",
+            code="rules.not_rule_file",
+        )
+    if path.name in NOT_TABLES:
+        raise ConfigError(
+            f"{path}: arbitration policy, not a rule table ({layout})", code="rules.not_rule_file"
+        )
+    if not (path.parent / DOMAIN_FILE).is_file():
+        raise ConfigError(
+            f"{path}: {path.parent.name}/ is not a declared rules domain (it has no "
+            f"{DOMAIN_FILE}); {layout}",
+            code="rules.not_rule_file",
+        )
+    resolved = path.resolve()
+    return resolved.parent.parent, f"{resolved.parent.name}/{resolved.name}"
+
+
+def file_sources(folder: Path, rel: str) -> dict[str, str]:
+    """The sources of one rule file ``rel`` and of its domain's ``domain.yaml``."""
+    domain = f"{Path(rel).parent.as_posix()}/{DOMAIN_FILE}"
+    return {name: read_text(folder / name, f"rules/{name}") for name in sorted({domain, rel})}
+
+
+def load_bundle(
+    sources: dict[str, str], root: Path | None = None
+) -> tuple[RuleBundle, list[Finding]]:
+    """Parse every file; return what could be built and every problem found on the way.
+
+    ``root`` holds ``schemas/rules/`` (default: memkg's own).
+    """
     findings: list[Finding] = []
     domains: dict[str, DomainSpec] = {}
     tables: dict[tuple[str, str], RuleTable] = {}
@@ -91,12 +146,12 @@ def load_bundle(sources: dict[str, str]) -> tuple[RuleBundle, list[Finding]]:
             findings.append(Finding("rule.yaml", exc.message, f"rules/{rel}", exc.line))
             continue
         if Path(rel).name == DOMAIN_FILE:
-            problems = schema_findings(doc, "domain-file")
+            problems = schema_findings(doc, "domain-file", root)
             findings += problems
             if not problems:
                 domains[domain] = _domain(domain, doc)
             continue
-        problems = schema_findings(doc, "rule-file")
+        problems = schema_findings(doc, "rule-file", root)
         findings += problems
         if not problems:
             tables[(domain, name)] = _table(domain, name, doc)

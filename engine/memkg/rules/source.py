@@ -137,6 +137,12 @@ class Document:
 
 
 def _check_tag(node: yaml.Node) -> None:
+    if node.tag == "tag:yaml.org,2002:merge":
+        raise YamlError(
+            "merge keys (<<) are not allowed in memkg files: write the keys out in full",
+            node.start_mark.line + 1,
+            code="rules.yaml_alias",
+        )
     if node.tag not in _CORE_TAGS:
         raise YamlError(
             f"tag {node.tag!r} is not allowed: memkg files hold plain mappings, lists, "

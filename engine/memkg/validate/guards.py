@@ -21,7 +21,7 @@ _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
     r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"
-    r"|<\s*/?\s*(?:system|assistant|tool)\s*>|\[/?INST\]"
+    r"|<\s*(?:/\s*)?(?:system|assistant|tool)\s*>|\[/?INST\]"
     r"|忽略(?:之前|以上|前面|所有)?的?(?:指令|提示|规则)|你现在是"
 )
 

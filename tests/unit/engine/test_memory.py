@@ -175,3 +175,13 @@ def test_arrival_order_of_timed_observations_does_not_change_memory(clock: Froze
             engine.ingest(obs(value=value, observed_at=at))
         held.append([f.value for f in engine.facts("u1")])
     assert held == [["airline:MU"], ["airline:MU"]]
+
+
+def test_a_turn_instruction_never_becomes_a_change_to_long_term_memory(engine: Engine) -> None:
+    profile = engine.ingest(obs(value="airline:CA", source="profile"))
+    engine.ingest(obs(value="airline:MU", scope="turn", session_id="s1",
+                      provenance={"source_ref": "turn_3"}))  # fmt: skip
+    note = next(f for f in engine.facts("u1") if f.scope.value == "session")
+    assert note.value == "airline:MU" and not note.change
+    engine.consolidate("u1", "travel", "s1").result(timeout=30)
+    assert engine.fact("u1", profile.fact_id).status is FactStatus.ACTIVE
