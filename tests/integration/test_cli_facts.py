@@ -104,3 +104,19 @@ def test_unknown_fact_is_a_clean_error(tmp_path: Path) -> None:
     code, [error] = run("--db", str(tmp_path / "m.db"), "confirm", "u1", "fact_nope")
     assert code == 1
     assert error == {"error": "fact.not_found", "message": "no fact fact_nope for user u1"}
+
+
+def test_a_damaged_database_is_a_clean_error(tmp_path: Path) -> None:
+    db = tmp_path / "damaged.db"
+    db.write_bytes(b"this is not a database" * 100)
+    code, [error] = run("--db", str(db), "facts", "u1")
+    assert code == 1 and error["error"] == "store.unreadable"
+    assert str(db) in error["message"]
+
+
+def test_a_missing_input_file_and_bad_usage_are_clean_errors(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    code, [error] = run("--db", db, "ingest", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and error["error"] == "input.unreadable"
+    code, [error] = run("--db", db, "erase")
+    assert code == 2 and error["error"] == "usage"

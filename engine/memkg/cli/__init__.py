@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memkg.cli import arbitration, decisions, facts, graph, schema
-from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, emit
+from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
@@ -50,5 +50,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return code
     except MemkgError as exc:
         emit(out, exc.to_dict())
+        if exc.code == "usage":
+            return EXIT_USAGE
         refused = exc.code in ("validation.failed", "migration.blocked")
         return EXIT_REFUSED if refused else EXIT_FAILED

@@ -10,11 +10,12 @@ from typing import Any, TextIO
 from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit
 from memkg.engine import Engine
 from memkg.engine.intent_cases import run_rule_cases
-from memkg.engine.rule_bundle import lint_sources
-from memkg.errors import MemkgError
+from memkg.engine.rule_bundle import compile_rules, lint_sources
+from memkg.errors import ConfigError, MemkgError
 from memkg.explain import FORMATS
 from memkg.model.decision import Decision, DecisionStatus
-from memkg.rules.loader import read_sources
+from memkg.rules.cases import CasesReport
+from memkg.rules.loader import CASES_SUFFIX, DOMAIN_FILE, file_sources, read_sources, rule_file
 
 
 def summary(decision: Decision) -> dict[str, Any]:
@@ -66,29 +67,70 @@ def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _folder(engine: Engine, path: str | None) -> tuple[Path, str | None]:
-    """The rules folder to load, and the one file to report on when PATH names a file."""
-    if path is None:
-        return engine.config.rules_dir, None
-    target = Path(path)
+def _sources(engine: Engine, path: str | None) -> tuple[Path, dict[str, str], str | None]:
+    """The rules folder, the sources to load, and the one file reported on when PATH is a file.
+
+    A file is read alone with its domain's ``domain.yaml`` (``rule_file`` refuses anything not
+    laid out as ``<rules>/<domain>/<name>.yaml``); a folder must hold rule files.
+    """
+    target = engine.config.rules_dir if path is None else Path(path)
     if target.is_file():
-        return target.resolve().parents[1], f"rules/{target.parent.name}/{target.name}"
-    return target, None
+        folder, rel = rule_file(target)
+        return folder, file_sources(folder, rel), f"rules/{rel}"
+    sources = read_sources(target)
+    if not sources:
+        raise ConfigError(
+            f"no rule files found in {target}: a rules folder holds <domain>/{DOMAIN_FILE} and "
+            "<domain>/<name>.yaml; give that folder, or one rule file",
+            code="rules.missing",
+        )
+    return target, sources, None
 
 
 def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    folder, only = _folder(engine, args.path)
-    _, findings = lint_sources(read_sources(folder), engine)
+    _, sources, only = _sources(engine, args.path)
+    _, findings = lint_sources(sources, engine)
     shown = [f for f in findings if only is None or f.file == only]
     errors = [f for f in shown if f.severity == "error"]
     emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})
     return EXIT_FAILED if errors else EXIT_OK
 
 
+def _one_table(report: CasesReport, folder: Path, table: str) -> CasesReport:
+    """The part of ``report`` about the cases of ``table`` (``rules/<domain>/<name>.yaml``)."""
+    cases = table.removesuffix(".yaml") + CASES_SUFFIX
+    if table.endswith(f"/{DOMAIN_FILE}"):
+        raise ConfigError(
+            f"{table} declares a domain and has no cases: give a rule table, its cases file, "
+            "or the rules folder",
+            code="rules.no_cases",
+        )
+    if not (folder / cases.removeprefix("rules/")).is_file():
+        raise ConfigError(
+            f"{table} has no cases: write them in {cases}, or give the rules folder",
+            code="rules.no_cases",
+        )
+    return CasesReport(
+        results=[r for r in report.results if r.case.file == cases],
+        findings=[f for f in report.findings if f.file == cases],
+        uncovered_rules=report.uncovered_rules,
+        uncovered_conditions=report.uncovered_conditions,
+    )
+
+
 def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    folder, _ = _folder(engine, args.path)
-    rules = engine.intent.load(folder)
-    report = run_rule_cases(engine.intent, rules, folder).to_dict()
+    path = args.path
+    if path is not None and path.endswith(CASES_SUFFIX) and Path(path).is_file():
+        path = path.removesuffix(CASES_SUFFIX) + ".yaml"  # the cases of one table
+        if not Path(path).is_file():
+            raise ConfigError(
+                f"{args.path}: no rule table {Path(path).name} beside these cases",
+                code="rules.missing",
+            )
+    folder, sources, only = _sources(engine, path)
+    rules = compile_rules(sources, engine)
+    found = run_rule_cases(engine.intent, rules, folder)
+    report = (found if only is None else _one_table(found, folder, only)).to_dict()
     if not args.coverage:
         report.pop("uncovered_conditions")
     failed = not report["passed"] or (args.coverage and report["uncovered_rules"])
@@ -121,10 +163,18 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("rules", help="check rule files: lint, or run their cases")
     rules = p.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
     q = rules.add_parser("lint", help="schema, keys, types, actions, overlaps, defaults")
-    q.add_argument("path", nargs="?", help="rules folder or one rule file (default: rules/)")
+    q.add_argument(
+        "path",
+        nargs="?",
+        help="rules folder, or one <rules>/<domain>/<name>.yaml with its domain (default: rules/)",
+    )
     q.set_defaults(run=cmd_rules_lint)
     q = rules.add_parser("test", help="run rules/**/*.cases.yaml")
-    q.add_argument("path", nargs="?", help="rules folder (default: rules/)")
+    q.add_argument(
+        "path",
+        nargs="?",
+        help="rules folder, or one rule file or its .cases.yaml (default: rules/)",
+    )
     q.add_argument(
         "--coverage",
         action="store_true",

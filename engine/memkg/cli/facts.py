@@ -22,7 +22,15 @@ def _read_jsonl(
     path: str, config: EngineConfig
 ) -> Iterator[tuple[int, dict[str, Any] | ValidationReport]]:
     """(line number, observation or the report of why the line is not one)."""
-    handle = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+    try:
+        handle = (
+            sys.stdin if path == "-" else open(path, encoding="utf-8", errors="surrogateescape")
+        )
+    except OSError as exc:
+        raise MemkgError(
+            f"cannot read {path}: {exc.strerror}; give a JSONL file, or - for standard input",
+            code="input.unreadable",
+        ) from exc
     limits = config.limits
     with handle:
         for number, line in enumerate(handle, start=1):
@@ -130,7 +138,7 @@ def cmd_retract(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_erase(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     if (args.user is None) == (args.audit_id is None):
-        raise MemkgError("give a USER or --audit-id, not both", code="usage")
+        raise MemkgError("give either a USER or --audit-id ID (exactly one)", code="usage")
     if args.audit_id is not None:
         receipts = engine.erase_audit_id(args.audit_id)
         emit(out, {"receipts": [r.model_dump(mode="json") for r in receipts]})

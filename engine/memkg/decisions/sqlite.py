@@ -104,13 +104,22 @@ class SqliteDecisionLog:
     def _scrubbed(self, count: int) -> int:
         # Deleted rows linger in WAL frames and free pages until checkpointed and vacuumed.
         if count:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            self._db.execute("VACUUM")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for step in (
+                "PRAGMA wal_checkpoint(TRUNCATE)",
+                "VACUUM",
+                "PRAGMA wal_checkpoint(TRUNCATE)",
+            ):
+                busy = self._db.execute(step).fetchone()
+                if step.startswith("PRAGMA") and busy and busy[0]:
+                    raise StoreError(
+                        f"{self.path}: decisions deleted, WAL not yet truncated (a reader holds "
+                        "it); retry the erasure when idle"
+                    )
         return count
 
     def files(self) -> list[Path]:
-        return [self.path]
+        siblings = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
+        return [self.path, *(p for p in siblings if p.exists())]
 
     def close(self) -> None:
         with self._lock:

@@ -15,8 +15,8 @@ import hmac
 import json
 import os
 import threading
-from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any

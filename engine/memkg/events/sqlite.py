@@ -13,7 +13,6 @@ that a given user was erased (``was_erased``), but the id itself is gone.
 
 from __future__ import annotations
 
-import orjson
 import os
 import sqlite3
 import threading
@@ -23,6 +22,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from memkg.errors import ConcurrencyConflict, StoreError
 from memkg.events.memory import (
@@ -78,6 +79,24 @@ class SqliteEventStore:
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open event store {self.path}: {exc}") from exc
+        try:
+            meta = self._prepare(busy_timeout)
+        except (sqlite3.Error, StoreError) as exc:
+            self._db.close()
+            raise StoreError(
+                f"{self.path} is not a memkg store or is damaged ({exc}); point --db at a memkg "
+                "database, or at a new file to start one",
+                code="store.unreadable",
+            ) from exc
+        if int(meta["schema_version"]) > SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"{self.path} has event store schema {meta['schema_version']}, newer than this "
+                f"memkg understands ({SCHEMA_VERSION}): upgrade memkg to open it"
+            )
+        self._secret = bytes.fromhex(meta["subject_key"])
+
+    def _prepare(self, busy_timeout: float) -> dict[str, str]:
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         self._set_journal_mode(busy_timeout)
         for pragma in ("synchronous = FULL", "secure_delete = ON", "foreign_keys = ON"):
@@ -89,14 +108,7 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
                 (str(SCHEMA_VERSION), os.urandom(32).hex()),
             )
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if int(meta["schema_version"]) > SCHEMA_VERSION:
-            self.close()
-            raise StoreError(
-                f"{self.path} has event store schema {meta['schema_version']}, newer than this "
-                f"memkg understands ({SCHEMA_VERSION}): upgrade memkg to open it"
-            )
-        self._secret = bytes.fromhex(meta["subject_key"])
+            return dict(db.execute("SELECT key, value FROM meta").fetchall())
 
     def append(
         self,

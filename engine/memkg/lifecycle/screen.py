@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Sequence
 
 from memkg.model.report import Problem
+from memkg.validate.pii import normalise
 
 _SPECULATION = re.compile(
     r"(?i)\b(?:might|may|could)\s+(?:\w+\s+){0,2}?(?:prefer|like|want|need|be|have|enjoy|choose"
@@ -50,7 +50,7 @@ _WORDS = re.compile(r"\w+")
 
 
 def _clean(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return " ".join(normalise(text).casefold().split())
 
 
 def _is_json(text: str) -> bool:
@@ -87,7 +87,8 @@ def _problem(code: str, message: str) -> Problem:
 
 def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -> list[Problem]:
     """Why ``note`` must not become a memory (empty when it may)."""
-    if not note.strip():
+    text = normalise(note)  # so invisible and bidirectional characters cannot split a word
+    if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
     if len(note) > max_chars:
@@ -97,7 +98,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 f"{len(note)} characters (at most {max_chars}): keep one short fact per note",
             )
         )
-    if _SPECULATION.search(note):
+    if _SPECULATION.search(text):
         problems.append(
             _problem(
                 "note.speculation",
@@ -105,7 +106,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "stated, or ask them",
             )
         )
-    if _DIRECTIVE.search(note):
+    if _DIRECTIVE.search(text):
         problems.append(
             _problem(
                 "note.directive",
@@ -114,7 +115,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "French')",
             )
         )
-    if _is_json(note) or _TOOL_MARKERS.search(note) or _copied_from(note, tool_outputs):
+    if _is_json(note) or _TOOL_MARKERS.search(text) or _copied_from(note, tool_outputs):
         problems.append(
             _problem(
                 "note.tool_output",

@@ -112,14 +112,14 @@ def rule_file(path: Path) -> tuple[Path, str]:
         raise ConfigError(
             f"{path}: arbitration policy, not a rule table ({layout})", code="rules.not_rule_file"
         )
-    if not (path.parent / DOMAIN_FILE).is_file():
+    domain = path.resolve().parent
+    if not (domain / DOMAIN_FILE).is_file():
         raise ConfigError(
-            f"{path}: {path.parent.name}/ is not a declared rules domain (it has no "
-            f"{DOMAIN_FILE}); {layout}",
+            f"{path}: {domain.name}/ is not a declared rules domain (it has no {DOMAIN_FILE}); "
+            f"{layout}",
             code="rules.not_rule_file",
         )
-    resolved = path.resolve()
-    return resolved.parent.parent, f"{resolved.parent.name}/{resolved.name}"
+    return domain.parent, f"{domain.name}/{path.name}"
 
 
 def file_sources(folder: Path, rel: str) -> dict[str, str]:
