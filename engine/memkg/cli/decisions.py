@@ -96,8 +96,8 @@ def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
     return EXIT_FAILED if errors else EXIT_OK
 
 
-def _one_table(report: CasesReport, folder: Path, table: str) -> CasesReport:
-    """The part of ``report`` about the cases of ``table`` (``rules/<domain>/<name>.yaml``)."""
+def _cases_of(folder: Path, table: str) -> str:
+    """The cases file of one table (``rules/<domain>/<name>.yaml``); it must exist."""
     cases = table.removesuffix(".yaml") + CASES_SUFFIX
     if table.endswith(f"/{DOMAIN_FILE}"):
         raise ConfigError(
@@ -110,12 +110,7 @@ def _one_table(report: CasesReport, folder: Path, table: str) -> CasesReport:
             f"{table} has no cases: write them in {cases}, or give the rules folder",
             code="rules.no_cases",
         )
-    return CasesReport(
-        results=[r for r in report.results if r.case.file == cases],
-        findings=[f for f in report.findings if f.file == cases],
-        uncovered_rules=report.uncovered_rules,
-        uncovered_conditions=report.uncovered_conditions,
-    )
+    return cases
 
 
 def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
@@ -128,9 +123,16 @@ def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
                 code="rules.missing",
             )
     folder, sources, only = _sources(engine, path)
-    rules = compile_rules(sources, engine)
-    found = run_rule_cases(engine.intent, rules, folder)
-    report = (found if only is None else _one_table(found, folder, only)).to_dict()
+    cases = None if only is None else _cases_of(folder, only)
+    found = run_rule_cases(engine.intent, compile_rules(sources, engine), folder)
+    if cases is not None:  # the other tables' cases files are not in this bundle: drop them
+        found = CasesReport(
+            results=[r for r in found.results if r.case.file == cases],
+            findings=[f for f in found.findings if f.file == cases],
+            uncovered_rules=found.uncovered_rules,
+            uncovered_conditions=found.uncovered_conditions,
+        )
+    report = found.to_dict()
     if not args.coverage:
         report.pop("uncovered_conditions")
     failed = not report["passed"] or (args.coverage and report["uncovered_rules"])

@@ -24,7 +24,7 @@ def _read_jsonl(
     """(line number, observation or the report of why the line is not one)."""
     try:
         handle = (
-            sys.stdin if path == "-" else open(path, encoding="utf-8", errors="surrogateescape")
+            sys.stdin if path == "-" else open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
         )
     except OSError as exc:
         raise MemkgError(
