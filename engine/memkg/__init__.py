@@ -8,6 +8,7 @@ from memkg.clock import Clock, FrozenClock, SystemClock
 from memkg.config import EngineConfig, Limits
 from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
 from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
+from memkg.engine.intent import ReplayReport, RulesRefused
 from memkg.errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -25,8 +26,6 @@ from memkg.evolution import CompatibilityReport, check_schema_change
 from memkg.evolution.dry_run import DryRunReport
 from memkg.explain import render as render_explanation
 from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
-from memkg.graph.weights import Factor, Weight, WeightParams
-from memkg.engine.intent import ReplayReport, RulesRefused
 from memkg.lifecycle.config import LifecycleConfig, RecallWeights
 from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
 from memkg.lifecycle.distill import NoteResult
@@ -53,6 +52,7 @@ from memkg.model import (
 )
 from memkg.model.decision import Decision, DecisionStatus, Urgency
 from memkg.model.explanation import Explanation
+from memkg.model.weight import Factor, Weight, WeightParams
 from memkg.rules.durable_runner import RuleEvaluationError
 
 __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves LLM first)

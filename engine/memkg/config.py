@@ -12,9 +12,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memkg.graph.weights import WeightParams
 from memkg.lifecycle.config import LifecycleConfig
 from memkg.llm.config import LLMConfig
+from memkg.model.weight import WeightParams
 
 
 def project_root() -> Path:

@@ -60,6 +60,6 @@ def test_cli_signal_graph_and_paths(tmp_path: Path) -> None:
     [path] = json.loads(text)["paths"]
     assert [h["relation"] for h in path["hops"]] == ["airline.preferred", "hub", "locatedIn"]
     code, text = _cli(db, "signal", "u1", "contact.preference", '"sms"', "--kind", "mention")
-    assert code == 1 and json.loads(text)["error"] == "usage"
+    assert code == 2 and json.loads(text)["error"] == "usage"
     code, text = _cli(db, "signal", "u1", "airline.preferred", "airline:CA", "--kind", "mention")
     assert code == 1 and json.loads(text)["error"] == "signal.no_edge"

@@ -13,8 +13,8 @@ import pytest
 
 from memkg import Engine, EngineConfig, FrozenClock
 from memkg.cli import main
-from memkg.events.memory import MemoryEventStore
 from memkg.engine.migrations import MigrationRefused
+from memkg.events.memory import MemoryEventStore
 from memkg.model.fact import FactStatus
 from support.observations import T0
 from support.schema_roots import PLAN, add_seat_choice, diet, project_copy, reopen, reveal

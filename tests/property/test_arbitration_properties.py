@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from memkg.arbitration import Claim, Outcome, PolicyFile, Review, ReviewStatus, Step, resolve
 from memkg.arbitration.claims import build_claims
 from memkg.config import project_root
-from memkg.graph.weights import WeightParams
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
+from memkg.model.weight import WeightParams
 from memkg.validate.registry import SchemaRegistry
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)

@@ -26,9 +26,9 @@ from memkg.events.projection import UserMemory
 from memkg.graph import queries
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, breakdown, target_node, user_node, weighted_view
-from memkg.graph.weights import ClaimWeight, Signal, WeightParams, claim_weight
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact, FactStatus, Kind, Provenance, Scope, Sensitivity, Source
+from memkg.model.weight import ClaimWeight, Signal, WeightParams, claim_weight
 
 START = datetime(2026, 5, 1, tzinfo=UTC)
 USERS = ("alice", "bob")

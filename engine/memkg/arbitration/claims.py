@@ -14,9 +14,9 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
-from memkg.graph.weights import Signal, Weight, WeightParams, claim_weight
 from memkg.model.fact import Fact, FactStatus, Scope
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
+from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
 _REPLACED = ("explicit change", "correction")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from memkg.arbitration.policy import read_yaml
 from memkg.errors import ConfigError
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
 
 SpecLookup = Callable[[str, str], KeySpec | None]
 

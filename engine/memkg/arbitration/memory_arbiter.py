@@ -23,7 +23,7 @@ from memkg.arbitration.review import Review, ReviewStatus
 from memkg.arbitration.scoresheet import ScoreSheet, stale_flag
 from memkg.arbitration.support import canon, rank_values, review_claim
 from memkg.model.fact import Kind
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
 
 _LONG_TERM = (Kind.FACT, Kind.PREFERENCE)
 _STALE = "still asserts a value an explicit change replaced"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Provenance, Source
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from memkg.arbitration.policy import Policy, PolicyFile
 from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import Resolution
 from memkg.arbitration.review import Review, latest_review
-from memkg.graph.weights import WeightParams
 from memkg.model.fact import Fact
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
+from memkg.model.weight import WeightParams
 
 
 @dataclass(frozen=True)

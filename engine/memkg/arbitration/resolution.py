@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memkg.graph.weights import Weight
 from memkg.model.fact import FactStatus, Kind, Scope, Source
+from memkg.model.weight import Weight
 
 
 class Tier(StrEnum):

@@ -10,9 +10,9 @@ from typing import Any
 from memkg.arbitration.claims import Claim
 from memkg.arbitration.resolution import Tier
 from memkg.arbitration.review import Review
-from memkg.graph.weights import Factor, Weight
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Source
-from memkg.validate.registry import KeySpec
+from memkg.model.keyspec import KeySpec
+from memkg.model.weight import Factor, Weight
 
 
 @dataclass(frozen=True)

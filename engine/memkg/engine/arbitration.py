@@ -30,11 +30,11 @@ from memkg.engine.facts import IngestResult
 from memkg.engine.graph import GraphLayer
 from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
 from memkg.graph.projection import UserGraph
-from memkg.graph.weights import Signal
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus, Scope, Source
 from memkg.model.report import Problem, ValidationReport
+from memkg.model.weight import Signal
 from memkg.validate.guards import hash_pii
 from memkg.validate.validator import Checked
 

@@ -24,8 +24,9 @@ from memkg.events.store import EventStore
 from memkg.llm.port import LLM
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
+from memkg.model.keyspec import KeySpec
 from memkg.ontology import Ontology
-from memkg.validate.registry import KeySpec, SchemaRegistry
+from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import ShaclChecker
 from memkg.validate.validator import Validator
 

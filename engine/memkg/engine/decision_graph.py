@@ -20,9 +20,9 @@ from memkg.graph.claims import EntityKeys
 from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import user_node, weighted_view
-from memkg.graph.weights import Weight, WeightParams
 from memkg.model.evidence import Edge, GraphPath, WeightFactor
 from memkg.model.fact import Fact
+from memkg.model.weight import Weight, WeightParams
 from memkg.rules.snapshot import KeyVerdict
 
 Override = Mapping[str, Any]

@@ -27,9 +27,9 @@ from memkg.errors import MemkgError
 from memkg.explain import render
 from memkg.graph.claims import LIVE
 from memkg.graph.projection import UserGraph
-from memkg.graph.weights import Signal
 from memkg.model.decision import Decision, DecisionRequest, Revisions
 from memkg.model.fact import Fact, FactStatus
+from memkg.model.weight import Signal
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import read_sources
 from memkg.rules.snapshot import DecisionInput, GraphView, KeyVerdict, build_input

@@ -11,7 +11,6 @@ from memkg.arbitration import Outcome, Resolution, Standing
 from memkg.arbitration.support import canon
 from memkg.engine.decisions import DecisionLayer
 from memkg.errors import InvalidOperation
-from memkg.graph.weights import claim_weight
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
@@ -22,6 +21,7 @@ from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.fact import Scope
 from memkg.model.report import Problem
+from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
 from memkg.validate.limits import check_value
 

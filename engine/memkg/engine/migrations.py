@@ -33,12 +33,12 @@ from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, Result
 from memkg.model.event import Event
 from memkg.model.fact import Fact, FactStatus
+from memkg.model.keyspec import KeySpec
 from memkg.rules.cases import load_cases
 from memkg.rules.lint import lint_bundle
 from memkg.rules.loader import load_bundle, read_sources
 from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import RuleBundle
-from memkg.validate.registry import KeySpec
 
 if TYPE_CHECKING:
     from memkg.engine.evolution import EvolutionLayer as Engine

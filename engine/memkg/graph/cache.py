@@ -20,8 +20,8 @@ from datetime import datetime
 
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, weighted_view
-from memkg.graph.weights import WeightParams
 from memkg.model.event import Event
+from memkg.model.weight import WeightParams
 
 ReadStream = Callable[..., Sequence[Event]]
 """``read_stream(user_id, up_to_seq=None)``: the user's events in order."""

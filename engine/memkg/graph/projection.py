@@ -35,9 +35,9 @@ from memkg.graph.rdf import (
     status_triple,
 )
 from memkg.graph.signals import SignalRecord, read_signal
-from memkg.graph.weights import Signal
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus
+from memkg.model.weight import Signal
 
 EdgeKey = tuple[str, str, str]
 """(domain, key, target value): one edge ``user ─key→ target`` of one domain."""

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, breakdown, user_node
-from memkg.graph.weights import Weight
 from memkg.model.fact import FactStatus
+from memkg.model.weight import Weight
 
 
 class Edge(BaseModel):

@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import InvalidOperation
 from memkg.graph.claims import EntityKeys, Target, target_of, targets
-from memkg.graph.weights import SIGNAL_KINDS, Signal
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
+from memkg.model.weight import SIGNAL_KINDS, Signal
 
 SignalKind = Literal["mention", "correction", "ignored", "rejected"]
 

@@ -24,8 +24,8 @@ import networkx as nx
 from memkg.graph.claims import Target
 from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
-from memkg.graph.weights import ClaimWeight, Weight, WeightParams
 from memkg.model.vocab import user_iri
+from memkg.model.weight import ClaimWeight, Weight, WeightParams
 
 View = Any
 """A ``networkx.MultiDiGraph`` (NetworkX ships no types)."""

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from memkg.model.fact import Sensitivity
+from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
 from memkg.validate.pii import normalise, scan
-from memkg.validate.registry import PathPattern
 
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"

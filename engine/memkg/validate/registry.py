@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from jsonschema.exceptions import SchemaError
 
 from memkg.errors import ConfigError
 from memkg.model.fact import Kind, Sensitivity
+from memkg.model.keyspec import KeySpec, PathPattern
 
 _FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
 _META = {
@@ -41,32 +41,6 @@ _META = {
     "valid_for_hours",
     "staleness_days",
 }
-
-PathPattern = tuple[str, ...]
-"""A path into a value: property names, with ``*`` for any array item."""
-
-
-@dataclass(frozen=True)
-class KeySpec:
-    """What a domain declares about one key."""
-
-    domain: str
-    key: str
-    group: str
-    version: int
-    schema: dict[str, Any]
-    kind: Kind
-    sensitivity: Sensitivity
-    consent: bool = False
-    multi: bool = False
-    entity: str | None = None
-    context: tuple[str, ...] = ()
-    valid_for_hours: int | None = None
-    staleness_days: int | None = None
-    hashed_paths: tuple[PathPattern, ...] = ()
-    source_file: str = ""
-    validator: Draft202012Validator = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
-
 
 def _hashed_paths(schema: Any, prefix: PathPattern = ()) -> Iterator[PathPattern]:
     if not isinstance(schema, dict):

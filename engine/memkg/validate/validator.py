@@ -24,10 +24,11 @@ from pydantic import ValidationError
 
 from memkg.config import Limits
 from memkg.model.fact import Kind, Observation, Sensitivity
+from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.guards import hash_pii, policy_problems, text_problems
 from memkg.validate.limits import check_value
-from memkg.validate.registry import KeySpec, SchemaRegistry
+from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import Candidate, ShaclChecker
 
 _SENSITIVITY_ORDER = list(Sensitivity)

@@ -10,7 +10,7 @@ import pytest
 from memkg.clock import FrozenClock
 from memkg.engine import Engine, IngestResult
 from memkg.errors import InvalidOperation
-from memkg.graph.weights import WeightParams
+from memkg.model.weight import WeightParams
 
 THRESHOLD = WeightParams().threshold
 Observe = Callable[..., IngestResult]

@@ -1,0 +1,159 @@
+"""``memkg rules lint | test PATH``: a file is linted alone; anything else is refused, in JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkg.cli import main
+from memkg.config import project_root
+
+DOMAIN = "actions: {go: {description: go}}\n"
+TABLE = (
+    "hit_policy: first\nallow_no_match: true\nrules:\n  - id: health.x\n    when: []\n"
+    "    then: {action: go}\n    reason_code: X\n    explain: x\n"
+)
+
+
+def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    code = main(["--db", str(tmp_path / "m.db"), *argv], out=out)
+    assert "Traceback" not in capsys.readouterr().err
+    return code, json.loads(out.getvalue())
+
+
+def rules_folder(tmp_path: Path, **files: str | bytes) -> Path:
+    folder = tmp_path / "rules" / "health"
+    folder.mkdir(parents=True)
+    (folder / "domain.yaml").write_text(DOMAIN)
+    for name, text in files.items():
+        target = folder / name.replace("__", ".")
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text)
+    return folder
+
+
+def test_an_alias_bomb_is_a_finding_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, t__yaml="a: &a [*a]\n")
+    for path in (folder.parent, folder / "t.yaml"):
+        code, out = run(tmp_path, capsys, "rules", "lint", str(path))
+        assert code == 1 and out["ok"] is False
+        [found] = out["findings"]
+        assert (found["code"], found["file"], found["line"]) == (
+            "rule.yaml",
+            "rules/health/t.yaml",
+            1,
+        )
+        assert "anchors and aliases" in found["message"]
+
+
+def test_deep_nesting_is_a_finding_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, t__yaml="[" * 5000 + "]" * 5000)
+    code, out = run(tmp_path, capsys, "rules", "lint", str(folder.parent))
+    assert code == 1 and "levels deep" in out["findings"][0]["message"]
+
+
+def test_a_rule_file_not_in_utf8_is_a_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, t__yaml=b"a: \xff\xfe\n")
+    for path in (folder.parent, folder / "t.yaml"):
+        code, out = run(tmp_path, capsys, "rules", "lint", str(path))
+        assert code == 1 and out["error"] == "rules.encoding"
+        assert (out["file"], out["line"]) == ("rules/health/t.yaml", 1)
+
+
+def test_a_broken_file_is_reported_wherever_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, broken__yaml="rules: [ {bad\n")
+    code, out = run(tmp_path, capsys, "rules", "lint", str(folder / "broken.yaml"))
+    assert code == 1 and [f["code"] for f in out["findings"]] == ["rule.yaml"]
+
+
+def test_a_file_is_linted_alone_with_its_domain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, t__yaml=TABLE, sibling__yaml=b"\xff broken")
+    code, out = run(tmp_path, capsys, "rules", "lint", str(folder / "t.yaml"))
+    assert (code, out) == (0, {"ok": True, "findings": []})
+    code, out = run(tmp_path, capsys, "rules", "lint", str(folder / "domain.yaml"))
+    assert (code, out) == (0, {"ok": True, "findings": []})
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("deep/a/b/broken.yml", "not a rule file"),
+        ("deep/a/b/broken2.yaml", "b/ is not a declared rules domain"),
+        ("passwd", "not a rule file"),
+        ("rules/health/t.cases.yaml", "run `memkg rules test`"),
+        ("rules/health/questions.yaml", "arbitration policy"),
+    ],
+)
+def test_files_outside_the_layout_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, says: str
+) -> None:
+    rules_folder(tmp_path, t__yaml=TABLE)
+    target = tmp_path / where
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("rules: [ {bad\n")
+    code, out = run(tmp_path, capsys, "rules", "lint", str(target))
+    assert code == 1 and out["error"] == "rules.not_rule_file" and says in out["message"]
+    assert out["message"].startswith(str(target))
+
+
+@pytest.mark.parametrize("command", ["lint", "test"])
+def test_a_folder_without_rule_files_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    (tmp_path / "empty" / "health").mkdir(parents=True)
+    (tmp_path / "empty" / "health" / "note.yml").write_text("x: 1\n")
+    code, out = run(tmp_path, capsys, "rules", command, str(tmp_path / "empty"))
+    assert code == 1 and out["error"] == "rules.missing"
+    assert out["message"].startswith(f"no rule files found in {tmp_path / 'empty'}")
+
+
+def shipped(tmp_path: Path) -> Path:
+    shutil.copytree(project_root() / "rules", tmp_path / "rules")
+    return tmp_path / "rules" / "health"
+
+
+def test_rules_test_on_a_file_runs_only_its_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    health = shipped(tmp_path)
+    (health.parent / "travel" / "booking.cases.yaml").write_text("broken: [\n")
+    _, whole = run(tmp_path, capsys, "rules", "test", str(health.parent))
+    assert not whole["passed"]
+    for name in ("triage.yaml", "triage.cases.yaml"):
+        code, out = run(tmp_path, capsys, "rules", "test", str(health / name), "--coverage")
+        assert code == 0 and out["passed"] and out["findings"] == []
+        assert 0 < out["cases"] < whole["cases"]
+        assert out["uncovered_rules"] == []
+
+
+def test_rules_test_refuses_a_file_without_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = rules_folder(tmp_path, t__yaml=TABLE)
+    code, out = run(tmp_path, capsys, "rules", "test", str(folder / "t.yaml"))
+    assert code == 1 and out["error"] == "rules.no_cases" and "t.cases.yaml" in out["message"]
+    code, out = run(tmp_path, capsys, "rules", "test", str(folder / "domain.yaml"))
+    assert code == 1 and out["error"] == "rules.no_cases"
+    (folder / "gone.cases.yaml").write_text("cases: []\n")
+    code, out = run(tmp_path, capsys, "rules", "test", str(folder / "gone.cases.yaml"))
+    assert code == 1 and "no rule table gone.yaml" in out["message"]
+    code, out = run(tmp_path, capsys, "rules", "test", str(tmp_path / "passwd"))
+    assert code == 1 and out["error"] == "rules.missing"
