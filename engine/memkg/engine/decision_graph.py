@@ -21,6 +21,7 @@ from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import user_node, weighted_view
 from memkg.model.evidence import Edge, GraphPath, WeightFactor
+from memkg.model.explanation import MemoryClaimNode, MemoryNode
 from memkg.model.fact import Fact
 from memkg.model.weight import Weight, WeightParams
 from memkg.rules.snapshot import KeyVerdict
@@ -150,3 +151,34 @@ def verdicts(resolutions: Sequence[Resolution]) -> dict[str, KeyVerdict]:
             detail=r.reason if frozen else old.detail,
         )
     return found
+
+
+def memory_nodes(resolutions: Sequence[Resolution]) -> tuple[MemoryNode, ...]:
+    """The arbitration record of each key a decision read, for its explanation."""
+    return tuple(
+        MemoryNode(
+            key=r.key,
+            context=r.context,
+            value=r.value,
+            outcome=r.outcome.value,
+            step=r.step.value,
+            reason=r.reason,
+            strength=r.strength,
+            claims=tuple(
+                MemoryClaimNode(
+                    fact_id=c.fact_id,
+                    value=c.value,
+                    source=c.source.value,
+                    scope=c.scope.value,
+                    score=c.score,
+                    standing=c.standing.value,
+                    reason=c.reason,
+                )
+                for c in r.claims
+            ),
+            stale=tuple(f"{f.source.value} {f.value!r}: {f.detail}" for f in r.stale),
+            question=r.question.text if r.question else None,
+        )
+        for r in sorted(resolutions, key=lambda r: (r.key, sorted(r.context.items())))
+        if r.claims or r.step.value == "role_default"
+    )

@@ -3,6 +3,7 @@ the explanation tree. Pure: everything it needs is handed in."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from memkg.arbitration.hit_policy import arbitrate
@@ -14,6 +15,7 @@ from memkg.model.decision import (
     Result,
     Revisions,
 )
+from memkg.model.explanation import MemoryNode
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.snapshot import DecisionInput
 from memkg.rules.spec import RuleBundle, RuleTable
@@ -31,6 +33,7 @@ def record_decision(
     evaluation: Evaluation | None,
     problems: list[str],
     timings: dict[str, float],
+    memory: Sequence[MemoryNode] = (),
 ) -> Decision:
     """Statuses: ``invalid_input`` (problems with the request), ``hit_policy_violation``,
     ``decided`` (a rule or the table's default), ``no_match``; ``needs_review`` replaces
@@ -92,6 +95,7 @@ def record_decision(
         describe={a: s.description for a, s in spec.actions.items()} if spec else {},
         default=default,
         problems=problems,
+        memory=memory,
     )
     return Decision(
         decision_id=decision_id,

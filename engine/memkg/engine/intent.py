@@ -18,9 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.arbitration import Resolution
 from memkg.arbitration.review import Review, reviews_from
 from memkg.decisions import DecisionLog, differences
-from memkg.engine.decision_graph import WeightedGraphView, fixture_graph, verdicts
+from memkg.engine.decision_graph import (
+    WeightedGraphView,
+    fixture_graph,
+    memory_nodes,
+    verdicts,
+)
 from memkg.engine.decision_record import record_decision
 from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
 from memkg.errors import MemkgError
@@ -28,11 +34,12 @@ from memkg.explain import render
 from memkg.graph.claims import LIVE
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, DecisionRequest, Revisions
+from memkg.model.explanation import MemoryNode
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import Signal
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import read_sources
-from memkg.rules.snapshot import DecisionInput, GraphView, KeyVerdict, build_input
+from memkg.rules.snapshot import DecisionInput, GraphView, build_input
 from memkg.rules.spec import RuleTable
 from memkg.rules.validation import request_problems
 
@@ -137,13 +144,15 @@ class IntentLayer:
         problems = request_problems(bundle, domain, decision, table, context)
         inp: DecisionInput | None = None
         evaluation: Evaluation | None = None
+        memory: tuple[MemoryNode, ...] = ()
         if table is not None and not problems:
-            inp = self._input(rules, table, user_id, context, graph, as_of, now)
+            inp, memory = self._prepare(rules, table, user_id, context, graph, as_of, now)
             evaluation = rules.evaluator.evaluate(table, inp)
         timings = {"evaluate_ms": round((time.perf_counter() - started) * 1000, 3)}
         return self._record(
-            rules, decision_id, request, as_of, now, table, inp, evaluation, problems, timings
-        )
+            rules, decision_id, request, as_of, now, table, inp, evaluation, problems, timings,
+            memory,
+        )  # fmt: skip
 
     def _input(
         self,
@@ -155,13 +164,28 @@ class IntentLayer:
         as_of: int,
         now: datetime,
     ) -> DecisionInput:
+        """What the rules may read."""
+        return self._prepare(rules, table, user_id, context, graph, as_of, now)[0]
+
+    def _prepare(
+        self,
+        rules: Rules,
+        table: RuleTable,
+        user_id: str,
+        context: dict[str, Any],
+        graph: UserGraph,
+        as_of: int,
+        now: datetime,
+    ) -> tuple[DecisionInput, tuple[MemoryNode, ...]]:
+        """What the rules may read, and the arbitration record of the keys they read."""
         engine = self.engine
         entity = frozenset(k for d, k in engine.entity_keys if d == table.domain)
         plan = rules.evaluator.plan(table)
         keys = plan.keys | entity
         facts = self._live_facts(graph, table.domain)
         view = WeightedGraphView(graph, now, engine.config.weights, table.domain)
-        return build_input(
+        resolutions = self._resolutions(graph, facts, keys, as_of, now)
+        inp = build_input(
             table,
             user_id,
             facts,
@@ -169,13 +193,14 @@ class IntentLayer:
             now,
             view,
             keys=keys,
-            verdicts=self._verdicts(graph, facts, keys, as_of, now),
+            verdicts=verdicts(resolutions),
             wanted=plan.paths,
         )
+        return inp, memory_nodes([r for r in resolutions if r.key in plan.keys])
 
-    def _verdicts(
+    def _resolutions(
         self, graph: UserGraph, facts: list[Fact], keys: frozenset[str], as_of: int, now: datetime
-    ) -> dict[str, KeyVerdict]:
+    ) -> list[Resolution]:
         engine = self.engine
         registry = engine.registry
         domain = facts[0].domain if facts else ""
@@ -186,17 +211,16 @@ class IntentLayer:
             if f.key in keys and f.status in LIVE and (f.valid_until is None or f.valid_until > now)
         ]
         if not relevant:
-            return {}
+            return []
         reviews = self._reviews(graph.user_id, as_of)
 
         def signals(fact: Fact) -> list[Signal]:
             found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
             return [s.as_signal() for _, s in sorted(found.items())]
 
-        resolutions = engine.reader.resolve_domain(
+        return engine.reader.resolve_domain(
             relevant, signals, reviews, specs, now, user_id=graph.user_id
         )
-        return verdicts(resolutions)
 
     def _live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
         """The domain's facts but superseded history, kept per user until the stream moves."""
@@ -237,6 +261,7 @@ class IntentLayer:
         evaluation: Evaluation | None,
         problems: list[str],
         timings: dict[str, float],
+        memory: tuple[MemoryNode, ...] = (),
     ) -> Decision:
         return record_decision(
             rules.bundle,
@@ -250,6 +275,7 @@ class IntentLayer:
             evaluation,
             problems,
             timings,
+            memory,
         )
 
     # -- after the fact ---------------------------------------------------------------------

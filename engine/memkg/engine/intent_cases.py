@@ -77,7 +77,7 @@ def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesRepor
         )
         return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
 
-    return run_cases(folder, rules.bundle, run)
+    return run_cases(folder, rules.bundle, run, root=engine.config.root)
 
 
 def _request(case: Case) -> Any:

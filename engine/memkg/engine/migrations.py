@@ -183,7 +183,7 @@ def _append(engine: Engine, user: str, events: list[Any], key: str) -> int | Non
 def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
                   changes: list[KeyChange], folder: Path) -> list[Finding]:  # fmt: skip
     """Rules and cases that break under the new schemas (block) or read a changed key (warn)."""
-    bundle, _ = load_bundle(read_sources(folder))
+    bundle, _ = load_bundle(read_sources(folder), root=engine.config.root)
     mine = set(old) | set(new)
 
     def lookup(specs: Specs) -> Any:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memkg.errors import MemkgError
-from memkg.rules.source import Document, YamlError, load_text
+from memkg.yamlfile import Document, YamlError, load_text
 
 from .transform import expr_problems
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memkg.rules.source import YamlError, load_text
+from memkg.yamlfile import YamlError, load_text
 
 from .migration import MigrationError, MigrationPlan
 

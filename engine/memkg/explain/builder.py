@@ -11,6 +11,7 @@ from memkg.model.explanation import (
     ContextValue,
     Explanation,
     LeftOutNode,
+    MemoryNode,
     RuleNode,
     SuppressedNode,
     WhyNotNode,
@@ -52,6 +53,7 @@ def build_explanation(
     describe: Mapping[str, str],
     default: str | None = None,
     problems: Sequence[str] = (),
+    memory: Sequence[MemoryNode] = (),
 ) -> Explanation:
     """``describe`` maps action names to the words the domain declares for them."""
     by_id = {node.rule_id: node for node in fired}
@@ -90,6 +92,7 @@ def build_explanation(
         suppressed=suppressed,
         why_not=tuple(why_not),
         left_out=tuple(LeftOutNode(**lo.model_dump()) for lo in left_out),
+        memory=tuple(memory),
         problems=tuple(problems),
         as_of_seq=as_of_seq,
         rule_bundle=rule_bundle,

@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from memkg.model.evidence import Edge, GraphPath
-from memkg.model.explanation import ConditionNode, Explanation, FactNode, RuleNode
+from memkg.model.explanation import (
+    ConditionNode,
+    Explanation,
+    FactNode,
+    MemoryClaimNode,
+    MemoryNode,
+    RuleNode,
+)
 
 FORMATS = ("text", "md", "json")
 SOURCES = {
@@ -88,6 +95,20 @@ def _rule_lines(rule: RuleNode, bullet: Callable[[int, str], str]) -> list[str]:
     return lines
 
 
+def _memory_line(m: MemoryNode) -> str:
+    where = "".join(f" [{k}={v}]" for k, v in sorted(m.context.items()))
+    strength = f", conflict strength {m.strength:.2f}" if m.strength else ""
+    step = m.step.replace("_", " ")
+    return f"{m.key}{where} = {_value(m.value)}: {m.outcome} by {step}{strength} ({m.reason})"
+
+
+def _claim_line(c: MemoryClaimNode) -> str:
+    return (
+        f"{c.standing}: {_value(c.value)} from {c.source} ({c.scope}), score {c.score:.2f}: "
+        f"{c.reason}"
+    )
+
+
 def _body(
     exp: Explanation, bullet: Callable[[int, str], str], heading: Callable[[str], str]
 ) -> list[str]:
@@ -125,6 +146,14 @@ def _body(
             )
             if w.failing.failure:
                 lines.append(bullet(1, w.failing.failure))
+    if exp.memory:
+        lines += ["", heading("What memory held")]
+        for m in exp.memory:
+            lines.append(bullet(0, _memory_line(m)))
+            lines += [bullet(1, _claim_line(c)) for c in m.claims if c.standing != "won"]
+            lines += [bullet(1, f"stale: {s}") for s in m.stale]
+            if m.question:
+                lines.append(bullet(1, f"ask the user: {m.question}"))
     if exp.left_out:
         lines += ["", heading("Not used")]
         for lo in exp.left_out:

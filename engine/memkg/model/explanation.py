@@ -124,6 +124,39 @@ class LeftOutNode(BaseModel):
     detail: str = ""
 
 
+class MemoryClaimNode(BaseModel):
+    """One competing claim as arbitration scored it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fact_id: str
+    value: Any = None
+    source: str
+    scope: str
+    score: float
+    standing: str
+    """``won``, ``contested``, ``lost`` or ``pending``."""
+    reason: str
+
+
+class MemoryNode(BaseModel):
+    """Which memory held for one key the decision read, and the policy step that decided."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    context: dict[str, str] = Field(default_factory=dict)
+    value: Any = None
+    outcome: str
+    """``adopted``, ``provisional``, ``frozen``, ``default``..."""
+    step: str
+    reason: str
+    strength: float = 0.0
+    claims: tuple[MemoryClaimNode, ...] = ()
+    stale: tuple[str, ...] = ()
+    question: str | None = None
+
+
 class Explanation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -147,6 +180,8 @@ class Explanation(BaseModel):
     suppressed: tuple[SuppressedNode, ...] = ()
     why_not: tuple[WhyNotNode, ...] = ()
     left_out: tuple[LeftOutNode, ...] = ()
+    memory: tuple[MemoryNode, ...] = ()
+    """How arbitration resolved each key the rules read (claims, scores, the deciding step)."""
     problems: tuple[str, ...] = ()
     as_of_seq: int
     rule_bundle: str

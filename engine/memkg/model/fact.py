@@ -6,14 +6,16 @@ with engine-assigned id, times and status.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 _IDENT = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
 _KEY = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}$"
+_CONTEXT_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
 def _aware(value: datetime) -> datetime:
@@ -105,6 +107,19 @@ class Observation(BaseModel):
     change: bool = False
     supersedes: Identifier | None = None
     idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+    @field_validator("context", mode="before")
+    @classmethod
+    def _context_keys(cls, value: Any) -> Any:
+        # before the dict is parsed, so no key (maybe personal data, maybe huge) reaches a message
+        if isinstance(value, dict):
+            for position, name in enumerate(value, start=1):
+                if not (isinstance(name, str) and _CONTEXT_KEY.fullmatch(name)):
+                    raise ValueError(
+                        f"context key {position} of {len(value)} is not a name: context keys "
+                        f"match {_CONTEXT_KEY.pattern} (e.g. trip_type); put data in the values"
+                    )
+        return value
 
 
 class Fact(BaseModel):

@@ -18,8 +18,8 @@ from typing import Any
 from memkg.model.decision import Arbitration, LeftOut, Result
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import CASES_SUFFIX, schema_findings
-from memkg.rules.source import Document, YamlError, load_text, read_text
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
+from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ from jsonschema.exceptions import ValidationError, best_match
 from memkg.config import project_root
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
-from memkg.rules.source import Document, YamlError, load_text, read_text
 from memkg.rules.spec import (
     OPS,
     ActionSpec,
@@ -37,6 +36,7 @@ from memkg.rules.spec import (
     RuleTable,
     Test,
 )
+from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 DOMAIN_FILE = "domain.yaml"
 CASES_SUFFIX = ".cases.yaml"

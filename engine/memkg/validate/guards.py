@@ -17,6 +17,8 @@ from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
 from memkg.validate.pii import normalise, scan
 
+_KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
+
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
@@ -28,16 +30,20 @@ _INSTRUCTION = re.compile(
 
 def _walk(
     value: Any, path: tuple[str | int, ...] = ()
-) -> Iterator[tuple[tuple[str | int, ...], str]]:
+) -> Iterator[tuple[tuple[str | int, ...], str, bool]]:
+    """Every string in ``value``: its path, the text, and whether it is an object key."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, path)]
     while stack:
         node, where = stack.pop()
         if isinstance(node, str):
-            yield where, node
+            yield where, node, False
         elif isinstance(node, list):
             stack.extend((item, (*where, i)) for i, item in enumerate(node))
         elif isinstance(node, dict):
-            stack.extend((item, (*where, k)) for k, item in node.items())
+            for k, item in node.items():
+                if isinstance(k, str):
+                    yield (*where, _KEY_PART), k, True
+                stack.append((item, (*where, k)))
 
 
 def _matches(path: tuple[str | int, ...], pattern: PathPattern) -> bool:
@@ -53,20 +59,28 @@ def _json_path(prefix: str, parts: tuple[str | int, ...]) -> str:
 def text_problems(
     value: Any, hashed: tuple[PathPattern, ...], prefix: str = "$.value"
 ) -> list[Problem]:
-    """Identifiers, credentials and instructions to the system found in string leaves."""
+    """Identifiers, credentials and instructions to the system in strings and object keys.
+
+    Keys are never exempt: hashing replaces values only.
+    """
     problems: list[Problem] = []
-    for parts, text in sorted(_walk(value), key=lambda item: str(item[0])):
-        if any(_matches(parts, pattern) for pattern in hashed):
+    for parts, text, is_key in sorted(_walk(value), key=lambda item: str(item[0])):
+        if not is_key and any(_matches(parts, pattern) for pattern in hashed):
             continue
         where = _json_path(prefix, parts)
+        fix = (
+            "use a plain name as the key and put nothing personal in it"
+            if is_key
+            else "remove it, or use a key whose schema marks the field x-pii: hash"
+        )
         for finding in scan(text):
             problems.append(
                 Problem(
                     code=finding.code,
                     path=where,
-                    message=f"looks like {finding.what} (characters {finding.start}-"
-                    f"{finding.end}); memory never stores it in clear text: remove it, or use a "
-                    "key whose schema marks the field x-pii: hash",
+                    message=f"{'an object key ' if is_key else ''}looks like {finding.what} "
+                    f"(characters {finding.start}-{finding.end}); memory never stores it in "
+                    f"clear text: {fix}",
                     stage="guards",
                 )
             )

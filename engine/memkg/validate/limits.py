@@ -7,10 +7,11 @@ validator. ``json_text_depth`` checks raw JSON text before ``json.loads`` sees i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from memkg.config import Limits
+from memkg.errors import InvalidOperation
 from memkg.model.report import Problem
 
 
@@ -39,6 +40,41 @@ def _string_problem(text: str, parts: tuple[str | int, ...], limits: Limits) -> 
             f"string holds a lone surrogate at character {exc.start}; send valid UTF-8 text",
         )
     return None
+
+
+def check_text(value: Any, where: str) -> None:
+    """Refuse ``value`` if it, or a string in it, is not valid Unicode (holds a lone surrogate).
+
+    For arguments that are not observations (ids, reasons, decision contexts): they reach
+    the store and the logs as UTF-8, where a lone surrogate would fail as a raw encoding error.
+
+    >>> check_text({"x": ["ok"]}, "context")
+    >>> check_text("u\\ud800", "user_id")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memkg.errors.InvalidOperation: user_id holds a lone surrogate at character 1: ...
+    """
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidOperation(
+                    f"{path} holds a lone surrogate at character {exc.start}: "
+                    "send valid UTF-8 text",
+                    code="text.invalid_unicode",
+                ) from None
+        elif isinstance(node, list | tuple):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
+        elif isinstance(node, Mapping):
+            for name, item in node.items():
+                stack.append((name, f"{path} key"))
+                stack.append((item, f"{path}.{name}" if _printable(name) else f"{path} value"))
+
+
+def _printable(name: object) -> bool:
+    return isinstance(name, str) and name.isidentifier() and len(name) <= 64
 
 
 def check_value(value: Any, limits: Limits) -> list[Problem]:

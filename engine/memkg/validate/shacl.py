@@ -30,7 +30,7 @@ from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.term import Node
 
 from memkg.model.report import Problem
-from memkg.model.vocab import KEY, MK, entity_iri, user_iri
+from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
 
@@ -157,11 +157,18 @@ class ShaclChecker:
             return []
         data = Graph()
         focus: dict[Node, int] = {}
+        problems: list[list[Problem]] = [[] for _ in candidates]
         for index, candidate in enumerate(candidates):
-            focus[self._add(data, URIRef(f"urn:memkg:candidate:{index}"), candidate)] = index
+            node = URIRef(f"urn:memkg:candidate:{index}")
+            unfit = self._add(data, node, candidate)
+            if unfit is None:
+                focus[node] = index
+            else:
+                problems[index].append(unfit)
+        if not focus:
+            return problems
         validator = _Validator(DataGraph.from_rdflib(data), self._shapes, {"inference": "none"})
         _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
-        problems: list[list[Problem]] = [[] for _ in candidates]
         for result in report.subjects(RDF.type, SH.ValidationResult):
             if report.value(result, SH.resultSeverity) != SH.Violation:
                 continue
@@ -186,7 +193,19 @@ class ShaclChecker:
         owner = self._owner.get(path)
         return f"{owner} (property {path})" if owner is not None else f"shacl property {path}"
 
-    def _add(self, g: Graph, node: URIRef, c: Candidate) -> URIRef:
+    def _add(self, g: Graph, node: URIRef, c: Candidate) -> Problem | None:
+        """Add the candidate's graph; or, if it names something that is no entity, say so."""
+        iris = []
+        for position, ref in enumerate(c.entities):
+            if ENTITY_REF.match(ref) is None:
+                return Problem(
+                    code="shacl.entity_reference",
+                    path="$.value",
+                    message=f"{c.key} names entities as type:name (e.g. airline:MU); entity "
+                    f"{position + 1} of {len(c.entities)} is not one",
+                    stage="shacl",
+                )
+            iris.append(entity_iri(ref))
         user = user_iri(c.user_id)
         g.add((user, RDF.type, MK.User))
         g.add((node, RDF.type, MK.Fact))
@@ -200,12 +219,11 @@ class ShaclChecker:
         if c.valid_until is not None:
             g.add((node, MK.validUntil, Literal(c.valid_until, datatype=XSD.dateTime)))
         g.add((node, MK.consentGranted, Literal(c.consent_granted)))
-        for ref in c.entities:
-            iri = entity_iri(ref)
+        for iri in iris:
             g.add((node, MK.object, iri))
             g.add((node, KEY[c.key], iri))
             for cls in self._types.get(iri, ()):
                 g.add((iri, RDF.type, cls))
         if not c.entities:
             g.add((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
-        return node
+        return None

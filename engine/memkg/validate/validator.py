@@ -5,7 +5,8 @@ Order, per observation:
 1. limits: size, depth, item counts and valid Unicode of the value (no recursion);
 2. envelope: the observation's own fields (pydantic), then the key declared by the domain;
 3. the key's JSON Schema on the value (skipped when limits failed: it recurses);
-4. SHACL shapes on the fact's own small graph (one pySHACL run per batch);
+4. SHACL shapes on the fact's own small graph (one pySHACL run per batch; skipped when the
+   schema failed: shapes assume a value of the declared type);
 5. policy guards: identifiers and credentials in free text, injected instructions,
    prohibited sensitivity, missing consent.
 
@@ -240,8 +241,8 @@ class Validator:
             return
         indexes, candidates = [], []
         for index, ready in enumerate(partial):
-            if ready is None or any(p.stage == "limits" for p in problems[index]):
-                continue
+            if ready is None or any(p.stage in ("limits", "schema") for p in problems[index]):
+                continue  # refused already; shapes assume a value of the declared type
             obs, spec, kind, sensitivity, valid_until = ready
             if sensitivity is Sensitivity.PROHIBITED:
                 continue  # refused by policy; the shape would only repeat it

@@ -119,8 +119,8 @@ CASES = {
         "policy.consent_missing",
         "$.provenance.consent_granted",
     ),
-    "entity of the wrong class (SHACL)": (
-        obs(value="city:shanghai"),
+    "entity not of the declared class (SHACL)": (
+        obs(value="airline:XX"),
         "shacl.violation",
         "https://memkg.dev/shape/AirlinePreferredShape (property https://memkg.dev/key/airline.preferred)",
     ),
