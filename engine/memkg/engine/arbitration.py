@@ -65,6 +65,15 @@ class ArbitrationLayer(GraphLayer):
         ``session_id`` and ``turn`` (the turn's ``source_ref``) bring session notes and this
         turn's instruction in; a newly frozen key is put on the review queue.
         """
+        self._check_args(
+            user_id=user_id,
+            domain=domain,
+            key=key,
+            session_id=session_id,
+            turn=turn,
+            context=context,
+            language=language,
+        )
         spec = self._key_spec(domain, key)
         with self._lock:
             graph = self._graphs.get(user_id)
@@ -80,6 +89,9 @@ class ArbitrationLayer(GraphLayer):
         turn: str | None = None, language: str | None = None,
     ) -> list[Resolution]:  # fmt: skip
         """What reads and decisions use: every key slot's resolved value with its record."""
+        self._check_args(
+            user_id=user_id, domain=domain, session_id=session_id, turn=turn, language=language
+        )
         specs = [s for k in self.registry.keys(domain) if (s := self.registry.spec(domain, k))]
         with self._lock:
             graph = self._graphs.get(user_id)
@@ -100,6 +112,7 @@ class ArbitrationLayer(GraphLayer):
         self, review_id: str, value: Any, note: str, reviewer: str = "reviewer"
     ) -> Review:
         """Settle a frozen key with ``value``: an event naming the reviewer; the key unfreezes."""
+        self._check_args(review_id=review_id, value=value, note=note, reviewer=reviewer)
         review = self._open_review(review_id)
         if not note.strip() or len(note) > 500 or not reviewer.strip() or len(reviewer) > 128:
             raise InvalidOperation("give a note of 1-500 characters and the reviewer's name",
@@ -137,6 +150,7 @@ class ArbitrationLayer(GraphLayer):
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
         """Also remove the reviews of contests the purged facts took part in: a reviewer's
         value may repeat what the user said under that audit id."""
+        self._check_args(audit_log_id=audit_log_id)
         with self._lock:
             for user_id, fact_ids in self.store.fact_ids_with_audit_id(audit_log_id).items():
                 purged = set(fact_ids)
@@ -150,6 +164,7 @@ class ArbitrationLayer(GraphLayer):
 
     def derive_patterns(self, user_id: str, domain: str, *, tz: str = "UTC") -> list[IngestResult]:
         """Write ``pattern`` facts the user's behaviour shows ("usually shops 20:00-22:00")."""
+        self._check_args(user_id=user_id, domain=domain, tz=tz)
         zone = ZoneInfo(tz)
         facts = list(self.memory(user_id).facts.values())
         written = []

@@ -26,6 +26,7 @@ from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
 from memkg.ontology import Ontology
+from memkg.validate.limits import check_text
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import ShaclChecker
 from memkg.validate.validator import Validator
@@ -112,6 +113,7 @@ class EngineBase:
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
         """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
+        self._check_args(user_id=user_id)
         if as_of is not None:
             return UserMemory.from_events(user_id, self.store.read_stream(user_id, up_to_seq=as_of))
         with self._lock:
@@ -143,6 +145,7 @@ class EngineBase:
         return None
 
     def read_events(self, user_id: str) -> list[Event]:
+        self._check_args(user_id=user_id)
         return self.store.read_stream(user_id)
 
     def append_events(
@@ -182,6 +185,12 @@ class EngineBase:
         appended = self.store.append(user_id, [event], expected_version=memory.version)
         self._apply(user_id, appended.events)
         return appended.events[0]
+
+    @staticmethod
+    def _check_args(**arguments: Any) -> None:
+        """Refuse arguments that hold text no store can encode (lone surrogates)."""
+        for name, value in arguments.items():
+            check_text(value, name)
 
     def _key_spec(self, domain: str, key: str) -> KeySpec:
         spec = self.registry.spec(domain, key)

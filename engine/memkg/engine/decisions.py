@@ -30,17 +30,21 @@ class DecisionLayer(ArbitrationLayer):
         *, decision: str | None = None,
     ) -> Decision:  # fmt: skip
         """What the agent should do for the user now, with the reason; logged for replay."""
+        self._check_args(user_id=user_id, domain=domain, context=context, decision=decision)
         return self.intent.decide(user_id, domain, context, decision)
 
     def explain(self, decision_id: str, fmt: str = "text") -> str:
         """A logged decision's explanation as ``text``, ``md`` or ``json``."""
+        self._check_args(decision_id=decision_id)
         return self.intent.explain(decision_id, fmt)
 
     def replay(self, decision_id: str) -> ReplayReport:
         """Re-make a logged decision as of its log position, clock and rules; compare."""
+        self._check_args(decision_id=decision_id)
         return self.intent.replay(decision_id)
 
     def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        self._check_args(user_id=user_id)
         return self.decision_log.for_user(user_id, limit=limit)
 
     def reload_rules(self, path: str | Path | None = None) -> CasesReport:

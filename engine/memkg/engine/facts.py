@@ -264,6 +264,7 @@ class FactLayer(EngineBase):
 
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
         """The user confirmed a ``pending_confirmation`` fact: decisions may use it now."""
+        self._check_args(user_id=user_id, fact_id=fact_id, by=by)
         fact = self.fact(user_id, fact_id)
         if fact.status is not FactStatus.PENDING_CONFIRMATION:
             raise InvalidOperation(
@@ -274,6 +275,7 @@ class FactLayer(EngineBase):
 
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
         """Forget a fact: a soft delete that keeps its history."""
+        self._check_args(user_id=user_id, fact_id=fact_id, reason=reason)
         fact = self.fact(user_id, fact_id)
         if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
             raise InvalidOperation(
@@ -286,6 +288,7 @@ class FactLayer(EngineBase):
 
     def expire_due(self, user_id: str) -> list[Event]:
         """Write ``fact.expired`` for the user's facts whose ``valid_until`` has passed."""
+        self._check_args(user_id=user_id)
         now = self.clock.now()
         with self._lock:
             memory = self.memory(user_id)
@@ -319,6 +322,7 @@ class FactLayer(EngineBase):
 
     def erase(self, user_id: str) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt."""
+        self._check_args(user_id=user_id)
         with self._lock:
             decisions = self.decision_log.erase_user(user_id)
             receipt = erase_subject(self.store, user_id, self.clock)
@@ -332,6 +336,7 @@ class FactLayer(EngineBase):
 
         Decisions citing them go first: if the purge then fails, a retry still finds the facts.
         """
+        self._check_args(audit_log_id=audit_log_id)
         with self._lock:
             cited = self.store.fact_ids_with_audit_id(audit_log_id)
             decisions = {u: self.decision_log.erase_citing(u, ids) for u, ids in cited.items()}
@@ -356,15 +361,18 @@ class FactLayer(EngineBase):
         at: datetime | None = None,
     ) -> list[Fact]:
         """What memory holds about the user now (or as of log position ``as_of``)."""
+        self._check_args(user_id=user_id, domain=domain)
         return self.memory(user_id, as_of=as_of).current(domain, at or self.clock.now())
 
     def fact(self, user_id: str, fact_id: str) -> Fact:
+        self._check_args(user_id=user_id, fact_id=fact_id)
         fact = self.memory(user_id).facts.get(fact_id)
         if fact is None:
             raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
         return fact
 
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
+        self._check_args(user_id=user_id, key=key, domain=domain)
         return self.memory(user_id).history(key, domain)
 
     def rebuild(self) -> RebuildReport:

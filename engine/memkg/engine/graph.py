@@ -54,6 +54,9 @@ class GraphLayer(FactLayer):
         *, session_id: str | None = None,
     ) -> Event:  # fmt: skip
         """Record that the user mentioned, corrected, ignored or rejected ``key → value``."""
+        self._check_args(
+            user_id=user_id, domain=domain, key=key, value=value, session_id=session_id
+        )
         with self._lock:
             memory = self.memory(user_id)
             event = signal_event(
@@ -68,6 +71,7 @@ class GraphLayer(FactLayer):
 
     def user_graph(self, user_id: str, *, as_of: int | None = None) -> UserGraph:
         """The user's contextual graph: facts, signals and RDF dataset (treat as read-only)."""
+        self._check_args(user_id=user_id)
         return (
             self._graphs.get(user_id) if as_of is None else self._graphs.as_of(user_id, seq=as_of)
         )
@@ -77,6 +81,7 @@ class GraphLayer(FactLayer):
         fmt: str = "json",
     ) -> dict[str, Any] | str:  # fmt: skip
         """The user's graph (of one domain, or all) with weights: JSON data or Turtle text."""
+        self._check_args(user_id=user_id, domain=domain)
         if as_of is None:
             graph, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
         else:
@@ -89,6 +94,7 @@ class GraphLayer(FactLayer):
         min_weight: float | None = None, *, decidable_only: bool = False,
     ) -> list[Edge]:  # fmt: skip
         """The user's claims in ``domain``, heaviest first, each with its weight breakdown."""
+        self._check_args(user_id=user_id, domain=domain, relation=relation)
         _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
         return queries.edges(view, relation, min_weight, decidable_only=decidable_only)
 
@@ -97,6 +103,7 @@ class GraphLayer(FactLayer):
         decidable_only: bool = False,
     ) -> list[GraphPath]:  # fmt: skip
         """Paths from the user to ``concept`` (``protocol:immediate_hospital_visit``)."""
+        self._check_args(user_id=user_id, concept=concept, domain=domain)
         _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
         return queries.paths(view, concept, max_depth, decidable_only=decidable_only)
 
@@ -105,10 +112,14 @@ class GraphLayer(FactLayer):
         limit: int = 10,
     ) -> list[RecentEntity]:  # fmt: skip
         """Entities of a type seen in the session, most recent first."""
+        self._check_args(
+            user_id=user_id, entity_type=entity_type, session_id=session_id, domain=domain
+        )
         graph = self._graphs.get(user_id)
         return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
 
     def holding(self, user_id: str, at: datetime, domain: str | None = None) -> list[Edge]:
         """The claims that held at ``at``, as memory stood then, weighted as of then."""
+        self._check_args(user_id=user_id, domain=domain)
         graph = self._graphs.as_of(user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.config.weights, domain))

@@ -65,6 +65,7 @@ class LifecycleLayer(DecisionLayer):
 
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
         """The user's live free-text notes, oldest first."""
+        self._check_args(user_id=user_id, domain=domain)
         return NoteBook.from_events(self.read_events(user_id)).live(domain, self.clock.now())
 
     def note_tool(self, domain: str) -> Tool:
@@ -76,6 +77,9 @@ class LifecycleLayer(DecisionLayer):
         key: str | None = None, value: Any = None, **where: Any,
     ) -> distill.NoteResult:  # fmt: skip
         """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
+        self._check_args(
+            user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value
+        )
         return distill.save_memory_note(
             self, self.config.lifecycle, user_id=user_id, domain=domain, note=note, scope=scope,
             key=key, value=value, **where,
@@ -101,6 +105,7 @@ class LifecycleLayer(DecisionLayer):
         session_id: str | None = None, language: str | None = None,
     ) -> inject.Profile:  # fmt: skip
         """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
+        self._check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
         now, params = self.clock.now(), self.config.weights
         resolved = self.resolved_facts(user_id, domain, session_id=session_id, language=language)
         facts = [item for r in resolved if (item := _profile_fact(r)) is not None]
@@ -122,6 +127,7 @@ class LifecycleLayer(DecisionLayer):
 
         ``options``: session_id, provenance, write (False: validate only).
         """
+        self._check_args(user_id=user_id, domain=domain)
         llm = self.llm
         if llm is None:
             raise InvalidOperation("extraction needs a model: set EngineConfig.llm",
@@ -133,6 +139,7 @@ class LifecycleLayer(DecisionLayer):
         self, user_id: str, domain: str, session_id: str
     ) -> consolidation.ConsolidationHandle:
         """Merge a finished session into long-term memory in the background (one at a time)."""
+        self._check_args(user_id=user_id, domain=domain, session_id=session_id)
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="memkg-consolidate")
@@ -148,6 +155,7 @@ class LifecycleLayer(DecisionLayer):
         self, user_id: str, query: str, k: int = 5, *, domain: str | None = None
     ) -> recall.RecallResult:
         """The ``k`` memories most useful for ``query``, with the full ranking trace."""
+        self._check_args(user_id=user_id, query=query, domain=domain)
         return recall.recall(
             query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
             now=self.clock.now(), weights=self.config.lifecycle.recall,

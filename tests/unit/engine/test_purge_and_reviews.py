@@ -61,3 +61,23 @@ def test_a_review_is_resolved_once_under_concurrency(engine: Engine) -> None:
     assert len(resolved) == 1
     with pytest.raises(InvalidOperation):
         engine.resolve_review(review_id, "airline:CZ", "again")
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        (lambda e: e.facts("u\ud800"), "user_id"),
+        (lambda e: e.retract("u1", "fact_x", "oops \udfff"), "reason"),
+        (lambda e: e.erase("\ud800"), "user_id"),
+        (lambda e: e.decide("u1", "travel", {"x": "\ud800"}), "context.x"),
+        (lambda e: e.resolve("u1", "travel", "seat.preference", session_id="\ud800"), "session_id"),
+        (lambda e: e.render_profile("u1", "travel", session_id="\ud800"), "session_id"),
+    ],
+)
+def test_arguments_with_lone_surrogates_are_refused_cleanly(
+    engine: Engine, call: object, where: str
+) -> None:
+    with pytest.raises(InvalidOperation) as refused:
+        call(engine)  # type: ignore[operator]
+    assert refused.value.code == "text.invalid_unicode"
+    assert refused.value.message.startswith(where)
