@@ -125,12 +125,27 @@ def policy_problems(
     return problems
 
 
+HASHED = re.compile(r"hmac-sha256:[0-9a-f]{64}")
+"""What a stored ``x-pii: hash`` value looks like."""
+
+
+def prehashed(path: tuple[str | int, ...], node: Any, hashed: tuple[PathPattern, ...]) -> bool:
+    """A value memory already hashed, restated (consolidation, migration): kept as it is."""
+    return (
+        isinstance(node, str)
+        and HASHED.fullmatch(node) is not None
+        and any(_matches(path, p) for p in hashed)
+    )
+
+
 def hash_pii(value: Any, hashed: tuple[PathPattern, ...], salt: bytes) -> Any:
     """A copy of ``value`` with the strings at ``hashed`` paths replaced by salted hashes."""
     if not hashed:
         return value
 
     def rebuild(node: Any, path: tuple[str | int, ...]) -> Any:
+        if prehashed(path, node, hashed):
+            return node
         if isinstance(node, str) and any(_matches(path, p) for p in hashed):
             digest = hmac.new(salt, normalise(node).encode("utf-8"), hashlib.sha256).hexdigest()
             return f"hmac-sha256:{digest}"

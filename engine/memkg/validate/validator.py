@@ -27,7 +27,7 @@ from memkg.config import Limits
 from memkg.model.fact import Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
-from memkg.validate.guards import hash_pii, policy_problems, text_problems
+from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import Candidate, ShaclChecker
@@ -94,6 +94,8 @@ def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
 def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
     problems = []
     for error in sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        if prehashed(tuple(error.absolute_path), error.instance, spec.hashed_paths):
+            continue  # restating a value memory already hashed: its pattern was checked then
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
         problems.append(

@@ -185,3 +185,14 @@ def test_a_turn_instruction_never_becomes_a_change_to_long_term_memory(engine: E
     assert note.value == "airline:MU" and not note.change
     engine.consolidate("u1", "travel", "s1").result(timeout=30)
     assert engine.fact("u1", profile.fact_id).status is FactStatus.ACTIVE
+
+
+def test_a_hashed_value_is_restated_as_it_is(engine: Engine) -> None:
+    first = engine.ingest(obs(key="loyalty.number", value="MU123456", source="profile",
+                              scope="session", session_id="s2", **CONSENTED))  # fmt: skip
+    stored = engine.fact("u1", first.fact_id).value
+    assert stored.startswith("hmac-sha256:")
+    report = engine.consolidate("u1", "travel", "s2").result(timeout=30)
+    [promoted] = report.facts
+    assert engine.fact("u1", promoted.fact_id).value == stored  # not refused, not hashed twice
+    assert engine.fact("u1", promoted.fact_id).scope.value == "global"
