@@ -210,7 +210,11 @@ def _strongest(claim: Claim) -> tuple[float, float, str, str, str]:
     """Strongest first; then the newest, then source, value and id: never arrival order."""
     f = claim.fact
     return (
-        -round(claim.score, 9), -f.observed_at.timestamp(), f.source.value, canon(f.value), f.id
+        -round(claim.score, 9),
+        -f.observed_at.timestamp(),
+        f.source.value,
+        canon(f.value),
+        f.id,
     )
 
 

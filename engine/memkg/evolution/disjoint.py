@@ -14,8 +14,7 @@ def disjoint(case: Case, other: Node, depth: int = 0) -> bool:
     if other.negated:
         return any(o.same_as(Node(other.doc, other.raw, other.ptr)) for o in case.origins)
     return all(
-        empty(Case(case.atoms + c.atoms, case.origins + c.origins), depth)
-        for c in expand([other])
+        empty(Case(case.atoms + c.atoms, case.origins + c.origins), depth) for c in expand([other])
     )
 
 

@@ -67,8 +67,12 @@ def merge(case: Case) -> Facts:
         if values is not None:
             keys = {canonical(v) for v in values}
             finite = values if finite is None else [v for v in finite if canonical(v) in keys]
-        for key, lower, excl in (("minimum", True, False), ("exclusiveMinimum", True, True),
-                                 ("maximum", False, False), ("exclusiveMaximum", False, True)):
+        for key, lower, excl in (
+            ("minimum", True, False),
+            ("exclusiveMinimum", True, True),
+            ("maximum", False, False),
+            ("exclusiveMaximum", False, True),
+        ):
             value = kw.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 if lower:

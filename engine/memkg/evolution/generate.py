@@ -31,8 +31,9 @@ FORMAT_SAMPLES = {
 _ORDER = ("object", "array", "string", "integer", "nonint", "boolean", "null")
 
 
-def examples(nodes: list[Node], types: frozenset[str] | None = None, depth: int = 0,
-             limit: int = 8) -> list[Any]:
+def examples(
+    nodes: list[Node], types: frozenset[str] | None = None, depth: int = 0, limit: int = 8
+) -> list[Any]:
     """Instances valid under all `nodes` (optionally only of JSON `types`), best effort."""
     out: list[Any] = []
     for case in expand(nodes)[:6]:
@@ -42,8 +43,9 @@ def examples(nodes: list[Node], types: frozenset[str] | None = None, depth: int 
     return out[:limit]
 
 
-def case_examples(case: Case, types: frozenset[str] | None = None, depth: int = 0,
-                  limit: int = 8) -> list[Any]:
+def case_examples(
+    case: Case, types: frozenset[str] | None = None, depth: int = 0, limit: int = 8
+) -> list[Any]:
     if depth > MAX_DEPTH:
         return []
     facts = merge(case)

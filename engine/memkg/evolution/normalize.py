@@ -211,8 +211,11 @@ def in_dialect(doc: Document, keywords: dict[str, Any]) -> dict[str, Any]:
     """Keywords written in the view vocabulary, translated back to `doc`'s dialect."""
     if doc.draft == DRAFT2020:
         return keywords
-    out = {k: v for k, v in keywords.items()
-           if k not in ("dependentRequired", "dependentSchemas", "prefixItems", "items")}
+    out = {
+        k: v
+        for k, v in keywords.items()
+        if k not in ("dependentRequired", "dependentSchemas", "prefixItems", "items")
+    }
     deps = {**keywords.get("dependentRequired", {}), **keywords.get("dependentSchemas", {})}
     if deps:
         out["dependencies"] = deps

@@ -27,13 +27,24 @@ def objects_with(case: Case, key: str, value: Any) -> list[Any]:
     return out
 
 
-def _lift(ctx: Ctx, case: Case, b: Node, found: list[Finding], keys: list[str],
-          code: tuple[str, str] | None, ptr: str, msg: str, hint: str) -> list[Finding]:
+def _lift(
+    ctx: Ctx,
+    case: Case,
+    b: Node,
+    found: list[Finding],
+    keys: list[str],
+    code: tuple[str, str] | None,
+    ptr: str,
+    msg: str,
+    hint: str,
+) -> list[Finding]:
     """Embed child findings under each of `keys`; optionally merge them into one finding."""
     if not found:
         return []
+
     def wraps(v: Any) -> list[Any]:
         return [o for k in keys for o in objects_with(case, k, v)]
+
     lifted = rewrap(found, wraps, case, b)
     if code is None:
         return lifted
@@ -58,37 +69,70 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
             continue
         for bn in shape_nodes(bsh, key):
             found = subset(deeper, a_nodes, bn)
-            ptr = ctx.where(f"{case.atoms[0].ptr}/properties/{key}" if key in a_keys else None,
-                            bn.ptr)
+            ptr = ctx.where(
+                f"{case.atoms[0].ptr}/properties/{key}" if key in a_keys else None, bn.ptr
+            )
             if key in a_keys and key in bsh.props:
                 out.extend(_lift(ctx, case, b, found, [key], None, ptr, "", ""))
             elif key in bsh.props:
-                out.extend(_lift(
-                    ctx, case, b, found, [key], _ADDED,
-                    ptr, f"property '{key}' constrains values the {a_side} schema accepted freely",
-                    f"loosen '{key}' or migrate existing values of '{key}'"))
+                out.extend(
+                    _lift(
+                        ctx,
+                        case,
+                        b,
+                        found,
+                        [key],
+                        _ADDED,
+                        ptr,
+                        f"property '{key}' constrains values the {a_side} schema accepted freely",
+                        f"loosen '{key}' or migrate existing values of '{key}'",
+                    )
+                )
             else:
                 verb = "removed from" if ctx.direction == "backward" else "added to"
-                out.extend(_lift(
-                    ctx, case, b, found, [key], _ADDED[::-1],
-                    ptr, f"property '{key}' was {verb} an object that restricts other properties",
-                    f"keep '{key}' declared, or upgrade readers before documents carry '{key}'"
-                    if ctx.direction == "forward" else
-                    f"keep '{key}' declared (optional, deprecated) or strip it in a migration"))
+                out.extend(
+                    _lift(
+                        ctx,
+                        case,
+                        b,
+                        found,
+                        [key],
+                        _ADDED[::-1],
+                        ptr,
+                        f"property '{key}' was {verb} an object that restricts other properties",
+                        f"keep '{key}' declared, or upgrade readers before documents carry '{key}'"
+                        if ctx.direction == "forward"
+                        else f"keep '{key}' declared (optional, deprecated) "
+                        "or strip it in a migration",
+                    )
+                )
     out.extend(_regions(ctx, case, b, ash, bsh, keys))
     out.extend(_counts(ctx, case, facts, b, kw, ash))
     req = kw.get("required", [])
     for name in [r for r in req if isinstance(r, str) and r not in facts.required]:
-        cands = [{k: v for k, v in o.items() if k != name}
-                 for o in case_examples(case, _OBJ, limit=6)]
-        msg, hint = (f"property '{name}' is now required",
-                     f"make '{name}' optional, or backfill it with a default in a migration") \
-            if ctx.direction == "backward" else (
-            f"property '{name}' is no longer required",
-            f"keep writing '{name}' until readers on the old schema have upgraded")
-        out.append(Finding(ctx.code("object.property_required", "object.property_optional"),
-                           ctx.where(None, f"{b.ptr}/required"), msg, hint,
-                           in_a_not_b(cands, case, Node(b.doc, {"required": [name]}, b.ptr))))
+        cands = [
+            {k: v for k, v in o.items() if k != name} for o in case_examples(case, _OBJ, limit=6)
+        ]
+        msg, hint = (
+            (
+                f"property '{name}' is now required",
+                f"make '{name}' optional, or backfill it with a default in a migration",
+            )
+            if ctx.direction == "backward"
+            else (
+                f"property '{name}' is no longer required",
+                f"keep writing '{name}' until readers on the old schema have upgraded",
+            )
+        )
+        out.append(
+            Finding(
+                ctx.code("object.property_required", "object.property_optional"),
+                ctx.where(None, f"{b.ptr}/required"),
+                msg,
+                hint,
+                in_a_not_b(cands, case, Node(b.doc, {"required": [name]}, b.ptr)),
+            )
+        )
     out.extend(_dependencies(ctx, case, facts, b, kw))
     for trigger in kw.get("dependentSchemas", {}) or {}:
         if any(n.raw is False for n in key_nodes(case.atoms, trigger)):
@@ -123,8 +167,9 @@ def _keys_for(pattern: str | None, avoid: set[str], pats: list[str]) -> list[str
     return out[:3]
 
 
-def _regions(ctx: Ctx, case: Case, b: Node, ash: list[Shape], bsh: Shape,
-             keys: set[str]) -> list[Finding]:
+def _regions(
+    ctx: Ctx, case: Case, b: Node, ash: list[Shape], bsh: Shape, keys: set[str]
+) -> list[Finding]:
     """Keys outside the declared ones: per pattern, and the remaining keys."""
     from .subset import subset
 
@@ -145,12 +190,19 @@ def _regions(ctx: Ctx, case: Case, b: Node, ash: list[Shape], bsh: Shape,
         names = _keys_for(pat, keys, [])
         for bn in b_nodes:
             found = subset(ctx.deeper(), a_nodes, bn)
-            out.extend(_lift(ctx, case, b, found, names,
-                             ("object.pattern_properties_narrowed",
-                              "object.pattern_properties_widened"),
-                             ctx.where(None, bn.ptr),
-                             f"keys matching {pat!r} accept fewer values than before",
-                             "keep patternProperties as they were, or migrate matching keys"))
+            out.extend(
+                _lift(
+                    ctx,
+                    case,
+                    b,
+                    found,
+                    names,
+                    ("object.pattern_properties_narrowed", "object.pattern_properties_widened"),
+                    ctx.where(None, bn.ptr),
+                    f"keys matching {pat!r} accept fewer values than before",
+                    "keep patternProperties as they were, or migrate matching keys",
+                )
+            )
     if bsh.rest is None:
         return out
     a_rest = [sh.rest for sh in ash if sh.rest is not None]
@@ -158,8 +210,11 @@ def _regions(ctx: Ctx, case: Case, b: Node, ash: list[Shape], bsh: Shape,
         return out
     found = subset(ctx.deeper(), a_rest, bsh.rest)
     closed = bsh.rest.raw is False
-    codes = ("object.additional_closed", "object.additional_opened") if closed else (
-        "object.additional_narrowed", "object.additional_widened")
+    codes = (
+        ("object.additional_closed", "object.additional_opened")
+        if closed
+        else ("object.additional_narrowed", "object.additional_widened")
+    )
     if ctx.direction == "backward":
         msg = "the new schema rejects additional properties the old schema allowed"
         hint = "keep additionalProperties open, or strip unknown properties in a migration"
@@ -171,8 +226,9 @@ def _regions(ctx: Ctx, case: Case, b: Node, ash: list[Shape], bsh: Shape,
     return out
 
 
-def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any],
-            ash: list[Shape]) -> list[Finding]:
+def _counts(
+    ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any], ash: list[Shape]
+) -> list[Finding]:
     out: list[Finding] = []
     a_min = max(facts.min_props, len(facts.required))
     a_max = facts.max_props
@@ -184,12 +240,15 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any],
     if isinstance(b_min, int) and b_min > a_min:
         old, new = ctx.old_new(a_min, b_min)
         codes = ("object.min_properties_raised", "object.min_properties_lowered")
-        out.append(Finding(ctx.code(*codes),
-                           ctx.where(None, f"{b.ptr}/minProperties"),
-                           f"minProperties changed from {old} to {new}",
-                           f"keep minProperties at {old}",
-                           in_a_not_b([*pool, {}], case,
-                                      Node(b.doc, {"minProperties": b_min}, b.ptr))))
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(None, f"{b.ptr}/minProperties"),
+                f"minProperties changed from {old} to {new}",
+                f"keep minProperties at {old}",
+                in_a_not_b([*pool, {}], case, Node(b.doc, {"minProperties": b_min}, b.ptr)),
+            )
+        )
     if isinstance(b_max, int) and (a_max is None or a_max > b_max):
         big = []
         for base in pool:
@@ -202,10 +261,15 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any],
         if facts.max_props is None:
             codes = ("object.max_properties_added", "object.max_properties_removed")
         old, new = ctx.old_new("unbounded" if a_max is None else a_max, b_max)
-        out.append(Finding(ctx.code(*codes), ctx.where(None, f"{b.ptr}/maxProperties"),
-                           f"maxProperties changed from {old} to {new}",
-                           f"keep maxProperties at {old}",
-                           in_a_not_b(big, case, Node(b.doc, {"maxProperties": b_max}, b.ptr))))
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(None, f"{b.ptr}/maxProperties"),
+                f"maxProperties changed from {old} to {new}",
+                f"keep maxProperties at {old}",
+                in_a_not_b(big, case, Node(b.doc, {"maxProperties": b_max}, b.ptr)),
+            )
+        )
     return out
 
 
@@ -219,17 +283,37 @@ def _dependencies(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any
             have.update((akw.get("dependentRequired", {}) or {}).get(trigger, []))
         for dep in [d for d in deps if d not in have]:
             values = examples(key_nodes(case.atoms, trigger), limit=2)
-            cands = [{**{k: v for k, v in o.items() if k != dep}, trigger: value}
-                     for o in case_examples(case, _OBJ, limit=4) for value in values]
-            msg, hint = (f"'{trigger}' now requires '{dep}'",
-                         f"drop the dependency or backfill '{dep}' where '{trigger}' is set") \
-                if ctx.direction == "backward" else (
-                f"'{trigger}' no longer requires '{dep}'",
-                f"keep writing '{dep}' alongside '{trigger}' until readers upgrade")
-            out.append(Finding(ctx.code("object.dependency_added", "object.dependency_removed"),
-                               ctx.where(None, f"{b.ptr}/dependentRequired/{trigger}"), msg, hint,
-                               in_a_not_b(cands, case, Node(b.doc, in_dialect(
-                                   b.doc, {"dependentRequired": {trigger: [dep]}}), b.ptr))))
+            cands = [
+                {**{k: v for k, v in o.items() if k != dep}, trigger: value}
+                for o in case_examples(case, _OBJ, limit=4)
+                for value in values
+            ]
+            msg, hint = (
+                (
+                    f"'{trigger}' now requires '{dep}'",
+                    f"drop the dependency or backfill '{dep}' where '{trigger}' is set",
+                )
+                if ctx.direction == "backward"
+                else (
+                    f"'{trigger}' no longer requires '{dep}'",
+                    f"keep writing '{dep}' alongside '{trigger}' until readers upgrade",
+                )
+            )
+            out.append(
+                Finding(
+                    ctx.code("object.dependency_added", "object.dependency_removed"),
+                    ctx.where(None, f"{b.ptr}/dependentRequired/{trigger}"),
+                    msg,
+                    hint,
+                    in_a_not_b(
+                        cands,
+                        case,
+                        Node(
+                            b.doc, in_dialect(b.doc, {"dependentRequired": {trigger: [dep]}}), b.ptr
+                        ),
+                    ),
+                )
+            )
     return out
 
 
@@ -237,18 +321,31 @@ def _names(ctx: Ctx, case: Case, b: Node, ash: list[Shape], a_keys: set[str]) ->
     from .subset import subset
 
     pn = b.child("propertyNames")
-    mine = [view_child(n, "propertyNames") for n, kw in object_atoms(case.atoms)
-            if "propertyNames" in kw]
+    mine = [
+        view_child(n, "propertyNames")
+        for n, kw in object_atoms(case.atoms)
+        if "propertyNames" in kw
+    ]
     closed = any(sh.rest is not None and sh.rest.raw is False and not sh.patterns for sh in ash)
     if closed and all(pn.is_valid(k) for k in a_keys):
         return []
     if mine and not subset(ctx.deeper(), mine, pn):
         return []
     names = sorted(a_keys) + _SPARE_KEYS + ["UPPER", "with space", "a" * 70]
-    cands = [o for k in names if not pn.is_valid(k)
-             for v in examples(key_nodes(case.atoms, k), limit=1) for o in objects_with(case, k, v)]
-    return [Finding(ctx.code("object.property_names_narrowed", "object.property_names_widened"),
-                    ctx.where(None, pn.ptr), "propertyNames rejects keys that were accepted",
-                    "keep propertyNames as it was, or rename the affected keys in a migration",
-                    in_a_not_b(cands, case, Node(b.doc, {"propertyNames": pn.raw}, b.ptr)),
-                    unknown_code="undecidable.property_names")]
+    cands = [
+        o
+        for k in names
+        if not pn.is_valid(k)
+        for v in examples(key_nodes(case.atoms, k), limit=1)
+        for o in objects_with(case, k, v)
+    ]
+    return [
+        Finding(
+            ctx.code("object.property_names_narrowed", "object.property_names_widened"),
+            ctx.where(None, pn.ptr),
+            "propertyNames rejects keys that were accepted",
+            "keep propertyNames as it was, or rename the affected keys in a migration",
+            in_a_not_b(cands, case, Node(b.doc, {"propertyNames": pn.raw}, b.ptr)),
+            unknown_code="undecidable.property_names",
+        )
+    ]

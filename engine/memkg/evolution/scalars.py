@@ -39,18 +39,26 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
             in_const = "const" not in kw or _only(b, "const").is_valid(value)
             in_type = "type" not in kw or _only(b, "type").is_valid(value)
         except Unconfirmable as exc:
-            out.append(Finding("undecidable.validation", b.ptr, f"cannot validate: {exc}",
-                               "check the schema's references and patterns", unknown_code=
-                               "undecidable.validation"))
+            out.append(
+                Finding(
+                    "undecidable.validation",
+                    b.ptr,
+                    f"cannot validate: {exc}",
+                    "check the schema's references and patterns",
+                    unknown_code="undecidable.validation",
+                )
+            )
             continue
         old, _new = ctx.old_new(_js(value), _js(value))
         if not in_enum:
             code = ctx.code("enum.value_removed", "enum.value_added")
             verb = "removed from" if ctx.direction == "backward" else "added to"
             msg = f"value {_js(value)} was {verb} the enum"
-            hint = (f"keep {_js(value)} in the enum or ship a migration that maps it"
-                    if ctx.direction == "backward"
-                    else f"upgrade readers before writers emit {_js(value)}")
+            hint = (
+                f"keep {_js(value)} in the enum or ship a migration that maps it"
+                if ctx.direction == "backward"
+                else f"upgrade readers before writers emit {_js(value)}"
+            )
             ptr = ctx.where(keyword_ptr(case.atoms, "enum"), f"{b.ptr}/enum")
         elif not in_const:
             code = "const.changed"
@@ -69,8 +77,9 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
     return out
 
 
-def type_rule(ctx: Ctx, case: Case, types: frozenset[str], b: Node,
-              kw: dict[str, Any]) -> list[Finding]:
+def type_rule(
+    ctx: Ctx, case: Case, types: frozenset[str], b: Node, kw: dict[str, Any]
+) -> list[Finding]:
     from .facts import merge
 
     allowed = declared_types(kw["type"])
@@ -80,13 +89,24 @@ def type_rule(ctx: Ctx, case: Case, types: frozenset[str], b: Node,
     cands = in_a_not_b(case_examples(case, frozenset(missing), limit=12), case, _only(b, "type"))
     names = ", ".join(_TYPE_NAMES.get(t, t) for t in missing)
     if ctx.direction == "backward":
-        msg, hint = (f"type {names} is no longer accepted",
-                     f"keep {names} in `type`, or migrate existing documents")
+        msg, hint = (
+            f"type {names} is no longer accepted",
+            f"keep {names} in `type`, or migrate existing documents",
+        )
     else:
-        msg, hint = (f"type {names} is newly accepted",
-                     "upgrade readers on the old schema before writers use the new type")
-    return [Finding(ctx.code("type.narrowed", "type.widened"),
-                    ctx.where(keyword_ptr(case.atoms, "type"), f"{b.ptr}/type"), msg, hint, cands)]
+        msg, hint = (
+            f"type {names} is newly accepted",
+            "upgrade readers on the old schema before writers use the new type",
+        )
+    return [
+        Finding(
+            ctx.code("type.narrowed", "type.widened"),
+            ctx.where(keyword_ptr(case.atoms, "type"), f"{b.ptr}/type"),
+            msg,
+            hint,
+            cands,
+        )
+    ]
 
 
 def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> list[Finding]:
@@ -94,16 +114,23 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
     out: list[Finding] = []
     if "type" in kw:
         out.extend(type_rule(ctx, case, facts.types, b, kw))
-    for key, codes in (("enum", ("enum.added", "enum.removed")),
-                       ("const", ("const.added", "const.removed"))):
+    for key, codes in (
+        ("enum", ("enum.added", "enum.removed")),
+        ("const", ("const.added", "const.removed")),
+    ):
         if key in kw:
             extra: list[Any] = [*_ODD_STRINGS, 0, 1, -1, 0.5, True, None, [], {}]
             cands = case_examples(case, limit=16) + extra
             verb = "now restricts" if ctx.direction == "backward" else "no longer restricts"
-            out.append(Finding(ctx.code(*codes), ctx.where(None, f"{b.ptr}/{key}"),
-                               f"{key} {verb} the accepted values",
-                               "accept the values that were valid before, or migrate them",
-                               in_a_not_b(cands, case, _only(b, key))))
+            out.append(
+                Finding(
+                    ctx.code(*codes),
+                    ctx.where(None, f"{b.ptr}/{key}"),
+                    f"{key} {verb} the accepted values",
+                    "accept the values that were valid before, or migrate them",
+                    in_a_not_b(cands, case, _only(b, key)),
+                )
+            )
     bf = own_facts(b)
     if facts.types & {"integer", "nonint"}:
         out.extend(_numbers(ctx, case, facts, bf, b))
@@ -129,8 +156,11 @@ def _covers(a: Bound | None, b: Bound | None, lower: bool, ints: bool) -> bool:
 def _describe(bound: Bound | None, lower: bool) -> str:
     if bound is None:
         return "unbounded"
-    return ("> " if bound[1] else ">= ") + str(bound[0]) if lower else (
-        ("< " if bound[1] else "<= ") + str(bound[0]))
+    return (
+        ("> " if bound[1] else ">= ") + str(bound[0])
+        if lower
+        else (("< " if bound[1] else "<= ") + str(bound[0]))
+    )
 
 
 def _numbers(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node) -> list[Finding]:
@@ -144,94 +174,157 @@ def _numbers(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node) -> list[Fin
             continue
         step = -1 if lower else 1
         v = bound[0]
-        points: list[Any] = [v, v + step, v + step / 2, v + step / 1000, math.floor(v) + step,
-                             math.ceil(v) + step, int(v) + step * 2]
+        points: list[Any] = [
+            v,
+            v + step,
+            v + step / 2,
+            v + step / 1000,
+            math.floor(v) + step,
+            math.ceil(v) + step,
+            int(v) + step * 2,
+        ]
         if mine is not None:
             points += [mine[0], mine[0] - step, mine[0] - step / 2]
         points += case_examples(case, frozenset({"integer", "nonint"}), limit=12)
         cands = in_a_not_b(points, case, _only(b, *keys))
         if lower:
-            codes = ("number.min_raised", "number.min_lowered") if mine else (
-                "number.min_added", "number.min_removed")
+            codes = (
+                ("number.min_raised", "number.min_lowered")
+                if mine
+                else ("number.min_added", "number.min_removed")
+            )
         else:
-            codes = ("number.max_lowered", "number.max_raised") if mine else (
-                "number.max_added", "number.max_removed")
+            codes = (
+                ("number.max_lowered", "number.max_raised")
+                if mine
+                else ("number.max_added", "number.max_removed")
+            )
         old, new = ctx.old_new(_describe(mine, lower), _describe(bound, lower))
         label = "minimum" if lower else "maximum"
-        ptr = ctx.where(keyword_ptr(case.atoms, keys[0]) or keyword_ptr(case.atoms, keys[1]),
-                        f"{b.ptr}/{keys[0] if keys[0] in b.raw else keys[1]}")
-        out.append(Finding(ctx.code(*codes), ptr, f"{label} changed from {old} to {new}",
-                           f"keep the {label} at {old} or migrate values outside {new}", cands))
+        ptr = ctx.where(
+            keyword_ptr(case.atoms, keys[0]) or keyword_ptr(case.atoms, keys[1]),
+            f"{b.ptr}/{keys[0] if keys[0] in b.raw else keys[1]}",
+        )
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ptr,
+                f"{label} changed from {old} to {new}",
+                f"keep the {label} at {old} or migrate values outside {new}",
+                cands,
+            )
+        )
     for m in bf.multiples:
         fm = Fraction(str(m))
         if any((Fraction(str(a)) / fm).denominator == 1 for a in facts.multiples):
             continue
         if ints and (1 / fm).denominator == 1:
             continue
-        base = [1, 2, 3, 0.5, m + 1, m * 1.5, m / 2] + [a * k for a in facts.multiples
-                                                         for k in (1, 3, 5)]
+        base = [1, 2, 3, 0.5, m + 1, m * 1.5, m / 2] + [
+            a * k for a in facts.multiples for k in (1, 3, 5)
+        ]
         base += case_examples(case, frozenset({"integer", "nonint"}), limit=12)
-        codes = ("number.multiple_of_changed", "number.multiple_of_changed") if facts.multiples \
+        codes = (
+            ("number.multiple_of_changed", "number.multiple_of_changed")
+            if facts.multiples
             else ("number.multiple_of_added", "number.multiple_of_removed")
-        out.append(Finding(ctx.code(*codes), ctx.where(keyword_ptr(case.atoms, "multipleOf"),
-                                                       f"{b.ptr}/multipleOf"),
-                           f"multipleOf {m} does not hold for every previously valid number",
-                           "keep the old multipleOf or a divisor of it",
-                           in_a_not_b(base, case, _only(b, "multipleOf"))))
+        )
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(keyword_ptr(case.atoms, "multipleOf"), f"{b.ptr}/multipleOf"),
+                f"multipleOf {m} does not hold for every previously valid number",
+                "keep the old multipleOf or a divisor of it",
+                in_a_not_b(base, case, _only(b, "multipleOf")),
+            )
+        )
     return out
 
 
-def _strings(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node,
-             kw: dict[str, Any]) -> list[Finding]:
+def _strings(
+    ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node, kw: dict[str, Any]
+) -> list[Finding]:
     out: list[Finding] = []
     texts = case_examples(case, frozenset({"string"}), limit=16) + _ODD_STRINGS
     for pat in facts.patterns:
         texts += samples(pat, 16)
     if bf.min_len > facts.min_len:
         lengths = range(facts.min_len, bf.min_len)
-        cands = in_a_not_b([t for t in texts if len(t) < bf.min_len] + ["a" * n for n in lengths],
-                           case, _only(b, "minLength"))
+        cands = in_a_not_b(
+            [t for t in texts if len(t) < bf.min_len] + ["a" * n for n in lengths],
+            case,
+            _only(b, "minLength"),
+        )
         old, new = ctx.old_new(facts.min_len, bf.min_len)
-        out.append(Finding(ctx.code("string.min_length_raised", "string.min_length_lowered"),
-                           ctx.where(keyword_ptr(case.atoms, "minLength"), f"{b.ptr}/minLength"),
-                           f"minLength changed from {old} to {new}",
-                           f"keep minLength at {old} or pad/migrate shorter strings", cands))
+        out.append(
+            Finding(
+                ctx.code("string.min_length_raised", "string.min_length_lowered"),
+                ctx.where(keyword_ptr(case.atoms, "minLength"), f"{b.ptr}/minLength"),
+                f"minLength changed from {old} to {new}",
+                f"keep minLength at {old} or pad/migrate shorter strings",
+                cands,
+            )
+        )
     if bf.max_len is not None and (facts.max_len is None or facts.max_len > bf.max_len):
         longer = [t for t in texts if len(t) > bf.max_len]
-        longer += [pad for t in texts for pad in ("a" * (bf.max_len + 1 - len(t)) + t,
-                                                  t + "a" * (bf.max_len + 1 - len(t)))]
+        longer += [
+            pad
+            for t in texts
+            for pad in ("a" * (bf.max_len + 1 - len(t)) + t, t + "a" * (bf.max_len + 1 - len(t)))
+        ]
         longer += ["a" * (bf.max_len + 1), "a" * (facts.max_len or bf.max_len + 10)]
         cands = in_a_not_b(longer, case, _only(b, "maxLength"))
-        old, new = ctx.old_new("unbounded" if facts.max_len is None else facts.max_len,
-                               bf.max_len)
-        codes = ("string.max_length_lowered", "string.max_length_raised") if facts.max_len \
-            is not None else ("string.max_length_added", "string.max_length_removed")
-        out.append(Finding(ctx.code(*codes),
-                           ctx.where(keyword_ptr(case.atoms, "maxLength"), f"{b.ptr}/maxLength"),
-                           f"maxLength changed from {old} to {new}",
-                           f"keep maxLength at {old} or truncate/migrate longer strings", cands))
+        old, new = ctx.old_new("unbounded" if facts.max_len is None else facts.max_len, bf.max_len)
+        codes = (
+            ("string.max_length_lowered", "string.max_length_raised")
+            if facts.max_len is not None
+            else ("string.max_length_added", "string.max_length_removed")
+        )
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(keyword_ptr(case.atoms, "maxLength"), f"{b.ptr}/maxLength"),
+                f"maxLength changed from {old} to {new}",
+                f"keep maxLength at {old} or truncate/migrate longer strings",
+                cands,
+            )
+        )
     want = kw.get("pattern")
     if isinstance(want, str) and want not in facts.patterns and want not in _UNIVERSAL:
-        codes = ("string.pattern_changed", "string.pattern_changed") if facts.patterns else (
-            "string.pattern_added", "string.pattern_removed")
-        out.append(Finding(ctx.code(*codes), ctx.where(keyword_ptr(case.atoms, "pattern"),
-                                                       f"{b.ptr}/pattern"),
-                           f"pattern {want!r} may reject strings the {_a(ctx)} schema accepts",
-                           "keep the old pattern, or make the new one a proven superset"
-                           " (e.g. identical) and migrate non-matching strings",
-                           in_a_not_b(texts, case, _only(b, "pattern")),
-                           unknown_code="undecidable.pattern"))
+        codes = (
+            ("string.pattern_changed", "string.pattern_changed")
+            if facts.patterns
+            else ("string.pattern_added", "string.pattern_removed")
+        )
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(keyword_ptr(case.atoms, "pattern"), f"{b.ptr}/pattern"),
+                f"pattern {want!r} may reject strings the {_a(ctx)} schema accepts",
+                "keep the old pattern, or make the new one a proven superset"
+                " (e.g. identical) and migrate non-matching strings",
+                in_a_not_b(texts, case, _only(b, "pattern")),
+                unknown_code="undecidable.pattern",
+            )
+        )
     fmt = kw.get("format")
     if isinstance(fmt, str) and fmt in b.doc.formats and fmt not in facts.formats:
-        codes = ("string.format_changed", "string.format_changed") if facts.formats else (
-            "string.format_added", "string.format_removed")
+        codes = (
+            ("string.format_changed", "string.format_changed")
+            if facts.formats
+            else ("string.format_added", "string.format_removed")
+        )
         bad = [*texts, "2024-13-45", "999.1.1.1", "not an email", "12:99", "zz:zz::zz::1"]
-        out.append(Finding(ctx.code(*codes),
-                           ctx.where(keyword_ptr(case.atoms, "format"), f"{b.ptr}/format"),
-                           f"format {fmt!r} rejects strings the {_a(ctx)} schema accepts",
-                           f"drop format {fmt!r} or migrate non-conforming strings",
-                           in_a_not_b(bad, case, _only(b, "format")),
-                           unknown_code="undecidable.format"))
+        out.append(
+            Finding(
+                ctx.code(*codes),
+                ctx.where(keyword_ptr(case.atoms, "format"), f"{b.ptr}/format"),
+                f"format {fmt!r} rejects strings the {_a(ctx)} schema accepts",
+                f"drop format {fmt!r} or migrate non-conforming strings",
+                in_a_not_b(bad, case, _only(b, "format")),
+                unknown_code="undecidable.format",
+            )
+        )
     return out
 
 

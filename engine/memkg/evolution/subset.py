@@ -76,10 +76,15 @@ def check_case(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
         return []
     if b.raw is False:
         cands = in_a_not_b(case_examples(case), case, b)
-        return [Finding(ctx.code("schema.false_added", "schema.false_removed"), b.ptr,
-                        f"the {_side(ctx, 'b')} schema rejects every document",
-                        "do not replace a schema with `false`; deprecate the field instead",
-                        cands)]
+        return [
+            Finding(
+                ctx.code("schema.false_added", "schema.false_removed"),
+                b.ptr,
+                f"the {_side(ctx, 'b')} schema rejects every document",
+                "do not replace a schema with `false`; deprecate the field instead",
+                cands,
+            )
+        ]
     if facts.finite is not None:
         return scalars.finite(ctx, case, facts.finite, b)
     kw = view(b)
@@ -108,9 +113,14 @@ def _side(ctx: Ctx, which: str) -> str:
 
 
 def _undecided(ctx: Ctx, b: Node, code: str, why: str, cands: list[Any] | None = None) -> Finding:
-    return Finding(code, b.ptr, f"could not decide: {why}",
-                   "simplify the schema change or verify it with real documents", cands or [],
-                   unknown_code=code)
+    return Finding(
+        code,
+        b.ptr,
+        f"could not decide: {why}",
+        "simplify the schema change or verify it with real documents",
+        cands or [],
+        unknown_code=code,
+    )
 
 
 def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
@@ -135,8 +145,9 @@ def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
 def _slices(case: Case, doc: Document) -> list[Case]:
     """The case cut by JSON type (integers and other numbers stay together)."""
     types = merge(case).types
-    names = sorted({"number" if t in ("integer", "nonint") and "nonint" in types else t
-                    for t in types})
+    names = sorted(
+        {"number" if t in ("integer", "nonint") and "nonint" in types else t for t in types}
+    )
     if len(names) < 2:
         return [case]
     out = []
@@ -158,7 +169,7 @@ def _choice(ctx: Ctx, case: Case, b: Node, key: str) -> list[Finding]:
             found.extend(c for f in missing for c in f.candidates)
             if missing:
                 continue
-            others = branches[:i] + branches[i + 1:]
+            others = branches[:i] + branches[i + 1 :]
             if key == "anyOf" or all(disjoint(part, o) for o in others):
                 covered = True
                 break
@@ -170,13 +181,18 @@ def _choice(ctx: Ctx, case: Case, b: Node, key: str) -> list[Finding]:
     ctx.steps = probe.steps
     name = "any_of" if key == "anyOf" else "one_of"
     cands = in_a_not_b(found + case_examples(case), case, whole)
-    return [Finding(ctx.code(f"combinator.{name}_narrowed", f"combinator.{name}_widened"),
-                    f"{b.ptr}/{key}",
-                    f"some documents accepted by the {_side(ctx, 'a')} schema match "
-                    f"{'no' if key == 'anyOf' else 'not exactly one'} branch of {key}",
-                    f"keep a {key} branch that accepts the documents the {_side(ctx, 'a')}"
-                    " schema allows, or migrate them", cands,
-                    unknown_code=f"undecidable.{name}")]
+    return [
+        Finding(
+            ctx.code(f"combinator.{name}_narrowed", f"combinator.{name}_widened"),
+            f"{b.ptr}/{key}",
+            f"some documents accepted by the {_side(ctx, 'a')} schema match "
+            f"{'no' if key == 'anyOf' else 'not exactly one'} branch of {key}",
+            f"keep a {key} branch that accepts the documents the {_side(ctx, 'a')}"
+            " schema allows, or migrate them",
+            cands,
+            unknown_code=f"undecidable.{name}",
+        )
+    ]
 
 
 def _not(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
@@ -185,11 +201,17 @@ def _not(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
     whole = Node(b.doc, {"not": b.raw["not"]}, b.ptr)
     pool = case_examples(case, limit=16) + examples([b.child("not")], limit=16)
     cands = in_a_not_b(pool, case, whole)
-    return [Finding(ctx.code("combinator.not_narrowed", "combinator.not_widened"), f"{b.ptr}/not",
-                    f"the {_side(ctx, 'b')} schema's `not` excludes documents the "
-                    f"{_side(ctx, 'a')} schema accepts",
-                    "narrow the `not` so it excludes nothing that was valid before", cands,
-                    unknown_code="undecidable.not")]
+    return [
+        Finding(
+            ctx.code("combinator.not_narrowed", "combinator.not_widened"),
+            f"{b.ptr}/not",
+            f"the {_side(ctx, 'b')} schema's `not` excludes documents the "
+            f"{_side(ctx, 'a')} schema accepts",
+            "narrow the `not` so it excludes nothing that was valid before",
+            cands,
+            unknown_code="undecidable.not",
+        )
+    ]
 
 
 def conjoin(case: Case, node: Node) -> list[Case]:

@@ -42,6 +42,7 @@ _META = {
     "staleness_days",
 }
 
+
 def _hashed_paths(schema: Any, prefix: PathPattern = ()) -> Iterator[PathPattern]:
     if not isinstance(schema, dict):
         return
