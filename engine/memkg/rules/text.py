@@ -71,12 +71,16 @@ def placeholders(template: str) -> list[str]:
 
 
 def fill(template: str, lookup: Callable[[str], Any]) -> str:
-    """Replace ``{name}`` by ``lookup(name)``; names it cannot resolve stay as written."""
+    """Replace ``{name}`` by ``lookup(name)``; a name with no value reads "(no name given)".
+
+    >>> fill("No interest in {category} on record", lambda name: None)
+    'No interest in (no category given) on record'
+    """
     if "{" not in template:
         return template
 
     def one(match: re.Match[str]) -> str:
         found = lookup(match.group(1))
-        return match.group(0) if found is None else value_text(found)
+        return f"(no {match.group(1)} given)" if found is None else value_text(found)
 
     return _PLACEHOLDER.sub(one, template)
