@@ -33,11 +33,14 @@ class LifecycleLayer(DecisionLayer):
     """
 
     _executor: ThreadPoolExecutor | None = None
+    _closed = False
 
     def close(self) -> None:
         """Wait for background consolidations, close a model the engine built, then the rest."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+        with self._lock:
+            executor, self._closed = self._executor, True
+        if executor is not None:
+            executor.shutdown(wait=True)
         if self._owns_llm and self._llm is not None:
             self._llm.close()
         super().close()
@@ -141,6 +144,8 @@ class LifecycleLayer(DecisionLayer):
         """Merge a finished session into long-term memory in the background (one at a time)."""
         self._check_args(user_id=user_id, domain=domain, session_id=session_id)
         with self._lock:
+            if self._closed:
+                raise InvalidOperation("the engine is closed", code="engine.closed")
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="memkg-consolidate")
             future = self._executor.submit(

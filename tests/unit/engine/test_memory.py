@@ -196,3 +196,10 @@ def test_a_hashed_value_is_restated_as_it_is(engine: Engine) -> None:
     [promoted] = report.facts
     assert engine.fact("u1", promoted.fact_id).value == stored  # not refused, not hashed twice
     assert engine.fact("u1", promoted.fact_id).scope.value == "global"
+
+
+def test_no_background_work_starts_after_close(engine: Engine) -> None:
+    engine.close()
+    with pytest.raises(InvalidOperation) as refused:
+        engine.consolidate("u1", "travel", "s1")
+    assert refused.value.code == "engine.closed"
