@@ -65,7 +65,6 @@ class IntentLayer:
         self._lock = threading.Lock()
         self._rules: Rules | None = None
         self._replay_rules: dict[str, Rules] = {}
-        self._review_cache: dict[str, tuple[int, list[Review]]] = {}
         self._facts_cache: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self._revisions: dict[str, Revisions] = {}
 
@@ -212,7 +211,7 @@ class IntentLayer:
         ]
         if not relevant:
             return []
-        reviews = self._reviews(graph.user_id, as_of)
+        reviews = self._reviews(graph.user_id, graph.seq, as_of)
 
         def signals(fact: Fact) -> list[Signal]:
             found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
@@ -238,16 +237,15 @@ class IntentLayer:
             self._facts_cache[key] = cached
         return cached[1]
 
-    def _reviews(self, user_id: str, as_of: int) -> list[Review]:
-        """The user's reviews as of a log position; the latest position's are kept."""
-        if as_of <= 0:
-            return []
-        cached = self._review_cache.get(user_id)
-        if cached is None or cached[0] != as_of:
-            events = self.engine.store.read_stream(user_id, up_to_seq=as_of)
-            cached = (as_of, list(reviews_from(events).values()))
-            self._review_cache[user_id] = cached
-        return cached[1]
+    def _reviews(self, user_id: str, seq: int, as_of: int) -> list[Review]:
+        """The user's reviews as of a log position.
+
+        At the head of the log (every decision made now) they are the engine's, kept current
+        event by event; only a replay reads the stream up to its position.
+        """
+        if as_of >= self.engine.store.head():
+            return self.engine._reviews(user_id, seq)
+        return list(reviews_from(self.engine.store.read_stream(user_id, up_to_seq=as_of)).values())
 
     def _record(
         self,
