@@ -23,7 +23,7 @@ from typing import Any
 from durable.engine import Host
 
 from memkg import Engine, EngineConfig, FrozenClock
-from memkg.config import project_root
+from memkg.roots import builtin
 from memkg.rules.compiler import compile_table
 
 CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
@@ -152,12 +152,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name in ("schemas", "ontology"):
-            shutil.copytree(project_root() / name, root / name)
+            shutil.copytree(builtin("examples") / name, root / name)
         (root / "rules" / "health").mkdir(parents=True)
-        shutil.copy(project_root() / "rules" / "health" / "domain.yaml", root / "rules" / "health")
+        health = builtin("examples") / "rules" / "health"
+        shutil.copy(health / "domain.yaml", root / "rules" / "health")
         (root / "rules" / "health" / "bench.yaml").write_text(rule_file(args.rules))
         clock = FrozenClock(datetime(2026, 5, 1, 14, tzinfo=UTC))
-        engine = Engine(clock=clock, config=EngineConfig(root=root, shacl=False))
+        engine = Engine(clock=clock, config=EngineConfig(roots=(root,), shacl=False))
         for obs in history(args.facts):
             engine.ingest(obs)
             clock.advance(timedelta(seconds=30))

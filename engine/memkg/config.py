@@ -15,11 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkg.lifecycle.config import LifecycleConfig
 from memkg.llm.config import LLMConfig
 from memkg.model.weight import WeightParams
-
-
-def project_root() -> Path:
-    """The folder holding ``schemas/``, ``ontology/`` and ``rules/`` shipped with memkg."""
-    return Path(__file__).resolve().parents[2]
+from memkg.roots import Roots
 
 
 class Limits(BaseModel):
@@ -38,7 +34,11 @@ class Limits(BaseModel):
 class EngineConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    root: Path = Field(default_factory=project_root)
+    roots: tuple[Path, ...] = ()
+    """User roots (same layout as the built-in ones), laid over the built-in core and examples:
+    each adds domains or replaces a domain of a lower layer (see ``memkg.roots``)."""
+    examples: bool = True
+    """Include the example domains shipped with memkg (health, travel, commerce, finance)."""
     limits: Limits = Limits()
     state_valid_for: timedelta = timedelta(hours=72)
     weights: WeightParams = WeightParams()
@@ -49,13 +49,6 @@ class EngineConfig(BaseModel):
     """The model for extraction and consolidation; None: consolidation merges deterministically."""
 
     @property
-    def schemas_dir(self) -> Path:
-        return self.root / "schemas"
-
-    @property
-    def ontology_dir(self) -> Path:
-        return self.root / "ontology"
-
-    @property
-    def rules_dir(self) -> Path:
-        return self.root / "rules"
+    def layers(self) -> Roots:
+        """The roots in force: built-in core, the examples unless left out, then ``roots``."""
+        return Roots.of(self.roots, examples=self.examples)

@@ -1,4 +1,4 @@
-"""Loads the Turtle files under ``ontology/``: core vocabulary, domain knowledge, shapes.
+"""Loads the Turtle files under each root's ``ontology/``: core vocabulary, knowledge, shapes.
 
 Fact shapes are every ``shapes/*.ttl`` but ``knowledge.ttl``, which validates the domain
 knowledge itself.
@@ -15,6 +15,7 @@ from pathlib import Path
 from rdflib import RDF, Graph, URIRef
 
 from memkg.errors import ConfigError
+from memkg.roots import Roots
 
 
 def _parse(paths: list[Path]) -> Graph:
@@ -28,33 +29,46 @@ def _parse(paths: list[Path]) -> Graph:
 
 
 class Ontology:
-    """The ontology folder: ``memkg.ttl``, ``domains/*.ttl``, ``shapes/*.ttl``."""
+    """``ontology/memkg.ttl``, ``ontology/domains/*.ttl`` and ``ontology/shapes/*.ttl`` of the
+    roots in force (a later root's file replaces an earlier one of the same name)."""
 
-    def __init__(self, folder: Path) -> None:
-        if not (folder / "memkg.ttl").is_file():
+    def __init__(self, roots: Roots | Path) -> None:
+        self.roots = roots if isinstance(roots, Roots) else Roots((roots,))
+        core = self.roots.file("ontology/memkg.ttl")
+        if core is None:
             raise ConfigError(
-                f"{folder}: no memkg.ttl here; point EngineConfig.root at the memkg project folder",
+                f"{', '.join(map(str, self.roots.paths))}: no ontology/memkg.ttl in any root; "
+                "the built-in core root must come first",
                 code="ontology.missing",
             )
-        self.folder = folder
+        self._core = core
+
+    def _files(self) -> dict[str, Path]:
+        """Name relative to ``ontology/`` → file, for every Turtle file in force."""
+        found = {"memkg.ttl": self._core}
+        for sub in ("domains", "shapes"):
+            for name, path in self.roots.files(f"ontology/{sub}").items():
+                found[f"{sub}/{name}"] = path
+        return found
 
     @cached_property
     def core(self) -> Graph:
-        return _parse([self.folder / "memkg.ttl"])
+        return _parse([self._core])
 
     @cached_property
     def knowledge(self) -> Graph:
-        return _parse(sorted((self.folder / "domains").glob("*.ttl")))
+        return _parse(list(self.roots.files("ontology/domains").values()))
 
     @cached_property
     def fact_shapes(self) -> Graph:
         """Shapes every candidate fact is validated against (all but ``knowledge.ttl``)."""
-        files = sorted((self.folder / "shapes").glob("*.ttl"))
-        return _parse([path for path in files if path.name != "knowledge.ttl"])
+        shapes = self.roots.files("ontology/shapes")
+        return _parse([path for name, path in shapes.items() if name != "knowledge.ttl"])
 
     @cached_property
     def knowledge_shapes(self) -> Graph:
-        return _parse([self.folder / "shapes" / "knowledge.ttl"])
+        found = self.roots.files("ontology/shapes").get("knowledge.ttl")
+        return _parse([found] if found else [])
 
     @cached_property
     def entity_types(self) -> dict[URIRef, tuple[URIRef, ...]]:
@@ -67,9 +81,9 @@ class Ontology:
 
     @cached_property
     def digest(self) -> str:
-        """sha256 over every Turtle file, in path order: the ontology revision."""
+        """sha256 over every Turtle file in force, in name order: the ontology revision."""
         sha = hashlib.sha256()
-        for path in sorted(self.folder.rglob("*.ttl")):
-            sha.update(str(path.relative_to(self.folder)).encode())
+        for name, path in sorted(self._files().items()):
+            sha.update(name.encode())
             sha.update(path.read_bytes())
         return sha.hexdigest()

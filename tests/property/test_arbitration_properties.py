@@ -10,13 +10,13 @@ from hypothesis import strategies as st
 
 from memkg.arbitration import Claim, Outcome, PolicyFile, Review, ReviewStatus, Step, resolve
 from memkg.arbitration.claims import build_claims
-from memkg.config import project_root
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
 from memkg.model.weight import WeightParams
+from memkg.roots import builtin
 from memkg.validate.registry import SchemaRegistry
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
-REGISTRY = SchemaRegistry(project_root() / "schemas")
+REGISTRY = SchemaRegistry(builtin("examples") / "schemas")
 SPECS = {
     "single": REGISTRY.spec("commerce", "contact.preference"),
     "multi": REGISTRY.spec("health", "diet.restrictions"),

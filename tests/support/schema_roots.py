@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from memkg import Engine, EngineConfig, FrozenClock
+from memkg.roots import builtin
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = builtin("examples")
+"""The example domains shipped with memkg: a root like any user's."""
 PLAN = "schemas/health/migrations/diet_organ_meat.yaml"
 CONSENT: dict[str, Any] = {"provenance": {"consent_granted": True, "consent_version": "v1",
                                           "audit_log_id": "intake-7"}}  # fmt: skip
 
 
 def project_copy(target: Path, *, hide: tuple[str, ...] = ()) -> Path:
-    """A copy of schemas/, ontology/ and rules/ under ``target``; ``hide`` moves files aside."""
+    """A copy of the example root under ``target``; ``hide`` moves files aside."""
     for name in ("schemas", "ontology", "rules"):
         shutil.copytree(ROOT / name, target / name)
     for rel in hide:
@@ -35,7 +37,7 @@ def diet(user: str, value: list[str], **fields: Any) -> dict[str, Any]:
 
 def reopen(engine: Engine, root: Path, clock: FrozenClock | None = None) -> Engine:
     """The same store and decision log, read with the schemas now under ``root``."""
-    return Engine(engine.store, config=EngineConfig(root=root, shacl=False),
+    return Engine(engine.store, config=EngineConfig(roots=(root,), shacl=False),
                   clock=clock or FrozenClock(datetime(2026, 5, 2, 9, tzinfo=UTC)),
                   decision_log=engine.decision_log)  # fmt: skip
 

@@ -30,10 +30,15 @@ class RoleDefaults:
         self._values = dict(values or {})
 
     @classmethod
-    def load(cls, rules_dir: Path, spec: SpecLookup) -> RoleDefaults:
+    def load(cls, rules: Path | Mapping[str, Path], spec: SpecLookup) -> RoleDefaults:
+        """``rules``: a rules folder, or domain → ``rules/<domain>/`` folder."""
         values: dict[tuple[str, str], Any] = {}
-        for path in sorted(rules_dir.glob("*/defaults.yaml")):
-            domain = path.parent.name
+        folders = (rules.items() if not isinstance(rules, Path)
+                   else ((sub.name, sub) for sub in rules.iterdir() if sub.is_dir()))  # fmt: skip
+        for domain, folder in sorted(folders):
+            path = folder / "defaults.yaml"
+            if not path.is_file():
+                continue
             data = read_yaml(path) or {}
             if not isinstance(data, dict) or set(data) - {"defaults"}:
                 raise ConfigError(

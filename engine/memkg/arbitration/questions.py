@@ -52,6 +52,12 @@ Template = tuple[dict[str, Any], dict[str, str]]
 """(when, text per language)."""
 
 
+def _domains(rules: Path | Mapping[str, Path]) -> dict[str, Path]:
+    if isinstance(rules, Path):
+        return {sub.name: sub for sub in sorted(rules.iterdir()) if sub.is_dir()}
+    return dict(sorted(rules.items()))
+
+
 class QuestionBook:
     """Every domain's templates, checked at load; renders a question for a resolution."""
 
@@ -59,9 +65,13 @@ class QuestionBook:
         self._templates = dict(templates)
 
     @classmethod
-    def load(cls, rules_dir: Path) -> QuestionBook:
+    def load(cls, rules: Path | Mapping[str, Path]) -> QuestionBook:
+        """``rules``: a rules folder, or domain → ``rules/<domain>/`` folder."""
         templates: dict[tuple[str, str, str], list[Template]] = {}
-        for path in sorted(rules_dir.glob("*/questions.yaml")):
+        for domain, folder in _domains(rules).items():
+            path = folder / "questions.yaml"
+            if not path.is_file():
+                continue
             data = read_yaml(path) or {}
             if not isinstance(data, dict):
                 raise ConfigError(f"{path}: expected a mapping of keys", code="questions.invalid")
@@ -74,7 +84,7 @@ class QuestionBook:
                         )
                     entries = spec if isinstance(spec, list) else [spec]
                     found = [_template(entry, f"{where}[{i}]") for i, entry in enumerate(entries)]
-                    templates[(path.parent.name, str(key), purpose)] = found
+                    templates[(domain, str(key), purpose)] = found
         return cls(templates)
 
     def render(

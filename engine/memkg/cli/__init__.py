@@ -29,20 +29,60 @@ def build_parser() -> argparse.ArgumentParser:
         "status 0 done, 1 failed, 2 bad usage, 3 input refused.",
     )
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
-    parser.add_argument("--root", type=Path, help="project folder with schemas/, ontology/, rules/")
+    _root_options(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for commands in (facts, graph, arbitration, decisions, schema):
         commands.add_commands(sub)
     add_service_commands(sub)
+    for command in _subparsers(parser):
+        _root_options(command, before=False)
     return parser
+
+
+def _root_options(parser: argparse.ArgumentParser, *, before: bool) -> None:
+    """``--root``, ``--no-examples`` and ``--db``: accepted before and after the command.
+
+    After the command they land in their own names (``SUPPRESS``: absent unless given), so a
+    ``--root`` given after the command adds to those given before instead of replacing them.
+    """
+    late = "" if before else "late_"
+    parser.add_argument(
+        "--root", dest=f"{late}roots", type=Path, action="append",
+        default=[] if before else argparse.SUPPRESS, metavar="DIR",
+        help="a folder of your own domains (schemas/<domain>/, rules/<domain>/, ontology/); "
+        "repeat for several, later ones override earlier ones and the examples",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-examples", dest=f"{late}no_examples", action="store_true",
+        default=False if before else argparse.SUPPRESS,
+        help="leave out the example domains shipped with memkg",
+    )  # fmt: skip
+    if not before and "--db" not in parser._option_string_actions:
+        parser.add_argument("--db", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += [child, *_subparsers(child)]
+    return found
+
+
+def config_from(args: argparse.Namespace) -> EngineConfig:
+    """The engine configuration the global options describe."""
+    roots = [*args.roots, *getattr(args, "late_roots", [])]
+    examples = not (args.no_examples or getattr(args, "late_no_examples", False))
+    return EngineConfig(roots=tuple(roots), examples=examples)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
-    config = EngineConfig(root=args.root) if args.root else EngineConfig()
     try:
+        config = config_from(args)
         if getattr(args, "offline", False):  # reads files only: opens no store
             return int(args.run(config, args, out))
         with Engine.open(args.db, config=config) as engine:

@@ -15,7 +15,14 @@ from memkg.errors import ConfigError, MemkgError
 from memkg.explain import FORMATS
 from memkg.model.decision import Decision, DecisionStatus
 from memkg.rules.cases import CasesReport
-from memkg.rules.loader import CASES_SUFFIX, DOMAIN_FILE, file_sources, read_sources, rule_file
+from memkg.rules.loader import (
+    CASES_SUFFIX,
+    DOMAIN_FILE,
+    RuleFolders,
+    file_sources,
+    read_sources,
+    rule_file,
+)
 
 
 def summary(decision: Decision) -> dict[str, Any]:
@@ -67,13 +74,15 @@ def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _sources(engine: Engine, path: str | None) -> tuple[Path, dict[str, str], str | None]:
+def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, str], str | None]:
     """The rules folder, the sources to load, and the one file reported on when PATH is a file.
 
     A file is read alone with its domain's ``domain.yaml`` (``rule_file`` refuses anything not
     laid out as ``<rules>/<domain>/<name>.yaml``); a folder must hold rule files.
     """
-    target = engine.config.rules_dir if path is None else Path(path)
+    if path is None:
+        return engine.layers.rule_dirs(), read_sources(engine.layers.rule_dirs()), None
+    target = Path(path)
     if target.is_file():
         folder, rel = rule_file(target)
         return folder, file_sources(folder, rel), f"rules/{rel}"
@@ -123,7 +132,7 @@ def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
                 code="rules.missing",
             )
     folder, sources, only = _sources(engine, path)
-    cases = None if only is None else _cases_of(folder, only)
+    cases = None if only is None or not isinstance(folder, Path) else _cases_of(folder, only)
     found = run_rule_cases(engine.intent, compile_rules(sources, engine), folder)
     if cases is not None:  # the other tables' cases files are not in this bundle: drop them
         found = CasesReport(

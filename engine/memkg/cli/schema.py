@@ -53,7 +53,9 @@ def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> in
 
 
 def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
-    found = schema_history(config.root, args.domain, args.key)
+    layers = config.layers
+    root = layers.domains().get(args.domain, layers.paths[0])
+    found = schema_history(root, args.domain, args.key)
     if not found["groups"]:
         raise MemkgError(
             f"schemas/{args.domain} holds no key group"

@@ -44,11 +44,12 @@ class ArbitrationLayer(GraphLayer):
 
     @cached_property
     def reader(self) -> MemoryReader:
-        """The arbitration policy, questions and role defaults under ``rules/``."""
-        rules = self.config.rules_dir
+        """The arbitration policy, questions and role defaults under the roots' ``rules/``."""
+        rules = self.layers.rule_dirs()
+        policy = self.layers.file("rules/policy.yaml")
         labels = self.ontology.knowledge.subject_objects(RDFS.label)
         return MemoryReader(
-            policy=load_policy(rules / "policy.yaml"),
+            policy=load_policy(policy or self.layers.paths[0] / "rules" / "policy.yaml"),
             questions=QuestionBook.load(rules),
             defaults=RoleDefaults.load(rules, self.registry.spec),
             weights=self.config.weights,

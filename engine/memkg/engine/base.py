@@ -26,6 +26,7 @@ from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
 from memkg.ontology import Ontology
+from memkg.roots import Roots
 from memkg.validate.limits import check_text
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import ShaclChecker
@@ -97,12 +98,17 @@ class EngineBase:
     # -- wiring, built on first use -------------------------------------------------------
 
     @cached_property
+    def layers(self) -> Roots:
+        """The roots this engine reads schemas, rules and ontology from (``memkg.roots``)."""
+        return self.config.layers
+
+    @cached_property
     def ontology(self) -> Ontology:
-        return Ontology(self.config.ontology_dir)
+        return Ontology(self.layers)
 
     @cached_property
     def registry(self) -> SchemaRegistry:
-        return SchemaRegistry(self.config.schemas_dir)
+        return SchemaRegistry(self.layers.schema_dirs())
 
     @cached_property
     def validator(self) -> Validator:

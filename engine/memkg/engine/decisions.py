@@ -49,7 +49,7 @@ class DecisionLayer(ArbitrationLayer):
 
     def reload_rules(self, path: str | Path | None = None) -> CasesReport:
         """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails."""
-        folder = Path(path) if path is not None else self.config.rules_dir
+        folder = Path(path) if path is not None else self.layers.rule_dirs()
         rules = self.intent.load(folder)
         report = run_rule_cases(self.intent, rules, folder)
         if not report.passed:

@@ -26,7 +26,8 @@ class EvolutionLayer(LifecycleLayer):
 
     def schema_history(self, domain: str, key: str | None = None) -> dict[str, Any]:
         """Every version of the domain's key groups (or of one key) under ``schemas/``."""
-        return schema_history(self.config.root, domain, key)
+        root = self.layers.domains().get(domain, self.layers.paths[0])
+        return schema_history(root, domain, key)
 
     def migration_dry_run(
         self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
@@ -46,9 +47,10 @@ class EvolutionLayer(LifecycleLayer):
     def upcasters(self) -> Upcasters:
         """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
         found = Upcasters()
-        for path in sorted(self.config.schemas_dir.glob("*/migrations/*.yaml")):
-            plan = load_plan(path, self.config.root)
-            old = self.registry.group(plan.domain, plan.group, plan.from_version)
-            new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
-            found.register(plan, old, new)
+        for folder in self.layers.schema_dirs().values():
+            for path in sorted(folder.glob("migrations/*.yaml")):
+                plan = load_plan(path, self.layers.root_of(path))
+                old = self.registry.group(plan.domain, plan.group, plan.from_version)
+                new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
+                found.register(plan, old, new)
         return found

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -38,7 +37,7 @@ from memkg.model.explanation import MemoryNode
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import Signal
 from memkg.rules.evaluator import Evaluation
-from memkg.rules.loader import read_sources
+from memkg.rules.loader import RuleFolders, read_sources
 from memkg.rules.snapshot import DecisionInput, GraphView, build_input
 from memkg.rules.spec import RuleTable
 from memkg.rules.validation import request_problems
@@ -74,7 +73,7 @@ class IntentLayer:
             with self._lock:
                 if self._rules is None:
                     self._rules = compile_rules(
-                        read_sources(self.engine.config.rules_dir), self.engine
+                        read_sources(self.engine.layers.rule_dirs()), self.engine
                     )
                     self.log.save_bundle(self._rules.digest, self._rules.bundle.sources)
         return self._rules
@@ -332,8 +331,8 @@ class IntentLayer:
                 return None
         return self._replay_rules[digest]
 
-    def load(self, path: Path | None = None) -> Rules:
-        return compile_rules(read_sources(path or self.engine.config.rules_dir), self.engine)
+    def load(self, path: RuleFolders | None = None) -> Rules:
+        return compile_rules(read_sources(path or self.engine.layers.rule_dirs()), self.engine)
 
 
 def graph_view(

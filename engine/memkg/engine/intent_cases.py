@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memkg.clock import FrozenClock
 from memkg.engine.decision_graph import fixture_graph
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
+from memkg.rules.loader import RuleFolders
 from memkg.rules.snapshot import build_input
 from memkg.rules.validation import request_problems
 
@@ -50,7 +50,7 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
     return facts
 
 
-def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesReport:
+def run_rule_cases(layer: IntentLayer, rules: Rules, folder: RuleFolders) -> CasesReport:
     from memkg.engine.intent import graph_view
 
     engine = layer.engine
@@ -77,7 +77,7 @@ def run_rule_cases(layer: IntentLayer, rules: Rules, folder: Path) -> CasesRepor
         )
         return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
 
-    return run_cases(folder, rules.bundle, run, root=engine.config.root)
+    return run_cases(folder, rules.bundle, run, root=engine.layers)
 
 
 def _request(case: Case) -> Any:

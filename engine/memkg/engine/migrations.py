@@ -36,7 +36,7 @@ from memkg.model.fact import Fact, FactStatus
 from memkg.model.keyspec import KeySpec
 from memkg.rules.cases import load_cases
 from memkg.rules.lint import lint_bundle
-from memkg.rules.loader import load_bundle, read_sources
+from memkg.rules.loader import RuleFolders, SchemaRoot, load_bundle, read_sources
 from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import RuleBundle
 
@@ -86,7 +86,7 @@ def plan_and_specs(
 ) -> tuple[MigrationPlan, Specs, Specs]:
     """The plan with the old and new key specs of its groups; checks the plan's keys."""
     if not isinstance(plan, MigrationPlan):
-        plan = load_plan(plan, engine.config.root)
+        plan = load_plan(plan, engine.layers.root_of(Path(plan)))
     registry = engine.registry
     old = registry.group(plan.domain, plan.group, plan.from_version)
     new = registry.group(plan.domain, plan.to_group, plan.to_version)
@@ -120,7 +120,7 @@ def dry_run(
     facts = [f for user in engine.store.users() for f in live_facts(engine, user)]
     outcomes = migrate(plan, facts, old, new)
     changes = key_changes(plan, old, new)
-    folder = Path(rules) if rules is not None else engine.config.rules_dir
+    folder: RuleFolders = Path(rules) if rules is not None else engine.layers.rule_dirs()
     found = [
         *policy_findings(plan, old, new),
         *rule_findings(engine, plan, old, new, changes, folder),
@@ -181,9 +181,9 @@ def _append(engine: Engine, user: str, events: list[Any], key: str) -> int | Non
 
 
 def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
-                  changes: list[KeyChange], folder: Path) -> list[Finding]:  # fmt: skip
+                  changes: list[KeyChange], folder: RuleFolders) -> list[Finding]:  # fmt: skip
     """Rules and cases that break under the new schemas (block) or read a changed key (warn)."""
-    bundle, _ = load_bundle(read_sources(folder), root=engine.config.root)
+    bundle, _ = load_bundle(read_sources(folder), root=engine.layers)
     mine = set(old) | set(new)
 
     def lookup(specs: Specs) -> Any:
@@ -222,12 +222,13 @@ def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
                                  message=f"rule {rule.id} reads {cond.key}, which the migration "
                                  f"{change.change}{_hint(change)}: check it still means what it "
                                  "says"))  # fmt: skip
-    return found + case_findings(plan, bundle, folder, new, changed)
+    return found + case_findings(plan, bundle, folder, new, changed, engine.layers)
 
 
-def case_findings(plan: MigrationPlan, bundle: RuleBundle, folder: Path, new: Specs,
-                  changed: Mapping[str, KeyChange]) -> list[Finding]:  # fmt: skip
-    cases, _ = load_cases(folder, bundle)
+def case_findings(plan: MigrationPlan, bundle: RuleBundle, folder: RuleFolders, new: Specs,
+                  changed: Mapping[str, KeyChange],
+                  root: SchemaRoot = None) -> list[Finding]:  # fmt: skip
+    cases, _ = load_cases(folder, bundle, root)
     found = []
     for case in cases:
         if case.table.domain != plan.domain:
@@ -272,7 +273,8 @@ def _hint(change: KeyChange | None) -> str:
 # -- decisions ---------------------------------------------------------------------------------
 
 
-def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs, folder: Path,
+def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
+                      folder: RuleFolders,
                       limit: int) -> list[Finding]:  # fmt: skip
     """Recent logged decisions of the domain whose outcome the migration would change.
 
@@ -288,7 +290,8 @@ def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Spec
             Finding(
                 code="decision.not_replayed",
                 severity="info",
-                message=f"decisions not replayed: the rules in {folder} do not load",
+                message="decisions not replayed: the rules in "
+                f"{folder if isinstance(folder, Path) else 'force'} do not load",
             )
         ]
     bundles: dict[str, Rules | None] = {}

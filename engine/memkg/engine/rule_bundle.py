@@ -51,7 +51,7 @@ class Rules:
 
 def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, list[Finding]]:
     """Everything the loader and lint find wrong with a bundle, against the engine's schemas."""
-    bundle, findings = load_bundle(sources, root=engine.config.root)
+    bundle, findings = load_bundle(sources, root=engine.layers)
     findings += lint_bundle(
         bundle, lambda d, k: s.schema if (s := engine.registry.spec(d, k)) else None
     )

@@ -12,12 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from memkg.model.decision import Arbitration, LeftOut, Result
 from memkg.rules.evaluator import Evaluation
-from memkg.rules.loader import CASES_SUFFIX, schema_findings
+from memkg.rules.loader import (
+    CASES_SUFFIX,
+    RuleFolders,
+    SchemaRoot,
+    rule_domains,
+    schema_findings,
+)
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 from memkg.yamlfile import Document, YamlError, load_text, read_text
 
@@ -88,20 +93,22 @@ Runner = Callable[[Case], CaseOutcome]
 
 
 def load_cases(
-    folder: Path, bundle: RuleBundle, root: Path | None = None
+    folder: RuleFolders, bundle: RuleBundle, root: SchemaRoot = None
 ) -> tuple[list[Case], list[Finding]]:
-    """The cases of every table in ``bundle``; ``root`` holds ``schemas/rules/``."""
+    """The cases of every table in ``bundle``; ``root``: where ``schemas/rules/`` is read."""
     cases: list[Case] = []
     findings: list[Finding] = []
-    for path in sorted(folder.glob(f"*/*{CASES_SUFFIX}")):
-        rel = f"rules/{path.relative_to(folder).as_posix()}"
+    paths = [(domain, path) for domain, sub in rule_domains(folder).items()
+             for path in sorted(sub.glob(f"*{CASES_SUFFIX}"))]  # fmt: skip
+    for domain, path in paths:
+        rel = f"rules/{domain}/{path.name}"
         name = path.name.removesuffix(CASES_SUFFIX)
-        table = bundle.tables.get((path.parent.name, name))
+        table = bundle.tables.get((domain, name))
         if table is None:
             findings.append(
                 Finding(
                     "cases.no_table",
-                    f"no rule table {path.parent.name}/{name}.yaml for these cases",
+                    f"no rule table {domain}/{name}.yaml for these cases",
                     rel,
                     1,
                 )
@@ -174,7 +181,7 @@ def _why_not(wanted: dict[str, int], evaluation: Evaluation | None) -> list[str]
 
 
 def run_cases(
-    folder: Path, bundle: RuleBundle, runner: Runner, root: Path | None = None
+    folder: RuleFolders, bundle: RuleBundle, runner: Runner, root: SchemaRoot = None
 ) -> CasesReport:
     cases, findings = load_cases(folder, bundle, root)
     report = CasesReport(findings=findings)

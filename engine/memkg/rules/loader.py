@@ -5,13 +5,16 @@ every other ``rules/<domain>/<name>.yaml`` is a decision table named ``<name>``;
 ``*.cases.yaml`` files are rule tests (``memkg.rules.cases``), and ``defaults.yaml`` and
 ``questions.yaml`` arbitration policy; neither is part of the bundle.
 Problems come back as ``Finding``\\ s with file and line; a file with schema errors is left out.
-The JSON Schemas of these files are read from ``<root>/schemas/rules/`` (``root``: the engine's
-configured root; by default the folder memkg ships with).
+A rules folder is one ``rules/`` folder, or domain → ``rules/<domain>/`` folder as the layered
+roots give it (``memkg.roots``). The JSON Schemas of these files are read from
+``schemas/rules/`` of the given root, or of the last of the given roots that has it (by default
+the built-in core).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -20,9 +23,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from memkg.config import project_root
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
+from memkg.roots import Roots, builtin
 from memkg.rules.spec import (
     OPS,
     ActionSpec,
@@ -46,9 +49,28 @@ NOT_TABLES = frozenset({"questions.yaml", "defaults.yaml", "policy.yaml"})
 """Arbitration data beside the rules (``memkg.arbitration``), not decision tables."""
 
 
-def schema_validator(name: str, root: Path | None = None) -> Draft202012Validator:
-    """The validator for ``<root>/schemas/rules/<name>.schema.json`` (root: memkg's own)."""
-    return _validator((root or project_root()) / "schemas" / "rules" / f"{name}.schema.json")
+RuleFolders = Path | Mapping[str, Path]
+"""A ``rules/`` folder, or domain → its ``rules/<domain>/`` folder."""
+SchemaRoot = Roots | Path | None
+"""Where ``schemas/rules/`` is read from: the roots in force, one root, or the built-in core."""
+
+
+def rule_domains(folders: RuleFolders) -> dict[str, Path]:
+    """Domain → ``rules/<domain>/`` folder."""
+    if not isinstance(folders, Path):
+        return dict(sorted(folders.items()))
+    if not folders.is_dir():
+        raise ConfigError(f"{folders}: rules folder not found", code="rules.missing")
+    return {sub.name: sub for sub in sorted(folders.iterdir())
+            if sub.is_dir() and not sub.name.startswith((".", "_"))}  # fmt: skip
+
+
+def schema_validator(name: str, root: SchemaRoot = None) -> Draft202012Validator:
+    """The validator for ``schemas/rules/<name>.schema.json`` of ``root`` (see ``SchemaRoot``)."""
+    rel = f"schemas/rules/{name}.schema.json"
+    if isinstance(root, Roots):
+        return _validator(root.file(rel) or root.paths[-1] / rel)
+    return _validator((root or builtin("core")) / rel)
 
 
 @cache
@@ -64,7 +86,7 @@ def _validator(path: Path) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
-def schema_findings(doc: Document, schema: str, root: Path | None = None) -> list[Finding]:
+def schema_findings(doc: Document, schema: str, root: SchemaRoot = None) -> list[Finding]:
     findings = []
     for error in schema_validator(schema, root).iter_errors(doc.data):
         shown: ValidationError = best_match(error.context) if error.context else error
@@ -80,15 +102,14 @@ def schema_findings(doc: Document, schema: str, root: Path | None = None) -> lis
     return sorted(findings, key=lambda f: (f.line, f.message))
 
 
-def read_sources(folder: Path) -> dict[str, str]:
-    """Relative path → text of every bundle file under ``folder`` (cases excluded)."""
-    if not folder.is_dir():
-        raise ConfigError(f"{folder}: rules folder not found", code="rules.missing")
+def read_sources(folders: RuleFolders) -> dict[str, str]:
+    """``domain/name.yaml`` → text of every bundle file under ``folders`` (cases excluded)."""
     sources = {}
-    for path in sorted(folder.glob("*/*.yaml")):
-        if not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES:
-            rel = path.relative_to(folder).as_posix()
-            sources[rel] = read_text(path, f"rules/{rel}")
+    for domain, folder in rule_domains(folders).items():
+        for path in sorted(folder.glob("*.yaml")):
+            if not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES:
+                rel = f"{domain}/{path.name}"
+                sources[rel] = read_text(path, f"rules/{rel}")
     return sources
 
 
@@ -129,7 +150,7 @@ def file_sources(folder: Path, rel: str) -> dict[str, str]:
 
 
 def load_bundle(
-    sources: dict[str, str], root: Path | None = None
+    sources: dict[str, str], root: SchemaRoot = None
 ) -> tuple[RuleBundle, list[Finding]]:
     """Parse every file; return what could be built and every problem found on the way.
 

@@ -213,12 +213,15 @@ def build_server(engine: Engine) -> MCPServer[Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m memkg.service.mcp [--db PATH] [--root DIR]``: serve over stdio."""
+    """``python -m memkg.service.mcp [--db PATH] [--root DIR]... [--no-examples]``: stdio."""
     parser = argparse.ArgumentParser(prog="python -m memkg.service.mcp", description=__doc__)
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
-    parser.add_argument("--root", type=Path, help="project folder with schemas/, ontology/, rules/")
+    parser.add_argument("--root", type=Path, action="append", default=[], metavar="DIR",
+                        help="a folder of your own domains; repeat for several")  # fmt: skip
+    parser.add_argument("--no-examples", action="store_true",
+                        help="leave out the example domains shipped with memkg")  # fmt: skip
     args = parser.parse_args(argv)
-    config = EngineConfig(root=args.root) if args.root else EngineConfig()
+    config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples)
     with Engine.open(args.db, config=config) as engine:
         build_server(engine).run("stdio")
     return 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,24 +94,36 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
     )
 
 
+def domain_folders(folders: Path | Mapping[str, Path]) -> dict[str, Path]:
+    """Domain → folder: the sub-folders of ``folders``, or ``folders`` itself as a mapping."""
+    if not isinstance(folders, Path):
+        return dict(sorted(folders.items()))
+    if not folders.is_dir():
+        raise ConfigError(f"{folders}: schema folder not found", code="schema.missing")
+    return {sub.name: sub for sub in sorted(folders.iterdir())
+            if sub.is_dir() and sub.name != "rules" and not sub.name.startswith(".")}  # fmt: skip
+
+
 class SchemaRegistry:
     """Every domain's key specs, current and historical, loaded once from a folder."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folders: Path | Mapping[str, Path]) -> None:
+        """``folders``: a ``schemas/`` folder, or domain → its ``schemas/<domain>/`` folder."""
         self._history: dict[tuple[str, str], dict[int, KeySpec]] = {}
         self._groups: dict[tuple[str, str], int] = {}
         """(domain, group) → its newest version: a key missing from it was removed."""
-        if not folder.is_dir():
-            raise ConfigError(f"{folder}: schema folder not found", code="schema.missing")
-        for path in sorted(folder.glob("*/*.json")):
-            match = _FILE.match(path.name)
-            if match is None:
-                continue  # API and record schemas live beside domain schemas
-            self._load_file(path, path.parent.name, match["group"], int(match["version"]))
+        self.files: dict[str, Path] = {}
+        """``schemas/<domain>/<file>`` → the file it was read from, for every group file."""
+        for domain, folder in domain_folders(folders).items():
+            for path in sorted(folder.glob("*.json")):
+                match = _FILE.match(path.name)
+                if match is None:
+                    continue  # API and record schemas live beside domain schemas
+                self._load_file(path, domain, match["group"], int(match["version"]))
 
     def _load_file(self, path: Path, domain: str, group: str, version: int) -> None:
-        where = str(path.relative_to(self.folder.parent))
+        where = f"schemas/{domain}/{path.name}"
+        self.files[where] = path
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from memkg.arbitration import PolicyFile, QuestionBook, RoleDefaults, load_policy, parse_policy
-from memkg.config import project_root
 from memkg.errors import ConfigError
+from memkg.roots import builtin
 from memkg.validate.registry import SchemaRegistry
 
-ROOT = project_root()
+ROOT = builtin("examples")
 
 
 def test_shipped_files_load() -> None:

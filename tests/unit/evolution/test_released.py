@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memkg.evolution.history import read_manifest, release_problems
+from memkg.roots import builtin
 from support.schema_roots import ROOT, project_copy
 
 
-def test_no_released_file_has_changed() -> None:
-    problems = release_problems(ROOT)
+@pytest.mark.parametrize("name", ["core", "examples"])
+def test_no_released_file_has_changed(name: str) -> None:
+    problems = release_problems(builtin(name))
     assert problems == [], (
         "released files changed or are missing from schemas/RELEASED.json. A released version "
         "never changes: add schemas/<domain>/<group>@<n+1>.json (or raise the shape's "
@@ -20,6 +24,8 @@ def test_every_group_file_and_shape_is_released() -> None:
     released = read_manifest(ROOT / "schemas")
     assert "schemas/health/diet@1.json" in released
     assert any(name.startswith("ontology/shapes/keys.ttl@") for name in released)
+    core = read_manifest(builtin("core") / "schemas")
+    assert any(name.startswith("ontology/shapes/fact.ttl@") for name in core)
 
 
 def test_an_edited_release_is_caught_and_a_new_version_is_not(tmp_path: Path) -> None:

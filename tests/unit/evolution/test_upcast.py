@@ -28,7 +28,7 @@ def test_the_registry_is_keyed_by_domain_key_and_version(tmp_path: Path) -> None
 
 def test_current_reads_upcast_old_facts_and_history_keeps_what_was_stored(tmp_path: Path) -> None:
     root = project_copy(tmp_path)
-    config = EngineConfig(root=root, shacl=False)
+    config = EngineConfig(roots=(root,), shacl=False)
     old = Engine(config=config, clock=FrozenClock(T0))
     stored = old.ingest(obs(key="seat.preference", value="no_preference"))
     old.ingest(obs(key="cabin.class", value="business"))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memkg.cli import main
-from memkg.config import project_root
+from memkg.roots import builtin
 
 DOMAIN = "actions: {go: {description: go}}\n"
 TABLE = (
@@ -126,7 +126,7 @@ def test_a_folder_without_rule_files_is_an_error(
 
 
 def shipped(tmp_path: Path) -> Path:
-    shutil.copytree(project_root() / "rules", tmp_path / "rules")
+    shutil.copytree(builtin("examples") / "rules", tmp_path / "rules")
     return tmp_path / "rules" / "health"
 
 

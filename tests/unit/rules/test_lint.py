@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from memkg.config import project_root
+from memkg.roots import builtin
 from memkg.rules.lint import lint_bundle
 from memkg.rules.loader import load_bundle, read_sources
 from memkg.rules.spec import Finding
 from memkg.validate.registry import SchemaRegistry
 
-REGISTRY = SchemaRegistry(project_root() / "schemas")
+REGISTRY = SchemaRegistry(builtin("examples") / "schemas")
 DOMAIN = """\
 actions:
   book: {description: book it}
@@ -51,7 +51,7 @@ HEAD = "hit_policy: first\nallow_no_match: true\nrules:\n"
 
 
 def test_the_shipped_rules_are_clean() -> None:
-    bundle, findings = load_bundle(read_sources(project_root() / "rules"))
+    bundle, findings = load_bundle(read_sources(builtin("examples") / "rules"))
     schema = lambda d, k: s.schema if (s := REGISTRY.spec(d, k)) else None  # noqa: E731
     assert findings + lint_bundle(bundle, schema) == []
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from memkg import Engine, FrozenClock
-from memkg.config import EngineConfig, project_root
+from memkg.config import EngineConfig
 from memkg.engine.intent import RulesRefused
+from memkg.roots import builtin
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 
@@ -18,7 +19,7 @@ NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 @pytest.fixture
 def rules_copy(tmp_path: Path) -> Path:
     folder = tmp_path / "rules"
-    shutil.copytree(project_root() / "rules", folder)
+    shutil.copytree(builtin("examples") / "rules", folder)
     return folder
 
 

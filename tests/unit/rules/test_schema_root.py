@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memkg.config import project_root
 from memkg.errors import ConfigError
+from memkg.roots import builtin
 from memkg.rules.cases import load_cases
 from memkg.rules.loader import load_bundle
 
@@ -20,7 +20,7 @@ SOURCES = {
 
 
 def root_with(tmp_path: Path, name: str, schema: dict[str, object]) -> Path:
-    shutil.copytree(project_root() / "schemas" / "rules", tmp_path / "schemas" / "rules")
+    shutil.copytree(builtin("core") / "schemas" / "rules", tmp_path / "schemas" / "rules")
     (tmp_path / "schemas" / "rules" / f"{name}.schema.json").write_text(json.dumps(schema))
     return tmp_path
 
