@@ -13,7 +13,7 @@ from memkg.rules.cases import CaseResult, CasesReport
 
 ENGINE = Engine(config=EngineConfig(shacl=False))
 RULES = ENGINE.intent.load()
-REPORT: CasesReport = run_rule_cases(ENGINE.intent, RULES, ENGINE.config.rules_dir)
+REPORT: CasesReport = run_rule_cases(ENGINE.intent, RULES, ENGINE.layers.rule_dirs())
 
 
 def test_case_files_are_well_formed() -> None:

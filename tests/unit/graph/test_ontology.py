@@ -14,7 +14,7 @@ from memkg.model.vocab import CLASSES, INDIVIDUALS, KEY, MK, PROPERTIES
 from memkg.ontology import Ontology
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
-ONTOLOGY = Ontology(EngineConfig().ontology_dir)
+ONTOLOGY = Ontology(EngineConfig().layers)
 
 
 def _declared(graph: Graph, *types: URIRef) -> set[str]:
@@ -61,7 +61,9 @@ def test_knowledge_shapes_catch_a_weight_out_of_range() -> None:
 
 def test_every_entity_key_has_its_shape() -> None:
     shapes = ONTOLOGY.fact_shapes
-    for path in sorted(EngineConfig().schemas_dir.glob("*/*@*.json")):
+    for path in sorted(
+        p for d in EngineConfig().layers.schema_dirs().values() for p in d.glob("*@*.json")
+    ):
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         for key, sub in doc["properties"].items():
             entity = sub["x-memkg"].get("entity")

@@ -12,7 +12,7 @@ from memkg.config import EngineConfig
 from memkg.ontology import Ontology
 from memkg.validate.shacl import Candidate, ShaclChecker, _value_paths
 
-ONTOLOGY = Ontology(EngineConfig().ontology_dir)
+ONTOLOGY = Ontology(EngineConfig().layers)
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 candidates = st.builds(
