@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 check: lint typecheck test
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(BENCH)
 
 clean:
 	rm -rf $(VENV) build engine/*.egg-info

@@ -10,11 +10,12 @@ store holds.
 
 Setup appends fact events straight through the in-memory event store (no validation, no
 SHACL): validation is measured elsewhere and is not what this benchmark is about.
-Run: ``python benchmarks/graph_bench.py``.
+Run: ``python benchmarks/graph_bench.py [--quick] [--json FILE]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import sys
@@ -27,6 +28,9 @@ try:
     import memkg  # noqa: F401
 except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import Figures
 
 from memkg.clock import FrozenClock
 from memkg.engine import Engine
@@ -131,13 +135,22 @@ def measure(total: int) -> dict[str, float]:
             "two_hop_paths": two_hop, "engine_edges_read": read}  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="a quick profile: 1k against 20k facts, not 100k"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    args = parser.parse_args(argv)
+    total = 20_000 if args.quick else 100_000
     print(__doc__.splitlines()[0])
     print(
         "setup: fact events appended straight through MemoryEventStore (no validation/SHACL);"
         " gc.freeze() after setup; per call: median of a round, best of 5 rounds"
     )
-    small, large = measure(1_000), measure(100_000)
+    small, large = measure(1_000), measure(total)
     rows = [
         ("project one fact into a user's graph", "project_one_fact"),
         ("recompute one user's weights (200 edges)", "one_user_weights"),
@@ -146,12 +159,22 @@ def main() -> None:
         ("engine.edges for one user (cached view)", "engine_edges_read"),
         ("recompute the whole graph's weights", "whole_graph_weights"),
     ]
-    print(f"{'':46} {'1k facts':>12} {'100k facts':>12} {'ratio':>7}")
+    print(f"{'':46} {'1k facts':>12} {f'{total // 1000}k facts':>12} {'ratio':>7}")
     for label, key in rows:
         a, b = small[key], large[key]
         print(f"{label:46} {a * 1e3:10.3f}ms {b * 1e3:10.3f}ms {b / a:7.2f}")
     print(f"whole graph: {small['edges']:,.0f} and {large['edges']:,.0f} edges; per-user rows "
           "should stay near 1, the whole-graph row grows with the store")  # fmt: skip
+    figures = Figures()
+    figures.add("graph.one_user_weights", large["one_user_weights"] * 1e3, "ms")
+    figures.add("graph.two_hop_paths", large["two_hop_paths"] * 1e3, "ms")
+    figures.add(
+        "graph.one_user_weights_large_to_small",
+        large["one_user_weights"] / small["one_user_weights"],
+        "x",
+        "per user, flat as the store grows",
+    )
+    figures.save(args.json)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,52 @@
-"""Validated ingest throughput, the cost of each validation stage, and rebuild speed.
+"""Validated ingest throughput, the cost of each validation stage, rebuild speed and memory.
 
-Run: ``python benchmarks/ingest_bench.py [--sizes 10000,100000] [--batch 500]``.
-Prints plain ``name: value unit`` lines; ratios are measured side by side in this run.
+The headline is ingest as a client sees it: JSON Schema, SHACL, guards, arbitration on write
+and a durable SQLite append, in batches of ``--batch``, at each store size in ``--sizes``;
+flatness is the rate over the last tenth against the first. ``--no-shacl-sizes`` adds runs
+without SHACL, to show its share. One user's history: ``--history`` writes one by one into a
+single user and compares the cost per write at the start and at the end of that history (the
+goal is flat: a write touches its key's live claims, never the user's history). Rebuild:
+events/s and resident memory after the rebuild, per fact. ``--bulk N`` builds an N-fact store
+by appending fact events straight through the store (no validation, seconds rather than the
+hour a validated 1M-fact ingest takes today) and rebuilds it: how rebuild and memory scale to
+1M facts. Goals (DESIGN section 8): ingest ≥ 5,000 facts/s flat (≤ 1.3×) from 10k to 1M and
+from 100 to 3,000 facts of one user; rebuild ≥ 100,000 events/s; ≤ 1 KB per resident fact.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
+import sys
 import tempfile
 import time
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import Figures
+
 from memkg import Engine, EngineConfig, FrozenClock
+from memkg.events.sqlite import SqliteEventStore
+from memkg.model.event import EventType, NewEvent
 
 AIRLINES = ["airline:MU", "airline:CA", "airline:CZ", "airline:HO", "airline:NH", "airline:LH"]
 CITIES = ["city:shanghai", "city:beijing", "city:tokyo", "city:frankfurt", "city:singapore"]
+START = datetime(2026, 5, 1, tzinfo=UTC)
 
 
-def observations(count: int, users: int, seed: int = 7) -> list[dict[str, Any]]:
+def observations(
+    count: int, users: int, seed: int = 7, user: str | None = None
+) -> list[dict[str, Any]]:
+    """Travel facts spread over ``users`` users (or all for ``user``), real-valued confidences."""
     rng = random.Random(seed)
     made = []
     for index in range(count):
-        user = f"user-{rng.randrange(users):06d}"
+        owner = user or f"user-{rng.randrange(users):06d}"
         choice = index % 4
         if choice == 0:
             key, value = "airline.preferred", rng.choice(AIRLINES)
@@ -36,24 +58,29 @@ def observations(count: int, users: int, seed: int = 7) -> list[dict[str, Any]]:
             key, value = "cabin.class", rng.choice(["economy", "business"])
         made.append(
             {
-                "user_id": user,
+                "user_id": owner,
                 "domain": "travel",
                 "key": key,
                 "value": value,
                 "source": rng.choice(["dialogue", "behavior", "profile"]),
-                "confidence": round(rng.uniform(0.5, 1.0), 2),
+                "confidence": round(rng.uniform(0.5, 1.0), 3),
             }
         )
     return made
 
 
-def timed(label: str, seconds: float, count: int, unit: str = "facts") -> float:
-    rate = count / seconds if seconds else float("inf")
-    print(f"{label}: {rate:,.0f} {unit}/s ({seconds * 1e6 / count:,.1f} µs each, n={count:,})")
-    return rate
+def resident_bytes() -> int:
+    """Resident set size of this process now (Linux), 0 where unknown."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
-def stage_costs(engine: Engine, sample: list[dict[str, Any]]) -> None:
+def stage_costs(engine: Engine, sample: list[dict[str, Any]], figures: Figures) -> None:
     validator = engine.validator
     specs = [validator.registry.spec(o["domain"], o["key"]) for o in sample]
     start = time.perf_counter()
@@ -73,18 +100,18 @@ def stage_costs(engine: Engine, sample: list[dict[str, Any]]) -> None:
     validator.check_many(sample, now, engine.store.subject_salt)
     with_shacl = time.perf_counter() - start
     n = len(sample)
-    print(f"json_schema_per_fact: {json_s * 1e6 / n:,.1f} µs")
-    print(f"pipeline_without_shacl_per_fact: {without_shacl * 1e6 / n:,.1f} µs")
-    print(f"shacl_per_fact (batched): {(with_shacl - without_shacl) * 1e6 / n:,.1f} µs")
-    print(f"shacl_share_of_validation: {(with_shacl - without_shacl) / with_shacl:.0%}")
+    figures.add("validate.json_schema_per_fact", json_s * 1e6 / n, "µs")
+    figures.add("validate.pipeline_without_shacl_per_fact", without_shacl * 1e6 / n, "µs")
+    figures.add("validate.shacl_per_fact", (with_shacl - without_shacl) * 1e6 / n, "µs")
 
 
-def ingest(size: int, batch: int, shacl: bool, folder: Path) -> tuple[float, float, float]:
-    """Throughput over the whole run, and over the first and last 10% (flatness)."""
-    clock = FrozenClock(datetime(2026, 5, 1, tzinfo=UTC))
+def ingest(size: int, batch: int, shacl: bool, folder: Path, figures: Figures) -> None:
+    """Throughput over the whole run and over the first and last tenth; then rebuild."""
+    clock = FrozenClock(START)
     data = observations(size, users=max(size // 100, 1))
     path = folder / f"ingest-{size}-{shacl}.db"
     window = max(size // 10, batch)
+    label = f"ingest.{size}" + ("" if shacl else ".no_shacl")
     with Engine.open(path, config=EngineConfig(shacl=shacl), clock=clock) as engine:
         start = time.perf_counter()
         marks: list[float] = []
@@ -94,41 +121,129 @@ def ingest(size: int, batch: int, shacl: bool, folder: Path) -> tuple[float, flo
             marks.append(time.perf_counter())
         total = time.perf_counter() - start
         per_window = max(window // batch, 1)
-        first = marks[per_window - 1] - start
-        last = marks[-1] - marks[-1 - per_window]
-        rebuild = engine.rebuild()
-    label = "with SHACL" if shacl else "without SHACL"
-    rate = timed(f"ingest_{size}_{label}", total, size)
-    first_rate = per_window * batch / first
-    last_rate = per_window * batch / last
-    print(
-        f"  first 10%: {first_rate:,.0f} facts/s, last 10%: {last_rate:,.0f} facts/s, "
-        f"last/first = {last_rate / first_rate:.2f}"
+        first = per_window * batch / (marks[per_window - 1] - start)
+        last = per_window * batch / (marks[-1] - marks[-1 - per_window])
+        figures.add(f"{label}.facts_per_s", size / total, "facts/s")
+        figures.add(f"{label}.last_to_first", last / first, "x", "rate, last tenth / first")
+        if shacl:
+            rebuild_figures(engine, f"rebuild.{size}", figures)
+
+
+def rebuild_figures(engine: Engine, label: str, figures: Figures) -> None:
+    """Rebuild rate; then memory held by what a rebuild and resident users keep, per fact.
+
+    Memory is traced (``tracemalloc``) over a second rebuild and over loading the graphs of
+    up to 200 users, so it counts what those projections keep alive, not the allocator's
+    high-water mark.
+    """
+    gc.collect()
+    report = engine.rebuild()
+    figures.add(f"{label}.events_per_s", report.events / report.seconds, "events/s")
+    figures.add(f"{label}.resident_mb", resident_bytes() / 1e6, "MB", "process RSS")
+    gc.collect()
+    tracemalloc.start()
+    report = engine.rebuild()
+    memories = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    figures.add(f"{label}.memory_bytes_per_fact", memories / max(report.facts, 1), "B")
+    users = list(engine.store.users())[:200]
+    facts = sum(len(engine.memory(u).facts) for u in users)
+    gc.collect()
+    tracemalloc.start()
+    for user in users:
+        engine.user_graph(user)
+    graphs = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    figures.add(
+        f"{label}.resident_bytes_per_fact",
+        (graphs + memories / max(report.facts, 1) * facts) / max(facts, 1),
+        "B",
+        "memory + graph of resident users; goal ≤ 1 KB",
     )
-    timed(f"rebuild_{size}_events", rebuild.seconds, rebuild.events, "events")
-    return rate, first_rate, last_rate
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="10000,100000")
-    parser.add_argument("--batch", type=int, default=500)
+def one_user_history(length: int, window: int, folder: Path, figures: Figures) -> None:
+    """Cost per write at the start and at the end of one user's history, one write at a time."""
+    clock = FrozenClock(START)
+    data = observations(length, users=1, seed=11, user="long-history")
+    with Engine.open(folder / "history.db", clock=clock) as engine:
+        times: list[float] = []
+        for obs in data:
+            start = time.perf_counter()
+            engine.ingest(obs)
+            times.append(time.perf_counter() - start)
+            clock.advance(timedelta(seconds=1))
+    early = sorted(times[100 : 100 + window])[window // 2]
+    late = sorted(times[-window:])[window // 2]
+    figures.add("history.early_ms_per_write", early * 1e3, "ms", f"writes 100-{100 + window}")
+    figures.add("history.late_ms_per_write", late * 1e3, "ms", f"last {window} of {length}")
+    figures.add("history.late_to_early", late / early, "x", "goal ≤ 1.3x")
+
+
+def bulk(size: int, folder: Path, figures: Figures) -> None:
+    """An N-fact store appended straight through the store, then rebuilt."""
+    path = folder / f"bulk-{size}.db"
+    store = SqliteEventStore(path)
+    data = observations(size, users=max(size // 100, 1), seed=13)
+    by_user: dict[str, list[NewEvent]] = {}
+    for n, obs in enumerate(data):
+        fact_id = f"fact_{n:09d}"
+        fact = {
+            "id": fact_id, "user_id": obs["user_id"], "domain": "travel", "key": obs["key"],
+            "value": obs["value"], "kind": "preference", "source": obs["source"],
+            "confidence": obs["confidence"], "scope": "global",
+            "observed_at": START.isoformat(), "recorded_at": START.isoformat(),
+            "provenance": {}, "sensitivity": "public", "status": "active", "schema_version": 1,
+        }  # fmt: skip
+        by_user.setdefault(obs["user_id"], []).append(
+            NewEvent(
+                event_id=f"evt_{n:09d}",
+                type=EventType.FACT_ASSERTED,
+                user_id=obs["user_id"],
+                domain="travel",
+                payload={"fact": fact},
+                recorded_at=START,
+                fact_id=fact_id,
+            )
+        )
+    for user, events in by_user.items():
+        store.append(user, events)
+    store.close()
+    del data, by_user
+    with Engine.open(path) as engine:
+        rebuild_figures(engine, f"rebuild.bulk_{size}", figures)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000", help="store sizes, SHACL on")
+    parser.add_argument("--no-shacl-sizes", default="10000", help="sizes also run without SHACL")
+    parser.add_argument("--batch", type=int, default=500, help="observations per ingest_many")
+    parser.add_argument("--history", type=int, default=3000, help="one user's facts (3000)")
+    parser.add_argument("--bulk", default="", help="sizes built by direct appends, then rebuilt")
     parser.add_argument(
-        "--shacl-sizes",
-        default="10000",
-        help="sizes also run with SHACL on (slow: pySHACL costs ms per fact)",
+        "--quick", action="store_true", help="a quick profile: 10k only, a 1,000-fact history"
     )
-    args = parser.parse_args()
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.no_shacl_sizes, args.history = "10000", "", min(args.history, 1000)
+    figures = Figures()
     with tempfile.TemporaryDirectory(prefix="memkg-bench-") as tmp:
         folder = Path(tmp)
-        engine = Engine.open(folder / "stages.db")
-        stage_costs(engine, observations(2_000, users=200))
-        engine.close()
+        with Engine.open(folder / "stages.db") as engine:
+            stage_costs(engine, observations(2_000, users=200), figures)
         for size in [int(s) for s in args.sizes.split(",") if s]:
-            ingest(size, args.batch, shacl=False, folder=folder)
-        for size in [int(s) for s in args.shacl_sizes.split(",") if s]:
-            ingest(size, args.batch, shacl=True, folder=folder)
-    print("goal (DESIGN section 8): validated ingest >= 5,000 facts/s; rebuild >= 50,000 events/s")
+            ingest(size, args.batch, shacl=True, folder=folder, figures=figures)
+        for size in [int(s) for s in args.no_shacl_sizes.split(",") if s]:
+            ingest(size, args.batch, shacl=False, folder=folder, figures=figures)
+        if args.history:
+            one_user_history(args.history, min(250, args.history // 4), folder, figures)
+        for size in [int(s) for s in args.bulk.split(",") if s]:
+            bulk(size, folder, figures)
+    figures.save(args.json)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Event store throughput: appends in batches of 1 and of 100, then ``read_all``, at 100k events.
 
-Run as ``python benchmarks/store_bench.py [--events N] [--dsn DSN]``. SQLite always; PostgreSQL
-when the server answers (in a scratch schema, dropped afterwards). Prints ``name: value unit``.
+Run as ``python benchmarks/store_bench.py [--events N] [--quick] [--dsn DSN] [--json FILE]``.
+SQLite always; PostgreSQL when the server answers (in a scratch schema, dropped afterwards).
+Prints ``name: value unit``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from figures import Figures
 
 from memkg.events.store import EventStore
 from memkg.model.event import EventType, NewEvent
@@ -45,8 +49,7 @@ def _event(n: int) -> NewEvent:
     )
 
 
-def _rate(count: int, seconds: float) -> str:
-    return f"{count / seconds:,.0f} events/s"
+FIGURES = Figures()
 
 
 def bench(name: str, store: EventStore, total: int) -> None:
@@ -56,7 +59,7 @@ def bench(name: str, store: EventStore, total: int) -> None:
         event = _event(n)
         store.append(event.user_id, [event])
         n += 1
-    print(f"{name}.append.batch1: {_rate(SINGLE_APPENDS, time.perf_counter() - t0)}")
+    FIGURES.add(f"store.{name}.append_one", SINGLE_APPENDS / (time.perf_counter() - t0), "events/s")
 
     # A batch of 100 goes to one user, as one observation's facts do.
     t0 = time.perf_counter()
@@ -68,11 +71,15 @@ def bench(name: str, store: EventStore, total: int) -> None:
         store.append(user, batch)
         n += size
         batches += 1
-    print(f"{name}.append.batch100: {_rate(total - SINGLE_APPENDS, time.perf_counter() - t0)}")
+    FIGURES.add(
+        f"store.{name}.append_batch100",
+        (total - SINGLE_APPENDS) / (time.perf_counter() - t0),
+        "events/s",
+    )
 
     t0 = time.perf_counter()
     read = sum(1 for _ in store.read_all())
-    print(f"{name}.read_all: {_rate(read, time.perf_counter() - t0)}")
+    FIGURES.add(f"store.{name}.read_all", read / (time.perf_counter() - t0), "events/s")
     print(f"{name}.events: {read} events")
 
 
@@ -97,10 +104,14 @@ def _postgres(dsn: str) -> tuple[EventStore, Callable[[], None]] | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=100_000, help="events appended (100k)")
+    parser.add_argument("--quick", action="store_true", help="a quick profile: 20k events")
     parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
+    if args.quick:
+        args.events = min(args.events, 20_000)
 
     from memkg.events.sqlite import SqliteEventStore
 
@@ -117,6 +128,7 @@ def main() -> None:
             bench("postgres", pg, args.events)
         finally:
             drop()
+    FIGURES.save(args.json)
 
 
 if __name__ == "__main__":
