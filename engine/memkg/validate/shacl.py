@@ -1,5 +1,9 @@
 """SHACL validation of candidate facts, each on its own small graph.
 
+The shapes are compiled into direct checks (``shape_checks``) when every construct they use
+is one that module compiles; otherwise, or with ``compiled=False``, pySHACL runs them. pySHACL
+is the reference: a differential test keeps both equal.
+
 Per DESIGN section 7: validate the delta (the candidates, plus the type triples of the entities
 they name, or ``sh:class`` fails), never the whole store; parse shapes once. A batch of
 candidates goes through one pySHACL run, each candidate a distinct focus node, and results are
@@ -31,6 +35,10 @@ from rdflib.term import Node
 
 from memkg.model.report import Problem
 from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
+from memkg.validate.shape_checks import DataGraph as CheckedGraph
+from memkg.validate.shape_checks import NotCompilable, Shapes, compile_shapes
+
+Triple = tuple[Node, Node, Node]
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
 
@@ -100,10 +108,27 @@ def _value_paths(shapes: Graph) -> frozenset[Node] | None:
     return frozenset(found)
 
 
+def _compiled(shapes: Graph) -> Shapes | None:
+    """The shapes as direct checks, or None when pySHACL must run them."""
+    try:
+        compiled = compile_shapes(shapes)
+    except NotCompilable:
+        return None
+    return compiled if compiled.messages_complete else None
+
+
 class ShaclChecker:
-    def __init__(self, shapes: Graph, entity_types: dict[URIRef, tuple[URIRef, ...]]) -> None:
+    def __init__(
+        self,
+        shapes: Graph,
+        entity_types: dict[URIRef, tuple[URIRef, ...]],
+        *,
+        compiled: bool = True,
+    ) -> None:
+        self._compiled = _compiled(shapes) if compiled else None
         self._shapes = ShapesGraph(shapes)
-        self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
+        if self._compiled is None:
+            self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
         self._types = entity_types
         self._value_paths = _value_paths(shapes)
         self._memo: dict[tuple[object, ...], list[Problem]] = {}
@@ -152,21 +177,45 @@ class ShaclChecker:
             *(value for path, value in optional if path in sensitive),
         )
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the shapes run as compiled checks (else through pySHACL)."""
+        return self._compiled is not None
+
     def _run(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         if not candidates:
             return []
-        data = Graph()
+        triples: list[Triple] = []
         focus: dict[Node, int] = {}
         problems: list[list[Problem]] = [[] for _ in candidates]
         for index, candidate in enumerate(candidates):
             node = URIRef(f"urn:memkg:candidate:{index}")
-            unfit = self._add(data, node, candidate)
-            if unfit is None:
-                focus[node] = index
+            found = self._triples(node, candidate)
+            if isinstance(found, Problem):
+                problems[index].append(found)
             else:
-                problems[index].append(unfit)
+                focus[node] = index
+                triples.extend(found)
         if not focus:
             return problems
+        if self._compiled is not None:
+            for result in self._compiled.validate(CheckedGraph(triples)):
+                if result.severity != SH.Violation:
+                    continue
+                problems[focus.get(result.focus, 0)].append(
+                    Problem(
+                        code="shacl.violation",
+                        path=str(result.source_shape)
+                        if isinstance(result.source_shape, URIRef)
+                        else self._owned(result.path),
+                        message=result.message or "violates a SHACL shape",
+                        stage="shacl",
+                    )
+                )
+            return problems
+        data = Graph()
+        for triple in triples:
+            data.add(triple)
         validator = _Validator(DataGraph.from_rdflib(data), self._shapes, {"inference": "none"})
         _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
         for result in report.subjects(RDF.type, SH.ValidationResult):
@@ -189,12 +238,14 @@ class ShaclChecker:
         return problems
 
     def _shape_of(self, report: GraphLike, result: Node) -> str:
-        path = report.value(result, SH.resultPath)
+        return self._owned(report.value(result, SH.resultPath))
+
+    def _owned(self, path: Node | None) -> str:
         owner = self._owner.get(path)
         return f"{owner} (property {path})" if owner is not None else f"shacl property {path}"
 
-    def _add(self, g: Graph, node: URIRef, c: Candidate) -> Problem | None:
-        """Add the candidate's graph; or, if it names something that is no entity, say so."""
+    def _triples(self, node: URIRef, c: Candidate) -> list[Triple] | Problem:
+        """The candidate's graph; or, if it names something that is no entity, say so."""
         iris = []
         for position, ref in enumerate(c.entities):
             if ENTITY_REF.match(ref) is None:
@@ -207,23 +258,25 @@ class ShaclChecker:
                 )
             iris.append(entity_iri(ref))
         user = user_iri(c.user_id)
-        g.add((user, RDF.type, MK.User))
-        g.add((node, RDF.type, MK.Fact))
-        g.add((node, MK.subject, user))
-        g.add((node, MK.key, Literal(c.key)))
-        g.add((node, MK.kind, MK[c.kind]))
-        g.add((node, MK.source, MK[c.source]))
-        g.add((node, MK.sensitivity, MK[c.sensitivity]))
-        g.add((node, MK.confidence, Literal(Decimal(repr(c.confidence)), datatype=XSD.decimal)))
-        g.add((node, MK.observedAt, Literal(c.observed_at, datatype=XSD.dateTime)))
+        g: list[Triple] = [
+            (user, RDF.type, MK.User),
+            (node, RDF.type, MK.Fact),
+            (node, MK.subject, user),
+            (node, MK.key, Literal(c.key)),
+            (node, MK.kind, MK[c.kind]),
+            (node, MK.source, MK[c.source]),
+            (node, MK.sensitivity, MK[c.sensitivity]),
+            (node, MK.confidence, Literal(Decimal(repr(c.confidence)), datatype=XSD.decimal)),
+            (node, MK.observedAt, Literal(c.observed_at, datatype=XSD.dateTime)),
+        ]
         if c.valid_until is not None:
-            g.add((node, MK.validUntil, Literal(c.valid_until, datatype=XSD.dateTime)))
-        g.add((node, MK.consentGranted, Literal(c.consent_granted)))
+            g.append((node, MK.validUntil, Literal(c.valid_until, datatype=XSD.dateTime)))
+        g.append((node, MK.consentGranted, Literal(c.consent_granted)))
         for iri in iris:
-            g.add((node, MK.object, iri))
-            g.add((node, KEY[c.key], iri))
+            g.append((node, MK.object, iri))
+            g.append((node, KEY[c.key], iri))
             for cls in self._types.get(iri, ()):
-                g.add((iri, RDF.type, cls))
+                g.append((iri, RDF.type, cls))
         if not c.entities:
-            g.add((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
-        return None
+            g.append((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
+        return g
