@@ -20,6 +20,7 @@ it to the signature; shapes with SPARQL or JavaScript constraints turn memoisati
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -200,7 +201,7 @@ class ShaclChecker:
             return problems
         if self._compiled is not None:
             for result in self._compiled.validate(CheckedGraph(triples)):
-                if result.severity != SH.Violation:
+                if result.severity != _VIOLATION:
                     continue
                 problems[focus.get(result.focus, 0)].append(
                     Problem(
@@ -259,24 +260,52 @@ class ShaclChecker:
             iris.append(entity_iri(ref))
         user = user_iri(c.user_id)
         g: list[Triple] = [
-            (user, RDF.type, MK.User),
-            (node, RDF.type, MK.Fact),
-            (node, MK.subject, user),
-            (node, MK.key, Literal(c.key)),
-            (node, MK.kind, MK[c.kind]),
-            (node, MK.source, MK[c.source]),
-            (node, MK.sensitivity, MK[c.sensitivity]),
-            (node, MK.confidence, Literal(Decimal(repr(c.confidence)), datatype=XSD.decimal)),
-            (node, MK.observedAt, Literal(c.observed_at, datatype=XSD.dateTime)),
+            (user, _TYPE, _USER),
+            (node, _TYPE, _FACT),
+            (node, _SUBJECT, user),
+            (node, _KEY, _literal(c.key, None)),
+            (node, _KIND, _term(c.kind)),
+            (node, _SOURCE, _term(c.source)),
+            (node, _SENSITIVITY, _term(c.sensitivity)),
+            (node, _CONFIDENCE, _literal(Decimal(repr(c.confidence)), _DECIMAL)),
+            (node, _OBSERVED_AT, _literal(c.observed_at, _DATETIME)),
         ]
         if c.valid_until is not None:
-            g.append((node, MK.validUntil, Literal(c.valid_until, datatype=XSD.dateTime)))
-        g.append((node, MK.consentGranted, Literal(c.consent_granted)))
-        for iri in iris:
-            g.append((node, MK.object, iri))
-            g.append((node, KEY[c.key], iri))
-            for cls in self._types.get(iri, ()):
-                g.append((iri, RDF.type, cls))
-        if not c.entities:
-            g.append((node, MK.literalValue, Literal(json.dumps(c.literal, ensure_ascii=False))))
+            g.append((node, _VALID_UNTIL, _literal(c.valid_until, _DATETIME)))
+        g.append((node, _CONSENT, _literal(c.consent_granted, None)))
+        if iris:
+            by_key = _key_term(c.key)
+            for iri in iris:
+                g.append((node, _OBJECT, iri))
+                g.append((node, by_key, iri))
+                for cls in self._types.get(iri, ()):
+                    g.append((iri, _TYPE, cls))
+        else:
+            g.append((node, _LITERAL, Literal(json.dumps(c.literal, ensure_ascii=False))))
         return g
+
+
+_VIOLATION, _TYPE, _DECIMAL, _DATETIME = SH.Violation, RDF.type, XSD.decimal, XSD.dateTime
+# the candidate graph's terms, made once: rdflib terms cost microseconds each to build
+_USER, _FACT, _SUBJECT, _KEY, _KIND, _SOURCE = (
+    MK.User, MK.Fact, MK.subject, MK.key, MK.kind, MK.source,
+)  # fmt: skip
+_SENSITIVITY, _CONFIDENCE, _OBSERVED_AT, _VALID_UNTIL, _CONSENT, _OBJECT, _LITERAL = (
+    MK.sensitivity, MK.confidence, MK.observedAt, MK.validUntil, MK.consentGranted, MK.object,
+    MK.literalValue,
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal(value: object, datatype: URIRef | None) -> Literal:
+    return Literal(value, datatype=datatype)
+
+
+@functools.lru_cache(maxsize=256)
+def _term(name: str) -> URIRef:
+    return MK[name]
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_term(key: str) -> URIRef:
+    return KEY[key]

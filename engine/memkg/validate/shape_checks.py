@@ -31,6 +31,7 @@ from rdflib.term import Node
 from memkg.errors import MemkgError
 
 SH = Namespace("http://www.w3.org/ns/shacl#")
+_RDF_TYPE, _SUBCLASS_OF = RDF.type, RDFS.subClassOf
 
 # subject -> predicate -> objects (distinct, in insertion order)
 Triples = dict[Node, dict[Node, list[Node]]]
@@ -71,14 +72,14 @@ class DataGraph:
         """``cls`` and every class below it by ``rdfs:subClassOf`` in the data."""
         found, todo = {cls}, [cls]
         while todo:
-            for sub in self.into.get(todo.pop(), {}).get(RDFS.subClassOf, []):
+            for sub in self.into.get(todo.pop(), {}).get(_SUBCLASS_OF, []):
                 if sub not in found:
                     found.add(sub)
                     todo.append(sub)
         return found
 
     def is_instance(self, node: Node, cls: Node) -> bool:
-        types = self.values(node, RDF.type)
+        types = self.values(node, _RDF_TYPE)
         if not types:
             return False
         if cls in types:
@@ -86,12 +87,10 @@ class DataGraph:
         return any(t in self.subclasses(cls) for t in types)
 
     def instances(self, cls: Node) -> list[Node]:
-        found: list[Node] = []
+        found: dict[Node, None] = {}
         for sub in self.subclasses(cls):
-            for node in self.into.get(sub, {}).get(RDF.type, []):
-                if node not in found:
-                    found.append(node)
-        return found
+            found.update(dict.fromkeys(self.into.get(sub, {}).get(_RDF_TYPE, [])))
+        return list(found)
 
 
 @dataclass(frozen=True)
@@ -160,6 +159,10 @@ class MaxCount(Constraint):
         return [None] if len(values) > self.bound else []
 
 
+# rdflib's closed namespaces build a term on every attribute access: read them once
+_RDFS_LITERAL, _RDFS_DATATYPE, _XSD_STRING, _LANG_STRING = (
+    RDFS.Literal, RDFS.Datatype, XSD.string, RDF.langString,
+)  # fmt: skip
 _PYTHON_TYPES: dict[URIRef, type | tuple[type, ...]] = {
     XSD.string: (str, bytes),
     RDF.langString: (str, bytes),
@@ -187,13 +190,13 @@ class Datatype(_PerValue):
             if getattr(value, "ill_typed", None) is True:
                 return False
             return self._actual(value)
-        if rule == RDFS.Literal:
+        if rule == _RDFS_LITERAL:
             return True
-        if rule == RDFS.Datatype and value.datatype:
+        if rule == _RDFS_DATATYPE and value.datatype:
             return True
-        if value.datatype is None and value.language is None and rule == XSD.string:
+        if value.datatype is None and value.language is None and rule == _XSD_STRING:
             return self._actual(value)
-        if rule == RDF.langString and value.language:
+        if rule == _LANG_STRING and value.language:
             return self._actual(value)
         return False
 
