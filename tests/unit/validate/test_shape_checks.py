@@ -26,7 +26,7 @@ from memkg.validate.shacl import SH, Candidate, ShaclChecker, _Validator
 from memkg.validate.shape_checks import DataGraph, NotCompilable, compile_shapes
 
 CASES = Path(__file__).resolve().parents[2] / "cases" / "shacl_core"
-ONTOLOGY = Ontology(EngineConfig().ontology_dir)
+ONTOLOGY = Ontology(EngineConfig().layers)
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 Seen = Counter[tuple[object, ...]]
