@@ -11,6 +11,9 @@ Every error carries a stable ``code`` and points at what caused it::
     │   └── RulesRefused                      a rule bundle failed lint or its cases
     ├── RuleEvaluationError (RuntimeError)  the rule matcher failed, so no decision was made
     ├── StoreError (RuntimeError)           the event store failed or holds data it cannot read
+    ├── Unauthenticated                     no API key, or one that is unknown, revoked, expired
+    ├── AccessDenied (PermissionError)      the key lacks the scope, domain or user a call needs
+    │   └── RateLimited                       the key sent more requests than it may
     └── LLMError (RuntimeError)             the language model endpoint failed
         ├── LLMUnavailable (ConnectionError)  down, timing out, or overloaded after retries
         └── LLMBadResponse (ValueError)       answered with something memkg cannot use
@@ -87,6 +90,22 @@ class ConfigError(MemkgError, ValueError):
 
 class StoreError(MemkgError, RuntimeError):
     code = "store.error"
+
+
+class Unauthenticated(MemkgError):
+    code = "auth.required"
+
+
+class AccessDenied(MemkgError, PermissionError):
+    code = "access.denied"
+
+
+class RateLimited(AccessDenied):
+    code = "access.rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class LLMError(MemkgError, RuntimeError):

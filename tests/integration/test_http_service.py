@@ -21,13 +21,16 @@ from starlette.testclient import TestClient  # noqa: E402
 from memkg import Engine, ValidationFailed  # noqa: E402
 from memkg.service.http import create_app  # noqa: E402
 from support.observations import obs  # noqa: E402
+from support.service import BASE, keyed_app, token  # noqa: E402
+from support.service import client as keyed_client  # noqa: E402
 
 AVOIDS_MU = obs(user_id="li", key="airline.avoided", value=["airline:MU"])
 
 
 @pytest.fixture
 def client(engine: Engine) -> Iterator[TestClient]:
-    with TestClient(create_app(engine)) as client:
+    app, keyring = keyed_app(engine)
+    with keyed_client(app, token(keyring)) as client:
         yield client
 
 
@@ -86,16 +89,19 @@ def test_errors_map_to_statuses_with_the_cli_json(client: TestClient) -> None:
 
 
 def test_hostile_bodies_are_refused_before_parsing(client: TestClient) -> None:
-    big = client.post("/v1/observations", content=b"[" + b" " * (1 << 20) + b"]")
+    json_type = {"content-type": "application/json"}
+    big = client.post("/v1/observations", content=b"[" + b" " * (1 << 20) + b"]",
+                      headers=json_type)  # fmt: skip
     assert big.status_code == 413 and big.json()["error"] == "request.too_large"
-    streamed = client.post("/v1/observations", content=iter([b" " * (1 << 19)] * 3))
+    streamed = client.post("/v1/observations", content=iter([b" " * (1 << 19)] * 3),
+                           headers=json_type)  # fmt: skip
     assert streamed.status_code == 413
-    text = client.post("/v1/observations", content=b"user=u1&key=x")
+    text = client.post("/v1/observations", content=b"user=u1&key=x", headers=json_type)
     assert text.status_code == 400 and text.json()["error"] == "request.not_json"
     assert "not JSON" in text.json()["message"]
-    deep = client.post("/v1/observations", content=b"[" * 100_000)
+    deep = client.post("/v1/observations", content=b"[" * 100_000, headers=json_type)
     assert deep.status_code == 422 and deep.json()["problems"][0]["code"] == "limit.depth"
-    assert client.post("/v1/observations", content=b"\xff").status_code == 400
+    assert client.post("/v1/observations", content=b"\xff", headers=json_type).status_code == 400
 
 
 def test_no_stack_trace_leaves_the_server(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +109,7 @@ def test_no_stack_trace_leaves_the_server(engine: Engine, monkeypatch: pytest.Mo
         raise RuntimeError("secret internals")
 
     monkeypatch.setattr(engine, "facts", broken)
-    with TestClient(create_app(engine), raise_server_exceptions=False) as client:
+    with TestClient(create_app(engine), base_url=BASE, raise_server_exceptions=False) as client:
         response = client.get("/v1/users/u1/facts")
     assert response.status_code == 500 and "secret" not in response.text
     assert response.json() == {"error": "internal", "message": "internal server error"}

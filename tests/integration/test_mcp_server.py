@@ -18,8 +18,8 @@ from mcp.types import CallToolResult, TextContent  # noqa: E402
 from support.observations import obs  # noqa: E402
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
-TOOLS = ["claims", "decide", "explain_decision", "forget", "recall_facts", "remember",
-         "render_profile", "save_memory_note"]  # fmt: skip
+TOOLS = ["claims", "decide", "explain_decision", "forget", "list_domains", "list_keys",
+         "recall_facts", "remember", "render_profile", "save_memory_note"]  # fmt: skip
 
 
 def text_of(result: CallToolResult) -> Any:
@@ -28,9 +28,14 @@ def text_of(result: CallToolResult) -> Any:
     return json.loads(block.text)
 
 
+def without_user(observation: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in observation.items() if k != "user_id"}
+
+
 async def agent_session(db: Path) -> None:
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "memkg.service.mcp", "--db", str(db)],
+        command=sys.executable,
+        args=["-m", "memkg.service.mcp", "--db", str(db), "--user", "u1"],
         env={"PYTHONPATH": str(ENGINE)},
     )  # fmt: skip
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
@@ -39,43 +44,44 @@ async def agent_session(db: Path) -> None:
         assert sorted(t.name for t in listed) == TOOLS
         remember = next(t for t in listed if t.name == "remember")
         required = set(remember.input_schema["required"])
-        assert {"user_id", "domain", "key", "value", "source"} <= required
+        assert {"domain", "key", "value", "source"} <= required
+        assert all("user_id" not in t.input_schema.get("properties", {}) for t in listed)
         assert "fact_id" in (remember.output_schema or {})["properties"]
 
-        stored = await session.call_tool("remember", obs())
+        stored = await session.call_tool("remember", without_user(obs()))
         assert not stored.is_error and stored.structured_content is not None
         assert stored.structured_content["status"] == "active"
         fact_id = stored.structured_content["fact_id"]
 
-        refused = await session.call_tool("remember", obs(key="seat.preference", value="sideways"))
+        refused = await session.call_tool(
+            "remember", without_user(obs(key="seat.preference", value="sideways"))
+        )
         assert refused.is_error
         report = text_of(refused)
         assert report["error"] == "validation.failed"
         assert [p["code"] for p in report["problems"]] == ["schema.enum"]
 
-        recalled = await session.call_tool("recall_facts", {"user_id": "u1", "domain": "travel"})
+        recalled = await session.call_tool("recall_facts", {"domain": "travel"})
         assert recalled.structured_content is not None
         assert [f["id"] for f in recalled.structured_content["facts"]] == [fact_id]
 
-        note = {"user_id": "u1", "domain": "travel", "note": "Call me at +1 415 555 0100"}
+        note = {"domain": "travel", "note": "Call me at +1 415 555 0100"}
         leak = await session.call_tool("save_memory_note", note)
         assert leak.is_error and text_of(leak)["error"] == "note.refused"
-        profile = await session.call_tool("render_profile", {"user_id": "u1", "domain": "travel"})
+        profile = await session.call_tool("render_profile", {"domain": "travel"})
         assert profile.structured_content is not None
         assert "airline:MU" in profile.structured_content["text"]
 
-        made = await session.call_tool("decide", {"user_id": "u1", "domain": "travel"})
+        made = await session.call_tool("decide", {"domain": "travel"})
         assert made.structured_content is not None
         decision_id = made.structured_content["decision_id"]
         why = await session.call_tool("explain_decision", {"decision_id": decision_id})
         [block] = why.content
         assert not why.is_error and isinstance(block, TextContent) and "Decision" in block.text
 
-        unknown = await session.call_tool("forget", {"user_id": "u1", "fact_id": "fact_nope",
-                                                     "reason": "asked"})  # fmt: skip
+        unknown = await session.call_tool("forget", {"fact_id": "fact_nope", "reason": "asked"})
         assert unknown.is_error and text_of(unknown)["error"] == "fact.not_found"
-        forgotten = await session.call_tool("forget", {"user_id": "u1", "fact_id": fact_id,
-                                                       "reason": "asked"})  # fmt: skip
+        forgotten = await session.call_tool("forget", {"fact_id": fact_id, "reason": "asked"})
         assert not forgotten.is_error and text_of(forgotten)["status"] == "retracted"
 
 

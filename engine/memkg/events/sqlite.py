@@ -209,7 +209,8 @@ class SqliteEventStore:
                 where, key = "WHERE user_id = ? AND fact_id = ?", (user_id, fact_id)
                 removed += db.execute(f"SELECT seq, event_id FROM events {where}", key)
                 db.execute(f"DELETE FROM events {where}", key)
-        self._compact()
+        if removed:  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
+            self._compact()
         return purge_counts(removed)
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
@@ -225,7 +226,8 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
-        self._compact()
+        if removed or salts or keys:  # an unknown subject costs no VACUUM
+            self._compact()
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys, digest=digest)
 
     def was_erased(self, user_id: str) -> bool:

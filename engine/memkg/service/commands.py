@@ -1,44 +1,235 @@
-"""``memkg serve`` (HTTP) and ``memkg mcp`` (MCP over stdio), for the CLI's parser.
+"""``memkg serve`` (HTTP), ``memkg mcp`` (MCP over stdio) and ``memkg access`` (keys, grants,
+the access audit), for the CLI's parser.
 
-The libraries are imported when a command runs, so the rest of the CLI works without the
-``service`` extra.
+The service libraries are imported when a command runs, so the rest of the CLI works without
+the ``service`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
+from memkg.access import Keyring
+from memkg.access.model import ApiScope
+from memkg.access.sqlite import SqliteAccessStore
+from memkg.cli.common import EXIT_OK, emit
+from memkg.clock import SystemClock
+from memkg.config import EngineConfig
 from memkg.engine import Engine
+from memkg.errors import MemkgError
 
 
 def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     from memkg.service.http import serve
+    from memkg.service.settings import ServiceSettings
 
-    serve(engine, args.host, args.port)
+    settings = ServiceSettings(
+        host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host),
+        cors_origins=tuple(args.cors_origin), open_access=args.no_auth,
+        rate_limit=args.rate_limit,
+    )  # fmt: skip
+    settings.check()
+    keyring = None if args.no_auth else Keyring(SqliteAccessStore(args.db), engine.clock)
+    if keyring is not None and not any(k.active(engine.clock.now()) for k in keyring.list_keys()):
+        print(
+            "memkg serve: no active API key yet; every call will get 401 until you create one"
+            " (memkg access key create NAME --scope read --domain DOMAIN)",
+            file=sys.stderr,
+        )
+    serve(engine, settings, keyring)
     return 0
 
 
 def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    from memkg.service.mcp import build_server
+    from memkg.service.mcp import build_server, subject_from
 
+    subject = subject_from(engine, args.db, args.user, args.domain, args.key)
     with contextlib.suppress(KeyboardInterrupt):
-        build_server(engine).run("stdio")  # standard output is the protocol's: nothing else on it
+        # standard output is the protocol's: nothing else on it
+        build_server(engine, subject).run("stdio")
     return 0
 
 
+def _keyring(args: argparse.Namespace) -> Keyring:
+    return Keyring(SqliteAccessStore(args.db), SystemClock())
+
+
+def _when(text: str | None, days: float | None) -> datetime | None:
+    if days is not None:
+        return datetime.now(UTC) + timedelta(days=days)
+    if text is None:
+        return None
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        raise MemkgError(f"--expires {text!r} is not an ISO date-time", code="usage") from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
+def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
+    ring = _keyring(args)
+    try:
+        data: Any
+        match args.access_command:
+            case "key-create":
+                data = ring.create(args.name, args.scope, args.domain, user_id=args.user,
+                                   expires_at=_when(args.expires, args.days))  # fmt: skip
+                print(
+                    "memkg: the token is shown only now: store it in a secret manager",
+                    file=sys.stderr,
+                )
+            case "key-list":
+                data = {"keys": ring.list_keys()}
+            case "key-revoke":
+                data = ring.revoke(args.key_id)
+            case "grant-create":
+                expires = _when(args.expires, args.days)
+                if expires is None:
+                    raise MemkgError("a grant needs --expires or --days", code="usage")
+                data = ring.grant(args.key_id, args.domain, args.purpose, expires,
+                                  scopes=args.scope or ["read"], user_id=args.user,
+                                  granted_by="cli")  # fmt: skip
+            case "grant-list":
+                data = {"grants": ring.list_grants(args.key_id)}
+            case "grant-revoke":
+                data = ring.revoke_grant(args.grant_id)
+            case _:  # audit
+                data = {"records": ring.audit(subject=args.user, key_id=args.key_id,
+                                              limit=args.limit)}  # fmt: skip
+        emit(out, _plain(data))
+        return EXIT_OK
+    finally:
+        ring.store.close()
+
+
+def _plain(data: Any) -> Any:
+    if hasattr(data, "model_dump"):
+        return data.model_dump(mode="json")
+    if isinstance(data, dict):
+        return {k: _plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_plain(v) for v in data]
+    return data
+
+
 def add_service_commands(sub: Any) -> None:
-    """Register ``serve`` and ``mcp``; each takes ``--db`` after it too."""
+    """Register ``serve``, ``mcp`` and ``access``; each takes ``--db`` after it too."""
     p = sub.add_parser("serve", help="serve the JSON HTTP API (needs the service extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name clients use (besides localhost); repeat for more",
+    )
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin allowed to call (default: none)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=int,
+        default=600,
+        metavar="N",
+        help="requests per minute per key (default 600; 0: no limit)",
+    )
+    p.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve without API keys: refused unless --host is loopback",
+    )
     _db_option(p)
     p.set_defaults(run=run_serve)
 
-    p = sub.add_parser("mcp", help="serve MCP tools over stdio (needs the service extra)")
+    p = sub.add_parser("mcp", help="serve MCP tools over stdio for one user (service extra)")
+    p.add_argument("--user", help="the user the session serves (or the key's bound user)")
+    p.add_argument(
+        "--domain",
+        action="append",
+        default=[],
+        help="a domain the session may use (default: all, or the key's)",
+    )
+    p.add_argument(
+        "--key",
+        help="an API key whose scopes and domains bound the session "
+        "(default: $MEMKG_API_KEY if set)",
+    )
     _db_option(p)
     p.set_defaults(run=run_mcp)
+
+    p = sub.add_parser("access", help="API keys, cross-domain grants, the access audit")
+    acc = p.add_subparsers(dest="access_group", required=True, metavar="WHAT")
+    key = acc.add_parser("key", help="create, list or revoke API keys")
+    keys = key.add_subparsers(dest="key_action", required=True, metavar="ACTION")
+    q = keys.add_parser("create", help="a new key; prints its token once")
+    q.add_argument("name", help="who or what uses it, e.g. 'triage agent'")
+    q.add_argument(
+        "--scope",
+        action="append",
+        required=True,
+        choices=[s.value for s in ApiScope],
+        help="repeat for more",
+    )
+    q.add_argument(
+        "--domain",
+        action="append",
+        required=True,
+        help="a memory domain it may use ('*': all); repeat for more",
+    )
+    q.add_argument("--user", help="bind it to this one user")
+    _expiry(q)
+    q.set_defaults(access_command="key-create")
+    q = keys.add_parser("list", help="every key (never a secret)")
+    q.set_defaults(access_command="key-list")
+    q = keys.add_parser("revoke", help="revoke a key at once")
+    q.add_argument("key_id")
+    q.set_defaults(access_command="key-revoke")
+
+    grant = acc.add_parser("grant", help="open a domain to a key for a purpose, until a date")
+    grants = grant.add_subparsers(dest="grant_action", required=True, metavar="ACTION")
+    q = grants.add_parser("create", help="grant KEY_ID the DOMAIN")
+    q.add_argument("key_id")
+    q.add_argument("domain")
+    q.add_argument("--purpose", required=True, help="why, recorded with every use")
+    q.add_argument(
+        "--scope",
+        action="append",
+        choices=[s.value for s in ApiScope],
+        help="default read; repeat for more",
+    )
+    q.add_argument("--user", help="only for this user")
+    _expiry(q)
+    q.set_defaults(access_command="grant-create")
+    q = grants.add_parser("list", help="grants (of one key)")
+    q.add_argument("--key-id")
+    q.set_defaults(access_command="grant-list")
+    q = grants.add_parser("revoke", help="revoke a grant")
+    q.add_argument("grant_id")
+    q.set_defaults(access_command="grant-revoke")
+
+    q = acc.add_parser("audit", help="who read or changed which user's memory, when, why")
+    q.add_argument("--user", help="one subject (an erased one shows as hmac:...)")
+    q.add_argument("--key-id", help="one key")
+    q.add_argument("--limit", type=int, default=100)
+    q.set_defaults(access_command="audit")
+    for parser in (p, key, grant, q, *keys.choices.values(), *grants.choices.values()):
+        parser.set_defaults(run=run_access, offline=True)
+        _db_option(parser)
+
+
+def _expiry(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--expires", help="ISO date-time (UTC unless it says)")
+    group.add_argument("--days", type=float, help="expires this many days from now")
 
 
 def _db_option(parser: argparse.ArgumentParser) -> None:

@@ -1,39 +1,68 @@
 """The JSON HTTP API: a Starlette app over one ``Engine``, served by uvicorn.
 
-Bodies are the CLI's JSON. Errors are ``MemkgError.to_dict()`` with a status: refused
-observation 422, unknown fact or decision 404, stale write 409, inapplicable operation or bad
-request 400, store or model down 503. Bodies over ``max_body_bytes`` get 413; stack traces
-never leave the server. Engine calls run in the threadpool, one at a time (``Gate``).
+Bodies are the CLI's JSON. Errors are ``MemkgError.to_dict()`` with a status: no or a bad API
+key 401, a key without the scope, domain or user 403, too many requests 429, refused
+observation 422, unknown fact, decision or domain 404, stale write 409, inapplicable operation
+or bad request 400, a body that is not JSON 415, store or model down 503. Bodies over
+``max_body_bytes`` get 413; stack traces never leave the server. Engine calls run in the
+threadpool, one at a time (``Gate``).
+
+Every call about a user's memory is recorded in the access audit (key, operation, subject,
+domain, target, purpose, grant, status); the access log (logger ``memkg.access``, one JSON
+object per request) names the operation and the key, never a user id or a value.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
 
+import orjson
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
+from memkg.access import AccessRecord, Keyring
+from memkg.access.model import ApiScope
 from memkg.engine import Engine
 from memkg.errors import (
+    AccessDenied,
     ConcurrencyConflict,
     ConfigError,
     InvalidOperation,
     LLMError,
     MemkgError,
     NotFound,
+    RateLimited,
     StoreError,
+    Unauthenticated,
     ValidationFailed,
 )
+from memkg.service import docs
+from memkg.service.auth import Authenticator, RateLimiter
 from memkg.service.gate import Gate
+from memkg.service.metrics import CONTENT_TYPE, Metrics
+from memkg.service.openapi import document
+from memkg.service.operation import Call, Operation, parse, parse_query
 from memkg.service.request import Body
 from memkg.service.routes import Routes, json_response
+from memkg.service.safety import BrowserSafety
+from memkg.service.settings import ServiceSettings
 
-MAX_BODY_BYTES = 1 << 20
+access_log = logging.getLogger("memkg.access")
 
 _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
+    (Unauthenticated, 401),
+    (RateLimited, 429),
+    (AccessDenied, 403),
     (ValidationFailed, 422),
     (NotFound, 404),
     (ConcurrencyConflict, 409),
@@ -43,7 +72,10 @@ _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
     (ConfigError, 500),
 )
 _CODE_STATUS = {"usage": 400, "request.invalid": 400, "request.not_json": 400,
-                "request.too_large": 413}  # fmt: skip
+                "request.too_large": 413, "access.disabled": 400,
+                "access.scope_unknown": 400, "access.domains_missing": 400,
+                "access.name_invalid": 400, "access.purpose_missing": 400,
+                "access.expiry_past": 400}  # fmt: skip
 
 
 def status_of(exc: MemkgError) -> int:
@@ -53,9 +85,19 @@ def status_of(exc: MemkgError) -> int:
     return _CODE_STATUS.get(exc.code, 500)
 
 
+def error_response(exc: MemkgError) -> Response:
+    status = status_of(exc)
+    headers = {}
+    if status == 401:
+        headers["www-authenticate"] = 'Bearer realm="memkg"'
+    if isinstance(exc, RateLimited):
+        headers["retry-after"] = str(exc.retry_after)
+    return json_response(exc.to_dict(), status, headers)
+
+
 async def _memkg_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, MemkgError)
-    return json_response(exc.to_dict(), status_of(exc))
+    return error_response(exc)
 
 
 async def _http_error(_request: Request, exc: Exception) -> Response:
@@ -69,24 +111,196 @@ async def _internal_error(_request: Request, _exc: Exception) -> Response:
     return json_response({"error": "internal", "message": "internal server error"}, 500)
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
-    """The HTTP API over ``engine`` (which the caller opens and closes)."""
+class Dispatcher:
+    """Turns an ``Operation`` into a Starlette endpoint: auth, parsing, audit, metrics, log."""
+
+    def __init__(
+        self, gate: Gate, body: Body, auth: Authenticator, keyring: Keyring | None,
+        metrics: Metrics,
+    ) -> None:  # fmt: skip
+        self.gate, self.body, self.auth = gate, body, auth
+        self.keyring, self.metrics = keyring, metrics
+
+    def endpoint(self, op: Operation) -> Callable[[Request], Any]:
+        async def run(request: Request) -> Response:
+            start = time.perf_counter()
+            call: Call | None = None
+            try:
+                call = await self._prepare(op, request)
+                response = await op.handler(call)
+            except MemkgError as exc:
+                response = error_response(exc)
+                self._count_refusal(exc)
+            if call is not None and op.audited and response.status_code != 401:
+                await run_in_threadpool(self._record, op, call, response.status_code)
+            elapsed = time.perf_counter() - start
+            self._observe(op, call, response, elapsed)
+            return response
+
+        return run
+
+    async def _prepare(self, op: Operation, request: Request) -> Call:
+        principal = None
+        if op.scope is not None:
+            principal = await run_in_threadpool(self.auth.principal, request)
+            principal.require(op.scope)
+        call = Call(request, principal or _PUBLIC, self.gate.engine.registry.domains)
+        call.query = parse_query(op.query, request.query_params.multi_items())
+        if op.body is not None and op.parse_body:
+            data = await self.body.fields(request, optional=op.body_optional)
+            call.body = parse(op.body, data)
+        if "user" in request.path_params:
+            call.subject = request.path_params["user"]
+        return call
+
+    def _record(self, op: Operation, call: Call, status: int) -> None:
+        if self.keyring is None or call.principal is None:
+            return
+        subject = call.subject
+        if call.extra.get("erased") and subject is not None:
+            return  # the erasure pseudonymised this subject's records: add no clear id back
+        record = AccessRecord(
+            record_id=self.gate.engine.clock.new_id("acc"), at=self.gate.engine.clock.now(),
+            key_id=call.principal.key_id, action=op.name, status=status, subject=subject,
+            domain=call.domain, target=call.target, purpose=call.purpose,
+            grant_id=call.grant.grant_id if call.grant else None,
+        )  # fmt: skip
+        try:
+            self.keyring.record([record])
+        except StoreError:
+            self.metrics.store_errors.inc()
+            raise
+
+    def _count_refusal(self, exc: MemkgError) -> None:
+        self.metrics.refusals.labels(exc.code).inc()
+        if isinstance(exc, StoreError):
+            self.metrics.store_errors.inc()
+        if isinstance(exc, ValidationFailed):
+            for problem in exc.report.problems:
+                self.metrics.problems.labels(problem.code).inc()
+
+    def _observe(
+        self, op: Operation, call: Call | None, response: Response, elapsed: float
+    ) -> None:
+        status = response.status_code
+        self.metrics.requests.labels(op.name, op.method, str(status)).observe(elapsed)
+        if op.name == "decide" and status < 300 and call is not None:
+            self.metrics.decisions.labels(call.domain or "", "decided").observe(elapsed)
+        if op.name == "claims" and status == 200:
+            outcome = orjson.loads(bytes(response.body)).get("outcome", "unknown")
+            self.metrics.arbitration.labels(str(outcome)).inc()
+        if access_log.isEnabledFor(logging.INFO):
+            key = call.principal.key_id if call is not None and call.principal else None
+            access_log.info(orjson.dumps({
+                "operation": op.name, "method": op.method, "route": op.path, "status": status,
+                "key_id": key,
+                "ms": round(elapsed * 1000, 3),
+            }).decode())  # fmt: skip
+
+
+_PUBLIC: Any = None
+"""The caller of a public route (no key asked)."""
+
+
+def create_app(
+    engine: Engine,
+    *,
+    keyring: Keyring | None = None,
+    settings: ServiceSettings | None = None,
+    max_body_bytes: int | None = None,
+    limiter: RateLimiter | None = None,
+) -> Starlette:
+    """The HTTP API over ``engine`` (which the caller opens and closes).
+
+    ``keyring`` None serves without keys: only with ``settings.open_access`` (loopback).
+    """
+    settings = settings or ServiceSettings(open_access=keyring is None)
+    settings.check()
+    if keyring is None and not settings.open_access:
+        raise ConfigError("give a keyring, or serve with open access (loopback only)",
+                          code="service.no_keys")  # fmt: skip
     gate = Gate(engine)
     depth = engine.config.limits.max_depth + 3  # a batch's list, the envelope, the value
-    routes = Routes(gate, Body(max_body_bytes, depth))
-    return Starlette(
-        routes=[Route(path, endpoint, methods=[method]) for method, path, endpoint in routes],
+    body = Body(max_body_bytes or settings.max_body_bytes, depth)
+    metrics = Metrics(lambda: float(len(gate(engine.review_queue))))
+    auth = Authenticator(keyring, limiter or RateLimiter(settings.rate_limit))
+    routes = Routes(gate, body, keyring, lambda: readiness(gate))
+    operations = list(routes)
+    dispatch = Dispatcher(gate, body, auth, keyring, metrics)
+    spec = document(operations)
+
+    async def openapi(_request: Request) -> Response:
+        return json_response(spec)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        try:
+            (await run_in_threadpool(auth.principal, request)).require(ApiScope.ADMIN)
+        except MemkgError as exc:
+            return error_response(exc)
+        return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
+
+    starlette_routes = [Route(op.path, dispatch.endpoint(op), methods=[op.method], name=op.name)
+                        for op in operations]  # fmt: skip
+    starlette_routes += [
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs.page, methods=["GET"]),
+        Route("/docs/{asset}", docs.asset, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+    ]
+
+    def allowed(path: str) -> list[str]:
+        scope = {"type": "http", "path": path, "method": "GET"}
+        methods: set[str] = set()
+        for route in starlette_routes:
+            match, _ = route.matches(scope)
+            if match is not Match.NONE and route.methods:
+                methods |= route.methods
+        return sorted(methods)
+
+    middleware = [Middleware(BrowserSafety, hosts=settings.hosts(), allowed=allowed)]
+    if settings.cors_origins:
+        middleware.insert(0, Middleware(
+            CORSMiddleware, allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"], allow_credentials=False,
+            allow_headers=["authorization", "content-type", "memkg-purpose"], max_age=600,
+        ))  # fmt: skip
+    app = Starlette(
+        routes=starlette_routes,
+        middleware=middleware,
         exception_handlers={
             MemkgError: _memkg_error,
             HTTPException: _http_error,
             Exception: _internal_error,
         },
     )
+    app.state.metrics = metrics
+    app.state.operations = operations
+    return app
 
 
-def serve(engine: Engine, host: str = "127.0.0.1", port: int = 8080) -> None:
+def readiness(gate: Gate) -> dict[str, str]:
+    """Each check's verdict: ``ok`` or what is wrong (the store answers, the roots load)."""
+    engine = gate.engine
+    checks: dict[str, str] = {}
+    try:
+        gate(engine.store.head)
+        checks["store"] = "ok"
+    except MemkgError as exc:
+        checks["store"] = exc.code
+    try:
+        gate(lambda: (engine.registry.domains(), engine.ontology, engine.intent.rules))
+        checks["roots"] = "ok"
+    except MemkgError as exc:
+        checks["roots"] = exc.code
+    return checks
+
+
+def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = None) -> None:
     """Serve the API with uvicorn until interrupted."""
     import uvicorn
 
+    app = create_app(engine, keyring=keyring, settings=settings)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, then re-raises Ctrl-C
-        uvicorn.run(create_app(engine), host=host, port=port, log_level="info")
+        # uvicorn's own access log prints request paths, which hold user ids: ours does not.
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+                    access_log=False, server_header=False, proxy_headers=False)  # fmt: skip

@@ -1,49 +1,67 @@
-"""memkg as an MCP server (official ``mcp`` SDK, stdio): remember, recall and decide as tools.
+"""memkg as an MCP server (official ``mcp`` SDK): remember, recall and decide as tools.
 
-A refusal (an observation or note that fails validation, an unknown fact or decision) is the
-tool's result with ``isError`` set and the JSON the CLI prints, so the model can read why and
-fix its call; it never ends the session. Each tool is one engine call, made one at a time.
+A session serves one subject: the user and the domains its configuration or API key allows.
+No tool takes a user id, so a model cannot ask about anyone else. Over stdio the subject is
+fixed at start (``--user``, ``--domain``, or ``--key``/``$MEMKG_API_KEY``); over streamable
+HTTP (``/mcp`` on ``memkg serve``) each request's API key names it: the key's bound user, or
+the ``Memkg-User`` header the agent's host sets.
+
+A refusal (an observation or note that fails validation, an unknown fact or decision, an
+argument of the wrong type, a number that is not finite) is the tool's result with
+``isError`` set and memkg's JSON error, so the model can read why and fix its call; it never
+ends the session. Each tool is one engine call, made one at a time.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from memkg import __version__
+from memkg.access import ApiKey, Keyring, Principal
+from memkg.access.model import ALL_DOMAINS, ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult
-from memkg.errors import MemkgError
+from memkg.errors import MemkgError, NotFound
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
-from memkg.model.fact import Fact
 from memkg.service.gate import Gate, dumps, note_refusal
+from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
 INSTRUCTIONS = (
-    "Long-term memory about the user, with provenance, and decisions with reasons. Call "
-    "render_profile at the start of a conversation and put its text in your context. Call "
-    "remember (a declared key and value) or save_memory_note (free text) only for what the "
-    "user stated or chose. A refused write says why: fix it or drop it; never retry unchanged."
+    "Long-term memory about the user you are talking with, with provenance, and decisions "
+    "with reasons. Call render_profile at the start of a conversation and put its text in "
+    "your context. Call remember (a declared key and value; list_keys shows them) or "
+    "save_memory_note (free text) only for what the user stated or chose. A refused write "
+    "says why: fix it or drop it; never retry unchanged."
 )
+SUBJECT_HEADER = "memkg-user"
 
-User = Annotated[str, Field(description="The user's id.")]
-Domain = Annotated[str, Field(description="The memory domain, e.g. travel, health.")]
-AnyDomain = Annotated[str | None, Field(description="One domain, or every domain that has it.")]
-Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat.preference.")]
+Domain = Annotated[str, Field(description="The memory domain, e.g. travel, health.",
+                              max_length=32)]  # fmt: skip
+AnyDomain = Annotated[str | None, Field(description="One domain, or every domain you may use.")]
+Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat.preference.",
+                           max_length=256)]  # fmt: skip
 Value = Annotated[Any, Field(description="The key's value (JSON), as its schema wants it.")]
 Source = Annotated[str, Field(description="dialogue, behavior, profile, third_party, system...")]
-Confidence = Annotated[float | None, Field(description="0..1: how sure the source is.")]
+Confidence = Annotated[float | None, Field(description="0..1: how sure the source is.",
+                                           ge=0.0, le=1.0, allow_inf_nan=False)]  # fmt: skip
 Scope = Annotated[str | None, Field(description="turn, session or global.")]
 Session = Annotated[str | None, Field(description="The conversation's session id.")]
-Context = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
+Context_ = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
 ProvenanceFields = Annotated[
     dict[str, Any] | None,
     Field(description="source_ref, consent_granted, consent_version, audit_log_id, purpose."),
@@ -61,28 +79,18 @@ Format = Annotated[str, Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 _READ = ToolAnnotations(read_only_hint=True)
+TOOLS = ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
+         "explain_decision", "claims", "forget", "list_domains", "list_keys")  # fmt: skip
+_READS = {"recall_facts", "render_profile", "explain_decision", "claims", "list_domains",
+          "list_keys"}  # fmt: skip
 
 
-class FactsOut(BaseModel):
+@dataclass(frozen=True)
+class Subject:
+    """Whom a session serves and what it may do: one user, a principal's scopes and domains."""
+
     user_id: str
-    domain: str | None
-    facts: list[Fact]
-
-
-class DecisionOut(BaseModel):
-    decision_id: str
-    user_id: str
-    domain: str
-    decision: str
-    status: str
-    action: str | None
-    urgency: str | None
-    parameters: dict[str, Any]
-    reason_codes: list[str]
-    message: str
-    problems: list[str]
-    decided_at: str
-    as_of_seq: int
+    principal: Principal
 
 
 class Forgotten(BaseModel):
@@ -91,139 +99,322 @@ class Forgotten(BaseModel):
     event_id: str
 
 
+def local_subject(user_id: str, domains: Sequence[str] = ()) -> Subject:
+    """A stdio session configured by whoever started it: read, write and decide."""
+    key = ApiKey(key_id="local", name="mcp (stdio)",
+                 scopes=(ApiScope.READ, ApiScope.WRITE, ApiScope.DECIDE),
+                 domains=tuple(domains) or (ALL_DOMAINS,), user_id=user_id,
+                 created_at=datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
+    return Subject(user_id, Principal(key))
+
+
+def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
+    """The subject of a key: its bound user, or ``user_id`` for a key bound to none."""
+    bound = principal.key.user_id
+    if bound is not None and user_id not in (None, bound):
+        raise MemkgError("the key is bound to another user", code="access.user")
+    chosen = bound or user_id
+    if not chosen:
+        raise MemkgError("an MCP session serves one user: bind the key to a user, or give "
+                         "--user (stdio) or the Memkg-User header (HTTP)",
+                         code="mcp.user_missing")  # fmt: skip
+    return Subject(chosen, principal)
+
+
+def subject_from(
+    engine: Engine, db: str | Path, user: str | None, domains: Sequence[str], key: str | None
+) -> Subject:
+    """The stdio session's subject from its command line (or ``$MEMKG_API_KEY``)."""
+    token = key or os.environ.get("MEMKG_API_KEY")
+    if token:
+        from memkg.access.sqlite import SqliteAccessStore
+
+        principal = Keyring(SqliteAccessStore(db), engine.clock).authenticate(token)
+        subject = keyed_subject(principal, user)
+        if domains:
+            for domain in domains:
+                principal.check(ApiScope.READ, domain, subject.user_id)
+        return subject
+    if not user:
+        raise MemkgError("give --user (the user this session serves) or --key",
+                         code="mcp.user_missing")  # fmt: skip
+    return local_subject(user, domains)
+
+
+def finite(value: Any, path: str = "$") -> None:
+    """Refuse NaN and infinities anywhere in an argument (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise MemkgError(f"{path} is {value}: numbers must be finite",
+                         code="value.non_finite")  # fmt: skip
+    if isinstance(value, dict):
+        for k, v in value.items():
+            finite(v, f"{path}.{k}")
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            finite(v, f"{path}[{i}]")
+
+
 def _reply(call: Callable[[], Any]) -> CallToolResult:
     """The call's value as text and structured content, or a ``MemkgError`` as an error result."""
     try:
         value = call()
     except MemkgError as exc:
-        return _error(exc.to_dict())
+        return error_result(exc.to_dict())
     data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     return CallToolResult(content=[TextContent(type="text", text=dumps(data))],
                           structured_content=data)  # fmt: skip
 
 
-def _error(data: dict[str, Any]) -> CallToolResult:
+def error_result(data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=dumps(data))], is_error=True)
 
 
 class MemoryTools:
-    """The tools, bound to one engine; their docstrings are what the model reads."""
+    """The tools, bound to one engine; their docstrings are what the model reads.
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine, self.gate = engine, Gate(engine)
+    ``subject_of`` gives the session's subject for the call's context (fixed over stdio, the
+    request's key over HTTP).
+    """
+
+    def __init__(self, engine: Engine, subject_of: Callable[[Context[Any, Any]], Subject]) -> None:
+        self.engine, self.gate, self.subject_of = engine, Gate(engine), subject_of
+
+    def _known(self, domain: str) -> None:
+        if domain not in self.engine.registry.domains():
+            raise NotFound(f"no memory domain {domain!r}: list_domains shows yours",
+                           code="domain.unknown")  # fmt: skip
+
+    def _allow(self, ctx: Context[Any, Any], scope: ApiScope, domain: str | None) -> Subject:
+        subject = self.subject_of(ctx)
+        if domain is not None:
+            self._known(domain)
+        subject.principal.check(scope, domain, subject.user_id)
+        return subject
 
     def remember(
-        self, user_id: User, domain: Domain, key: Key, value: Value, source: Source,
+        self, ctx: Context[Any, Any], domain: Domain, key: Key, value: Value, source: Source,
         confidence: Confidence = None, scope: Scope = None, session_id: Session = None,
-        context: Context = None, provenance: ProvenanceFields = None, change: Change = None,
+        context: Context_ = None, provenance: ProvenanceFields = None, change: Change = None,
         supersedes: Supersedes = None, idempotency_key: Idempotency = None,
     ) -> Annotated[CallToolResult, IngestResult]:  # fmt: skip
         """Validate and store one observation about the user; a refusal lists every problem."""
-        given = {"user_id": user_id, "domain": domain, "key": key, "value": value,
-                 "source": source, "confidence": confidence, "scope": scope,
-                 "session_id": session_id, "context": context, "provenance": provenance,
-                 "change": change, "supersedes": supersedes,
-                 "idempotency_key": idempotency_key}  # fmt: skip
-        observation = {k: v for k, v in given.items() if v is not None or k == "value"}
-        return _reply(lambda: self.gate(self.engine.ingest, observation))
+
+        def ingest() -> IngestResult:
+            subject = self._allow(ctx, ApiScope.WRITE, domain)
+            finite(value, "$.value")
+            finite(provenance, "$.provenance")
+            given = {"user_id": subject.user_id, "domain": domain, "key": key, "value": value,
+                     "source": source, "confidence": confidence, "scope": scope,
+                     "session_id": session_id, "context": context, "provenance": provenance,
+                     "change": change, "supersedes": supersedes,
+                     "idempotency_key": idempotency_key}  # fmt: skip
+            observation = {k: v for k, v in given.items() if v is not None or k == "value"}
+            return self.gate(self.engine.ingest, observation)
+
+        return _reply(ingest)
 
     def recall_facts(
-        self, user_id: User, domain: AnyDomain = None
+        self, ctx: Context[Any, Any], domain: AnyDomain = None
     ) -> Annotated[CallToolResult, FactsOut]:
         """What memory holds about the user now, each fact with its source and status."""
 
         def recall() -> FactsOut:
-            facts = self.gate(self.engine.facts, user_id, domain)
-            return FactsOut(user_id=user_id, domain=domain, facts=facts)
+            subject = self._allow(ctx, ApiScope.READ, domain)
+            visible = None if domain or subject.principal.all_domains else \
+                subject.principal.domains(ApiScope.READ, self.engine.registry.domains(),
+                                          subject.user_id)  # fmt: skip
+            facts = self.gate(self.engine.facts, subject.user_id, domain)
+            kept = [f for f in facts if visible is None or f.domain in visible]
+            return FactsOut(user_id=subject.user_id, facts=kept)
 
         return _reply(recall)
 
     def render_profile(
-        self, user_id: User, domain: Domain, budget: Budget = None, session_id: Session = None
-    ) -> Annotated[CallToolResult, Profile]:
+        self, ctx: Context[Any, Any], domain: Domain, budget: Budget = None,
+        session_id: Session = None,
+    ) -> Annotated[CallToolResult, Profile]:  # fmt: skip
         """The memory block for your context: what holds, notes, open conflicts, stale items."""
-        return _reply(lambda: self.gate(self.engine.render_profile, user_id, domain, budget,
-                                        session_id=session_id))  # fmt: skip
+
+        def render() -> Profile:
+            subject = self._allow(ctx, ApiScope.READ, domain)
+            return self.gate(self.engine.render_profile, subject.user_id, domain, budget,
+                             session_id=session_id)  # fmt: skip
+
+        return _reply(render)
 
     def save_memory_note(
-        self, user_id: User, domain: Domain, note: Note, scope: Scope = "session",
-        key: NoteKey = None,
-        value: Value = None, session_id: Session = None,
+        self, ctx: Context[Any, Any], domain: Domain, note: Note, scope: Scope = "session",
+        key: NoteKey = None, value: Value = None, session_id: Session = None,
     ) -> Annotated[CallToolResult, NoteResult]:  # fmt: skip
         """Save one thing the user stated or chose; no guesses, instructions or identifiers."""
         try:
-            result = self.gate(self.engine.save_memory_note, user_id, domain, note,
+            subject = self._allow(ctx, ApiScope.WRITE, domain)
+            finite(value, "$.value")
+            result = self.gate(self.engine.save_memory_note, subject.user_id, domain, note,
                                scope or "session", key, value, session_id=session_id)  # fmt: skip
         except MemkgError as exc:
-            return _error(exc.to_dict())
+            return error_result(exc.to_dict())
         if not result.saved:
-            return _error(note_refusal(result))
+            return error_result(note_refusal(result))
         return _reply(lambda: result)
 
     def decide(
-        self, user_id: User, domain: Domain, context: Situation = None, decision: Table = None
-    ) -> Annotated[CallToolResult, DecisionOut]:
+        self, ctx: Context[Any, Any], domain: Domain, context: Situation = None,
+        decision: Table = None,
+    ) -> Annotated[CallToolResult, DecisionOut]:  # fmt: skip
         """What to do for the user now: action, urgency and reasons; logged for audit and replay."""
-        return _reply(lambda: summary(self.gate(self.engine.decide, user_id, domain, context,
-                                                decision=decision)))  # fmt: skip
 
-    def explain_decision(self, decision_id: DecisionId, format: Format = "text") -> CallToolResult:  # noqa: A002
+        def run() -> dict[str, Any]:
+            subject = self._allow(ctx, ApiScope.DECIDE, domain)
+            finite(context, "$.context")
+            made = self.gate(self.engine.decide, subject.user_id, domain, context,
+                             decision=decision)  # fmt: skip
+            return summary(made)
+
+        return _reply(run)
+
+    def explain_decision(
+        self,
+        ctx: Context[Any, Any],
+        decision_id: DecisionId,
+        format: Format = "text",  # noqa: A002
+    ) -> CallToolResult:
         """Why a logged decision came out as it did: rules, conditions, the facts behind them."""
         try:
+            subject = self._allow(ctx, ApiScope.READ, None)
+            found = self.gate(self.engine.decision_log.get, decision_id)
+            if found.request.user_id != subject.user_id:
+                raise NotFound(f"no decision {decision_id}", code="decision.not_found")
+            subject.principal.check(ApiScope.READ, found.request.domain, subject.user_id)
             text = self.gate(self.engine.explain, decision_id, format)
         except MemkgError as exc:
-            return _error(exc.to_dict())
+            return error_result(exc.to_dict())
         return CallToolResult(content=[TextContent(type="text", text=text)])
 
     def claims(
-        self, user_id: User, key: Key, domain: AnyDomain = None, session_id: Session = None,
-        context: Context = None,
+        self, ctx: Context[Any, Any], key: Key, domain: AnyDomain = None,
+        session_id: Session = None, context: Context_ = None,
     ) -> Annotated[CallToolResult, Resolution]:  # fmt: skip
         """The competing claims for a key, which one holds and why; a question when it is open."""
 
         def resolve() -> Resolution:
             found = self.gate(self.gate.domain_of, key, domain)
-            return self.gate(self.engine.resolve, user_id, found, key, session_id=session_id,
-                             context=context)  # fmt: skip
+            subject = self._allow(ctx, ApiScope.READ, found)
+            return self.gate(self.engine.resolve, subject.user_id, found, key,
+                             session_id=session_id, context=context)  # fmt: skip
 
         return _reply(resolve)
 
     def forget(
-        self, user_id: User, fact_id: FactId, reason: Reason
+        self, ctx: Context[Any, Any], fact_id: FactId, reason: Reason
     ) -> Annotated[CallToolResult, Forgotten]:
         """Retract a fact the user wants forgotten (the history keeps that it was retracted)."""
 
         def retract() -> Forgotten:
-            event = self.gate(self.engine.retract, user_id, fact_id, reason)
+            subject = self._allow(ctx, ApiScope.WRITE, None)
+            fact = self.gate(self.engine.fact, subject.user_id, fact_id)
+            subject.principal.check(ApiScope.WRITE, fact.domain, subject.user_id)
+            event = self.gate(self.engine.retract, subject.user_id, fact_id, reason)
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 
         return _reply(retract)
 
+    def list_domains(self, ctx: Context[Any, Any]) -> Annotated[CallToolResult, DomainsOut]:
+        """The memory domains you may use in this session."""
 
-def build_server(engine: Engine) -> MCPServer[Any]:
+        def domains() -> DomainsOut:
+            subject = self._allow(ctx, ApiScope.READ, None)
+            known = self.engine.registry.domains()
+            visible = subject.principal.domains(ApiScope.READ, known, subject.user_id)
+            return DomainsOut(domains=[d for d in known if d in visible])
+
+        return _reply(domains)
+
+    def list_keys(
+        self, ctx: Context[Any, Any], domain: Domain
+    ) -> Annotated[CallToolResult, KeysOut]:
+        """The keys a domain declares, each with its kind, sensitivity and JSON Schema."""
+
+        def keys() -> KeysOut:
+            self._allow(ctx, ApiScope.READ, domain)
+            registry = self.engine.registry
+            found = []
+            for key in registry.keys(domain):
+                spec = registry.spec(domain, key)
+                if spec is not None:
+                    found.append({"key": key, "kind": spec.kind.value,
+                                  "sensitivity": spec.sensitivity.value,
+                                  "consent": spec.consent, "schema": spec.schema})  # fmt: skip
+            return KeysOut(domain=domain, keys=found)
+
+        return _reply(keys)
+
+
+class MemkgMCP(MCPServer[Any]):
+    """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
+            if unknown:  # e.g. a user_id: the session already serves one user
+                return error_result({
+                    "error": "tool.arguments",
+                    "message": f"{name} takes no {', '.join(unknown)}: this session serves one"
+                    " user; see the tool's input schema",
+                    "problems": [{"code": "argument.unknown", "path": f"$.{u}",
+                                  "message": "not an argument of this tool"} for u in unknown],
+                })  # fmt: skip
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                problems = [{"code": f"argument.{e['type']}",
+                             "path": "$." + ".".join(str(p) for p in e["loc"]),
+                             "message": e["msg"]}
+                            for e in cause.errors(include_url=False)]  # fmt: skip
+                where = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+                return error_result({"error": "tool.arguments",
+                                     "message": f"invalid arguments for {name}: {where}",
+                                     "problems": problems})  # fmt: skip
+            if tool is None:
+                return error_result({"error": "tool.unknown",
+                                     "message": f"no tool {name!r}: list the tools"})  # fmt: skip
+            raise
+
+
+def build_server(
+    engine: Engine, subject: Subject | Callable[[Context[Any, Any]], Subject]
+) -> MCPServer[Any]:
     """An MCP server whose tools call ``engine`` (which the caller opens and closes)."""
-    server: MCPServer[Any] = MCPServer("memkg", instructions=INSTRUCTIONS, version=__version__,
-                                       log_level="WARNING")  # fmt: skip
-    tools = MemoryTools(engine)
-    reads = {"recall_facts", "render_profile", "explain_decision"}
-    for name in ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
-                 "explain_decision", "claims", "forget"):  # fmt: skip
-        server.add_tool(getattr(tools, name), annotations=_READ if name in reads else None)
+    server = MemkgMCP("memkg", instructions=INSTRUCTIONS, version=__version__,
+                      log_level="WARNING")  # fmt: skip
+    subject_of = subject if callable(subject) else (lambda _ctx: subject)
+    tools = MemoryTools(engine, subject_of)
+    for name in TOOLS:
+        server.add_tool(getattr(tools, name), annotations=_READ if name in _READS else None)
     return server
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m memkg.service.mcp [--db PATH] [--root DIR]... [--no-examples]``: stdio."""
+    """``python -m memkg.service.mcp --user U [--domain D] [--db PATH] [--root DIR]...``."""
     parser = argparse.ArgumentParser(prog="python -m memkg.service.mcp", description=__doc__)
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
     parser.add_argument("--root", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of your own domains; repeat for several")  # fmt: skip
     parser.add_argument("--no-examples", action="store_true",
                         help="leave out the example domains shipped with memkg")  # fmt: skip
+    parser.add_argument("--user", help="the user this session serves")
+    parser.add_argument("--domain", action="append", default=[], help="a domain it may use")
+    parser.add_argument("--key", help="an API key (default: $MEMKG_API_KEY)")
     args = parser.parse_args(argv)
     config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples)
     with Engine.open(args.db, config=config) as engine:
-        build_server(engine).run("stdio")
+        subject = subject_from(engine, args.db, args.user, args.domain, args.key)
+        build_server(engine, subject).run("stdio")
     return 0
 
 

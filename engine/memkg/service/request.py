@@ -1,16 +1,13 @@
-"""Reading HTTP requests: JSON bodies capped while streaming, typed body models, query numbers."""
+"""Reading HTTP requests: JSON bodies capped while streaming, depth-checked, parsed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from memkg.errors import MemkgError
-from memkg.model.fact import Provenance
 from memkg.service.gate import parse_json
 
 
@@ -44,64 +41,3 @@ class Body:
     def _too_large(self) -> MemkgError:
         return MemkgError(f"the body exceeds {self.max_bytes:,} bytes; send less per request",
                           code="request.too_large")  # fmt: skip
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-class _Request(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ConfirmBody(_Request):
-    by: str = "user"
-
-
-class RetractBody(_Request):
-    reason: str = Field(min_length=1)
-
-
-class DecideBody(_Request):
-    domain: str
-    decision: str | None = None
-    context: dict[str, Any] = Field(default_factory=dict)
-
-
-class NoteBody(_Request):
-    domain: str
-    note: str
-    scope: str = "session"
-    key: str | None = None
-    value: Any = None
-    session_id: str | None = None
-    source_ref: str | None = None
-    provenance: Provenance | None = None
-
-
-class SignalBody(_Request):
-    key: str
-    value: Any
-    kind: str
-    domain: str | None = None
-    session_id: str | None = None
-
-
-def parse(model: type[M], data: Mapping[str, Any]) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '$'}: {e['msg']}"
-                          for e in exc.errors(include_url=False))  # fmt: skip
-        raise MemkgError(f"invalid request body: {where}", code="request.invalid") from None
-
-
-def query_int(query: Mapping[str, str], name: str) -> int | None:
-    text = query.get(name) or None
-    if text is None:
-        return None
-    if len(text) <= 18:  # anything longer is no log position or budget
-        try:
-            return int(text)
-        except ValueError:
-            pass
-    raise MemkgError(f"{name} must be an integer, not {text[:40]!r}", code="request.invalid")

@@ -1,79 +1,244 @@
-"""The HTTP API's endpoints: each reads its request, makes one engine call, shapes the JSON."""
+"""The HTTP API's operations: each checks its caller, makes one engine call, shapes the JSON.
+
+Scopes: ``read`` for every read of memory, ``write`` for what changes it, ``decide``, ``review``
+(the review queue), ``erase``, ``admin`` (keys, grants, the audit, rule and schema checks).
+A request that names no domain sees only the caller's domains (its own and those granted).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import Response
 
 from memkg import __version__
+from memkg.access import ApiKey, Grant, Keyring
+from memkg.access.model import ApiScope
+from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
-from memkg.errors import MemkgError
-from memkg.explain import FORMATS
+from memkg.errors import MemkgError, NotFound
+from memkg.lifecycle.distill import NoteResult
+from memkg.lifecycle.erasure import ErasureReceipt
+from memkg.lifecycle.inject import Profile
+from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
-from memkg.service.request import (
-    Body,
-    ConfirmBody,
-    DecideBody,
-    NoteBody,
-    RetractBody,
-    SignalBody,
-    parse,
-    query_int,
-)
+from memkg.service.operation import Call, Operation, Query, parse
+from memkg.service.request import Body
 
-Endpoint = Callable[[Request], Awaitable[Response]]
+READ, WRITE, DECIDE = ApiScope.READ, ApiScope.WRITE, ApiScope.DECIDE
+REVIEW, ERASE, ADMIN = ApiScope.REVIEW, ApiScope.ERASE, ApiScope.ADMIN
 _MEDIA = {"json": "application/json", "md": "text/markdown", "text": "text/plain"}
+Ident = Field(None, min_length=1, max_length=128)
 
 
-def _event(status: str, fact_id: str, event_id: str) -> dict[str, str]:
-    return {"status": status, "fact_id": fact_id, "event_id": event_id}
+class DomainQuery(Query):
+    domain: s.Domain | None = None
+
+
+class FactsQuery(DomainQuery):
+    as_of: s.SeqNumber | None = None
+
+
+class ObservationsQuery(Query):
+    expected_version: s.SeqNumber | None = None
+
+
+class ClaimsQuery(DomainQuery):
+    session: str | None = Ident
+    turn: str | None = Ident
+    language: str | None = Field(None, max_length=16)
+    context: list[Annotated[str, Field(pattern=s.CONTEXT_ITEM)]] = Field(
+        default_factory=list, max_length=8
+    )
+
+
+class ProfileQuery(Query):
+    domain: s.Domain
+    budget: int | None = Field(None, gt=0, le=1_000_000)
+    session: str | None = Ident
+    language: str | None = Field(None, max_length=16)
+
+
+class LimitQuery(Query):
+    limit: int | None = Field(None, ge=1, le=1000)
+
+
+class ExplainQuery(Query):
+    format: Literal["json", "md", "text"] = "json"
+
+
+class PathsQuery(DomainQuery):
+    max_depth: int = Field(3, ge=1, le=6)
+
+
+class ReviewsQuery(DomainQuery):
+    include_resolved: bool = False
+
+
+class AuditQuery(Query):
+    user: str | None = Field(None, max_length=128)
+    key: str | None = Field(None, max_length=64)
+    limit: int = Field(100, ge=1, le=1000)
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(dumps(data), status, headers, media_type="application/json")
+
+
+json_response = _json
+
+
+def _dump_all(models: list[Any]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in models]
+
+
+def _context(items: list[str]) -> dict[str, str]:
+    context = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise MemkgError(f"context must be NAME=VALUE, not {item[:40]!r}",
+                             code="request.invalid")  # fmt: skip
+        context[name] = value
+    return context
+
+
+def receipt_out(receipt: ErasureReceipt) -> dict[str, Any]:
+    """The receipt with file names only: server paths are nobody's business."""
+    data = receipt.model_dump(mode="json")
+    data["files"] = [Path(f).name for f in receipt.files]
+    return data
 
 
 class Routes:
-    """The endpoints, bound to one gate; iterate for ``(method, path, endpoint)``."""
+    """The operations, bound to one gate and keyring; iterate for ``Operation`` values."""
 
-    def __init__(self, gate: Gate, body: Body) -> None:
-        self.gate, self.engine, self.body = gate, gate.engine, body
+    def __init__(
+        self, gate: Gate, body: Body, keyring: Keyring | None, ready: Callable[[], dict[str, str]]
+    ) -> None:
+        self.gate, self.engine, self.body, self.keyring = gate, gate.engine, body, keyring
+        self.ready_checks = ready
 
-    def __iter__(self) -> Iterator[tuple[str, str, Endpoint]]:
+    def domains(self) -> list[str]:
+        return self.engine.registry.domains()
+
+    def __iter__(self) -> Iterator[Operation]:
         user = "/v1/users/{user}"
+        op = Operation
         yield from [
-            ("GET", "/v1/health", self.health),
-            ("POST", "/v1/observations", self.observations),
-            ("GET", f"{user}/facts", self.facts),
-            ("GET", f"{user}/history/{{key}}", self.history),
-            ("POST", f"{user}/facts/{{fact_id}}/confirm", self.confirm),
-            ("POST", f"{user}/facts/{{fact_id}}/retract", self.retract),
-            ("DELETE", user, self.erase),
-            ("GET", f"{user}/claims/{{key}}", self.claims),
-            ("POST", f"{user}/decisions", self.decide),
-            ("GET", f"{user}/decisions", self.decisions),
-            ("GET", "/v1/decisions/{decision_id}", self.explain),
-            ("POST", "/v1/decisions/{decision_id}/replay", self.replay),
-            ("GET", f"{user}/profile", self.profile),
-            ("POST", f"{user}/notes", self.note),
-            ("POST", f"{user}/signals", self.signal),
-        ]
+            op("GET", "/v1/health", "health", "Liveness: the process answers", self.health,
+               None, "service", response=s.Health, audited=False),
+            op("GET", "/v1/ready", "ready", "Readiness: the store answers and the domain roots "
+               "load", self.ready, None, "service", response=s.Readiness, audited=False,
+               errors=(503,)),
+            op("POST", "/v1/observations", "ingest", "Store one observation (or a list)",
+               self.observations, WRITE, query=ObservationsQuery, body=s.Observations,
+               parse_body=False, response=s.Accepted, status=201, errors=(409, 413, 422)),
+            op("GET", f"{user}/facts", "facts", "What memory holds about the user", self.facts,
+               READ, query=FactsQuery, response=s.FactsOut),
+            op("GET", f"{user}/history/{{key}}", "history", "Every version of a key",
+               self.history, READ, query=DomainQuery, response=s.HistoryOut),
+            op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
+               self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
+               response=s.EventOut, errors=(404,)),
+            op("POST", f"{user}/facts/{{fact_id}}/retract", "retract", "Retract (forget) a fact",
+               self.retract, WRITE, body=s.RetractBody, response=s.EventOut, errors=(404,)),
+            op("DELETE", user, "erase", "Erase every trace of the user", self.erase, ERASE,
+               response=s.ErasureOut),
+            op("DELETE", "/v1/audit-ids/{audit_log_id}", "erase_audit_id", "Erase the facts "
+               "recorded under an audit id", self.erase_audit_id, ERASE,
+               response=s.ErasuresOut),
+            op("GET", f"{user}/claims/{{key}}", "claims", "Which claim of a key holds, and why",
+               self.claims, READ, query=ClaimsQuery, response=Resolution),
+            op("POST", f"{user}/decisions", "decide", "Decide what to do for the user",
+               self.decide, DECIDE, body=s.DecideBody, response=s.DecisionOut, status=201),
+            op("GET", f"{user}/decisions", "decisions", "The user's logged decisions",
+               self.decisions, READ, query=LimitQuery, response=s.DecisionsOut),
+            op("GET", "/v1/decisions/{decision_id}", "explain", "Why a decision came out so",
+               self.explain, READ, query=ExplainQuery, response=dict[str, Any], errors=(404,)),
+            op("POST", "/v1/decisions/{decision_id}/replay", "replay", "Replay a decision",
+               self.replay, DECIDE, response=s.ReplayOut, errors=(404,)),
+            op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
+               self.profile, READ, query=ProfileQuery, response=Profile),
+            op("POST", f"{user}/notes", "note", "Save a memory note", self.note, WRITE,
+               body=s.NoteBody, response=NoteResult, status=201, errors=(422,)),
+            op("POST", f"{user}/signals", "signal", "Record an interaction signal", self.signal,
+               WRITE, body=s.SignalBody, response=s.SignalOut, status=201),
+            op("GET", f"{user}/graph", "graph", "The user's weighted graph", self.graph, READ,
+               query=FactsQuery, response=dict[str, Any]),
+            op("GET", f"{user}/paths/{{concept}}", "paths", "Paths from the user to a concept",
+               self.paths, READ, query=PathsQuery, response=s.PathsOut),
+            op("GET", "/v1/reviews", "reviews", "Keys frozen for human review", self.reviews,
+               REVIEW, query=ReviewsQuery, response=s.ReviewsOut),
+            op("POST", "/v1/reviews/{review_id}/resolve", "resolve_review", "Settle a frozen key",
+               self.resolve_review, REVIEW, body=s.ResolveReviewBody,
+               response=dict[str, Any], errors=(404, 422)),
+            op("GET", "/v1/domains", "domains", "The memory domains this key may use",
+               self.list_domains, READ, "discovery", response=s.DomainsOut, audited=False),
+            op("GET", "/v1/domains/{domain}/keys", "domain_keys", "The keys a domain declares",
+               self.domain_keys, READ, "discovery", response=s.KeysOut, audited=False),
+            op("GET", "/v1/access/keys", "keys_list", "Every API key (never a secret)",
+               self.keys_list, ADMIN, "access", response=s.KeyList, audited=False),
+            op("POST", "/v1/access/keys", "keys_create", "Create an API key (its token is shown "
+               "once)", self.keys_create, ADMIN, "access", body=s.KeyCreateBody,
+               response=s.IssuedKey, status=201, audited=False),
+            op("DELETE", "/v1/access/keys/{key_id}", "keys_revoke", "Revoke an API key",
+               self.keys_revoke, ADMIN, "access", response=ApiKey, audited=False,
+               errors=(404,)),
+            op("GET", "/v1/access/grants", "grants_list", "Cross-domain grants",
+               self.grants_list, ADMIN, "access", response=s.GrantList, audited=False),
+            op("POST", "/v1/access/grants", "grants_create", "Grant a key a domain for a purpose",
+               self.grants_create, ADMIN, "access", body=s.GrantBody, response=Grant,
+               status=201, audited=False, errors=(404,)),
+            op("DELETE", "/v1/access/grants/{grant_id}", "grants_revoke", "Revoke a grant",
+               self.grants_revoke, ADMIN, "access", response=Grant, audited=False,
+               errors=(404,)),
+            op("GET", "/v1/access/audit", "audit", "Who read or changed what, when, and why",
+               self.audit, ADMIN, "access", query=AuditQuery, response=s.AuditOut,
+               audited=False),
+        ]  # fmt: skip
 
     async def _run(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(self.gate, call, *args, **kwargs)
 
-    async def health(self, _request: Request) -> Response:
+    # -- service --------------------------------------------------------------------------
+
+    async def health(self, _call: Call) -> Response:
         return _json({"status": "ok", "version": __version__})
 
-    async def observations(self, request: Request) -> Response:
+    async def ready(self, _call: Call) -> Response:
+        checks = await run_in_threadpool(self.ready_checks)
+        ok = all(v == "ok" for v in checks.values())
+        return _json({"status": "ready" if ok else "not_ready", "checks": checks},
+                     200 if ok else 503)  # fmt: skip
+
+    # -- memory ---------------------------------------------------------------------------
+
+    async def observations(self, call: Call) -> Response:
         """One observation (201, or 200 for a retried duplicate) or a list of them (200)."""
-        data = await self.body.read(request)
+        data = await self.body.read(call.request)
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            if isinstance(item, dict):
+                domain, user = item.get("domain"), item.get("user_id")
+                call.allow(WRITE, domain if isinstance(domain, str) else None,
+                           user if isinstance(user, str) else None)  # fmt: skip
+                if not isinstance(user, str) or not isinstance(domain, str):
+                    call.all_domains(WRITE, None)  # an incomplete item: refused by validation
         if isinstance(data, list):
+            call.subject = None if len({i.get("user_id") for i in items
+                                        if isinstance(i, dict)}) != 1 else call.subject  # fmt: skip
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
             raise refusal("envelope.type", "send an observation object or a list of them")
-        expected = query_int(request.query_params, "expected_version")
+        expected = call.query.expected_version
         result = await self._run(self.engine.ingest, data, expected_version=expected)
+        call.target = result.fact_id
         return _json({"result": "accepted", **result.model_dump(mode="json")},
                      200 if result.duplicate else 201)  # fmt: skip
 
@@ -96,106 +261,291 @@ class Routes:
                 results.append({"index": index, "result": "rejected", **found})
         return results
 
-    async def facts(self, request: Request) -> Response:
-        user, query = request.path_params["user"], request.query_params
-        as_of = query_int(query, "as_of")
-        found = await self._run(self.engine.facts, user, query.get("domain"), as_of=as_of)
-        return _json({"user_id": user, "as_of": as_of, "facts": _dump_all(found)})
+    async def _scoped_read(
+        self, call: Call, domain: str | None, user: str
+    ) -> frozenset[str] | None:
+        """Allow a read of ``domain``, or of every visible domain when none is given."""
+        if domain is not None:
+            call.allow(READ, domain, user)
+            return None
+        return call.visible(READ, user)
 
-    async def history(self, request: Request) -> Response:
-        user, key = request.path_params["user"], request.path_params["key"]
-        found = await self._run(self.engine.history, user, key, request.query_params.get("domain"))
+    async def facts(self, call: Call) -> Response:
+        user, query = call.path["user"], call.query
+        visible = await self._scoped_read(call, query.domain, user)
+        found = await self._run(self.engine.facts, user, query.domain, as_of=query.as_of)
+        found = [f for f in found if visible is None or f.domain in visible]
+        return _json({"user_id": user, "as_of": query.as_of, "facts": _dump_all(found)})
+
+    async def history(self, call: Call) -> Response:
+        user, key, domain = call.path["user"], call.path["key"], call.query.domain
+        visible = await self._scoped_read(call, domain, user)
+        found = await self._run(self.engine.history, user, key, domain)
+        found = [f for f in found if visible is None or f.domain in visible]
         return _json({"user_id": user, "key": key, "history": _dump_all(found)})
 
-    async def confirm(self, request: Request) -> Response:
-        body = parse(ConfirmBody, await self.body.fields(request, optional=True))
-        user, fact_id = request.path_params["user"], request.path_params["fact_id"]
-        event = await self._run(self.engine.confirm, user, fact_id, by=body.by)
-        return _json(_event("confirmed", fact_id, event.event_id))
+    async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
+        user, fact_id = call.path["user"], call.path["fact_id"]
+        call.allow(scope, None, user)
+        fact = await self._run(self.engine.fact, user, fact_id)
+        call.allow(scope, fact.domain, user)
+        call.target = fact_id
 
-    async def retract(self, request: Request) -> Response:
-        body = parse(RetractBody, await self.body.fields(request))
-        user, fact_id = request.path_params["user"], request.path_params["fact_id"]
-        event = await self._run(self.engine.retract, user, fact_id, body.reason)
-        return _json(_event("retracted", fact_id, event.event_id))
+    async def confirm(self, call: Call) -> Response:
+        await self._fact_domain(call, WRITE)
+        user, fact_id = call.path["user"], call.path["fact_id"]
+        event = await self._run(self.engine.confirm, user, fact_id, by=call.body.by)
+        return _json({"status": "confirmed", "fact_id": fact_id, "event_id": event.event_id})
 
-    async def erase(self, request: Request) -> Response:
-        receipt = await self._run(self.engine.erase, request.path_params["user"])
-        return _json(receipt.model_dump(mode="json"))
+    async def retract(self, call: Call) -> Response:
+        await self._fact_domain(call, WRITE)
+        user, fact_id = call.path["user"], call.path["fact_id"]
+        event = await self._run(self.engine.retract, user, fact_id, call.body.reason)
+        return _json({"status": "retracted", "fact_id": fact_id, "event_id": event.event_id})
 
-    async def claims(self, request: Request) -> Response:
-        user, key = request.path_params["user"], request.path_params["key"]
-        query = request.query_params
-        context = dict(item.partition("=")[::2] for item in query.getlist("context"))
-        domain = await self._run(self.gate.domain_of, key, query.get("domain"))
+    async def erase(self, call: Call) -> Response:
+        user = call.path["user"]
+        call.all_domains(ERASE, user)
+        receipt = await self._run(self.engine.erase, user)
+        if self.keyring is not None:
+            await run_in_threadpool(self.keyring.pseudonymise, user)
+        call.extra["erased"] = True
+        return _json(receipt_out(receipt))
+
+    async def erase_audit_id(self, call: Call) -> Response:
+        call.all_domains(ERASE, None)
+        call.target = call.path["audit_log_id"]
+        receipts = await self._run(self.engine.erase_audit_id, call.path["audit_log_id"])
+        return _json({"receipts": [receipt_out(r) for r in receipts]})
+
+    async def claims(self, call: Call) -> Response:
+        user, key, query = call.path["user"], call.path["key"], call.query
+        context = _context(query.context)
+        domain = query.domain
+        if domain is None:
+            call.allow(READ, None, user)
+            domain = await self._run(self.gate.domain_of, key, None)
+        call.allow(READ, domain, user)
         resolution = await self._run(
-            self.engine.resolve, user, domain, key, session_id=query.get("session"),
-            turn=query.get("turn"), context=context, language=query.get("language"),
+            self.engine.resolve, user, domain, key, session_id=query.session, turn=query.turn,
+            context=context, language=query.language,
         )  # fmt: skip
         return _json(resolution.model_dump(mode="json"))
 
-    async def decide(self, request: Request) -> Response:
-        body = parse(DecideBody, await self.body.fields(request))
-        decision = await self._run(self.engine.decide, request.path_params["user"], body.domain,
-                                   body.context, decision=body.decision)  # fmt: skip
+    async def decide(self, call: Call) -> Response:
+        body, user = call.body, call.path["user"]
+        call.allow(DECIDE, body.domain, user)
+        decision = await self._run(self.engine.decide, user, body.domain, body.context,
+                                   decision=body.decision)  # fmt: skip
+        call.target = decision.decision_id
         location = {"location": f"/v1/decisions/{decision.decision_id}"}
         return _json(summary(decision), 201, location)
 
-    async def decisions(self, request: Request) -> Response:
-        user, limit = request.path_params["user"], query_int(request.query_params, "limit")
-        found = await self._run(self.engine.decisions, user, limit=limit)
+    async def decisions(self, call: Call) -> Response:
+        user = call.path["user"]
+        visible = call.visible(READ, user)
+        found = await self._run(self.engine.decisions, user, limit=call.query.limit)
+        found = [d for d in found if visible is None or d.request.domain in visible]
         return _json({"user_id": user, "decisions": [summary(d) for d in found]})
 
-    async def explain(self, request: Request) -> Response:
-        fmt = request.query_params.get("format", "json")
-        if fmt not in FORMATS:
-            raise MemkgError(f"format must be one of {', '.join(FORMATS)}", code="request.invalid")
-        text = await self._run(self.engine.explain, request.path_params["decision_id"], fmt)
+    async def _decision(self, call: Call, scope: ApiScope) -> str:
+        decision_id = call.path["decision_id"]
+        call.allow(scope, None, None if call.principal.key.user_id is None else
+                   call.principal.key.user_id)  # fmt: skip
+        decision = await self._run(self.engine.decision_log.get, decision_id)
+        call.allow(scope, decision.request.domain, decision.request.user_id)
+        call.target = decision_id
+        return decision_id
+
+    async def explain(self, call: Call) -> Response:
+        decision_id = await self._decision(call, READ)
+        fmt = call.query.format
+        text = await self._run(self.engine.explain, decision_id, fmt)
+        grants = self._grants_behind(decision_id)
+        if grants and fmt == "json":
+            data = parse(dict[str, Any], json.loads(text))
+            return _json({**data, "access": grants})
+        if grants:
+            lines = [f"Access: domain {g['domain']} through grant {g['grant_id']} "
+                     f"(purpose: {g['purpose']})" for g in grants]  # fmt: skip
+            text = text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
         return Response(text, media_type=_MEDIA[fmt])
 
-    async def replay(self, request: Request) -> Response:
-        report = await self._run(self.engine.replay, request.path_params["decision_id"])
+    def _grants_behind(self, decision_id: str) -> list[dict[str, Any]]:
+        """The grants under which this decision was made (from the access audit)."""
+        if self.keyring is None:
+            return []
+        found = {}
+        for record in self.keyring.store.records(limit=1000):
+            if record.target == decision_id and record.grant_id and record.action == "decide":
+                found[record.grant_id] = {"grant_id": record.grant_id, "domain": record.domain,
+                                          "purpose": record.purpose,
+                                          "key_id": record.key_id}  # fmt: skip
+        return list(found.values())
+
+    async def replay(self, call: Call) -> Response:
+        decision_id = await self._decision(call, DECIDE)
+        report = await self._run(self.engine.replay, decision_id)
         return _json(report.model_dump(mode="json", exclude={"replayed"}))
 
-    async def profile(self, request: Request) -> Response:
-        query = request.query_params
-        if not query.get("domain"):
-            raise MemkgError("give the domain: ?domain=", code="request.invalid")
-        user, budget = request.path_params["user"], query_int(query, "budget")
+    async def profile(self, call: Call) -> Response:
+        user, query = call.path["user"], call.query
+        call.allow(READ, query.domain, user)
         profile = await self._run(
-            self.engine.render_profile, user, query["domain"], budget,
-            session_id=query.get("session"), language=query.get("language"),
+            self.engine.render_profile, user, query.domain, query.budget,
+            session_id=query.session, language=query.language,
         )  # fmt: skip
         return _json(profile.model_dump(mode="json"))
 
-    async def note(self, request: Request) -> Response:
+    async def note(self, call: Call) -> Response:
         """201 when saved; a refused note is 422 with the reason and the problems."""
-        body = parse(NoteBody, await self.body.fields(request))
+        body, user = call.body, call.path["user"]
+        call.allow(WRITE, body.domain, user)
         result = await self._run(
-            self.engine.save_memory_note, request.path_params["user"], body.domain, body.note,
-            body.scope, body.key, body.value, session_id=body.session_id,
-            source_ref=body.source_ref, provenance=body.provenance,
+            self.engine.save_memory_note, user, body.domain, body.note, body.scope, body.key,
+            body.value, session_id=body.session_id, source_ref=body.source_ref,
+            provenance=body.provenance,
         )  # fmt: skip
         if result.saved:
             return _json(result.model_dump(mode="json"), 201)
         return _json(note_refusal(result), 422)
 
-    async def signal(self, request: Request) -> Response:
-        body = parse(SignalBody, await self.body.fields(request))
-        user = request.path_params["user"]
+    async def signal(self, call: Call) -> Response:
+        body, user = call.body, call.path["user"]
+        if body.domain is not None:
+            call.allow(WRITE, body.domain, user)
+        call.allow(WRITE, None, user)
         domain = await self._run(self.gate.domain_of, body.key, body.domain)
+        call.allow(WRITE, domain, user)
         event = await self._run(self.engine.signal, user, domain, body.key, body.value,
                                 body.kind, session_id=body.session_id)  # fmt: skip
         return _json({"status": "recorded", "event_id": event.event_id, "seq": event.seq,
                       **event.payload}, 201)  # fmt: skip
 
+    # -- graph ----------------------------------------------------------------------------
 
-def _dump_all(models: list[Any]) -> list[dict[str, Any]]:
-    return [m.model_dump(mode="json") for m in models]
+    async def graph(self, call: Call) -> Response:
+        user, query = call.path["user"], call.query
+        domain = query.domain
+        if domain is None:
+            visible = call.visible(READ, user)
+            if visible is not None:
+                if len(visible) != 1:
+                    raise MemkgError("this key reaches several domains: give ?domain=",
+                                     code="request.invalid")  # fmt: skip
+                domain = next(iter(visible))
+        call.allow(READ, domain, user)
+        found = await self._run(self.engine.graph, user, domain, as_of=query.as_of)
+        return _json(found)
 
+    async def paths(self, call: Call) -> Response:
+        user, concept, query = call.path["user"], call.path["concept"], call.query
+        domain = query.domain
+        if domain is None:
+            visible = call.visible(READ, user)
+            if visible is not None:
+                if len(visible) != 1:
+                    raise MemkgError("this key reaches several domains: give ?domain=",
+                                     code="request.invalid")  # fmt: skip
+                domain = next(iter(visible))
+        call.allow(READ, domain, user)
+        found = await self._run(self.engine.paths, user, concept, domain=domain,
+                                max_depth=query.max_depth)  # fmt: skip
+        return _json({"user_id": user, "concept": concept, "paths": _dump_all(found)})
 
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(dumps(data), status, headers, media_type="application/json")
+    # -- reviews --------------------------------------------------------------------------
 
+    async def reviews(self, call: Call) -> Response:
+        domain = call.query.domain
+        bound = call.principal.key.user_id
+        if domain is not None:
+            call.allow(REVIEW, domain, bound)
+            visible: frozenset[str] | None = frozenset({domain})
+        else:
+            visible = call.visible(REVIEW, bound)
+        found = await self._run(self.engine.review_queue,
+                                include_resolved=call.query.include_resolved)  # fmt: skip
+        kept = [r for r in found if (visible is None or r.domain in visible)
+                and (bound is None or r.user_id == bound)]  # fmt: skip
+        call.subject = bound
+        return _json({"reviews": _dump_all(kept)})
 
-_json = json_response
+    async def resolve_review(self, call: Call) -> Response:
+        review_id = call.path["review_id"]
+        call.allow(REVIEW, None, call.principal.key.user_id)
+        queue = await self._run(self.engine.review_queue, include_resolved=True)
+        review = next((r for r in queue if r.review_id == review_id), None)
+        if review is None:
+            raise NotFound(f"no review {review_id}", code="review.not_found")
+        call.allow(REVIEW, review.domain, review.user_id)
+        call.target = review_id
+        body = call.body
+        reviewer = body.reviewer or call.principal.key.name
+        settled = await self._run(self.engine.resolve_review, review_id, body.value, body.note,
+                                  reviewer)  # fmt: skip
+        return _json(settled.model_dump(mode="json"))
+
+    # -- discovery ------------------------------------------------------------------------
+
+    async def list_domains(self, call: Call) -> Response:
+        visible = call.visible(READ, call.principal.key.user_id)
+        known = self.domains()
+        return _json({"domains": [d for d in known if visible is None or d in visible]})
+
+    async def domain_keys(self, call: Call) -> Response:
+        domain = call.path["domain"]
+        call.allow(READ, domain, call.principal.key.user_id)
+        registry = self.engine.registry
+        keys = []
+        for key in registry.keys(domain):
+            spec = registry.spec(domain, key)
+            if spec is not None:
+                keys.append({"key": key, "group": spec.group, "version": spec.version,
+                             "kind": spec.kind.value, "sensitivity": spec.sensitivity.value,
+                             "consent": spec.consent, "schema": spec.schema})  # fmt: skip
+        return _json({"domain": domain, "keys": keys})
+
+    # -- access ---------------------------------------------------------------------------
+
+    def _ring(self) -> Keyring:
+        if self.keyring is None:
+            raise MemkgError("this server runs without keys (--no-auth): nothing to manage",
+                             code="access.disabled")  # fmt: skip
+        return self.keyring
+
+    async def keys_list(self, call: Call) -> Response:
+        keys = await run_in_threadpool(self._ring().list_keys)
+        return _json({"keys": _dump_all(keys)})
+
+    async def keys_create(self, call: Call) -> Response:
+        b = call.body
+        issued = await run_in_threadpool(lambda: self._ring().create(
+            b.name, b.scopes, b.domains, user_id=b.user_id, expires_at=b.expires_at))  # fmt: skip
+        return _json(issued.model_dump(mode="json"), 201)
+
+    async def keys_revoke(self, call: Call) -> Response:
+        key = await run_in_threadpool(self._ring().revoke, call.path["key_id"])
+        return _json(key.model_dump(mode="json"))
+
+    async def grants_list(self, call: Call) -> Response:
+        grants = await run_in_threadpool(self._ring().list_grants)
+        return _json({"grants": _dump_all(grants)})
+
+    async def grants_create(self, call: Call) -> Response:
+        b = call.body
+        call.domain_known(b.domain)
+        grant = await run_in_threadpool(lambda: self._ring().grant(
+            b.key_id, b.domain, b.purpose, b.expires_at, scopes=b.scopes, user_id=b.user_id,
+            granted_by=call.principal.key_id))  # fmt: skip
+        return _json(grant.model_dump(mode="json"), 201)
+
+    async def grants_revoke(self, call: Call) -> Response:
+        grant = await run_in_threadpool(self._ring().revoke_grant, call.path["grant_id"])
+        return _json(grant.model_dump(mode="json"))
+
+    async def audit(self, call: Call) -> Response:
+        q = call.query
+        records = await run_in_threadpool(
+            lambda: self._ring().audit(subject=q.user, key_id=q.key, limit=q.limit)
+        )
+        return _json({"records": _dump_all(records)})

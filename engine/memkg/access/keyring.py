@@ -1,0 +1,146 @@
+"""The access operations: issue, check and revoke keys, grant domains, record and query access.
+
+>>> from memkg.clock import FrozenClock
+>>> from datetime import UTC, datetime
+>>> ring = Keyring(MemoryAccessStore(), FrozenClock(datetime(2026, 1, 1, tzinfo=UTC)))
+>>> issued = ring.create("triage bot", ["read", "decide"], ["health"])
+>>> issued.token.startswith("mk_")
+True
+>>> ring.authenticate(issued.token).key.domains
+('health',)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from memkg.access import secret
+from memkg.access.model import ALL_DOMAINS, AccessRecord, ApiKey, ApiScope, Grant, IssuedKey
+from memkg.access.policy import Principal
+from memkg.access.store import AccessStore, MemoryAccessStore
+from memkg.clock import Clock
+from memkg.errors import MemkgError, NotFound, Unauthenticated
+
+_MAX_NAME = 200
+
+
+def scopes_of(names: Iterable[str]) -> tuple[ApiScope, ...]:
+    """ApiScope names as ``ApiScope`` values, each once, in declaration order."""
+    given = set()
+    for name in names:
+        try:
+            given.add(ApiScope(name))
+        except ValueError:
+            allowed = ", ".join(s.value for s in ApiScope)
+            raise MemkgError(f"unknown scope {name!r}: use {allowed}",
+                             code="access.scope_unknown") from None  # fmt: skip
+    if not given:
+        raise MemkgError("give at least one scope", code="access.scope_unknown")
+    return tuple(s for s in ApiScope if s in given)
+
+
+class Keyring:
+    """Keys, grants and the audit over one ``AccessStore``; time and ids from ``clock``."""
+
+    def __init__(self, store: AccessStore, clock: Clock) -> None:
+        self.store, self.clock = store, clock
+
+    def create(
+        self,
+        name: str,
+        scopes: Iterable[str],
+        domains: Iterable[str],
+        *,
+        user_id: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> IssuedKey:
+        """A new key; its token is in the result and nowhere else."""
+        domains = tuple(sorted(set(domains)))
+        if not domains:
+            raise MemkgError("give the domains the key may use (or '*' for every domain)",
+                             code="access.domains_missing")  # fmt: skip
+        if not name.strip() or len(name) > _MAX_NAME:
+            raise MemkgError(f"a key needs a name of 1 to {_MAX_NAME} characters",
+                             code="access.name_invalid")  # fmt: skip
+        key_id, token, digest = secret.mint()
+        key = ApiKey(key_id=key_id, name=name, scopes=scopes_of(scopes),
+                     domains=(ALL_DOMAINS,) if ALL_DOMAINS in domains else domains,
+                     user_id=user_id, created_at=self.clock.now(),
+                     expires_at=expires_at)  # fmt: skip
+        self.store.add_key(key, digest)
+        return IssuedKey(key=key, token=token)
+
+    def authenticate(self, token: str | None) -> Principal:
+        """The caller behind ``token``, with its active grants; ``Unauthenticated`` otherwise."""
+        if not token:
+            raise Unauthenticated(
+                "send an API key: Authorization: Bearer mk_...", code="auth.required"
+            )
+        parsed = secret.parse(token)
+        found = self.store.key(parsed[0]) if parsed else None
+        now = self.clock.now()
+        if found is None or not secret.matches(token, found[1]) or not found[0].active(now):
+            raise Unauthenticated("the API key is unknown, revoked or expired",
+                                  code="auth.invalid")  # fmt: skip
+        key = found[0]
+        grants = tuple(g for g in self.store.grants(key.key_id) if g.active(now))
+        return Principal(key, grants)
+
+    def list_keys(self) -> list[ApiKey]:
+        return self.store.keys()
+
+    def revoke(self, key_id: str) -> ApiKey:
+        key = self.store.revoke_key(key_id, self.clock.now())
+        if key is None:
+            raise NotFound(f"no API key {key_id!r}", code="access.key_not_found")
+        return key
+
+    def grant(
+        self,
+        key_id: str,
+        domain: str,
+        purpose: str,
+        expires_at: datetime,
+        *,
+        scopes: Iterable[str] = ("read",),
+        user_id: str | None = None,
+        granted_by: str = "admin",
+    ) -> Grant:
+        """Open ``domain`` to ``key_id`` for ``purpose`` until ``expires_at``."""
+        if self.store.key(key_id) is None:
+            raise NotFound(f"no API key {key_id!r}", code="access.key_not_found")
+        if not purpose.strip():
+            raise MemkgError("a grant needs its purpose", code="access.purpose_missing")
+        now = self.clock.now()
+        if expires_at <= now:
+            raise MemkgError(f"the grant would expire at {expires_at.isoformat()}, which is past",
+                             code="access.expiry_past")  # fmt: skip
+        grant = Grant(grant_id=self.clock.new_id("grant"), key_id=key_id, domain=domain,
+                      scopes=scopes_of(scopes), purpose=purpose, user_id=user_id,
+                      granted_by=granted_by, created_at=now, expires_at=expires_at)  # fmt: skip
+        self.store.add_grant(grant)
+        return grant
+
+    def list_grants(self, key_id: str | None = None) -> list[Grant]:
+        return self.store.grants(key_id)
+
+    def revoke_grant(self, grant_id: str) -> Grant:
+        grant = self.store.revoke_grant(grant_id, self.clock.now())
+        if grant is None:
+            raise NotFound(f"no grant {grant_id!r}", code="access.grant_not_found")
+        return grant
+
+    def record(self, records: Sequence[AccessRecord]) -> None:
+        self.store.record(records)
+
+    def audit(
+        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
+    ) -> list[AccessRecord]:
+        return self.store.records(subject=subject, key_id=key_id, limit=limit)
+
+    def pseudonymise(self, user_id: str) -> int:
+        return self.store.pseudonymise(user_id)
+
+
+__all__ = ["Keyring", "MemoryAccessStore", "scopes_of"]

@@ -1,0 +1,89 @@
+"""What a key may do: ``Principal`` checks a scope, a domain and a subject for each call.
+
+The order, and the code each refusal carries:
+
+1. the scope (``admin`` implies every scope), else ``access.scope``;
+2. the domain: one of the key's own (``*`` is every domain), else an active grant of that
+   domain and scope to the key (its purpose is recorded), else ``access.domain``;
+3. the subject: a key (or grant) bound to one user reaches only that user, else
+   ``access.user``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from memkg.access.model import ALL_DOMAINS, ApiKey, ApiScope, Grant
+from memkg.errors import AccessDenied
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A caller: its key and the grants active for it when the request arrived."""
+
+    key: ApiKey
+    grants: tuple[Grant, ...] = ()
+    open_access: bool = field(default=False)
+    """A server started without keys (loopback only, by an explicit flag): everything allowed."""
+
+    @property
+    def key_id(self) -> str:
+        return self.key.key_id
+
+    def has(self, scope: ApiScope) -> bool:
+        return self.open_access or ApiScope.ADMIN in self.key.scopes or scope in self.key.scopes
+
+    def require(self, scope: ApiScope) -> None:
+        if not self.has(scope):
+            raise AccessDenied(
+                f"key {self.key_id} lacks the {scope.value!r} scope: ask an admin for a key with"
+                " it (memkg access key create --scope ...)",
+                code="access.scope",
+            )
+
+    @property
+    def all_domains(self) -> bool:
+        return self.open_access or ALL_DOMAINS in self.key.domains
+
+    def check(self, scope: ApiScope, domain: str | None, user_id: str | None) -> Grant | None:
+        """Allow ``scope`` on ``domain`` for ``user_id`` or raise; the grant used, if one."""
+        if domain is None:
+            self.require(scope)
+            self.check_user(user_id)
+            return None
+        if self.all_domains or domain in self.key.domains:
+            self.require(scope)
+            self.check_user(user_id)
+            return None
+        for grant in self.grants:
+            if grant.domain == domain and scope in grant.scopes:
+                if grant.user_id is not None and user_id != grant.user_id:
+                    continue
+                self.check_user(user_id)
+                return grant
+        self.require(scope)
+        raise AccessDenied(
+            f"key {self.key_id} may not use domain {domain!r}: its domains are "
+            f"{', '.join(self.key.domains)}; a cross-domain grant (memkg access grant) opens it",
+            code="access.domain",
+        )
+
+    def check_user(self, user_id: str | None) -> None:
+        bound = self.key.user_id
+        if bound is not None and not self.open_access and user_id != bound:
+            raise AccessDenied(
+                f"key {self.key_id} is bound to one user and may not reach another",
+                code="access.user",
+            )
+
+    def domains(
+        self, scope: ApiScope, known: Iterable[str], user_id: str | None = None
+    ) -> frozenset[str]:
+        """The domains among ``known`` this key may use with ``scope`` (own plus granted)."""
+        known = frozenset(known)
+        own = known if self.all_domains else known & set(self.key.domains)
+        own = own if self.has(scope) else frozenset()
+        granted = {g.domain for g in self.grants
+                   if scope in g.scopes and g.user_id in (None, user_id)}  # fmt: skip
+        return own | (granted & known)

@@ -1,0 +1,151 @@
+"""The ``AccessStore`` port: keys (with the hash of their secret), grants, the access audit.
+
+Adapters keep these beside the memory they guard (the SQLite file, the PostgreSQL schema), so
+a backup, a restore or an erasure treats them together. ``pseudonymise`` replaces an erased
+subject's id, wherever the store holds it, by ``hmac:<hex>`` under a random key of the store's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memkg.access.model import AccessRecord, ApiKey, Grant
+
+AUDIT_LIMIT = 1_000
+"""The most audit records one query returns."""
+
+
+class AccessStore(Protocol):
+    """Where keys, grants and access records live."""
+
+    def add_key(self, key: ApiKey, digest: str) -> None: ...
+
+    def key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        """The key and the hash of its secret."""
+        ...
+
+    def keys(self) -> list[ApiKey]: ...
+
+    def revoke_key(self, key_id: str, at: datetime) -> ApiKey | None: ...
+
+    def add_grant(self, grant: Grant) -> None: ...
+
+    def grants(self, key_id: str | None = None) -> list[Grant]: ...
+
+    def revoke_grant(self, grant_id: str, at: datetime) -> Grant | None: ...
+
+    def record(self, records: Sequence[AccessRecord]) -> None: ...
+
+    def records(
+        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
+    ) -> list[AccessRecord]:
+        """The newest records first, filtered by subject and key."""
+        ...
+
+    def pseudonymise(self, user_id: str) -> int:
+        """Replace ``user_id`` everywhere by its HMAC; how many rows changed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def pseudonym(secret: bytes, user_id: str) -> str:
+    return (
+        "hmac:"
+        + hmac.new(secret, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    )
+
+
+def revoked_key(key: ApiKey, at: datetime) -> ApiKey:
+    return key if key.revoked_at else key.model_copy(update={"revoked_at": at})
+
+
+def revoked_grant(grant: Grant, at: datetime) -> Grant:
+    return grant if grant.revoked_at else grant.model_copy(update={"revoked_at": at})
+
+
+class MemoryAccessStore:
+    """The in-memory twin (tests, and a server over an in-memory engine)."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, tuple[ApiKey, str]] = {}
+        self._grants: dict[str, Grant] = {}
+        self._records: list[AccessRecord] = []
+        self._secret = os.urandom(32)
+        self._lock = threading.Lock()
+
+    def add_key(self, key: ApiKey, digest: str) -> None:
+        with self._lock:
+            self._keys[key.key_id] = (key, digest)
+
+    def key(self, key_id: str) -> tuple[ApiKey, str] | None:
+        return self._keys.get(key_id)
+
+    def keys(self) -> list[ApiKey]:
+        return sorted((k for k, _ in self._keys.values()), key=lambda k: k.key_id)
+
+    def revoke_key(self, key_id: str, at: datetime) -> ApiKey | None:
+        with self._lock:
+            found = self._keys.get(key_id)
+            if found is None:
+                return None
+            key = revoked_key(found[0], at)
+            self._keys[key_id] = (key, found[1])
+            return key
+
+    def add_grant(self, grant: Grant) -> None:
+        with self._lock:
+            self._grants[grant.grant_id] = grant
+
+    def grants(self, key_id: str | None = None) -> list[Grant]:
+        found = [g for g in self._grants.values() if key_id is None or g.key_id == key_id]
+        return sorted(found, key=lambda g: g.grant_id)
+
+    def revoke_grant(self, grant_id: str, at: datetime) -> Grant | None:
+        with self._lock:
+            grant = self._grants.get(grant_id)
+            if grant is None:
+                return None
+            self._grants[grant_id] = revoked_grant(grant, at)
+            return self._grants[grant_id]
+
+    def record(self, records: Sequence[AccessRecord]) -> None:
+        with self._lock:
+            self._records.extend(records)
+
+    def records(
+        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
+    ) -> list[AccessRecord]:
+        found = [
+            r
+            for r in reversed(self._records)
+            if (subject is None or r.subject == subject) and (key_id is None or r.key_id == key_id)
+        ]
+        return found[: min(limit, AUDIT_LIMIT)]
+
+    def pseudonymise(self, user_id: str) -> int:
+        alias = pseudonym(self._secret, user_id)
+        changed = 0
+        with self._lock:
+            for i, r in enumerate(self._records):
+                if r.subject == user_id:
+                    self._records[i] = r.model_copy(update={"subject": alias})
+                    changed += 1
+            for key_id, (key, digest) in list(self._keys.items()):
+                if key.user_id == user_id:
+                    self._keys[key_id] = (key.model_copy(update={"user_id": alias}), digest)
+                    changed += 1
+            for grant_id, grant in list(self._grants.items()):
+                if grant.user_id == user_id:
+                    self._grants[grant_id] = grant.model_copy(update={"user_id": alias})
+                    changed += 1
+        return changed
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,97 @@
+"""Browser safety, in front of every route: what a web page could otherwise make a browser do.
+
+* ``Host`` must be one the service answers to (``400 request.host``): a page that rebinds its
+  own DNS name to this address sends its own name, and is refused.
+* A request with a body must say ``Content-Type: application/json`` (``415
+  request.media_type``): HTML forms can only send form encodings and ``text/plain``, which are
+  refused before anything reads them.
+* ``OPTIONS`` answers ``204`` with ``Allow`` (or 404); CORS headers only come from the
+  configured origins (Starlette's ``CORSMiddleware``, outside this one), never credentials.
+* Responses never set cookies, are not cached, and are not sniffed into another type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+_BODY_METHODS = {b"POST", b"PUT", b"PATCH", b"DELETE"}
+_HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer")]  # fmt: skip
+
+
+def is_json(media: str) -> bool:
+    kind = media.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+class BrowserSafety:
+    def __init__(
+        self, app: ASGIApp, hosts: Iterable[str], allowed: Callable[[str], list[str]]
+    ) -> None:
+        self.app, self.hosts, self.allowed = app, frozenset(hosts), allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await _reply(send, *refusal)
+            return
+        if scope["method"] == "OPTIONS":
+            methods = self.allowed(scope["path"])
+            if not methods:
+                await _reply(send, 404, "http.404", "Not Found")
+                return
+            allow = ", ".join([*methods, "OPTIONS"])
+            await _reply(send, 204, None, None, [(b"allow", allow.encode())])
+            return
+
+        async def guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"set-cookie"]
+                message = {**message, "headers": kept + _HEADERS}
+            await send(message)
+
+        await self.app(scope, receive, guarded)
+
+    def _refusal(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[int, str, str] | None:
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in self.hosts:
+            return (
+                400,
+                "request.host",
+                (
+                    "this service does not answer to that Host; add it with --allowed-host if "
+                    "it is the name clients use"
+                ),
+            )
+        media = headers.get(b"content-type")
+        has_body = headers.get(b"content-length", b"0") not in (b"0", b"") or (
+            b"transfer-encoding" in headers
+        )
+        if scope["method"].encode() in _BODY_METHODS and (
+            (media is not None and not is_json(media.decode("latin-1")))
+            or (media is None and has_body)
+        ):
+            return 415, "request.media_type", "send the body as Content-Type: application/json"
+        return None
+
+
+async def _reply(
+    send: Send, status: int, code: str | None, message: str | None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:  # fmt: skip
+    body = b"" if code is None else orjson.dumps({"error": code, "message": message})
+    headers = [*(extra or []), *_HEADERS, (b"content-length", str(len(body)).encode())]
+    if body:
+        headers.append((b"content-type", b"application/json"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

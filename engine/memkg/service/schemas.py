@@ -1,0 +1,212 @@
+"""The request and answer models of the HTTP API (and the MCP tools): what OpenAPI describes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
+from memkg.engine import IngestResult
+from memkg.model.fact import Fact, Observation, Provenance
+
+DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
+Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
+CONTEXT_ITEM = r"^[a-z][a-z0-9_]{0,31}=[^=]{0,64}$"
+SeqNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ErrorBody(_Out):
+    """Every refusal: a stable code, a message that says how to fix it (and, for refused
+    observations, each problem)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    error: str
+    message: str
+
+
+class Health(_Out):
+    status: Literal["ok"]
+    version: str
+
+
+class Readiness(_Out):
+    status: Literal["ready", "not_ready"]
+    checks: dict[str, str]
+
+
+class Accepted(IngestResult):
+    result: Literal["accepted"]
+
+
+class BatchOut(_Out):
+    results: list[dict[str, Any]]
+
+
+Observations = Observation | list[Observation]
+
+
+class FactsOut(_Out):
+    user_id: str
+    as_of: int | None = None
+    facts: list[Fact]
+
+
+class HistoryOut(_Out):
+    user_id: str
+    key: str
+    history: list[Fact]
+
+
+class EventOut(_Out):
+    status: str
+    fact_id: str
+    event_id: str
+
+
+class DecisionOut(_Out):
+    decision_id: str
+    user_id: str
+    domain: str
+    decision: str | None
+    status: str
+    action: str | None
+    urgency: str | None
+    parameters: dict[str, Any]
+    reason_codes: list[str]
+    message: str
+    problems: list[str]
+    decided_at: str
+    as_of_seq: int
+
+
+class DecisionsOut(_Out):
+    user_id: str
+    decisions: list[DecisionOut]
+
+
+class ReplayOut(_Out):
+    decision_id: str
+    reproduced: bool
+    differences: list[str]
+
+
+class SignalOut(_Out):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    status: Literal["recorded"]
+    event_id: str
+    seq: int
+
+
+class PathsOut(_Out):
+    user_id: str
+    concept: str
+    paths: list[dict[str, Any]]
+
+
+class DomainsOut(_Out):
+    domains: list[str]
+
+
+class KeysOut(_Out):
+    domain: str
+    keys: list[dict[str, Any]]
+
+
+class ConfirmBody(_In):
+    by: str = Field("user", min_length=1, max_length=128)
+
+
+class RetractBody(_In):
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class DecideBody(_In):
+    domain: Domain
+    decision: str | None = Field(None, max_length=128)
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class NoteBody(_In):
+    domain: Domain
+    note: str = Field(max_length=8192)
+    scope: Literal["turn", "session", "global"] = "session"
+    key: str | None = Field(None, max_length=256)
+    value: Any = None
+    session_id: str | None = Field(None, max_length=128)
+    source_ref: str | None = Field(None, max_length=256)
+    provenance: Provenance | None = None
+
+
+class SignalBody(_In):
+    key: str = Field(max_length=256)
+    value: Any
+    kind: str = Field(max_length=32)
+    domain: Domain | None = None
+    session_id: str | None = Field(None, max_length=128)
+
+
+class ResolveReviewBody(_In):
+    value: Any
+    note: str = Field(min_length=1, max_length=500)
+    reviewer: str | None = Field(None, min_length=1, max_length=128)
+
+
+class ReviewsOut(_Out):
+    reviews: list[dict[str, Any]]
+
+
+class KeyCreateBody(_In):
+    name: str = Field(min_length=1, max_length=200)
+    scopes: list[str] = Field(min_length=1)
+    domains: list[str] = Field(min_length=1)
+    user_id: str | None = Field(None, max_length=128)
+    expires_at: datetime | None = None
+
+
+class GrantBody(_In):
+    key_id: str = Field(max_length=64)
+    domain: Domain
+    purpose: str = Field(min_length=1, max_length=200)
+    expires_at: datetime
+    scopes: list[str] = Field(default_factory=lambda: ["read"], min_length=1)
+    user_id: str | None = Field(None, max_length=128)
+
+
+class KeyList(_Out):
+    keys: list[ApiKey]
+
+
+class GrantList(_Out):
+    grants: list[Grant]
+
+
+class AuditOut(_Out):
+    records: list[AccessRecord]
+
+
+class ErasureOut(_Out):
+    model_config = ConfigDict(frozen=True, extra="allow")
+    erasure_id: str
+    user_id: str
+    scope: str
+    digest: str
+    removed: dict[str, int]
+    files: list[str]
+    """File names (never server paths) the erasure scrubbed."""
+
+
+class ErasuresOut(_Out):
+    receipts: list[ErasureOut]
+
+
+__all__ = ["IssuedKey"]

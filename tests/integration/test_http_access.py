@@ -1,0 +1,221 @@
+"""Who may call the HTTP API: keys, scopes, domains, users, grants, the audit, rate limits."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from memkg import Engine
+from memkg.access.sqlite import SqliteAccessStore
+from memkg.cli import main
+from memkg.clock import FrozenClock
+from memkg.errors import ConfigError
+from memkg.service.auth import RateLimiter
+from memkg.service.settings import ServiceSettings
+from support.observations import CONSENTED, obs
+from support.service import client, keyed_app, token
+
+HEALTH = obs(domain="health", key="child.age", value=3, source="profile", **CONSENTED)
+
+
+def seeded(engine: Engine) -> None:
+    engine.ingest(obs())
+    engine.ingest(HEALTH)
+    engine.ingest(obs(user_id="u2"))
+
+
+def test_no_key_or_a_bad_one_is_401(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    missing = client(app, None).get("/v1/users/u1/facts")
+    assert missing.status_code == 401 and missing.json()["error"] == "auth.required"
+    assert missing.headers["www-authenticate"].startswith("Bearer")
+    good = token(keyring)
+    forged = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    assert client(app, forged).get("/v1/users/u1/facts").json()["error"] == "auth.invalid"
+    assert client(app, "mk_nonsense").get("/v1/users/u1/facts").status_code == 401
+    assert client(app, good).get("/v1/users/u1/facts").status_code == 200
+    keyring.revoke(keyring.list_keys()[0].key_id)
+    assert client(app, good).get("/v1/users/u1/facts").status_code == 401
+    # the key travels only in the Authorization header, never in a cookie
+    cookie = client(app, None, cookies={"authorization": f"Bearer {good}"})
+    assert cookie.get("/v1/users/u1/facts").status_code == 401
+
+
+def test_scopes_domains_and_users_are_enforced(engine: Engine) -> None:
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    reader = client(app, token(keyring, ["read"], ["travel"]))
+    refused = reader.post("/v1/observations", json=obs())
+    assert refused.status_code == 403 and refused.json()["error"] == "access.scope"
+    facts = reader.get("/v1/users/u1/facts").json()["facts"]
+    assert {f["domain"] for f in facts} == {"travel"}  # no domain given: only the key's
+    other = reader.get("/v1/users/u1/facts", params={"domain": "health"})
+    assert other.status_code == 403 and other.json()["error"] == "access.domain"
+    assert reader.get("/v1/users/u1/history/child.age").json()["history"] == []
+
+    bound = client(app, token(keyring, ["read", "write"], ["travel"], user_id="u1"))
+    assert bound.get("/v1/users/u1/facts").status_code == 200
+    stranger = bound.get("/v1/users/u2/facts")
+    assert stranger.status_code == 403 and stranger.json()["error"] == "access.user"
+    assert bound.post("/v1/observations", json=obs(user_id="u2")).status_code == 403
+    assert len(engine.facts("u2")) == 1
+
+    writer = client(app, token(keyring, ["write"], ["travel"]))
+    wrong = writer.post("/v1/observations", json=HEALTH)
+    assert wrong.status_code == 403 and wrong.json()["error"] == "access.domain"
+    batch = writer.post("/v1/observations", json=[obs(value="airline:CA"), HEALTH])
+    assert batch.status_code == 403 and len(engine.facts("u1")) == 2  # nothing of it stored
+    health_fact = engine.facts("u1", "health")[0].id
+    retract = writer.post(f"/v1/users/u1/facts/{health_fact}/retract", json={"reason": "x"})
+    assert retract.status_code == 403 and engine.facts("u1", "health")[0].id == health_fact
+
+    eraser = client(app, token(keyring, ["erase"], ["travel"]))
+    partial = eraser.delete("/v1/users/u1")
+    assert partial.status_code == 403 and partial.json()["error"] == "access.domain"
+    assert len(engine.facts("u1")) == 2
+
+
+def test_strict_query_parameters(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    unknown = admin.get("/v1/users/u1/facts", params={"domain": "astrology"})
+    assert unknown.status_code == 404 and unknown.json()["error"] == "domain.unknown"
+    bad = admin.get("/v1/users/u1/claims/airline.preferred", params={"context": "novalue"})
+    assert bad.status_code == 400 and bad.json()["error"] == "request.invalid"
+    extra = admin.get("/v1/users/u1/facts", params={"domian": "travel"})
+    assert extra.status_code == 400 and "domian" in extra.json()["message"]
+    twice = admin.get("/v1/users/u1/facts?as_of=1&as_of=2")
+    assert twice.status_code == 400
+
+
+def test_a_grant_opens_a_domain_for_a_purpose_and_shows_in_the_explanation(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    key = keyring.create("travel agent", ["read", "decide"], ["travel"])
+    agent = client(app, key.token)
+    assert agent.get("/v1/users/u1/facts", params={"domain": "health"}).status_code == 403
+    grant = keyring.grant(key.key.key_id, "health", "fever triage during the trip",
+                          clock.now() + timedelta(days=1), scopes=["read", "decide"])  # fmt: skip
+    facts = agent.get("/v1/users/u1/facts", params={"domain": "health"})
+    assert facts.status_code == 200 and [f["key"] for f in facts.json()["facts"]] == ["child.age"]
+    made = agent.post("/v1/users/u1/decisions",
+                      json={"domain": "health", "context": {"symptom": "fever"}})  # fmt: skip
+    assert made.status_code == 201
+    why = agent.get(f"/v1/decisions/{made.json()['decision_id']}").json()
+    assert why["access"] == [{"grant_id": grant.grant_id, "domain": "health",
+                              "purpose": "fever triage during the trip",
+                              "key_id": key.key.key_id}]  # fmt: skip
+    text = agent.get(f"/v1/decisions/{made.json()['decision_id']}", params={"format": "text"})
+    assert f"through grant {grant.grant_id}" in text.text
+    records = keyring.audit(key_id=key.key.key_id)
+    assert {(r.action, r.domain, r.grant_id, r.purpose) for r in records if r.grant_id} >= {
+        ("facts", "health", grant.grant_id, "fever triage during the trip")
+    }
+    clock.advance(timedelta(days=2))  # the grant expired
+    assert agent.get("/v1/users/u1/facts", params={"domain": "health"}).status_code == 403
+
+
+def test_the_audit_shows_who_read_what_and_forgets_erased_ids(engine: Engine) -> None:
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    reader_key = keyring.create("support desk", ["read"], ["travel"])
+    reader = client(app, reader_key.token, headers={"memkg-purpose": "ticket 42"})
+    reader.get("/v1/users/u1/facts", params={"domain": "travel"})
+    reader.get("/v1/users/u2/facts", params={"domain": "health"})  # refused, still recorded
+    audit = admin.get("/v1/access/audit", params={"key": reader_key.key.key_id}).json()
+    seen = [(r["action"], r["subject"], r["domain"], r["status"], r["purpose"])
+            for r in audit["records"]]  # fmt: skip
+    assert seen == [("facts", "u2", "health", 403, "ticket 42"),
+                    ("facts", "u1", "travel", 200, "ticket 42")]  # fmt: skip
+    receipt = admin.delete("/v1/users/u1")
+    assert receipt.status_code == 200
+    assert all("/" not in f for f in receipt.json()["files"])
+    after = keyring.audit()
+    assert not any(r.subject == "u1" for r in after)
+    assert any((r.subject or "").startswith("hmac:") for r in after)
+    assert any(r.subject == "u2" for r in after)
+
+
+def test_rate_limit_answers_429_with_retry_after(engine: Engine) -> None:
+    now = [0.0]
+    from memkg.access import Keyring, MemoryAccessStore
+    from memkg.service.http import create_app
+
+    keyring = Keyring(MemoryAccessStore(), engine.clock)
+    app = create_app(engine, keyring=keyring, settings=ServiceSettings(rate_limit=3),
+                     limiter=RateLimiter(3, clock=lambda: now[0]))  # fmt: skip
+    one, two = client(app, token(keyring)), client(app, token(keyring))
+    assert [one.get("/v1/users/u1/facts").status_code for _ in range(4)] == [200, 200, 200, 429]
+    limited = one.get("/v1/users/u1/facts")
+    assert limited.json()["error"] == "access.rate_limited"
+    assert int(limited.headers["retry-after"]) >= 1
+    assert two.get("/v1/users/u1/facts").status_code == 200  # another key has its own bucket
+    now[0] += 20.0  # a third of a minute refills one request
+    assert one.get("/v1/users/u1/facts").status_code == 200
+
+
+def test_no_keys_only_on_loopback_and_only_when_asked() -> None:
+    ServiceSettings(host="127.0.0.1", open_access=True).check()
+    ServiceSettings(host="::1", open_access=True).check()
+    with pytest.raises(ConfigError) as refused:
+        ServiceSettings(host="0.0.0.0", open_access=True).check()
+    assert refused.value.code == "service.insecure_bind"
+    ServiceSettings(host="0.0.0.0").check()  # with keys, any address
+    out = io.StringIO()
+    assert main(["serve", "--host", "0.0.0.0", "--no-auth"], out) == 1
+    assert json.loads(out.getvalue())["error"] == "service.insecure_bind"
+
+
+def test_access_commands(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+
+    def run(*argv: str) -> dict[str, object]:
+        out = io.StringIO()
+        assert main(["--db", db, "access", *argv], out) == 0
+        return dict(json.loads(out.getvalue()))
+
+    issued = run("key", "create", "triage", "--scope", "read", "--scope", "decide",
+                 "--domain", "health", "--user", "u1")  # fmt: skip
+    token_text = str(issued["token"])
+    key = dict(issued["key"])  # type: ignore[call-overload]
+    assert token_text.startswith(f"mk_{key['key_id']}_") and key["scopes"] == ["read", "decide"]
+    listed = run("key", "list")
+    assert token_text not in json.dumps(listed)  # the secret is shown once, stored as a hash
+    store = SqliteAccessStore(db)
+    stored = store.key(str(key["key_id"]))
+    assert stored is not None and token_text[20:] not in stored[0].model_dump_json() + stored[1]
+    store.close()
+    assert token_text.encode() not in Path(db).read_bytes()
+    grant = run("grant", "create", str(key["key_id"]), "travel", "--purpose", "trip", "--days",
+                "7")  # fmt: skip
+    assert grant["purpose"] == "trip" and grant["scopes"] == ["read"]
+    assert len(run("grant", "list")["grants"]) == 1  # type: ignore[arg-type]
+    assert run("grant", "revoke", str(grant["grant_id"]))["revoked_at"]
+    assert run("key", "revoke", str(key["key_id"]))["revoked_at"]
+    assert run("audit")["records"] == []
+    out = io.StringIO()
+    assert main(["--db", db, "access", "key", "revoke", "nope"], out) == 1
+    assert json.loads(out.getvalue())["error"] == "access.key_not_found"
+
+
+def test_erasing_an_unknown_user_does_no_vacuum(tmp_path: Path, clock: FrozenClock) -> None:
+    with Engine.open(tmp_path / "m.db", clock=clock) as engine:
+        engine.ingest(obs())
+        statements: list[str] = []
+        engine.store._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        receipt = engine.erase("nobody")
+        assert receipt.removed["events"] == 0
+        assert not any("VACUUM" in s for s in statements)
+        engine.erase_audit_id("audit-never-used")
+        assert not any("VACUUM" in s for s in statements)
+        engine.erase("u1")
+        assert any("VACUUM" in s for s in statements)

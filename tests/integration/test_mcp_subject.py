@@ -1,0 +1,90 @@
+"""An MCP session serves one user: it cannot reach another user's memory, whatever it sends."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+anyio = pytest.importorskip("anyio")
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.types import CallToolResult, TextContent  # noqa: E402
+
+from memkg import Engine  # noqa: E402
+from memkg.service.mcp import build_server, local_subject  # noqa: E402
+from support.observations import CONSENTED, obs  # noqa: E402
+
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+
+
+def error_of(result: CallToolResult) -> Any:
+    assert result.is_error
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return json.loads(block.text)
+
+
+def test_a_session_cannot_reach_another_user(tmp_path: Path) -> None:
+    db = tmp_path / "memkg.db"
+    with Engine.open(db) as engine:
+        fact = engine.ingest(obs(user_id="u1")).fact_id
+        engine.ingest(obs(user_id="u1", domain="health", key="child.age", value=3,
+                          source="profile", **CONSENTED))  # fmt: skip
+        engine.ingest(obs(user_id="u2", domain="health", key="child.age", value=5,
+                          source="profile", **CONSENTED))  # fmt: skip
+        decision = engine.decide("u1", "travel", {}).decision_id
+
+    async def session() -> None:
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "memkg.service.mcp", "--db", str(db), "--user", "u2",
+                  "--domain", "travel"],
+            env={"PYTHONPATH": str(ENGINE)},
+        )  # fmt: skip
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            mine = await s.call_tool("recall_facts", {})
+            assert mine.structured_content == {"user_id": "u2", "as_of": None, "facts": []}
+            asked = error_of(await s.call_tool("recall_facts", {"user_id": "u1"}))
+            assert asked["error"] == "tool.arguments"
+            assert asked["problems"][0]["code"] == "argument.unknown"
+            health = error_of(await s.call_tool("render_profile", {"domain": "health"}))
+            assert health["error"] == "access.domain"  # its own health data too: not its domain
+            assert error_of(await s.call_tool("explain_decision", {"decision_id": decision})
+                            )["error"] == "decision.not_found"  # fmt: skip
+            forgot = await s.call_tool("forget", {"fact_id": fact, "reason": "x"})
+            assert error_of(forgot)["error"] == "fact.not_found"
+            typed = error_of(await s.call_tool("render_profile", {"domain": "travel",
+                                                                   "budget": "lots"}))  # fmt: skip
+            assert typed["error"] == "tool.arguments" and typed["problems"][0]["path"] == "$.budget"
+            stored = await s.call_tool("remember", {k: v for k, v in obs().items()
+                                                    if k != "user_id"})  # fmt: skip
+            assert not stored.is_error
+            domains = await s.call_tool("list_domains", {})
+            assert domains.structured_content == {"domains": ["travel"]}
+
+    anyio.run(session)
+    with Engine.open(db) as engine:
+        assert [f.id for f in engine.facts("u1", "travel")] == [fact]  # untouched
+        assert [f.user_id for f in engine.facts("u2", "travel")] == ["u2"]
+
+
+def test_non_finite_numbers_are_refused(engine: Engine) -> None:
+    server = build_server(engine, local_subject("u1"))
+
+    async def calls() -> None:
+        nan = await server.call_tool("remember", {
+            "domain": "travel", "key": "airline.preferred", "value": "airline:MU",
+            "source": "dialogue", "confidence": float("nan")})  # fmt: skip
+        assert error_of(nan)["problems"][0]["path"] == "$.confidence"
+        inf = await server.call_tool("decide", {"domain": "travel",
+                                                "context": {"x": float("inf")}})  # fmt: skip
+        assert error_of(inf)["error"] == "value.non_finite"
+
+    anyio.run(calls)
+    assert engine.facts("u1") == []
