@@ -106,8 +106,17 @@ def test_organ_meat_migration_end_to_end(tmp_path: Path) -> None:
     unmappable = {f.subject for f in blocked.findings if f.code == "fact.unmappable"}
     live = {u: engine.facts(u, "health")[0].id for u in USERS}
     assert unmappable == {live["u1"], live["u4"]}
-    assert blocked.counts == {"migrated": 2, "unchanged": 0, "unmappable": 2, "invalid": 0,
-                              "dropped": 0, "lossy": 0, "unknown": 0, "questions": 0, "facts": 4}
+    assert blocked.counts == {
+        "migrated": 2,
+        "unchanged": 0,
+        "unmappable": 2,
+        "invalid": 0,
+        "dropped": 0,
+        "lossy": 0,
+        "unknown": 0,
+        "questions": 0,
+        "facts": 4,
+    }
     with pytest.raises(MigrationRefused):
         engine.apply_migration(_guessless(root))
     assert all(f.schema_version == 1 for u in USERS for f in engine.facts(u))
@@ -135,8 +144,10 @@ def test_organ_meat_migration_end_to_end(tmp_path: Path) -> None:
     now = {u: {f.key: f.value for f in engine.facts(u)} for u in USERS}
     assert now["u1"]["diet.organ_meat_tolerance"] == {"level": "unknown", "exceptions": []}
     assert now["u2"]["diet.organ_meat_tolerance"]["level"] == "never"
-    assert now["u3"] == {"diet.restrictions": ["no_pork"],
-                         "diet.organ_meat_tolerance": {"level": "never", "exceptions": []}}
+    assert now["u3"] == {
+        "diet.restrictions": ["no_pork"],
+        "diet.organ_meat_tolerance": {"level": "never", "exceptions": []},
+    }
     assert engine.facts("u5") == []  # retracted before: history, not migrated
     assert [f.key for f in engine.facts("u3", as_of=head)] == ["diet.restrictions"]
 

@@ -18,8 +18,17 @@ from memkg.evolution import check_schema_change
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases" / "schema_compat"
 # Keywords hypothesis-jsonschema does not know (it would ignore them while generating).
-_UNSUPPORTED = ("prefixItems", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
-                "$defs", "$anchor", "minContains", "maxContains", '"$ref": "#"')
+_UNSUPPORTED = (
+    "prefixItems",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "$defs",
+    "$anchor",
+    "minContains",
+    "maxContains",
+    '"$ref": "#"',
+)
 
 
 class _LegacyMany:
@@ -84,8 +93,12 @@ def test_enough_pairs() -> None:
 def test_backward_compatible_pairs_hold(name: str, old: Any, new: Any) -> None:
     old_v, new_v = _validator(old), _validator(new)
 
-    @settings(max_examples=20, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @settings(
+        max_examples=20,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(st.data())
     def run(data: st.DataObject) -> None:
         doc = data.draw(from_schema(old))

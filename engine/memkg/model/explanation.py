@@ -16,7 +16,7 @@ Explanations are data; ``memkg.explain`` renders them as text, Markdown or JSON.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,7 +58,8 @@ class ConditionNode(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
-    kind: Literal["fact", "edge", "path", "context"]
+    kind: str
+    """The condition kind's name (``memkg.rules.kinds``): fact, edge, path, context, ..."""
     negated: bool = False
     text: str
     """The condition in words, e.g. ``child.age < 6``."""

@@ -9,25 +9,14 @@ an equality and the explanation can name the item.
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
-from memkg.rules.spec import Condition, Ref, Rule, RuleTable, Test
+from memkg.rules.kinds.compare import day_number, minutes
+from memkg.rules.kinds.context import context_prop
+from memkg.rules.spec import Condition, Ref, Rule, RuleTable
 
-_OPS = {"ne": "$neq", "lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
-
-
-def minutes(value: Any) -> Any:
-    """``"22:15"`` → 1335; anything else unchanged (numbers compare as they are)."""
-    if isinstance(value, str) and len(value) == 5 and value[2] == ":":
-        hours, mins = value.split(":")
-        if hours.isdigit() and mins.isdigit():
-            return int(hours) * 60 + int(mins)
-    return value
-
-
-def day_number(day: date) -> int:
-    return day.year * 10_000 + day.month * 100 + day.day
+MESSAGE_TYPES = ("fact", "edge", "path", "context")
+"""The message types evaluations send (``snapshot.Item.kind``)."""
 
 
 def ruleset_name(table: RuleTable) -> str:
@@ -72,7 +61,7 @@ def negation_flag(rule: Rule, cond: Condition) -> str:
 def compile_table(table: RuleTable) -> dict[str, Any]:
     """The durable-rules definition of ``table``; pass a copy to ``set_rulesets``."""
     rules = {rule_name(rule): compile_rule(rule) for rule in table.rules}
-    kinds = [{"t": kind} for kind in ("fact", "edge", "path", "context")]
+    kinds = [{"t": kind} for kind in MESSAGE_TYPES]
     rules[SINK] = {"all": [{"m": {"$or": kinds}}, {"never": {"t": "never"}}], "run": SINK}
     rules[DONE] = {"all": [{"m": {"t": "context"}}], "run": DONE}
     return rules
@@ -80,6 +69,10 @@ def compile_table(table: RuleTable) -> dict[str, Any]:
 
 def compile_rule(rule: Rule) -> dict[str, Any]:
     aliases = {c.alias: c for c in rule.conditions if c.alias}
+
+    def compile_operand(value: Any) -> Any:
+        return _operand(value, aliases)
+
     ctx: list[Any] = [{"t": "context"}]
     if rule.effective_from:
         ctx.append({"$gte": {"today": day_number(rule.effective_from)}})
@@ -87,83 +80,20 @@ def compile_rule(rule: Rule) -> dict[str, Any]:
         ctx.append({"$lte": {"today": day_number(rule.effective_until)}})
     patterns: list[dict[str, Any]] = [{"ctx": {"$and": ctx}}]
     for cond in rule.conditions:
-        if cond.kind == "context":
-            ctx += [_test(t, _context_prop(t.field or ""), aliases) for t in cond.tests]
-            continue
-        if cond.negated:
+        kind = cond.handler
+        if kind.on_context:
+            ctx += kind.patterns(cond, compile_operand)
+        elif cond.negated:
             ctx.append({negation_flag(rule, cond): 1})
-            continue
-        patterns.append({pattern_alias(cond): {"$and": _pattern(cond, aliases)}})
+        else:
+            patterns.append({pattern_alias(cond): {"$and": kind.patterns(cond, compile_operand)}})
     return {"all": patterns, "run": rule_name(rule)}
-
-
-def _pattern(cond: Condition, aliases: dict[str, Condition]) -> list[Any]:
-    parts: list[Any] = [{"t": cond.kind}]
-    if cond.key is not None:
-        parts.append({"key": cond.key})
-    if cond.kind == "fact":
-        prop = f"value.{cond.field}" if cond.field else "value"
-        parts += [_test(t, f"value.{t.field}" if t.field else prop, aliases) for t in cond.tests]
-        if cond.min_confidence is not None:
-            parts.append({"$gte": {"confidence": cond.min_confidence}})
-        if cond.sources:
-            parts.append(_any_of("source", cond.sources))
-    else:
-        if cond.to is not None:
-            parts.append({"to": _operand(cond.to, aliases)})
-        if cond.via is not None:
-            parts.append({"via": cond.via})
-        if cond.min_weight is not None:
-            parts.append({"$gte": {"weight": cond.min_weight}})
-    return parts
-
-
-def _context_prop(field: str) -> str:
-    return "local_minutes" if field == "local_time" else field
 
 
 def _operand(value: Any, aliases: dict[str, Condition]) -> Any:
     if not isinstance(value, Ref):
         return minutes(value)
     if value.alias == "context":
-        return {"ctx": _context_prop(value.field or "")}
+        return {"ctx": context_prop(value.field or "")}
     target = aliases[value.alias]
-    if target.kind == "fact":
-        field = value.field or target.field
-        return {pattern_alias(target): f"value.{field}" if field else "value"}
-    return {pattern_alias(target): "to"}
-
-
-def _any_of(prop: str, values: Any) -> dict[str, Any]:
-    options = [{prop: minutes(v)} for v in values]
-    return options[0] if len(options) == 1 else {"$or": options}
-
-
-def _window(prop: str, low: Any, high: Any, inside: bool) -> dict[str, Any]:
-    """``inside``: low ≤ x < high (wrapping past midnight when low > high); else the rest."""
-    low, high = minutes(low), minutes(high)
-    wraps = low > high
-    if inside != wraps:
-        return (
-            {"$and": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
-            if inside
-            else {"$and": [{"$gte": {prop: high}}, {"$lt": {prop: low}}]}
-        )
-    if inside:  # wrapping window: x ≥ low or x < high
-        return {"$or": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
-    return {"$or": [{"$lt": {prop: low}}, {"$gte": {prop: high}}]}
-
-
-def _test(test: Test, prop: str, aliases: dict[str, Condition]) -> dict[str, Any]:
-    op, value = test.op, test.operand
-    if op in ("eq", "contains"):
-        return {prop: _operand(value, aliases)}
-    if op in _OPS:
-        return {_OPS[op]: {prop: _operand(value, aliases)}}
-    if op == "in":
-        return _any_of(prop, value)
-    if op == "not_in":
-        return {"$and": [{"$neq": {prop: minutes(v)}} for v in value]}
-    if op == "exists":
-        return {"$ex" if value else "$nex": {prop: 1}}
-    return _window(prop, value[0], value[1], inside=op == "between")
+    return {pattern_alias(target): target.handler.ref_prop(target, value.field)}

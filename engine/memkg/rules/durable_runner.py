@@ -1,4 +1,4 @@
-"""The ``RuleRunner`` port and its durable-rules adapter (DESIGN section 7).
+"""The durable-rules adapter of the ``RuleRunner`` port (DESIGN section 7).
 
 durable-rules is used as a matcher and nothing more:
 
@@ -24,33 +24,14 @@ import contextlib
 import copy
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from durable.engine import Host, MessageNotHandledException
 
-from memkg.errors import MemkgError
 from memkg.rules.compiler import DONE
+from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
-
-class RuleEvaluationError(MemkgError, RuntimeError):
-    """The matcher failed; no decision was made from its partial output."""
-
-    code = "rules.evaluation_failed"
-
-
-@dataclass(frozen=True)
-class Firing:
-    """One way a rule matched: pattern alias → id of the message bound to it."""
-
-    rule: str
-    bound: dict[str, str]
-
-
-class RuleRunner(Protocol):
-    def run(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
-        """Match ``messages`` (the context message last) against ``ruleset``."""
-        ...
+__all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
 
 
 class _MatcherHost(Host):  # type: ignore[misc]

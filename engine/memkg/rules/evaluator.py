@@ -18,6 +18,7 @@ from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleN
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
 from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
+from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
     Pools,
@@ -30,7 +31,7 @@ from memkg.rules.matcher import (
 from memkg.rules.plan import TablePlan, plan_table
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
-from memkg.rules.text import condition_text, fill, value_text
+from memkg.rules.text import condition_text, fill
 
 MAX_WHY_NOT = 10
 """The explanation shows at most this many near misses, the closest first."""
@@ -79,10 +80,6 @@ def _context_values(
     return found
 
 
-def _value(item: Item) -> Any:
-    return item.props.get("value") if item.kind == "fact" else item.props.get("to")
-
-
 def condition_node(
     cond: Condition,
     holds: bool,
@@ -110,7 +107,7 @@ def condition_node(
         evidence["facts"] = tuple(fact_node(f, target) for f, target in behind)
     bindings: dict[str, Any] = {}
     if item is not None and item.kind != "context":
-        bindings[cond.alias or cond.key or cond.to] = _value(item)
+        bindings[cond.alias or cond.key or cond.to] = item.value
     return ConditionNode(
         index=cond.index,
         kind=cond.kind,
@@ -119,7 +116,7 @@ def condition_node(
         line=cond.line,
         holds=holds,
         bindings=bindings,
-        context=_context_values(cond, ctx, shown) if cond.kind == "context" else (),
+        context=_context_values(cond, ctx, shown) if cond.handler.on_context else (),
         failure=failure,
         **evidence,
     )
@@ -175,7 +172,7 @@ class Evaluator:
             envs = grouped.get(name)
             if not envs:
                 continue
-            envs.sort(key=lambda env: [env[k].sort_key for k in sorted(env)])
+            envs.sort(key=lambda env: [(env[k].sort_key, env[k].ref) for k in sorted(env)])
             candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
             candidates.append(candidate)
             fired.append(node)
@@ -256,7 +253,7 @@ class Evaluator:
             item = env.get(f"#{cond.index}")
             text = plan.text(rule, cond) if plan is not None else None
             nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown))
-            if item is not None or cond.kind == "context":
+            if item is not None or cond.handler.on_context:
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
         candidate = Candidate(
@@ -324,46 +321,13 @@ def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:
     for cond in rule.conditions:
         item = env.get(f"#{cond.index}")
         if item is not None and name in (cond.alias, cond.key, cond.to):
-            return _value(item)
+            return item.value
     field = name.removeprefix("context.")
     return ctx.get(field)
 
 
 def failure_text(cond: Condition, inp: DecisionInput, candidates: Sequence[Item]) -> str:
     """Why ``cond`` failed, in words: what was found instead, or what was missing and why."""
-    ctx = inp.items[-1].props
-    if cond.kind == "context":
-        shown = [
-            f"{(t.field or '').replace('_', ' ')} is {value_text(ctx.get(t.field or ''))}"
-            if t.field in ctx
-            else f"{t.field} was not given"
-            for t in cond.tests
-        ]
-        return "; ".join(dict.fromkeys(shown))
-    if cond.negated:
-        found = [value_text(_value(i)) for i in candidates][:3]
-        return f"found {cond.key or cond.to}: {', '.join(found)}"
-    if cond.kind == "path":
-        if not candidates:
-            text = f"no path from the user to {cond.to}" + (f" via {cond.via}" if cond.via else "")
-            gone = [lo for lo in inp.left_out if cond.via and cond.via in value_text(lo.value)]
-            if gone:
-                text += (
-                    " ("
-                    + "; ".join(
-                        f"{g.key} = {value_text(g.value)} left out: {g.reason}" for g in gone[:3]
-                    )
-                    + ")"
-                )
-            return text
-        best = max(i.props["weight"] for i in candidates)
-        return f"strongest path to {cond.to} has weight {best:.2f}"
-    if candidates:
-        values = sorted({value_text(_value(i)) for i in candidates})[:5]
-        what = "edges lead to" if cond.kind == "edge" else f"{cond.key} is"
-        return f"{what} {', '.join(values)}"
-    gone = [lo for lo in inp.left_out if lo.key == cond.key]
-    text = f"no usable {cond.key} {'edge' if cond.kind == 'edge' else 'fact'}"
-    if gone:
-        text += " (left out: " + ", ".join(sorted({g.reason for g in gone})) + ")"
-    return text
+    if cond.negated and not cond.handler.on_context:
+        return NotKind.found(cond, candidates)
+    return cond.handler.failure(cond, inp, candidates)

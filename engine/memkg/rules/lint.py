@@ -10,31 +10,25 @@ Codes: ``rule.schema`` / ``rule.yaml`` (from the loader), ``rule.duplicate_id``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from memkg.rules.kinds import LintScope
+from memkg.rules.kinds.base import KeySchema
 from memkg.rules.overlap import overlap_findings
 from memkg.rules.spec import (
     BUILTIN_CONTEXT,
     Condition,
     DomainSpec,
     Finding,
-    Ref,
     Rule,
     RuleBundle,
     RuleTable,
-    Test,
 )
 from memkg.rules.text import placeholders
 
-KeySchema = Callable[[str, str], dict[str, Any] | None]
-"""``(domain, key)`` → the key's JSON value schema, or None when no schema declares it."""
-MAX_PROPERTIES = 255
-"""durable-rules refuses a message with more properties."""
-_FIXED = {"fact": 5, "edge": 4, "path": 4, "context": 6}
-_ORDERED = ("lt", "lte", "gt", "gte", "between", "outside")
+__all__ = ["KeySchema", "lint_bundle"]
 
 
 def lint_bundle(bundle: RuleBundle, key_schema: KeySchema) -> list[Finding]:
@@ -170,6 +164,7 @@ def _lint_rule(
     if rule.effective_from and rule.effective_until and rule.effective_from > rule.effective_until:
         found.append(_at(rule, "rule.effective", "effective `from` is after `until`"))
     aliases: dict[str, Condition] = {}
+    scope = LintScope(table, rule, spec, key_schema)
     for cond in rule.conditions:
         for ref in cond.refs:
             target = aliases.get(ref.alias)
@@ -192,10 +187,7 @@ def _lint_rule(
                         cond.line,
                     )
                 )
-        if cond.kind == "context":
-            found += _lint_context(rule, cond, spec)
-        elif cond.key is not None:
-            found += _lint_key(table, rule, cond, key_schema)
+        found += cond.handler.lint(scope, cond)
         if cond.alias:
             if cond.alias in aliases or cond.alias == "context":
                 found.append(
@@ -217,166 +209,3 @@ def _lint_rule(
                 )
             )
     return found
-
-
-def _lint_context(rule: Rule, cond: Condition, spec: DomainSpec | None) -> list[Finding]:
-    found: list[Finding] = []
-    fields = {t.field for t in cond.tests}
-    negations = sum(c.negated for c in rule.conditions)
-    declared = 6 + len(spec.context if spec else ()) + 2 + negations
-    if declared > MAX_PROPERTIES:
-        found.append(
-            _at(
-                rule,
-                "rule.durable_limit",
-                f"the context would carry {declared} "
-                f"properties; durable-rules allows {MAX_PROPERTIES}",
-                cond.line,
-            )
-        )
-    for field in sorted(f for f in fields if f):
-        schema = spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
-        if schema is None:
-            declared_names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
-            found.append(
-                _at(
-                    rule,
-                    "rule.unknown_context",
-                    f"context field {field!r} is not declared; declared: {declared_names}",
-                    cond.line,
-                )
-            )
-            continue
-        for test in (t for t in cond.tests if t.field == field):
-            found += _type_check(rule, test, schema, f"context.{field}")
-    return found
-
-
-def _lint_key(
-    table: RuleTable, rule: Rule, cond: Condition, key_schema: KeySchema
-) -> list[Finding]:
-    key = cond.key or ""
-    schema = key_schema(table.domain, key)
-    if schema is None:
-        return [
-            _at(
-                rule,
-                "rule.unknown_key",
-                f"no schema of domain {table.domain!r} declares key {key!r}",
-                cond.line,
-            )
-        ]
-    if cond.kind == "edge":
-        return []
-    found: list[Finding] = []
-    if len(schema.get("properties", {})) + _FIXED["fact"] > MAX_PROPERTIES:
-        found.append(
-            _at(
-                rule,
-                "rule.durable_limit",
-                f"{key} values have more properties than durable-rules allows ({MAX_PROPERTIES})",
-                cond.line,
-            )
-        )
-    for test in cond.tests:
-        sub = schema
-        if test.field is not None:
-            sub = schema.get("properties", {}).get(test.field)
-            if schema.get("type") != "object" or sub is None:
-                found.append(
-                    _at(
-                        rule,
-                        "rule.unknown_field",
-                        f"{key} has no field {test.field!r}",
-                        test.line or cond.line,
-                    )
-                )
-                continue
-        if schema.get("type") == "array" and test.field is None:
-            if test.op != "contains":
-                found.append(
-                    _at(
-                        rule,
-                        "rule.type_mismatch",
-                        f"{key} is a list: test its items with `contains`, not `{test.op}`",
-                        test.line or cond.line,
-                    )
-                )
-                continue
-            sub = schema.get("items", {})
-        elif test.op == "contains":
-            found.append(
-                _at(
-                    rule,
-                    "rule.type_mismatch",
-                    f"{key} is not a list: `contains` cannot apply",
-                    test.line or cond.line,
-                )
-            )
-            continue
-        found += _type_check(rule, test, sub, key + (f".{test.field}" if test.field else ""))
-    return found
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return "string" if isinstance(value, str) else type(value).__name__
-
-
-def _type_check(rule: Rule, test: Test, schema: dict[str, Any], subject: str) -> list[Finding]:
-    if test.op == "exists":
-        return []
-    declared = schema.get("type")
-    if declared is None and "enum" in schema:
-        declared = _json_type(schema["enum"][0]) if schema["enum"] else None
-    declared = "number" if declared in ("integer", "number") else declared
-    values = list(test.operand) if isinstance(test.operand, tuple) else [test.operand]
-    line = test.line or rule.line
-    time_like = subject == "context.local_time"
-    for value in values:
-        if isinstance(value, Ref):
-            continue
-        if time_like and not (isinstance(value, str) and len(value) == 5 and value[2] == ":"):
-            return [
-                _at(
-                    rule,
-                    "rule.type_mismatch",
-                    f'{subject} compares times: write "HH:MM", not {value!r}',
-                    line,
-                )
-            ]
-        actual = _json_type(value)
-        if declared is not None and actual != declared:
-            return [
-                _at(
-                    rule,
-                    "rule.type_mismatch",
-                    f"{subject} holds {declared} values; "
-                    f"comparing it with {actual} {value!r} can never be true",
-                    line,
-                )
-            ]
-        if test.op in _ORDERED and declared not in ("number", "string"):
-            return [_at(rule, "rule.type_mismatch", f"{subject} ({declared}) has no order", line)]
-        equality = test.op in ("eq", "ne", "in", "not_in", "contains")
-        if equality and not time_like and not Draft202012Validator(schema).is_valid(value):
-            return [
-                _at(
-                    rule,
-                    "rule.unknown_value",
-                    f"{value!r} is not a value {subject} can take ({_allowed(schema)})",
-                    line,
-                )
-            ]
-    return []
-
-
-def _allowed(schema: dict[str, Any]) -> str:
-    if "enum" in schema:
-        return "one of " + ", ".join(map(str, schema["enum"]))
-    if "pattern" in schema:
-        return f"pattern {schema['pattern']}"
-    return f"schema {schema}"

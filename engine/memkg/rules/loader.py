@@ -26,18 +26,16 @@ from jsonschema.exceptions import ValidationError, best_match
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
 from memkg.roots import Roots, builtin
+from memkg.rules import kinds
 from memkg.rules.spec import (
-    OPS,
     ActionSpec,
     Condition,
     DomainSpec,
     Finding,
     Outcome,
-    Ref,
     Rule,
     RuleBundle,
     RuleTable,
-    Test,
 )
 from memkg.yamlfile import Document, YamlError, load_text, read_text
 
@@ -66,15 +64,20 @@ def rule_domains(folders: RuleFolders) -> dict[str, Path]:
 
 
 def schema_validator(name: str, root: SchemaRoot = None) -> Draft202012Validator:
-    """The validator for ``schemas/rules/<name>.schema.json`` of ``root`` (see ``SchemaRoot``)."""
+    """The validator for ``schemas/rules/<name>.schema.json`` of ``root`` (see ``SchemaRoot``).
+
+    A schema whose ``$defs`` hold ``condition`` gets the conditions of the registered kinds
+    (``memkg.rules.kinds``): each kind owns the schema of its body.
+    """
     rel = f"schemas/rules/{name}.schema.json"
+    registered = tuple(kinds.KINDS.values())
     if isinstance(root, Roots):
-        return _validator(root.file(rel) or root.paths[-1] / rel)
-    return _validator((root or builtin("core")) / rel)
+        return _validator(root.file(rel) or root.paths[-1] / rel, registered)
+    return _validator((root or builtin("core")) / rel, registered)
 
 
 @cache
-def _validator(path: Path) -> Draft202012Validator:
+def _validator(path: Path, registered: tuple[kinds.ConditionKind, ...]) -> Draft202012Validator:
     try:
         schema = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -83,6 +86,9 @@ def _validator(path: Path) -> Draft202012Validator:
             "the configured root needs schemas/rules/ as shipped with memkg",
             code="rules.schema_missing",
         ) from exc
+    defs = schema.get("$defs") if isinstance(schema, dict) else None
+    if isinstance(defs, dict) and "condition" in defs:
+        schema = {**schema, "$defs": {**defs, **kinds.definitions()}}
     return Draft202012Validator(schema)
 
 
@@ -174,8 +180,12 @@ def load_bundle(
             continue
         problems = schema_findings(doc, "rule-file", root)
         findings += problems
-        if not problems:
+        if problems:
+            continue
+        try:
             tables[(domain, name)] = _table(domain, name, doc)
+        except _UnknownKind as exc:
+            findings.append(exc.finding)
     for (domain, _), table in sorted(tables.items()):
         if domain not in domains:
             findings.append(
@@ -267,55 +277,16 @@ def _rule(doc: Document, index: int, raw: dict[str, Any]) -> Rule:
     )
 
 
-def operand(value: Any) -> Any:
-    """``$name`` / ``$name.field`` → ``Ref``; lists → tuples; anything else as is."""
-    if isinstance(value, str) and value.startswith("$") and len(value) > 1:
-        alias, _, field = value[1:].partition(".")
-        return Ref(alias, field or None)
-    if isinstance(value, list):
-        return tuple(value)
-    return value
-
-
-def _tests(
-    doc: Document, at: tuple[Any, ...], raw: dict[str, Any], field: str | None
-) -> list[Test]:
-    return [Test(op, operand(raw[op]), field, doc.line((*at, op))) for op in OPS if op in raw]
+class _UnknownKind(Exception):
+    def __init__(self, finding: Finding) -> None:
+        self.finding = finding
 
 
 def _condition(doc: Document, at: tuple[Any, ...], index: int, raw: dict[str, Any]) -> Condition:
-    [(kind, body)] = raw.items()
-    line = doc.line(at)
-    if kind == "not":
-        [(kind, body)] = body.items()
-        inner = _condition(doc, (*at, "not"), index, {kind: body})
-        return Condition(**{**inner.__dict__, "negated": True, "raw": raw, "line": line})
-    if kind == "context":
-        tests: list[Test] = []
-        for name, spec in body.items():
-            if isinstance(spec, dict):
-                tests += _tests(doc, (*at, kind, name), spec, name)
-            else:
-                tests.append(Test("eq", operand(spec), name, doc.line((*at, kind, name))))
-        return Condition(index, "context", line, raw, tests=tuple(tests))
-    common = {"index": index, "kind": kind, "line": line, "raw": raw, "alias": body.get("as")}
-    if kind == "fact":
-        matches = [
-            Test("eq", operand(v), name, doc.line((*at, kind, "match", name)))
-            for name, v in body.get("match", {}).items()
-        ]
-        return Condition(
-            **common,
-            key=body["key"],
-            field=body.get("field"),
-            tests=tuple(_tests(doc, (*at, kind), body, body.get("field")) + matches),
-            min_confidence=body.get("min_confidence"),
-            sources=tuple(body.get("source", ())),
-        )
-    if kind == "edge":
-        return Condition(
-            **common, key=body["key"], to=operand(body.get("to")), min_weight=body.get("min_weight")
-        )
-    return Condition(
-        **common, to=body["to"], via=body.get("via"), min_weight=body.get("min_weight")
-    )
+    [(name, body)] = raw.items()
+    try:
+        return kinds.get(name).parse(doc, at, index, body, raw)
+    except kinds.UnknownConditionKind as exc:  # a schema without the registry's conditions
+        raise _UnknownKind(
+            Finding("rule.unknown_kind", exc.message, doc.file, doc.line(at))
+        ) from exc

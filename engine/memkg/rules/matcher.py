@@ -8,21 +8,19 @@ with durable-rules on whether each rule matches.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from memkg.rules.compiler import day_number, minutes
+from memkg.rules.kinds.compare import WILDCARD, Resolve, day_number, lookup, minutes
+from memkg.rules.kinds.context import context_prop
 from memkg.rules.snapshot import DecisionInput, Item
-from memkg.rules.spec import Condition, Ref, Rule, Test
+from memkg.rules.spec import Condition, Ref, Rule
 
 Env = dict[str, Item]
 """Alias → the item bound to it."""
 _MAX_ENVS = 256
-_WILDCARD = object()
-_ORDER = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
 
 
 @dataclass(frozen=True)
@@ -41,86 +39,36 @@ class RuleCheck:
         return sum(self.holds)
 
 
-def _lookup(props: dict[str, Any], prop: str) -> Any:
-    value: Any = props
-    for part in prop.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
+def resolver(
+    env: Env | None, ctx: dict[str, Any], aliases: Mapping[str, Condition] | None = None
+) -> Resolve:
+    """Operands as a join sees them: ``$context.field`` from the context, ``$alias[.field]``
+    from the message bound to ``alias`` (``WILDCARD`` while unbound)."""
+
+    def resolve(operand: Any) -> Any:
+        if not isinstance(operand, Ref):
+            return minutes(operand)
+        if operand.alias == "context":
+            return ctx.get(context_prop(operand.field or ""))
+        if env is None or operand.alias not in env:
+            return WILDCARD
+        item = env[operand.alias]
+        target = aliases.get(operand.alias) if aliases is not None else None
+        if target is None:
+            return item.value
+        return lookup(item.props, target.handler.ref_prop(target, operand.field))
+
+    return resolve
 
 
-def _resolve(operand: Any, env: Env | None, ctx: dict[str, Any]) -> Any:
-    if not isinstance(operand, Ref):
-        return minutes(operand)
-    if operand.alias == "context":
-        field = operand.field or ""
-        return ctx.get("local_minutes") if field == "local_time" else ctx.get(field)
-    if env is None or operand.alias not in env:
-        return _WILDCARD
-    item = env[operand.alias]
-    if item.kind == "fact":
-        return _lookup(item.props, f"value.{operand.field}" if operand.field else "value")
-    return item.props.get("to")
-
-
-def _compare(op: str, actual: Any, expected: Any) -> bool:
-    if expected is _WILDCARD:
-        return True
-    if op in ("eq", "contains"):
-        return bool(actual == expected) and isinstance(actual, bool) == isinstance(expected, bool)
-    if op == "ne":
-        return bool(actual != expected)
-    numeric = (int, float)
-    if not (isinstance(actual, numeric) and isinstance(expected, numeric)) and not (
-        isinstance(actual, str) and isinstance(expected, str)
-    ):
-        return False
-    return bool(_ORDER[op](actual, expected))
-
-
-def passes(
-    test: Test, props: dict[str, Any], prop: str, env: Env | None, ctx: dict[str, Any]
+def item_satisfies(
+    cond: Condition,
+    item: Item,
+    env: Env | None,
+    ctx: dict[str, Any],
+    aliases: Mapping[str, Condition] | None = None,
 ) -> bool:
-    actual = _lookup(props, prop)
-    if test.op == "exists":
-        return (actual is not None) == bool(test.operand)
-    if test.op in ("in", "not_in"):
-        inside = actual in [minutes(v) for v in test.operand]
-        return inside if test.op == "in" else actual is not None and not inside
-    if test.op in ("between", "outside"):
-        if not isinstance(actual, int | float):
-            return False
-        low, high = minutes(test.operand[0]), minutes(test.operand[1])
-        inside = low <= actual < high if low <= high else (actual >= low or actual < high)
-        return inside if test.op == "between" else not inside
-    return _compare(test.op, actual, _resolve(test.operand, env, ctx))
-
-
-def item_satisfies(cond: Condition, item: Item, env: Env | None, ctx: dict[str, Any]) -> bool:
-    props = item.props
-    if cond.kind == "context":
-        return all(
-            passes(t, props, "local_minutes" if t.field == "local_time" else str(t.field), env, ctx)
-            for t in cond.tests
-        )
-    if props.get("key") != cond.key and cond.kind != "path":
-        return False
-    if cond.kind == "fact":
-        base = f"value.{cond.field}" if cond.field else "value"
-        if not all(
-            passes(t, props, f"value.{t.field}" if t.field else base, env, ctx) for t in cond.tests
-        ):
-            return False
-        if cond.min_confidence is not None and props["confidence"] < cond.min_confidence:
-            return False
-        return not cond.sources or props["source"] in cond.sources
-    if cond.kind == "path" and (props.get("to") != cond.to or props.get("via") != cond.via):
-        return False
-    to = _resolve(cond.to, env, ctx) if cond.kind == "edge" and cond.to is not None else _WILDCARD
-    if not _compare("eq", props.get("to"), to):
-        return False
-    return cond.min_weight is None or props["weight"] >= cond.min_weight
+    return cond.handler.matches(cond, item.props, resolver(env, ctx, aliases))
 
 
 def in_effect(rule: Rule, today: int) -> bool:
@@ -136,15 +84,15 @@ Pools = dict[tuple[str, Any], list[Item]]
 def pools(items: Sequence[Item]) -> Pools:
     found: Pools = {}
     for item in items[:-1]:
-        key = item.props["to"] if item.kind == "path" else item.props["key"]
-        found.setdefault((item.kind, key), []).append(item)
+        found.setdefault((item.kind, item.index), []).append(item)
     return found
 
 
 def pool(cond: Condition, inp: DecisionInput, by_key: Pools) -> Sequence[Item]:
-    if cond.kind == "context":
+    kind = cond.handler
+    if kind.on_context:
         return inp.items[-1:]
-    return by_key.get((cond.kind, cond.to if cond.kind == "path" else cond.key), ())
+    return by_key.get((str(kind.message), kind.pool_key(cond)), ())
 
 
 def holding(
@@ -182,23 +130,25 @@ def check_rule(
         return RuleCheck(rule, holds, None, in_effect(rule, int(ctx["today"])))
     envs: list[Env] = [{}]
     failing = None
+    aliases = {c.alias: c for c in rule.conditions if c.alias}
     for cond in rule.conditions:
         candidates = pool(cond, inp, by_key)
         alias = cond.alias or f"#{cond.index}"
         nxt: list[Env] = []
+        if cond.negated:  # decided once, over every message, as the evaluator's flag is
+            if any(item_satisfies(cond, item, None, ctx) for item in candidates):
+                failing = cond.index
+                break
+            continue
         for env in envs:
             # durable-rules never binds one fact to two patterns (context tests share one)
             bound = {id(i) for i in env.values() if i.kind != "context"}
             matches = [
                 item
                 for item in candidates
-                if id(item) not in bound and item_satisfies(cond, item, env, ctx)
+                if id(item) not in bound and item_satisfies(cond, item, env, ctx, aliases)
             ]
-            if cond.negated:
-                if not matches:
-                    nxt.append(env)
-            else:
-                nxt += [{**env, alias: item} for item in matches]
+            nxt += [{**env, alias: item} for item in matches]
             if len(nxt) >= _MAX_ENVS:
                 break
         if not nxt:

@@ -14,7 +14,7 @@ from datetime import date
 from itertools import combinations
 from typing import Any
 
-from memkg.rules.compiler import minutes
+from memkg.rules.kinds.compare import minutes
 from memkg.rules.spec import Condition, Finding, Ref, Rule, RuleTable, Test
 
 Subject = tuple[Any, ...]
@@ -131,14 +131,15 @@ def _empty(a: Allowed, b: Allowed) -> bool:
 def _subjects(rule: Rule, multi: set[str]) -> dict[Subject, Allowed]:
     found: dict[Subject, Allowed] = {}
     for cond in rule.conditions:
-        if cond.negated or cond.kind in ("edge", "path") or cond.key in multi:
+        kind = cond.handler
+        if cond.negated or not kind.compares_values or cond.key in multi:
             continue
         for test in cond.tests:
             field = test.field
             subject: Subject = (
-                ("context", field) if cond.kind == "context" else ("fact", cond.key, field)
+                ("context", field) if kind.on_context else (cond.kind, cond.key, field)
             )
-            clock = cond.kind == "context" and field == "local_time"
+            clock = kind.on_context and field == "local_time"
             found[subject] = _tighten(found.get(subject, Allowed()), test, clock)
     return found
 

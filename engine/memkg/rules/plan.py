@@ -64,7 +64,7 @@ def plan_table(table: RuleTable) -> TablePlan:
         keys=frozenset(cond.key for _, cond in conditions if cond.key),
         paths=tuple(
             sorted(
-                {(c.to, c.via) for _, c in conditions if c.kind == "path"},
+                {p for _, c in conditions for p in c.handler.paths(c)},
                 key=lambda pair: (pair[0], pair[1] or ""),
             )
         ),

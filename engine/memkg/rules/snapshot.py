@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from memkg.model.decision import LeftOut
 from memkg.model.evidence import Edge, GraphPath
 from memkg.model.fact import Fact, FactStatus
-from memkg.rules.compiler import day_number, minutes
+from memkg.rules.kinds.compare import day_number, minutes
 from memkg.rules.spec import RuleTable
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -48,6 +48,11 @@ class KeyVerdict:
     detail: str = ""
 
 
+def message_index(props: Mapping[str, Any]) -> Any:
+    """What a message is looked up by among those of its type: a path's target, else its key."""
+    return props.get("to") if props.get("t") == "path" else props.get("key")
+
+
 @dataclass(frozen=True)
 class Item:
     """One message for the matcher, and the evidence it stands for."""
@@ -58,6 +63,15 @@ class Item:
     fact: Fact | None = None
     edge: Edge | None = None
     path: GraphPath | None = None
+
+    @property
+    def value(self) -> Any:
+        """What a condition bound to this message binds: a fact's value, else the target."""
+        return self.props.get("value") if self.kind == "fact" else self.props.get("to")
+
+    @property
+    def index(self) -> Any:
+        return message_index(self.props)
 
     @cached_property
     def sort_key(self) -> str:
@@ -176,7 +190,7 @@ def build_input(
         )
     if wanted is None:
         wanted = sorted(
-            {(c.to, c.via) for r in table.rules for c in r.conditions if c.kind == "path"},
+            {p for r in table.rules for c in r.conditions for p in c.handler.paths(c)},
             key=lambda pair: (pair[0], pair[1] or ""),
         )
     paths = tuple(

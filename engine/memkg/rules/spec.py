@@ -10,11 +10,12 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memkg.model.decision import HitPolicy, Output
 
-ConditionKind = Literal["fact", "edge", "path", "context"]
+if TYPE_CHECKING:
+    from memkg.rules.kinds.base import ConditionKind
 COMPARISONS = ("eq", "ne", "lt", "lte", "gt", "gte")
 OPS = (*COMPARISONS, "in", "not_in", "contains", "between", "outside", "exists")
 SYMBOLS = {
@@ -85,8 +86,10 @@ class Test:
 
 @dataclass(frozen=True)
 class Condition:
+    """One condition of a rule; what its ``kind`` means is the registered ``ConditionKind``."""
+
     index: int
-    kind: ConditionKind
+    kind: str
     line: int
     raw: dict[str, Any]
     negated: bool = False
@@ -99,6 +102,13 @@ class Condition:
     to: Any = None
     via: str | None = None
     min_weight: float | None = None
+
+    @cached_property
+    def handler(self) -> ConditionKind:
+        """The kind that parses, compiles, matches and describes this condition."""
+        from memkg.rules.kinds import get  # the kinds import this module
+
+        return get(self.kind)
 
     @cached_property
     def signature(self) -> tuple[Any, ...]:

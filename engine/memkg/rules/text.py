@@ -40,29 +40,9 @@ def describe_test(test: Test, subject: str) -> str:
     return f"{subject} {SYMBOLS[test.op]} {value_text(value)}"
 
 
-def _subject(cond: Condition, test: Test) -> str:
-    if cond.kind == "context":
-        return (
-            (test.field or "").replace("_", " ") if test.field == "local_time" else str(test.field)
-        )
-    return f"{cond.key}.{test.field}" if test.field else str(cond.key)
-
-
 def condition_text(cond: Condition) -> str:
-    if cond.kind == "path":
-        text = f"path to {cond.to}" + (f" via {cond.via}" if cond.via else "")
-        body = text + (f" with weight ≥ {cond.min_weight:g}" if cond.min_weight is not None else "")
-    elif cond.kind == "edge":
-        body = f"edge {cond.key} → {value_text(cond.to) if cond.to is not None else 'anything'}"
-        if cond.min_weight is not None:
-            body += f" with weight ≥ {cond.min_weight:g}"
-    else:
-        parts = [describe_test(t, _subject(cond, t)) for t in cond.tests]
-        body = " and ".join(parts) if parts else f"{cond.key} is known"
-        if cond.min_confidence is not None:
-            body += f" (confidence ≥ {cond.min_confidence:g})"
-        if cond.sources:
-            body += f" (from {' or '.join(cond.sources)})"
+    """The condition in words, as its kind describes it."""
+    body = cond.handler.describe(cond)
     return f"not ({body})" if cond.negated else body
 
 

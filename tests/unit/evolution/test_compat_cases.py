@@ -44,8 +44,11 @@ def _undecidable_directions(case: dict[str, Any]) -> set[str]:
 
 def _assert_confirmed(report: CompatibilityReport, case: dict[str, Any]) -> None:
     schemas = {"old": case["old"], "new": case["new"]}
-    with_examples = [c for c in report.changes
-                     if c.severity == "breaking" and c.counterexample_valid_under is not None]
+    with_examples = [
+        c
+        for c in report.changes
+        if c.severity == "breaking" and c.counterexample_valid_under is not None
+    ]
     assert with_examples, f"no counterexample in:\n{report.to_text()}"
     for change in with_examples:
         side = change.counterexample_valid_under

@@ -54,8 +54,10 @@ def test_the_explicit_unknown_passes_and_says_what_is_unknown() -> None:
     news = {o.user_id: {v.key: v.value for v in o.outputs} for o in outcomes}
     assert news["u1"]["diet.organ_meat_tolerance"] == {"level": "unknown", "exceptions": []}
     assert news["u2"]["diet.organ_meat_tolerance"]["level"] == "never"
-    assert news["u3"] == {"diet.restrictions": ["no_pork"],
-                          "diet.organ_meat_tolerance": {"level": "never", "exceptions": []}}
+    assert news["u3"] == {
+        "diet.restrictions": ["no_pork"],
+        "diet.organ_meat_tolerance": {"level": "never", "exceptions": []},
+    }
     report = assess(plan, outcomes, key_changes(plan, OLD, NEW), policy_findings(plan, OLD, NEW),
                     now=T0)  # fmt: skip
     assert report.verdict == "PASS"
@@ -124,8 +126,12 @@ steps:
       - key: diet.organ_meat_tolerance
         value: {object: {level: {unknown: unknown}, exceptions: {const: []}}}
 """, "p.yaml")  # fmt: skip
-    facts = [fact("u1", 1, key="child.count", seq=1), fact("u1", 2, key="child.count", seq=5),
-             fact("u1", 4, key="child.age", seq=3), fact("u2", 3, key="child.age", seq=4)]
+    facts = [
+        fact("u1", 1, key="child.count", seq=1),
+        fact("u1", 2, key="child.count", seq=5),
+        fact("u1", 4, key="child.age", seq=3),
+        fact("u2", 3, key="child.age", seq=4),
+    ]
     outcomes = migrate(plan, facts, {k: old[k] for k in ("child.count", "child.age")}, NEW)
     assert [(o.user_id, [f.id for f in o.facts]) for o in outcomes] == [
         ("u1", ["fact_u1_5", "fact_u1_3"]), ("u2", ["fact_u2_4"])]  # fmt: skip
@@ -155,8 +161,9 @@ def test_a_signed_off_waiver_turns_block_into_warn_for_this_exact_plan(tmp_path:
     other = load_waiver(_waiver(tmp_path, "ab" * 32))
     blocked = assess(plan, outcomes, [], [], waiver=other, now=T0)
     assert blocked.verdict == "BLOCK"
-    assert any(f.code == "waiver.invalid" and "sign it again" in f.message
-               for f in blocked.findings)
+    assert any(
+        f.code == "waiver.invalid" and "sign it again" in f.message for f in blocked.findings
+    )
     expired = load_waiver(_waiver(tmp_path, plan.digest, expires_at="2026-05-01T08:30:00Z"))
     assert assess(plan, outcomes, [], [], waiver=expired, now=T0).verdict == "BLOCK"
     rule = Finding(code="rule.breaks", severity="block", message="x", subject="r1")
@@ -167,14 +174,26 @@ def test_a_signed_off_waiver_turns_block_into_warn_for_this_exact_plan(tmp_path:
     ("text", "message"),
     [
         ("waiver: m\n", "`plan_digest` is missing"),
-        ("waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: yesterday\nreason: r\n"
-         "findings: []\n", "`findings` is missing"),
-        ("waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: yesterday\nreason: r\n"
-         "findings: [{code: x}]\n", "ISO 8601"),
-        ("waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: 2026-05-01T08:00:00\n"
-         "reason: r\nfindings: [{code: x}]\n", "time zone"),
-        ("waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: 2026-05-01T08:00:00Z\n"
-         "reason: r\nfindings: [{rule: x}]\n", "{code, key?, subjects?}"),
+        (
+            "waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: yesterday\nreason: r\n"
+            "findings: []\n",
+            "`findings` is missing",
+        ),
+        (
+            "waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: yesterday\nreason: r\n"
+            "findings: [{code: x}]\n",
+            "ISO 8601",
+        ),
+        (
+            "waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: 2026-05-01T08:00:00\n"
+            "reason: r\nfindings: [{code: x}]\n",
+            "time zone",
+        ),
+        (
+            "waiver: m\nplan_digest: x\nsigned_off_by: a\nsigned_off_at: 2026-05-01T08:00:00Z\n"
+            "reason: r\nfindings: [{rule: x}]\n",
+            "{code, key?, subjects?}",
+        ),
     ],
 )
 def test_a_waiver_must_say_who_when_what_and_why(tmp_path: Path, text: str, message: str) -> None:

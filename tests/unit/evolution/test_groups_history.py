@@ -12,7 +12,8 @@ from support.schema_roots import ROOT
 
 def _group(version: int) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
-        (ROOT / f"schemas/health/diet@{version}.json").read_text(encoding="utf-8"))
+        (ROOT / f"schemas/health/diet@{version}.json").read_text(encoding="utf-8")
+    )
     return data
 
 
@@ -59,5 +60,6 @@ def test_history_of_a_domain_and_of_one_key() -> None:
     assert v2["version"] == 2 and v2["meta"]["sensitivity"] == "special"
     restrictions = schema_history(ROOT, "health", "diet.restrictions")["groups"][0]["versions"]
     assert restrictions[1]["changes"] == [
-        {"key": "diet.restrictions", "codes": ["enum.value_removed"], "breaks": ["backward"]}]
+        {"key": "diet.restrictions", "codes": ["enum.value_removed"], "breaks": ["backward"]}
+    ]
     assert schema_history(ROOT, "health", "no.such")["groups"] == []

@@ -36,9 +36,12 @@ def test_steps_of_every_kind() -> None:
       - {key: diet.restrictions, value: {copy: ""}}
 """, "p.yaml")  # fmt: skip
     kinds = [(s.kind, s.keys, s.line) for s in plan.steps]
-    assert kinds == [("transform", ("a.b",), 6), ("drop", ("a.d",), 7),
-                     ("merge", ("x.city", "x.country"), 8),
-                     ("transform", ("diet.restrictions",), 10)]
+    assert kinds == [
+        ("transform", ("a.b",), 6),
+        ("drop", ("a.d",), 7),
+        ("merge", ("x.city", "x.country"), 8),
+        ("transform", ("diet.restrictions",), 10),
+    ]
     assert plan.steps[0].renames() == {"a.b": "a.c"}
     assert plan.steps[1].reason == "nobody reads it"
     assert plan.source_ref == "migration:m" and len(plan.digest) == 64
@@ -49,16 +52,27 @@ def test_steps_of_every_kind() -> None:
     [
         ("migration: m\ndomain: health\nfrom: diet@1\nto: diet@2\n", 1, "`steps` is missing"),
         (HEAD + "steps: []\n", 5, "steps is a non-empty list"),
-        (HEAD.replace("diet@2", "diet@1") + "steps: [{key: a.b, drop: x}]\n", 4,
-         "later version"),
-        (HEAD.replace("from: diet@1", "from: diet") + "steps: [{key: a.b, drop: x}]\n", 3,
-         "GROUP@VERSION"),
-        (HEAD + "steps:\n  - key: a.b\n    to:\n      - key: a.c\n        value: {eval: x}\n", 9,
-         "unknown operator 'eval'"),
-        (HEAD + "steps:\n  - key: a.b\n    rename: a.c\n    drop: why\n", 6,
-         "exactly one of `to`, `rename`, `drop`"),
-        (HEAD + "steps:\n  - {key: a.b, drop: x}\n  - {key: a.b, rename: a.c}\n", 7,
-         "read by two steps (also line 6)"),
+        (HEAD.replace("diet@2", "diet@1") + "steps: [{key: a.b, drop: x}]\n", 4, "later version"),
+        (
+            HEAD.replace("from: diet@1", "from: diet") + "steps: [{key: a.b, drop: x}]\n",
+            3,
+            "GROUP@VERSION",
+        ),
+        (
+            HEAD + "steps:\n  - key: a.b\n    to:\n      - key: a.c\n        value: {eval: x}\n",
+            9,
+            "unknown operator 'eval'",
+        ),
+        (
+            HEAD + "steps:\n  - key: a.b\n    rename: a.c\n    drop: why\n",
+            6,
+            "exactly one of `to`, `rename`, `drop`",
+        ),
+        (
+            HEAD + "steps:\n  - {key: a.b, drop: x}\n  - {key: a.b, rename: a.c}\n",
+            7,
+            "read by two steps (also line 6)",
+        ),
         (HEAD + "steps:\n  - {key: a.b, drop: ''}\n", 6, "drop gives the reason"),
         (HEAD + "colour: red\nsteps: []\n", 5, "unknown fields ['colour']"),
         (HEAD + "steps: [\n", 6, "not valid YAML"),

@@ -161,8 +161,9 @@ def test_models_are_frozen_and_strict() -> None:
     with pytest.raises(pydantic.ValidationError):
         change.code = "x"  # type: ignore[misc]
     with pytest.raises(pydantic.ValidationError):
-        SchemaChange(code="a", pointer="", breaks=(), severity="safe", message="", fix_hint="",
-                     surprise=1)  # type: ignore[call-arg]
+        SchemaChange(
+            code="a", pointer="", breaks=(), severity="safe", message="", fix_hint="", surprise=1
+        )  # type: ignore[call-arg]
 
 
 def test_pointer_and_fix_hint_for_required() -> None:

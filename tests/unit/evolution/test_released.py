@@ -17,7 +17,8 @@ def test_no_released_file_has_changed(name: str) -> None:
     assert problems == [], (
         "released files changed or are missing from schemas/RELEASED.json. A released version "
         "never changes: add schemas/<domain>/<group>@<n+1>.json (or raise the shape's "
-        "owl:versionInfo) and record its sha256 in schemas/RELEASED.json:\n" + "\n".join(problems))
+        "owl:versionInfo) and record its sha256 in schemas/RELEASED.json:\n" + "\n".join(problems)
+    )
 
 
 def test_every_group_file_and_shape_is_released() -> None:

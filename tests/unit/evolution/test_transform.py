@@ -75,8 +75,10 @@ def test_conditions(cond: dict[str, Any], value: Any, expected: bool) -> None:
         ({"map": {"values": {}, "else": "guess"}}, "map takes from, values and else"),
         ({"cases": [{"when": {"resembles": "x"}, "then": {"const": 1}}]}, "a condition is"),
         ({"cases": [], "otherwise": {"const": 1}}, "cases is a list"),
-        ({"cases": [{"when": {"equals": 1}, "then": {"const": 1}}], "else": {}},
-         "only `otherwise`"),
+        (
+            {"cases": [{"when": {"equals": 1}, "then": {"const": 1}}], "else": {}},
+            "only `otherwise`",
+        ),
         ({"object": {"a": {"ask": ""}}}, "ask takes the question"),
     ],
 )

@@ -1,0 +1,94 @@
+"""Lint checks several condition kinds share: does a test fit the schema of what it reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from memkg.rules.kinds.base import LintScope
+from memkg.rules.spec import Finding, Ref, Test
+
+MAX_PROPERTIES = 255
+"""durable-rules refuses a message with more properties."""
+_ORDERED = ("lt", "lte", "gt", "gte", "between", "outside")
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string" if isinstance(value, str) else type(value).__name__
+
+
+def type_check(scope: LintScope, test: Test, schema: dict[str, Any], subject: str) -> list[Finding]:
+    """Whether ``test`` can ever be true of a value valid against ``schema``."""
+    if test.op == "exists":
+        return []
+    declared = schema.get("type")
+    if declared is None and "enum" in schema:
+        declared = json_type(schema["enum"][0]) if schema["enum"] else None
+    declared = "number" if declared in ("integer", "number") else declared
+    values = list(test.operand) if isinstance(test.operand, tuple) else [test.operand]
+    line = test.line or scope.rule.line
+    time_like = subject == "context.local_time"
+    for value in values:
+        if isinstance(value, Ref):
+            continue
+        if time_like and not (isinstance(value, str) and len(value) == 5 and value[2] == ":"):
+            return [
+                scope.finding(
+                    "rule.type_mismatch",
+                    f'{subject} compares times: write "HH:MM", not {value!r}',
+                    line,
+                )
+            ]
+        actual = json_type(value)
+        if declared is not None and actual != declared:
+            return [
+                scope.finding(
+                    "rule.type_mismatch",
+                    f"{subject} holds {declared} values; "
+                    f"comparing it with {actual} {value!r} can never be true",
+                    line,
+                )
+            ]
+        if test.op in _ORDERED and declared not in ("number", "string"):
+            return [
+                scope.finding("rule.type_mismatch", f"{subject} ({declared}) has no order", line)
+            ]
+        equality = test.op in ("eq", "ne", "in", "not_in", "contains")
+        if equality and not time_like and not Draft202012Validator(schema).is_valid(value):
+            return [
+                scope.finding(
+                    "rule.unknown_value",
+                    f"{value!r} is not a value {subject} can take ({_allowed(schema)})",
+                    line,
+                )
+            ]
+    return []
+
+
+def _allowed(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    if "pattern" in schema:
+        return f"pattern {schema['pattern']}"
+    return f"schema {schema}"
+
+
+def declared_key(
+    scope: LintScope, key: str, line: int
+) -> tuple[dict[str, Any] | None, list[Finding]]:
+    """The schema of ``key`` in the table's domain, or the finding that none declares it."""
+    schema = scope.key_schema(scope.table.domain, key)
+    if schema is None:
+        return None, [
+            scope.finding(
+                "rule.unknown_key",
+                f"no schema of domain {scope.table.domain!r} declares key {key!r}",
+                line,
+            )
+        ]
+    return schema, []

@@ -1,0 +1,124 @@
+"""What one comparison (``Test``) means, written once for both matchers.
+
+A test compares a message property with an operand: ``eq``, ``ne``, the orders, ``in``,
+``not_in``, ``contains`` (one item of a list value: list facts are one message per item),
+``exists``, and the ``between`` / ``outside`` windows (``[low, high)``, wrapping past midnight
+when ``low > high``). ``pattern`` is the durable-rules form, ``passes`` the Python one; the
+differential test (``tests/property/test_runner_equivalence.py``) keeps them equal.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from memkg.rules.spec import Test
+
+WILDCARD: Any = object()
+"""An operand whose join partner is not bound yet: any value passes."""
+Resolve = Callable[[Any], Any]
+"""An operand (a value or a ``Ref``) → the value it stands for now, or ``WILDCARD``."""
+CompileOperand = Callable[[Any], Any]
+"""An operand → its durable-rules form (a value, or a reference to another pattern)."""
+
+_OPS = {"ne": "$neq", "lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
+_ORDER = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
+
+
+def minutes(value: Any) -> Any:
+    """``"22:15"`` → 1335; anything else unchanged (numbers compare as they are)."""
+    if isinstance(value, str) and len(value) == 5 and value[2] == ":":
+        hours, mins = value.split(":")
+        if hours.isdigit() and mins.isdigit():
+            return int(hours) * 60 + int(mins)
+    return value
+
+
+def day_number(day: date) -> int:
+    return day.year * 10_000 + day.month * 100 + day.day
+
+
+def lookup(props: dict[str, Any], prop: str) -> Any:
+    """The value at dotted ``prop`` of a message, or None."""
+    value: Any = props
+    for part in prop.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def compare(op: str, actual: Any, expected: Any) -> bool:
+    """``actual op expected``; a missing property (None) on either side never compares."""
+    if actual is None:
+        return False
+    if expected is WILDCARD:
+        return True
+    if expected is None:
+        return False
+    if op in ("eq", "contains"):
+        return bool(actual == expected) and isinstance(actual, bool) == isinstance(expected, bool)
+    if op == "ne":
+        return bool(actual != expected)
+    numeric = (int, float)
+    if not (isinstance(actual, numeric) and isinstance(expected, numeric)) and not (
+        isinstance(actual, str) and isinstance(expected, str)
+    ):
+        return False
+    return bool(_ORDER[op](actual, expected))
+
+
+def passes(test: Test, props: dict[str, Any], prop: str, resolve: Resolve) -> bool:
+    """Whether message ``props`` passes ``test`` on property ``prop``."""
+    actual = lookup(props, prop)
+    if test.op == "exists":
+        return (actual is not None) == bool(test.operand)
+    if test.op in ("in", "not_in"):
+        inside = actual in [minutes(v) for v in test.operand]
+        return inside if test.op == "in" else actual is not None and not inside
+    if test.op in ("between", "outside"):
+        if not isinstance(actual, int | float):
+            return False
+        low, high = minutes(test.operand[0]), minutes(test.operand[1])
+        inside = low <= actual < high if low <= high else (actual >= low or actual < high)
+        return inside if test.op == "between" else not inside
+    return compare(test.op, actual, resolve(test.operand))
+
+
+def any_of(prop: str, values: Any) -> dict[str, Any]:
+    """``prop`` equals one of ``values`` (each once: durable-rules fires once per option)."""
+    options = [{prop: v} for v in dict.fromkeys(minutes(v) for v in values)]
+    return options[0] if len(options) == 1 else {"$or": options}
+
+
+def _window(prop: str, low: Any, high: Any, inside: bool) -> dict[str, Any]:
+    """``inside``: low ≤ x < high (wrapping past midnight when low > high); else the rest."""
+    low, high = minutes(low), minutes(high)
+    wraps = low > high
+    if inside != wraps:
+        return (
+            {"$and": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
+            if inside
+            else {"$and": [{"$gte": {prop: high}}, {"$lt": {prop: low}}]}
+        )
+    if inside:  # wrapping window: x ≥ low or x < high
+        return {"$or": [{"$gte": {prop: low}}, {"$lt": {prop: high}}]}
+    return {"$or": [{"$lt": {prop: low}}, {"$gte": {prop: high}}]}
+
+
+def pattern(test: Test, prop: str, operand: CompileOperand) -> dict[str, Any]:
+    """The durable-rules form of ``test`` on property ``prop``."""
+    op, value = test.op, test.operand
+    if op in ("eq", "contains"):
+        return {prop: operand(value)}
+    if op in _OPS:
+        return {_OPS[op]: {prop: operand(value)}}
+    if op == "in":
+        return any_of(prop, value)
+    if op == "not_in":
+        return {"$and": [{"$neq": {prop: minutes(v)}} for v in value]}
+    if op == "exists":
+        return {"$ex" if value else "$nex": {prop: 1}}
+    return _window(prop, value[0], value[1], inside=op == "between")

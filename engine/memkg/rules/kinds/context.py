@@ -1,0 +1,128 @@
+"""``context``: fields of the request context and of the clock (``local_time``, ``weekday``).
+
+``- context: {symptom: fever, local_time: {outside: ["06:00", "22:00"]}}``; a plain value is
+an equality. Context tests are part of the context pattern, so they bind no message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
+from memkg.rules.kinds.checks import MAX_PROPERTIES, type_check
+from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
+from memkg.rules.spec import BUILTIN_CONTEXT, Condition, Finding, Test
+from memkg.rules.text import describe_test, value_text
+
+if TYPE_CHECKING:
+    from memkg.rules.snapshot import DecisionInput, Item
+    from memkg.yamlfile import Document
+
+_CONTEXT_PROPS = 6 + 2
+"""Properties the context message carries besides the domain's fields and negation flags."""
+
+
+def context_prop(field: str) -> str:
+    """The context message property a field is compared on (times as minutes)."""
+    return "local_minutes" if field == "local_time" else field
+
+
+class ContextKind(ConditionKind):
+    name = "context"
+    message = None
+    compares_values = True
+
+    def schema(self, kinds: Mapping[str, ConditionKind]) -> dict[str, Any]:
+        ops: dict[str, Any] = {
+            op: {"$ref": "#/$defs/operand"} for op in ("eq", "ne", "lt", "lte", "gt", "gte")
+        }
+        ops |= {"in": {"$ref": "#/$defs/values"}, "not_in": {"$ref": "#/$defs/values"}}
+        ops |= {"exists": {"type": "boolean"}}
+        ops |= {"between": {"$ref": "#/$defs/window"}, "outside": {"$ref": "#/$defs/window"}}
+        return {
+            "description": "field: value (equality) or field: "
+            "{eq|ne|lt|lte|gt|gte|in|not_in|between|outside|exists: ...}",
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 16,
+            "propertyNames": {"$ref": "#/$defs/name"},
+            "additionalProperties": {
+                "oneOf": [
+                    {"$ref": "#/$defs/scalar"},
+                    {
+                        "type": "object",
+                        "minProperties": 1,
+                        "additionalProperties": False,
+                        "properties": ops,
+                    },
+                ]
+            },
+        }
+
+    def parse(
+        self, doc: Document, at: tuple[Any, ...], index: int, body: Any, raw: dict[str, Any]
+    ) -> Condition:
+        here = (*at, self.name)
+        tests: list[Test] = []
+        for name, spec in body.items():
+            if isinstance(spec, dict):
+                tests += parse_tests(doc, (*here, name), spec, name)
+            else:
+                tests.append(Test("eq", operand(spec), name, doc.line((*here, name))))
+        return Condition(index, self.name, doc.line(at), raw, tests=tuple(tests))
+
+    def pool_key(self, cond: Condition) -> Any:
+        return None
+
+    def patterns(self, cond: Condition, compile_operand: CompileOperand) -> list[Any]:
+        return [pattern(t, context_prop(t.field or ""), compile_operand) for t in cond.tests]
+
+    def matches(self, cond: Condition, props: dict[str, Any], resolve: Resolve) -> bool:
+        return all(passes(t, props, context_prop(str(t.field)), resolve) for t in cond.tests)
+
+    def describe(self, cond: Condition) -> str:
+        return " and ".join(
+            describe_test(t, "local time" if t.field == "local_time" else str(t.field))
+            for t in cond.tests
+        )
+
+    def failure(self, cond: Condition, inp: DecisionInput, candidates: Sequence[Item]) -> str:
+        ctx = inp.items[-1].props
+        shown = [
+            f"{(t.field or '').replace('_', ' ')} is {value_text(ctx.get(t.field or ''))}"
+            if t.field in ctx
+            else f"{t.field} was not given"
+            for t in cond.tests
+        ]
+        return "; ".join(dict.fromkeys(shown))
+
+    def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
+        found: list[Finding] = []
+        spec = scope.spec
+        negations = sum(c.negated for c in scope.rule.conditions)
+        declared = _CONTEXT_PROPS + len(spec.context if spec else ()) + negations
+        if declared > MAX_PROPERTIES:
+            found.append(
+                scope.finding(
+                    "rule.durable_limit",
+                    f"the context would carry {declared} "
+                    f"properties; durable-rules allows {MAX_PROPERTIES}",
+                    cond.line,
+                )
+            )
+        for field in sorted({t.field for t in cond.tests if t.field}):
+            schema = spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
+            if schema is None:
+                names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
+                found.append(
+                    scope.finding(
+                        "rule.unknown_context",
+                        f"context field {field!r} is not declared; declared: {names}",
+                        cond.line,
+                    )
+                )
+                continue
+            for test in (t for t in cond.tests if t.field == field):
+                found += type_check(scope, test, schema, f"context.{field}")
+        return found

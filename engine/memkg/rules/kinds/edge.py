@@ -1,0 +1,84 @@
+"""``edge``: a weighted edge from the user through a key to an entity.
+
+``- edge: {key: airline.preferred, to: airline:mu, min_weight: 0.6}``; ``to`` may join
+(``$alias``, ``$context.field``); without it any target matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memkg.rules.kinds.base import ConditionKind, LintScope, operand
+from memkg.rules.kinds.checks import declared_key
+from memkg.rules.kinds.compare import WILDCARD, CompileOperand, Resolve, compare
+from memkg.rules.kinds.fact import keyed_failure
+from memkg.rules.spec import Condition, Finding
+from memkg.rules.text import value_text
+
+if TYPE_CHECKING:
+    from memkg.rules.snapshot import DecisionInput, Item
+    from memkg.yamlfile import Document
+
+WEIGHT = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+class EdgeKind(ConditionKind):
+    name = "edge"
+    message = "edge"
+    negatable = True
+
+    def schema(self, kinds: Mapping[str, ConditionKind]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["key"],
+            "additionalProperties": False,
+            "properties": {
+                "key": {"$ref": "#/$defs/key"},
+                "to": {"$ref": "#/$defs/operand"},
+                "min_weight": WEIGHT,
+                "as": {"$ref": "#/$defs/name"},
+            },
+        }
+
+    def parse(
+        self, doc: Document, at: tuple[Any, ...], index: int, body: Any, raw: dict[str, Any]
+    ) -> Condition:
+        return Condition(
+            index,
+            self.name,
+            doc.line(at),
+            raw,
+            alias=body.get("as"),
+            key=body["key"],
+            to=operand(body.get("to")),
+            min_weight=body.get("min_weight"),
+        )
+
+    def patterns(self, cond: Condition, compile_operand: CompileOperand) -> list[Any]:
+        parts: list[Any] = [{"t": self.message}, {"key": cond.key}]
+        if cond.to is not None:
+            parts.append({"to": compile_operand(cond.to)})
+        if cond.min_weight is not None:
+            parts.append({"$gte": {"weight": cond.min_weight}})
+        return parts
+
+    def matches(self, cond: Condition, props: dict[str, Any], resolve: Resolve) -> bool:
+        if props.get("key") != cond.key:
+            return False
+        to = resolve(cond.to) if cond.to is not None else WILDCARD
+        if not compare("eq", props.get("to"), to):
+            return False
+        return cond.min_weight is None or props["weight"] >= cond.min_weight
+
+    def describe(self, cond: Condition) -> str:
+        body = f"edge {cond.key} → {value_text(cond.to) if cond.to is not None else 'anything'}"
+        if cond.min_weight is not None:
+            body += f" with weight ≥ {cond.min_weight:g}"
+        return body
+
+    def failure(self, cond: Condition, inp: DecisionInput, candidates: Sequence[Item]) -> str:
+        return keyed_failure(cond, inp, candidates, "edges lead to", "edge")
+
+    def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
+        return declared_key(scope, cond.key or "", cond.line)[1]
