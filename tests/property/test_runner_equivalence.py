@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memkg.config import project_root
+from memkg.roots import builtin
 from memkg.rules.compiler import compile_table, ruleset_name
 from memkg.rules.durable_runner import DurableRunner
 from memkg.rules.evaluator import Evaluator
@@ -27,7 +27,7 @@ from memkg.rules.spec import Ref, RuleBundle, RuleTable
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 TODAY = 20260501
-SHIPPED, PROBLEMS = load_bundle(read_sources(project_root() / "rules"))
+SHIPPED, PROBLEMS = load_bundle(read_sources(builtin("examples") / "rules"))
 TABLES = sorted(SHIPPED.tables)
 DURABLE = DurableRunner({ruleset_name(t): compile_table(t) for t in SHIPPED.tables.values()})
 PYTHON = PythonRuleRunner.for_tables(list(SHIPPED.tables.values()))

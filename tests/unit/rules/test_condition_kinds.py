@@ -111,9 +111,9 @@ def test_a_kind_the_file_schema_lets_through_is_still_an_error(tmp_path: Any) ->
     import json
     import shutil
 
-    from memkg.config import project_root
+    from memkg.roots import builtin
 
-    shutil.copytree(project_root() / "schemas" / "rules", tmp_path / "schemas" / "rules")
+    shutil.copytree(builtin("core") / "schemas" / "rules", tmp_path / "schemas" / "rules")
     path = tmp_path / "schemas" / "rules" / "rule-file.schema.json"
     schema = json.loads(path.read_text())
     del schema["$defs"]["condition"]  # a root whose schema accepts any condition
