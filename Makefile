@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench clean
+.PHONY: demo test check lint typecheck bench soak clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need Python 3.11 or 3.12 on PATH" >&2; exit 1; }
@@ -31,6 +31,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 check: lint typecheck test
+
+# The durability battery in its long form: 600 SIGKILLs on each backend, and the other
+# durability tests with their larger settings (minutes; not part of `make test`).
+soak: $(STAMP)
+	MEMKG_KILLS=600 MEMKG_SOAK=1 $(BIN)/python -m pytest tests/durability -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH)

@@ -56,3 +56,16 @@ def pg_schema(postgres_dsn: str) -> Iterator[str]:
     yield schema
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The durability battery's figures (kills, operations, faults, residue bytes), if it ran."""
+    from support.figures import LINES, TOTALS
+
+    if not LINES:
+        return
+    terminalreporter.section("durability figures")
+    for line in LINES:
+        terminalreporter.write_line(line)
+    totals = ", ".join(f"{name} {count}" for name, count in sorted(TOTALS.items()))
+    terminalreporter.write_line(f"total: {totals}")
