@@ -118,3 +118,23 @@ class LLMUnavailable(LLMError, ConnectionError):
 
 class LLMBadResponse(LLMError, ValueError):
     code = "llm.bad_response"
+
+
+_SQLITE_FAILURES = {
+    5: ("store.locked", "another process holds the database's write lock; retry later"),
+    6: ("store.locked", "another process holds the database's write lock; retry later"),
+    8: ("store.read_only", "the file or its directory is read-only; reads still work"),
+    10: ("store.io", "the disk failed the operation; check it, then retry"),
+    13: ("store.full", "the disk is full; free space, then retry"),
+    14: ("store.unavailable", "the file cannot be opened; check the path and permissions"),
+}
+
+
+def sqlite_failure(exc: Exception, what: str) -> StoreError:
+    """``exc`` from SQLite as a ``StoreError`` whose code names the cause (``store.full``...).
+
+    ``what`` says which store and operation failed; the message adds what to do about it.
+    """
+    primary = int(getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    code, hint = _SQLITE_FAILURES.get(primary, ("store.error", ""))
+    return StoreError(f"{what}: {exc}" + (f" ({hint})" if hint else ""), code=code)

@@ -161,11 +161,9 @@ class CrashHarness:
     def check(self) -> list[str]:
         with open_engine(self.spec, FrozenClock(workload.T0), checking=True) as engine:
             events = list(engine.store.read_all())
-            problems = _log_shape(engine, events)
-            if self.spec["backend"] == "sqlite":
-                problems += _sqlite_integrity(Path(self.spec["where"]))
+            path = Path(self.spec["where"]) if self.spec["backend"] == "sqlite" else None
+            problems = store_problems(engine, events, path)
             problems += self._acknowledged(engine, events)
-            problems += _projections(engine)
             problems += self._replays(engine)
         return problems
 
@@ -267,6 +265,24 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue  # the line being written when the worker died
     return out
+
+
+def store_problems(engine: Engine, events: list[Event], path: Path | None) -> list[str]:
+    """What is wrong with the store's shape, its SQLite file (``path``) and its projections."""
+    problems = _log_shape(engine, events)
+    if path is not None:
+        problems += _sqlite_integrity(path)
+    return problems + _projections(engine)
+
+
+def stored_once(events: list[Event], source_refs: list[str]) -> list[str]:
+    """Each of ``source_refs`` names exactly one asserted fact in ``events``."""
+    refs = Counter(
+        e.payload["fact"]["provenance"].get("source_ref")
+        for e in events
+        if e.type is EventType.FACT_ASSERTED
+    )
+    return [f"{ref} stored {refs[ref]} times" for ref in source_refs if refs[ref] != 1]
 
 
 def _log_shape(engine: Engine, events: list[Event]) -> list[str]:

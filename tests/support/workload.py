@@ -49,15 +49,20 @@ def user_id(seed: int, slot: int, generation: int) -> str:
 
 
 def plan(
-    seed: int, count: int, *, users: int = 3, weights: dict[str, int] | None = None
-) -> list[Op]:
-    """``count`` operations drawn from ``seed``; an erased user's slot moves to a new id."""
+    seed: int, count: int, *, users: int = 3, weights: dict[str, int] | None = None,
+    first: int = 0,
+) -> list[Op]:  # fmt: skip
+    """``count`` operations drawn from ``seed``; an erased user's slot moves to a new id.
+
+    Operations are numbered from ``first``: plans that share a store need disjoint numbers
+    (an operation's number is its clock second, hence its ids).
+    """
     rng = random.Random(seed)
     mix = weights or WEIGHTS
     kinds, odds = list(mix), list(mix.values())
     generations = [0] * users
     ops: list[Op] = []
-    for index in range(count):
+    for index in range(first, first + count):
         kind = rng.choices(kinds, odds)[0]
         slot = rng.randrange(users)
         user = user_id(seed, slot, generations[slot])

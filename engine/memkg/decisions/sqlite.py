@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from memkg.decisions.log import citation_needles, duplicate, not_found
-from memkg.errors import StoreError
+from memkg.errors import StoreError, sqlite_failure
 from memkg.model.decision import Decision
 
 _SCHEMA = """
@@ -36,9 +37,19 @@ class SqliteDecisionLog:
             self._db.execute("PRAGMA journal_mode = WAL")
             for pragma in ("synchronous = FULL", "secure_delete = ON"):
                 self._db.execute(f"PRAGMA {pragma}")
-            self._db.executescript(_SCHEMA)
+            self._create()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open decision log {self.path}: {exc}") from exc
+            self._db.close()
+            raise sqlite_failure(exc, f"cannot open decision log {self.path}") from exc
+
+    def _create(self) -> None:
+        try:
+            self._db.executescript(_SCHEMA)
+        except sqlite3.OperationalError as exc:
+            # a read-only file that already holds the log still serves reads
+            if sqlite_failure(exc, "").code != "store.read_only":
+                raise
+            self._db.execute("SELECT 1 FROM decisions LIMIT 1")
 
     def append(self, decision: Decision) -> None:
         row = (
@@ -48,14 +59,14 @@ class SqliteDecisionLog:
             decision.decided_at.isoformat(),
             decision.model_dump_json(),
         )
-        with self._lock:
+        with self._guard("write"):
             try:
                 self._db.execute("INSERT INTO decisions VALUES (?, ?, ?, ?, ?)", row)
             except sqlite3.IntegrityError as exc:
                 raise duplicate(decision.decision_id) from exc
 
     def get(self, decision_id: str) -> Decision:
-        with self._lock:
+        with self._guard("read"):
             row = self._db.execute(
                 "SELECT record FROM decisions WHERE decision_id = ?", (decision_id,)
             ).fetchone()
@@ -65,27 +76,27 @@ class SqliteDecisionLog:
 
     def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
         query = "SELECT record FROM decisions WHERE user_id = ? ORDER BY rowid"
-        with self._lock:
+        with self._guard("read"):
             rows = self._db.execute(query, (user_id,)).fetchall()
         rows = rows[-limit:] if limit else rows
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
-        with self._lock:
+        with self._guard("write"):
             self._db.execute(
                 "INSERT OR IGNORE INTO rule_bundles VALUES (?, ?)",
                 (digest, json.dumps(sources, sort_keys=True)),
             )
 
     def bundle(self, digest: str) -> dict[str, str] | None:
-        with self._lock:
+        with self._guard("read"):
             row = self._db.execute(
                 "SELECT sources FROM rule_bundles WHERE digest = ?", (digest,)
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
     def erase_user(self, user_id: str) -> int:
-        with self._lock:
+        with self._guard("erasure"):
             removed = self._db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,))
             return self._scrubbed(removed.rowcount)
 
@@ -93,7 +104,7 @@ class SqliteDecisionLog:
         needles = citation_needles(fact_ids)
         if not needles:
             return 0
-        with self._lock:
+        with self._guard("erasure"):
             removed = self._db.execute(
                 "DELETE FROM decisions WHERE user_id = ? AND EXISTS"
                 " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)",
@@ -116,6 +127,17 @@ class SqliteDecisionLog:
                         "it); retry the erasure when idle"
                     )
         return count
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Hold the lock; a failure of SQLite or the disk becomes a ``StoreError`` with a code."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.IntegrityError:
+                raise
+            except sqlite3.Error as exc:
+                raise sqlite_failure(exc, f"decision log {self.path}: {what} failed") from exc
 
     def files(self) -> list[Path]:
         siblings = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))

@@ -18,14 +18,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from memkg.errors import ConcurrencyConflict, StoreError
+from memkg.errors import ConcurrencyConflict, StoreError, sqlite_failure
 from memkg.events.memory import (
     check_batch,
     group_fact_ids,
@@ -40,6 +40,8 @@ from memkg.events.store import AppendResult, ErasureCounts
 from memkg.model.event import Event, NewEvent
 
 SCHEMA_VERSION = 1
+_OPERATIONAL = frozenset({"store.locked", "store.io", "store.full", "store.unavailable"})
+"""Failures of the disk or of another process: the file is fine, the message says so."""
 _BATCH = 5_000
 _MAX_SEQ = 2**63 - 1
 _COLUMNS = (
@@ -78,11 +80,13 @@ class SqliteEventStore:
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open event store {self.path}: {exc}") from exc
+            raise sqlite_failure(exc, f"cannot open event store {self.path}") from exc
         try:
             meta = self._prepare(busy_timeout)
         except (sqlite3.Error, StoreError) as exc:
             self._db.close()
+            if isinstance(exc, StoreError) and exc.code in _OPERATIONAL:
+                raise
             raise StoreError(
                 f"{self.path} is not a memkg store or is damaged ({exc}); point --db at a memkg "
                 "database, or at a new file to start one",
@@ -101,14 +105,20 @@ class SqliteEventStore:
         self._set_journal_mode(busy_timeout)
         for pragma in ("synchronous = FULL", "secure_delete = ON", "foreign_keys = ON"):
             self._db.execute(f"PRAGMA {pragma}")
-        with self._write() as db:
-            for statement in _SCHEMA.split(";"):
-                db.execute(statement)
-            db.execute(
-                "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
-                (str(SCHEMA_VERSION), os.urandom(32).hex()),
-            )
-            return dict(db.execute("SELECT key, value FROM meta").fetchall())
+        try:
+            with self._write() as db:
+                for statement in _SCHEMA.split(";"):
+                    db.execute(statement)
+                db.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
+                    (str(SCHEMA_VERSION), os.urandom(32).hex()),
+                )
+                return dict(db.execute("SELECT key, value FROM meta").fetchall())
+        except StoreError as exc:
+            if exc.code != "store.read_only":
+                raise
+            # A read-only file still serves reads; every write says why it cannot.
+            return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
 
     def append(
         self,
@@ -284,15 +294,16 @@ class SqliteEventStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"event store {self.path} is not writable: {exc}") from exc
+                raise sqlite_failure(exc, f"event store {self.path} is not writable") from exc
             try:
                 yield self._db
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 if self._db.in_transaction:  # a failed COMMIT may already have ended it
-                    self._db.execute("ROLLBACK")
+                    with suppress(sqlite3.Error):  # the first failure is the one to report
+                        self._db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"event store {self.path}: write failed: {exc}") from exc
+                    raise sqlite_failure(exc, f"event store {self.path}: write failed") from exc
                 raise
 
     def _savepoint(self) -> Iterator[sqlite3.Connection]:
@@ -304,7 +315,7 @@ class SqliteEventStore:
             self._db.execute("ROLLBACK TO append")
             self._db.execute("RELEASE append")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"event store {self.path}: write failed: {exc}") from exc
+                raise sqlite_failure(exc, f"event store {self.path}: write failed") from exc
             raise
         self._db.execute("RELEASE append")
 
@@ -313,7 +324,7 @@ class SqliteEventStore:
             try:
                 return self._db.execute(query, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"event store {self.path}: read failed: {exc}") from exc
+                raise sqlite_failure(exc, f"event store {self.path}: read failed") from exc
 
     def _compact(self) -> None:
         """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind."""
@@ -323,7 +334,7 @@ class SqliteEventStore:
                 self._db.execute("VACUUM")
                 self._checkpoint()
             except sqlite3.Error as exc:
-                raise StoreError(f"event store {self.path}: compaction failed: {exc}") from exc
+                raise sqlite_failure(exc, f"event store {self.path}: compaction failed") from exc
 
     def _checkpoint(self) -> None:
         if _scalar(self._db, "PRAGMA wal_checkpoint(TRUNCATE)"):  # busy: a reader pins the WAL
