@@ -35,7 +35,7 @@ check: lint typecheck test
 # The durability battery in its long form: 600 SIGKILLs on each backend, and the other
 # durability tests with their larger settings (minutes; not part of `make test`).
 soak: $(STAMP)
-	MEMKG_KILLS=600 MEMKG_SOAK=1 $(BIN)/python -m pytest tests/durability -q
+	MEMKG_KILLS=600 MEMKG_SIM_SEEDS=200 MEMKG_SOAK=1 $(BIN)/python -m pytest tests/durability -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH)

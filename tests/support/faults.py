@@ -1,0 +1,153 @@
+"""``FaultyStore``: an ``EventStore`` that passes every call on, with faults on a schedule.
+
+For the faults the OS cannot produce on demand. Per append, one of:
+
+* ``fail``: the append never reaches the store and raises ``StoreError`` (``store.io``);
+* ``lost_ack``: the append is stored, then ``StoreError`` is raised as if the reply was lost;
+* ``duplicate``: the append is delivered twice (a retransmission); the second delivery's
+  reply, conflict or duplicate, is dropped as a network would;
+* ``delay``: the append waits ``delay`` seconds (through ``sleep``) before it goes on;
+* ``drop``: broken on purpose: the append is acknowledged and never stored (detection tests).
+
+A fault is chosen by append number (``at={3: "fail"}``) or drawn from ``rng`` with ``rates``,
+so a seed fixes the whole schedule. ``salt`` replaces the store's random per-user salts so that
+a seeded run writes the same bytes every time. ``injected`` counts what was done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, suppress
+from pathlib import Path
+
+from memkg.errors import ConcurrencyConflict, StoreError
+from memkg.events.store import AppendResult, ErasureCounts, EventStore
+from memkg.model.event import Event, NewEvent
+
+KINDS = ("fail", "lost_ack", "duplicate", "delay", "drop")
+
+
+class FaultyStore:
+    def __init__(
+        self,
+        inner: EventStore,
+        *,
+        at: dict[int, str] | None = None,
+        rates: dict[str, float] | None = None,
+        rng: random.Random | None = None,
+        delay: float = 0.01,
+        sleep: Callable[[float], None] = time.sleep,
+        salt: bytes | None = None,
+    ) -> None:
+        unknown = {*(at or {}).values(), *(rates or {})} - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; use {KINDS}")
+        self.inner = inner
+        self.at = dict(at or {})
+        self.rates = dict(rates or {})
+        self.rng = rng or random.Random(0)
+        self.delay = delay
+        self.sleep = sleep
+        self.salt = salt
+        self.appends = 0
+        self.injected: Counter[str] = Counter()
+
+    def _draw(self) -> str | None:
+        if self.appends in self.at:
+            return self.at[self.appends]
+        roll = self.rng.random()
+        for kind, rate in sorted(self.rates.items()):
+            if roll < rate:
+                return kind
+            roll -= rate
+        return None
+
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendResult:
+        self.appends += 1
+        fault = self._draw()
+        if fault is not None:
+            self.injected[fault] += 1
+        if fault == "fail":
+            raise StoreError(f"injected fault: append {self.appends} failed", code="store.io")
+        if fault == "drop":
+            return _unstored(self.inner, user_id, events)
+        if fault == "delay":
+            self.sleep(self.delay)
+        result = self.inner.append(
+            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+        )
+        if fault == "duplicate":
+            with suppress(ConcurrencyConflict):  # the expected version guards the second one
+                self.inner.append(
+                    user_id, events,
+                    expected_version=expected_version, idempotency_key=idempotency_key,
+                )  # fmt: skip
+        if fault == "lost_ack":
+            raise StoreError(
+                f"injected fault: append {self.appends} was stored but its reply was lost",
+                code="store.io",
+            )
+        return result
+
+    def subject_salt(self, user_id: str) -> bytes:
+        if self.salt is None:
+            return self.inner.subject_salt(user_id)
+        return hashlib.sha256(self.salt + user_id.encode()).digest()[:16]
+
+    # -- everything else goes straight through ---------------------------------------------
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        return self.inner.read_stream(user_id, up_to_seq=up_to_seq)
+
+    def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
+        return self.inner.read_all(after_seq=after_seq, up_to_seq=up_to_seq)
+
+    def stream_version(self, user_id: str) -> int:
+        return self.inner.stream_version(user_id)
+
+    def head(self) -> int:
+        return self.inner.head()
+
+    def users(self) -> list[str]:
+        return self.inner.users()
+
+    def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
+        return self.inner.fact_ids_with_audit_id(audit_log_id)
+
+    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+        return self.inner.purge_facts(user_id, fact_ids)
+
+    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+        return self.inner.erase_subject(user_id, erasure_id=erasure_id, at_iso=at_iso)
+
+    def was_erased(self, user_id: str) -> bool:
+        return self.inner.was_erased(user_id)
+
+    def batch(self) -> AbstractContextManager[None]:
+        return self.inner.batch()
+
+    def files(self) -> list[Path]:
+        return self.inner.files()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _unstored(store: EventStore, user_id: str, events: Sequence[NewEvent]) -> AppendResult:
+    """The reply an append would get, for events that were never stored (``drop``)."""
+    version, head = store.stream_version(user_id), store.head()
+    made = [
+        Event(**e.model_dump(), seq=head + i, version=version + i) for i, e in enumerate(events, 1)
+    ]
+    return AppendResult(events=tuple(made))
