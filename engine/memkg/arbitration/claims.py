@@ -14,11 +14,11 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
-from memkg.model.fact import Fact, FactStatus, Scope
+from memkg.model.fact import Fact, FactStatus, Scope, SupersedeReason
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
-_REPLACED = ("explicit change", "correction")
+_REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
 
 SignalLookup = Callable[[Fact], Sequence[Signal]]
 """The interaction signals on a fact's edge that count for it."""
@@ -32,6 +32,8 @@ class Claim(BaseModel):
     fact: Fact
     weight: Weight
     tier: Tier
+    review_id: str | None = None
+    """Set when the claim is a reviewer's resolution, not a remembered fact."""
 
     @property
     def score(self) -> float:
@@ -139,7 +141,7 @@ def taking_part(
             taking.pending.append(claim)
         elif f.status in (FactStatus.ACTIVE, FactStatus.FROZEN):
             taking.live.append(claim)
-        elif f.status is FactStatus.SUPERSEDED and f.status_reason in _REPLACED:
+        elif f.status is FactStatus.SUPERSEDED and f.supersede_reason in _REPLACED:
             taking.replaced.append(claim)
     live = {c.fact.id for c in taking.live}
     taking.replaced[:] = [c for c in taking.replaced if c.fact.superseded_by in live]

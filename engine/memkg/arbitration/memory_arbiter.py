@@ -22,7 +22,7 @@ from memkg.arbitration.resolution import (
 from memkg.arbitration.review import Review, ReviewStatus
 from memkg.arbitration.scoresheet import ScoreSheet, stale_flag
 from memkg.arbitration.support import canon, rank_values, review_claim
-from memkg.model.fact import Kind
+from memkg.model.fact import Kind, SupersedeReason
 from memkg.model.keyspec import KeySpec
 
 _LONG_TERM = (Kind.FACT, Kind.PREFERENCE)
@@ -141,7 +141,8 @@ def resolve(
     for claim in replaced:
         reason, newer = claim.fact.status_reason, by_id[claim.fact.superseded_by or ""].fact
         sheet.put(claim, Standing.LOST, f"superseded ({reason}) by {newer.id}", newer.id)
-        if reason == "explicit change" and claim.fact.source is not newer.source:
+        explicit = claim.fact.supersede_reason is SupersedeReason.EXPLICIT_CHANGE
+        if explicit and claim.fact.source is not newer.source:
             stale.append(stale_flag(claim, "superseded_by_change", _STALE))
 
     # 4. weighted evidence
@@ -150,7 +151,7 @@ def resolve(
     strength = round(ranked[1].support, 4) if len(ranked) > 1 and not spec.multi else 0.0
     if len({canon(c.fact.value) for c in contenders}) > 1:
         step = Step.WEIGHTED_EVIDENCE
-    elif any(c.fact.id.startswith("review:") for c in contenders):
+    elif any(c.review_id is not None for c in contenders):
         step = Step.REVIEW_RESOLUTION
     elif dropped or replaced:
         step = Step.EXPLICIT_CHANGE

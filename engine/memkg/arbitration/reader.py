@@ -43,10 +43,7 @@ class MemoryReader:
             policy = self.policy.for_domain(domain)
             params = self.weights
             if policy.credibility:
-                merged = {
-                    **params.credibility,
-                    **{s.value: v for s, v in policy.credibility.items()},
-                }
+                merged = {**params.credibility, **policy.credibility}
                 params = params.model_copy(update={"credibility": merged})
             found = self._domains[domain] = (policy, params)
         return found

@@ -87,4 +87,4 @@ def review_claim(review: Review, spec: KeySpec) -> Claim:
         base=1.0,
         factors=(Factor(name="review", value=1.0, detail=detail),),
     )
-    return Claim(fact=fact, weight=weight, tier=Tier.GLOBAL)
+    return Claim(fact=fact, weight=weight, tier=Tier.GLOBAL, review_id=review.review_id)

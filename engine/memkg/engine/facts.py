@@ -15,7 +15,15 @@ from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
+from memkg.model.fact import (
+    Fact,
+    FactStatus,
+    Kind,
+    Observation,
+    Scope,
+    Source,
+    SupersedeReason,
+)
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.validator import Checked
 
@@ -111,11 +119,12 @@ class FactLayer(EngineBase):
             )
             events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
             for old, reason in replaced:
-                payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason}
+                payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason.value}
                 events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
             if outdated_by is not None:
-                reason = f"observed before {outdated_by.id}, which already holds this slot"
-                payload = {"fact_id": fact.id, "by_fact_id": outdated_by.id, "reason": reason}
+                detail = f"observed before {outdated_by.id}, which already holds this slot"
+                payload = {"fact_id": fact.id, "by_fact_id": outdated_by.id,
+                           "reason": SupersedeReason.OUTDATED.value, "detail": detail}  # fmt: skip
                 events.append(self._event(EventType.FACT_SUPERSEDED, fact, payload))
             events += self._session_note(memory, checked)
             appended = self.store.append(
@@ -146,8 +155,8 @@ class FactLayer(EngineBase):
 
     @staticmethod
     def _ordered_by_time(
-        fact: Fact, claims: list[tuple[Fact, str]], checked: Checked
-    ) -> tuple[list[tuple[Fact, str]], Fact | None]:
+        fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
+    ) -> tuple[list[tuple[Fact, SupersedeReason]], Fact | None]:
         """Split replaced claims by observation time: a late-arriving older observation does
         not overwrite a newer one; it goes to history, superseded by the newest claim.
 
@@ -162,7 +171,9 @@ class FactLayer(EngineBase):
     def _after_store(self, user_id: str, checked: Checked) -> None:
         """Called once a new fact is stored (arbitration queues strong conflicts here)."""
 
-    def _replaced_claims(self, memory: UserMemory, checked: Checked) -> list[tuple[Fact, str]]:
+    def _replaced_claims(
+        self, memory: UserMemory, checked: Checked
+    ) -> list[tuple[Fact, SupersedeReason]]:
         """Older claims this observation supersedes.
 
         1. ``supersedes`` names a fact: a correction of exactly that fact;
@@ -188,7 +199,11 @@ class FactLayer(EngineBase):
                         )
                     )
                 )
-            return [] if target.status is FactStatus.SUPERSEDED else [(target, "correction")]
+            return (
+                []
+                if target.status is FactStatus.SUPERSEDED
+                else [(target, SupersedeReason.CORRECTION)]
+            )
         found = []
         for claim in memory.live_claims(obs.domain, obs.key):
             same_slot = (claim.scope, claim.session_id, claim.context) == (
@@ -199,9 +214,9 @@ class FactLayer(EngineBase):
             if not same_slot:
                 continue
             if obs.change:
-                found.append((claim, "explicit change"))
+                found.append((claim, SupersedeReason.EXPLICIT_CHANGE))
             elif claim.source is obs.source:
-                found.append((claim, "restated by the same source"))
+                found.append((claim, SupersedeReason.RESTATED))
         return sorted(found, key=lambda item: item[0].id)
 
     def _session_note(self, memory: UserMemory, checked: Checked) -> list[NewEvent]:
@@ -220,7 +235,8 @@ class FactLayer(EngineBase):
         fact = self._new_fact(note)
         events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
         for old, _ in self._replaced_claims(memory, sweep):
-            payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": "newer turn instruction"}
+            payload = {"fact_id": old.id, "by_fact_id": fact.id,
+                       "reason": SupersedeReason.TURN_INSTRUCTION.value}  # fmt: skip
             events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
         return events
 
@@ -400,4 +416,6 @@ class FactLayer(EngineBase):
 
 
 def _dump(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(mode="json", exclude={"seq", "superseded_by", "status_reason"})
+    return fact.model_dump(
+        mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
+    )

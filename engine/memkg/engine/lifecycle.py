@@ -164,7 +164,8 @@ class LifecycleLayer(DecisionLayer):
         return recall.recall(
             query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
             now=self.clock.now(), weights=self.config.lifecycle.recall,
-            credibility=self.config.weights.credibility, index=self._entity_index,
+            credibility=lambda domain, source: self.reader.params(domain).credibility[source],
+            index=self._entity_index,
         )  # fmt: skip
 
     @cached_property

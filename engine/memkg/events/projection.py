@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memkg.model.event import Event, EventType
-from memkg.model.fact import Fact, FactStatus
+from memkg.model.fact import Fact, FactStatus, read_supersede_reason
 
 _LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
 
@@ -96,7 +96,12 @@ def _status(status: FactStatus, reason_field: str | None = None) -> Any:
         if fact is None:
             return None  # purged by erasure of its audit id: nothing left to change
         changes: dict[str, Any] = {}
-        if reason_field and payload.get(reason_field):
+        if status is FactStatus.SUPERSEDED:
+            reason, text = read_supersede_reason(payload)
+            changes["supersede_reason"] = reason
+            if text:
+                changes["status_reason"] = text
+        elif reason_field and payload.get(reason_field):
             changes["status_reason"] = payload[reason_field]
         if payload.get("by_fact_id"):
             changes["superseded_by"] = payload["by_fact_id"]

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from memkg.clock import Clock
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind
+from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
 
 from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy
@@ -47,7 +47,8 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
     for old in outcome.facts:
         if created:
             by = next((f for f in created if f.key == old.key), created[0])
-            payload = {"fact_id": old.id, "by_fact_id": by.id, "reason": plan.source_ref}
+            payload = {"fact_id": old.id, "by_fact_id": by.id, "detail": plan.source_ref,
+                       "reason": SupersedeReason.MIGRATION.value}  # fmt: skip
             events.append(_event(clock, EventType.FACT_SUPERSEDED, old, payload))
         else:
             asked = "; ".join(q for _, q in outcome.questions)
@@ -82,4 +83,6 @@ def _event(clock: Clock, kind: EventType, fact: Fact, payload: dict[str, Any]) -
 
 
 def _dump(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(mode="json", exclude={"seq", "superseded_by", "status_reason"})
+    return fact.model_dump(
+        mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
+    )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,9 +23,7 @@ from memkg.errors import InvalidOperation
 from memkg.graph.claims import EntityKeys, Target, target_of, targets
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
-from memkg.model.weight import SIGNAL_KINDS, Signal
-
-SignalKind = Literal["mention", "correction", "ignored", "rejected"]
+from memkg.model.weight import SIGNAL_KINDS, Signal, SignalKind
 
 
 class SignalRecord(BaseModel):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -30,7 +30,7 @@ from memkg.lifecycle.config import RecallWeights
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.inject import quote
 from memkg.lifecycle.notes import Note
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, Source
 
 _STOP = {
     "the",
@@ -155,9 +155,11 @@ def recall(
     k: int,
     now: datetime,
     weights: RecallWeights,
-    credibility: Mapping[str, float],
+    credibility: Callable[[str, Source], float],
     index: EntityIndex | None,
 ) -> RecallResult:
+    """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
+    uses it (``rules/policy.yaml`` over ``EngineConfig.weights``)."""
     query_refs = index.mentions(query) if index else []
     asked = index.expand(query_refs) if index else {}
     wanted = _terms(query) | {r for refs in asked.values() for r in refs}
@@ -178,7 +180,7 @@ def recall(
         if cues:
             checks.append(1.0 if kind in cues or (kind == "note" and "preference" in cues) else 0.0)
         type_match = sum(checks) / len(checks) if checks else 0.5
-        confidence = item.confidence * credibility.get(item.source.value, 0.0)
+        confidence = item.confidence * credibility(item.domain, item.source)
         total = (
             weights.relevance * relevance
             + weights.recency * recency

@@ -44,6 +44,69 @@ class Source(StrEnum):
     RULE = "rule"
 
 
+class SupersedeReason(StrEnum):
+    """Why a claim was superseded: the ``reason`` of a ``fact.superseded`` payload.
+
+    Stored as these values; events written before they existed carry English prose, which
+    ``read_supersede_reason`` still understands.
+    """
+
+    EXPLICIT_CHANGE = "explicit_change"
+    """A newer claim states a change in the world (``change: true``)."""
+    CORRECTION = "correction"
+    """A newer claim names this one in ``supersedes``."""
+    RESTATED = "restated"
+    """The same source said it again."""
+    TURN_INSTRUCTION = "turn_instruction"
+    """A newer turn instruction updated the session notes."""
+    OUTDATED = "outdated"
+    """Observed before a claim that already holds the slot."""
+    MIGRATION = "migration"
+    """A schema migration replaced it."""
+
+    @property
+    def text(self) -> str:
+        """The reason in words, as explanations show it."""
+        return _SUPERSEDE_TEXT[self]
+
+
+_SUPERSEDE_TEXT = {
+    SupersedeReason.EXPLICIT_CHANGE: "explicit change",
+    SupersedeReason.CORRECTION: "correction",
+    SupersedeReason.RESTATED: "restated by the same source",
+    SupersedeReason.TURN_INSTRUCTION: "newer turn instruction",
+    SupersedeReason.OUTDATED: "observed before a claim that already holds this slot",
+    SupersedeReason.MIGRATION: "schema migration",
+}
+
+
+def read_supersede_reason(payload: dict[str, Any]) -> tuple[SupersedeReason | None, str | None]:
+    """The reason of a ``fact.superseded`` payload and the words to show for it.
+
+    Current events store a ``SupersedeReason`` value (and maybe a ``detail``); older ones stored
+    prose ("explicit change", "restated by the same source", "newer turn instruction",
+    "observed before <id>, which already holds this slot", or a migration's source).
+
+    >>> read_supersede_reason({"reason": "explicit_change"})
+    (<SupersedeReason.EXPLICIT_CHANGE: 'explicit_change'>, 'explicit change')
+    >>> read_supersede_reason({"reason": "explicit change"})
+    (<SupersedeReason.EXPLICIT_CHANGE: 'explicit_change'>, 'explicit change')
+    """
+    raw, detail = payload.get("reason"), payload.get("detail")
+    if not isinstance(raw, str) or not raw:
+        return None, detail
+    try:
+        reason = SupersedeReason(raw)
+    except ValueError:
+        legacy = next((r for r, text in _SUPERSEDE_TEXT.items() if text == raw), None)
+        if legacy is not None:
+            return legacy, raw
+        if raw.startswith("observed before "):
+            return SupersedeReason.OUTDATED, raw
+        return None, raw  # prose no protocol value stood for: shown, never compared
+    return reason, detail or reason.text
+
+
 class Scope(StrEnum):
     TURN = "turn"
     SESSION = "session"
@@ -148,6 +211,8 @@ class Fact(BaseModel):
     change: bool = False
     supersedes: str | None = None
     superseded_by: str | None = None
+    supersede_reason: SupersedeReason | None = None
+    """Why it was superseded (status ``superseded``); ``status_reason`` says it in words."""
     status_reason: str | None = None
     seq: int = 0
 

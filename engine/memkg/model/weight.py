@@ -15,7 +15,8 @@ again") halves the weight. Decisions use an edge only at or above ``threshold``.
 >>> w = claim_weight(0.9, "dialogue", now, [], now, WeightParams())
 >>> round(w.value, 3), w.usable
 (0.63, True)
->>> w = claim_weight(0.9, "dialogue", now, [Signal("rejected", now, "evt_1")], now, WeightParams())
+>>> rejected = [Signal(SignalKind.REJECTED, now, "evt_1")]
+>>> w = claim_weight(0.9, "dialogue", now, rejected, now, WeightParams())
 >>> round(w.value, 3), w.usable
 (0.315, False)
 """
@@ -25,11 +26,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SIGNAL_KINDS = ("mention", "correction", "ignored", "rejected")
+from memkg.model.fact import Source
+
+
+class SignalKind(StrEnum):
+    """How the user interacted with an edge (the ``kind`` of a ``signal.recorded`` payload)."""
+
+    MENTION = "mention"
+    CORRECTION = "correction"
+    IGNORED = "ignored"
+    REJECTED = "rejected"
+
+
+SIGNAL_KINDS = tuple(k.value for k in SignalKind)
 
 
 class WeightParams(BaseModel):
@@ -37,19 +51,24 @@ class WeightParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    credibility: dict[str, float] = Field(
+    credibility: dict[Source, float] = Field(
         default_factory=lambda: {
-            "dialogue": 0.7,
-            "behavior": 0.9,
-            "profile": 0.95,
-            "third_party": 0.85,
-            "system": 1.0,
-            "rule": 1.0,
+            Source.DIALOGUE: 0.7,
+            Source.BEHAVIOR: 0.9,
+            Source.PROFILE: 0.95,
+            Source.THIRD_PARTY: 0.85,
+            Source.SYSTEM: 1.0,
+            Source.RULE: 1.0,
         }
     )
+    """Per source, every source: a source without one would silently weigh nothing."""
     monthly_decay: float = Field(0.05, ge=0, lt=1)
-    signal_scores: dict[str, float] = Field(
-        default_factory=lambda: {"mention": 0.8, "correction": 0.5, "ignored": -0.3}
+    signal_scores: dict[SignalKind, float] = Field(
+        default_factory=lambda: {
+            SignalKind.MENTION: 0.8,
+            SignalKind.CORRECTION: 0.5,
+            SignalKind.IGNORED: -0.3,
+        }
     )
     signal_decay: float = Field(0.9, gt=0, le=1)
     """Per day of a signal's age."""
@@ -59,12 +78,26 @@ class WeightParams(BaseModel):
     knowledge_weight: float = Field(1.0, ge=0, le=1)
     """Weight of a domain-knowledge edge that states none (``mk:hub``, ``mk:locatedIn``)."""
 
+    @field_validator("credibility")
+    @classmethod
+    def _every_source(cls, value: dict[Source, float]) -> dict[Source, float]:
+        missing = [s.value for s in Source if s not in value]
+        if missing:
+            raise ValueError(
+                f"credibility gives no weight for source {', '.join(missing)}: "
+                "give every source one (0..1)"
+            )
+        wrong = [s.value for s, v in value.items() if not 0 <= v <= 1]
+        if wrong:
+            raise ValueError(f"credibility of {', '.join(wrong)} is outside 0..1")
+        return value
+
 
 @dataclass(frozen=True)
 class Signal:
     """One interaction with an edge, as recorded in the log."""
 
-    kind: str
+    kind: SignalKind
     at: datetime
     event_id: str
 
@@ -98,7 +131,7 @@ def claim_weight(
     now: datetime,
     params: WeightParams,
 ) -> Weight:
-    credibility = params.credibility.get(source, 0.0)
+    credibility = params.credibility[Source(source)]
     age_days = max((now - observed_at).total_seconds() / 86400, 0.0)
     aging = (1 - params.monthly_decay) ** (age_days / 30)
     base = confidence * credibility * aging
@@ -113,7 +146,7 @@ def claim_weight(
         signal_age = (now - signal.at).total_seconds() / 86400
         if signal_age < 0:
             continue  # a signal from after ``now`` (weights as of a past time)
-        if signal.kind == "rejected":
+        if signal.kind is SignalKind.REJECTED:
             rejections += 1
             rejected = "user rejected what this edge led to"
             factors.append(_fixed("rejection", params.rejection_factor, rejected, signal.event_id))
@@ -166,7 +199,7 @@ class ClaimWeight:
 
     >>> from datetime import datetime, UTC
     >>> now = datetime(2026, 5, 1, tzinfo=UTC)
-    >>> rejected = (Signal("rejected", now, "evt_1"),)
+    >>> rejected = (Signal(SignalKind.REJECTED, now, "evt_1"),)
     >>> w = ClaimWeight(0.9, "dialogue", now, rejected, now, WeightParams())
     >>> round(w.value, 3), w.usable
     (0.315, False)
@@ -190,7 +223,7 @@ class ClaimWeight:
         # min/max spelled out: the same comparisons, without the calls
         age_days = (now - observed_at).total_seconds() / 86400
         age_days = 0.0 if age_days < 0.0 else age_days
-        raw = confidence * params.credibility.get(source, 0.0) * (
+        raw = confidence * params.credibility[Source(source)] * (
             (1 - params.monthly_decay) ** (age_days / 30))  # fmt: skip
         if signals:
             gain = 0.0
@@ -199,7 +232,7 @@ class ClaimWeight:
                 signal_age = (now - signal.at).total_seconds() / 86400
                 if signal_age < 0:
                     continue
-                if signal.kind == "rejected":
+                if signal.kind is SignalKind.REJECTED:
                     rejections += 1
                 elif signal_age <= params.signal_window_days:
                     gain += (params.signal_scores.get(signal.kind, 0.0)
