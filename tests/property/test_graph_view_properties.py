@@ -299,7 +299,7 @@ params = st.builds(
 @settings(max_examples=300, deadline=None)
 @given(
     st.floats(0, 1),
-    st.sampled_from(["dialogue", "behavior", "system", "unknown"]),
+    st.sampled_from(["dialogue", "behavior", "system", "third_party"]),
     st.integers(-400 * 86400, 400 * 86400),
     signals,
     st.one_of(st.just(WeightParams()), params),

@@ -146,7 +146,7 @@ def claim_weight(
         signal_age = (now - signal.at).total_seconds() / 86400
         if signal_age < 0:
             continue  # a signal from after ``now`` (weights as of a past time)
-        if signal.kind is SignalKind.REJECTED:
+        if signal.kind == SignalKind.REJECTED:
             rejections += 1
             rejected = "user rejected what this edge led to"
             factors.append(_fixed("rejection", params.rejection_factor, rejected, signal.event_id))
@@ -232,7 +232,7 @@ class ClaimWeight:
                 signal_age = (now - signal.at).total_seconds() / 86400
                 if signal_age < 0:
                     continue
-                if signal.kind is SignalKind.REJECTED:
+                if signal.kind == SignalKind.REJECTED:
                     rejections += 1
                 elif signal_age <= params.signal_window_days:
                     gain += (params.signal_scores.get(signal.kind, 0.0)
