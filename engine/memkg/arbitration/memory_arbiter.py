@@ -21,7 +21,14 @@ from memkg.arbitration.resolution import (
 )  # fmt: skip
 from memkg.arbitration.review import Review, ReviewStatus
 from memkg.arbitration.scoresheet import ScoreSheet, stale_flag
-from memkg.arbitration.support import canon, rank_values, review_claim
+from memkg.arbitration.support import (
+    NONE,
+    canon,
+    is_none,
+    rank_sides,
+    rank_values,
+    review_claim,
+)
 from memkg.model.fact import Kind, SupersedeReason
 from memkg.model.keyspec import KeySpec
 
@@ -71,8 +78,9 @@ def resolve(
        value itself, never by arrival. Conflict strength is the strongest dissent's support:
        below ``silent_below`` adopt, up to ``freeze_above`` adopt provisionally and ask,
        above it freeze for review (in turn and session tiers ask instead: the user is there).
-       Multi-valued keys adopt the union of the asserted items (``weighted_evidence``;
-       ``single_claim`` when every counted claim agrees).
+       Multi-valued keys adopt the union of the asserted items; an empty list is an explicit
+       "none" that competes with them as one answer against another, with the same bands
+       (``weighted_evidence``; ``single_claim`` when every counted claim agrees).
     5. Staleness: long-term claims past the key's horizon are flagged; a winner backed only
        by stale claims is adopted provisionally with a reconfirmation question.
     """
@@ -147,8 +155,9 @@ def resolve(
 
     # 4. weighted evidence
     ranked = rank_values(contenders, spec.multi)
-    winner = ranked[0]
-    strength = round(ranked[1].support, 4) if len(ranked) > 1 and not spec.multi else 0.0
+    sides = rank_sides(contenders, spec.multi)
+    winner, dissent = sides[0], sides[1] if len(sides) > 1 else None
+    strength = round(dissent.support, 4) if dissent is not None else 0.0
     if len({canon(c.fact.value) for c in contenders}) > 1:
         step = Step.WEIGHTED_EVIDENCE
     elif any(c.review_id is not None for c in contenders):
@@ -164,9 +173,10 @@ def resolve(
         outcome = Outcome.PROVISIONAL
     else:
         outcome = Outcome.FROZEN
-    value = sorted((r.value for r in ranked), key=canon) if spec.multi else winner.value
+    value = winner.value
     ordered = sorted(contenders, key=_strongest)
-    winners = [c for c in ordered if spec.multi or canon(c.fact.value) == winner.canon]
+    backs = {c.fact.id: _side(c, spec.multi) for c in contenders}
+    winners = [c for c in ordered if backs[c.fact.id] == _side_text(winner, spec.multi)]
     for claim in contenders:
         if outcome is Outcome.FROZEN:
             sheet.put(claim, Standing.CONTESTED, f"conflict strength {strength} is above "
@@ -174,7 +184,7 @@ def resolve(
         elif claim in winners:
             sheet.put(claim, Standing.WON, f"supports the adopted value ({winner.support:.4f})")
         else:
-            own = next(r for r in ranked if r.canon == canon(claim.fact.value))
+            own = next(r for r in sides if _side_text(r, spec.multi) == backs[claim.fact.id])
             sheet.put(claim, Standing.LOST, f"its value's support {own.support:.4f} is below "
                       f"the winner's {winner.support:.4f}", winners[0].fact.id)  # fmt: skip
     for claim in outranked:
@@ -193,7 +203,7 @@ def resolve(
                                     f"the horizon is {horizon} days"))  # fmt: skip
     question = None
     if outcome is Outcome.PROVISIONAL:
-        question = ask("conflict", value, ranked[1].value if strength else None)
+        question = ask("conflict", value, dissent.value if dissent is not None else None)
     elif outcome is Outcome.ADOPTED and all(c.fact.id in past for c in winners):
         outcome, question = Outcome.PROVISIONAL, ask("stale", value, None)
     return Resolution(
@@ -205,6 +215,18 @@ def resolve(
         stale=tuple(sorted(stale, key=lambda s: (s.why, s.fact_id))),
         review_id=review.review_id if review is not None else None,
     )  # fmt: skip
+
+
+def _side(claim: Claim, multi: bool) -> str:
+    if not multi:
+        return canon(claim.fact.value)
+    return NONE if is_none(claim.fact.value) else "some"
+
+
+def _side_text(side: Any, multi: bool) -> str:
+    if not multi:
+        return str(side.canon)
+    return NONE if side.canon == NONE else "some"
 
 
 def _strongest(claim: Claim) -> tuple[float, float, str, str, str]:

@@ -32,31 +32,73 @@ def canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+NONE = canon([])
+"""The canonical text of an explicit "none" (an empty list) on a multi-valued key."""
+
+
+def is_none(value: Any) -> bool:
+    """Whether a multi-valued key's value says "none" ("I have no dietary restrictions")."""
+    return isinstance(value, list) and not value
+
+
+def _ranked(text: str, value: Any, members: Sequence[Claim]) -> Ranked:
+    scores = sorted(c.score for c in members)  # summed in one order: arrival-independent
+    return Ranked(
+        canon=text,
+        value=value,
+        support=sum(scores),
+        claims=tuple(sorted(c.fact.id for c in members)),
+        best=scores[-1],
+        newest=max(c.fact.observed_at.timestamp() for c in members),
+    )
+
+
+def _order(r: Ranked) -> tuple[float, float, float, str]:
+    return (-round(r.support, 9), -round(r.best, 9), -r.newest, r.canon)
+
+
 def rank_values(claims: Sequence[Claim], multi: bool) -> list[Ranked]:
     """Values by support, best first; ties go to the strongest single claim, then the newest
-    claim, then the value's canonical text (never to arrival order)."""
+    claim, then the value's canonical text (never to arrival order).
+
+    For a multi-valued key each item is ranked on its own, and the claims saying "none" (an
+    empty list) form one more entry whose value is the empty list.
+    """
     groups: dict[str, tuple[Any, list[Claim]]] = {}
     for claim in claims:
         value = claim.fact.value
+        if multi and is_none(value):
+            groups.setdefault("\x00none", ([], []))[1].append(claim)
+            continue
         items = (value if isinstance(value, list) else [value]) if multi else [value]
         for item in items:
             groups.setdefault(canon(item), (item, []))[1].append(claim)
-    ranked = []
-    for text, (value, members) in groups.items():
-        scores = sorted(c.score for c in members)  # summed in one order: arrival-independent
-        ranked.append(
-            Ranked(
-                canon=text,
-                value=value,
-                support=sum(scores),
-                claims=tuple(sorted(c.fact.id for c in members)),
-                best=scores[-1],
-                newest=max(c.fact.observed_at.timestamp() for c in members),
-            )
-        )
-    return sorted(
-        ranked, key=lambda r: (-round(r.support, 9), -round(r.best, 9), -r.newest, r.canon)
-    )
+    ranked = [
+        _ranked(NONE if text == "\x00none" else text, value, members)
+        for text, (value, members) in groups.items()
+    ]
+    return sorted(ranked, key=_order)
+
+
+def rank_sides(claims: Sequence[Claim], multi: bool) -> list[Ranked]:
+    """The competing answers, best first: each value of a single-valued key; for a
+    multi-valued key "some" (the union of the asserted items, each claim counted once)
+    against "none" (the claims of an empty list), which is where a multi-valued key can
+    conflict at all."""
+    if not multi:
+        return rank_values(claims, multi)
+    none = [c for c in claims if is_none(c.fact.value)]
+    some = [c for c in claims if not is_none(c.fact.value)]
+    sides = [_ranked(NONE, [], none)] if none else []
+    if some:
+        items = {canon(i): i for c in some for i in _items(c.fact.value)}
+        union = [items[k] for k in sorted(items)]
+        sides.append(_ranked(canon(union), union, some))
+    return sorted(sides, key=_order)
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def review_claim(review: Review, spec: KeySpec) -> Claim:

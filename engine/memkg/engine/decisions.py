@@ -10,8 +10,10 @@ from typing import Any
 from memkg.engine.arbitration import ArbitrationLayer
 from memkg.engine.intent import IntentLayer, ReplayReport, RulesRefused
 from memkg.engine.intent_cases import run_rule_cases
+from memkg.errors import ValidationFailed
 from memkg.model.decision import Decision
 from memkg.rules.cases import CasesReport
+from memkg.validate.validator import DecisionEnvelope, envelope_report
 
 
 class DecisionLayer(ArbitrationLayer):
@@ -29,8 +31,18 @@ class DecisionLayer(ArbitrationLayer):
         self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
         *, decision: str | None = None,
     ) -> Decision:  # fmt: skip
-        """What the agent should do for the user now, with the reason; logged for replay."""
+        """What the agent should do for the user now, with the reason; logged for replay.
+
+        ``user_id``, ``domain`` and ``decision`` meet the envelope rules of a write (refused
+        with ``ValidationFailed``, nothing logged); a context the rules refuse makes an
+        ``invalid_input`` decision, logged in bounded form.
+        """
         self._check_args(user_id=user_id, domain=domain, context=context, decision=decision)
+        report = envelope_report(
+            DecisionEnvelope, {"user_id": user_id, "domain": domain, "decision": decision}
+        )
+        if not report.ok:
+            raise ValidationFailed(report)
         return self.intent.decide(user_id, domain, context, decision)
 
     def explain(self, decision_id: str, fmt: str = "text") -> str:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
+from memkg.arbitration.support import canon
 from memkg.engine.base import EngineBase
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory
@@ -117,7 +121,10 @@ class FactLayer(EngineBase):
             replaced, outdated_by = self._ordered_by_time(
                 fact, self._replaced_claims(memory, checked), checked
             )
-            events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
+            asserted: dict[str, Any] = {"fact": _dump(fact)}
+            if obs.idempotency_key is not None:
+                asserted["request"] = self._request_digest(obs)
+            events = [self._event(EventType.FACT_ASSERTED, fact, asserted)]
             for old, reason in replaced:
                 payload = {"fact_id": old.id, "by_fact_id": fact.id, "reason": reason.value}
                 events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
@@ -135,6 +142,8 @@ class FactLayer(EngineBase):
             )
             if appended.duplicate:
                 first = appended.events[0]
+                if first.payload.get("request", asserted["request"]) != asserted["request"]:
+                    raise ValidationFailed(_mismatch(obs.idempotency_key or ""))
                 return IngestResult(
                     fact_id=first.payload["fact"]["id"],
                     event_id=first.event_id,
@@ -153,20 +162,36 @@ class FactLayer(EngineBase):
                 superseded=tuple(old.id for old, _ in replaced),
             )
 
+    def _request_digest(self, obs: Observation) -> str:
+        """What a retry must repeat: the observation as sent, but its idempotency key, under
+        the user's salt (erasure destroys it, so the digest says nothing afterwards)."""
+        body = obs.model_dump(mode="json", exclude={"idempotency_key"})
+        text = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+        return hmac.new(self._salt(obs.user_id), text, hashlib.sha256).hexdigest()
+
     @staticmethod
     def _ordered_by_time(
         fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
     ) -> tuple[list[tuple[Fact, SupersedeReason]], Fact | None]:
         """Split replaced claims by observation time: a late-arriving older observation does
         not overwrite a newer one; it goes to history, superseded by the newest claim.
+        Claims that say they were observed at the same instant are ordered on their content
+        (``_content``), never on arrival, so the same writes in any order leave the same claim
+        standing; an observation that gives no time was observed as it arrived, so it is the
+        newest at that instant.
 
         A correction (``supersedes``) names its target and applies whatever the times.
         """
         if checked.observation.supersedes is not None:
             return claims, None
-        older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
-        newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
-        return older, max(newer, key=lambda c: (c.observed_at, c.id), default=None)
+        if checked.observation.observed_at is None:
+            older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
+            newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
+        else:
+            mine = _content(fact)
+            older = [(c, why) for c, why in claims if _content(c) <= mine]
+            newer = [c for c, _ in claims if _content(c) > mine]
+        return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
 
     def _after_store(self, user_id: str, checked: Checked) -> None:
         """Called once a new fact is stored (arbitration queues strong conflicts here)."""
@@ -234,10 +259,18 @@ class FactLayer(EngineBase):
         sweep = replace(checked, observation=obs.model_copy(update={**as_note, "change": True}))
         fact = self._new_fact(note)
         events = [self._event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
-        for old, _ in self._replaced_claims(memory, sweep):
+        replaced, outdated_by = self._ordered_by_time(
+            fact, self._replaced_claims(memory, sweep), sweep
+        )
+        for old, _ in replaced:
             payload = {"fact_id": old.id, "by_fact_id": fact.id,
                        "reason": SupersedeReason.TURN_INSTRUCTION.value}  # fmt: skip
             events.append(self._event(EventType.FACT_SUPERSEDED, old, payload))
+        if outdated_by is not None:
+            detail = f"observed before {outdated_by.id}, which already holds this slot"
+            payload = {"fact_id": fact.id, "by_fact_id": outdated_by.id,
+                       "reason": SupersedeReason.OUTDATED.value, "detail": detail}  # fmt: skip
+            events.append(self._event(EventType.FACT_SUPERSEDED, fact, payload))
         return events
 
     def _new_fact(self, checked: Checked) -> Fact:
@@ -413,6 +446,33 @@ class FactLayer(EngineBase):
             facts=sum(len(m.facts) for m in memories.values()),
             seconds=time.perf_counter() - start,
         )
+
+
+def _mismatch(key: str) -> ValidationReport:
+    return ValidationReport(
+        problems=(
+            Problem(
+                code="idempotency.mismatch",
+                path="$.idempotency_key",
+                message=f"idempotency key {key[:64]!r} was used for a different observation; "
+                "a retry must send the same body, a new observation needs a new key",
+                stage="envelope",
+            ),
+        )
+    )
+
+
+def _content(fact: Fact) -> tuple[datetime, bool, str, float, str, str]:
+    """The order of claims for one slot: observation time, then content (an explicit change,
+    the value, confidence, source, context), never the order they arrived in."""
+    return (
+        fact.observed_at,
+        fact.change,
+        canon(fact.value),
+        fact.confidence,
+        fact.source.value,
+        canon(fact.context),
+    )
 
 
 def _dump(fact: Fact) -> dict[str, Any]:

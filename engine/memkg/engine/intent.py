@@ -40,7 +40,7 @@ from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import RuleFolders, read_sources
 from memkg.rules.snapshot import DecisionInput, GraphView, build_input
 from memkg.rules.spec import RuleTable
-from memkg.rules.validation import request_problems
+from memkg.rules.validation import bounded_context, request_problems
 
 __all__ = ["IntentLayer", "ReplayReport", "Rules", "RulesRefused", "compile_rules", "graph_view"]
 
@@ -112,7 +112,7 @@ class IntentLayer:
                 self.rules,
                 user_id,
                 domain,
-                dict(context or {}),
+                bounded_context(context or {}),
                 decision,
                 graph,
                 max(head, graph.seq),

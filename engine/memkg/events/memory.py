@@ -45,10 +45,13 @@ def removal_digest(event_ids: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def purge_counts(removed: Iterable[tuple[int, str]]) -> ErasureCounts:
-    """What ``purge_facts`` reports for the removed ``(seq, event_id)`` rows, in any order."""
+def purge_counts(removed: Iterable[tuple[int, str]], keys: int = 0) -> ErasureCounts:
+    """What ``purge_facts`` reports for the removed ``(seq, event_id)`` rows, in any order,
+    and the idempotency keys that went with them."""
     ids = [event_id for _, event_id in sorted(removed)]
-    return ErasureCounts(events=len(ids), salts=0, idempotency_keys=0, digest=removal_digest(ids))
+    return ErasureCounts(
+        events=len(ids), salts=0, idempotency_keys=keys, digest=removal_digest(ids)
+    )
 
 
 def subject_digest(secret: bytes, user_id: str) -> str:
@@ -142,7 +145,9 @@ class MemoryEventStore:
             if idempotency_key is not None and (user_id, idempotency_key) in self._keys:
                 first, last = self._keys[user_id, idempotency_key]
                 stored = [e for e in self._slice(first, last) if e.user_id == user_id]
-                return AppendResult(events=tuple(stored), duplicate=True)
+                if stored and stored[0].seq == first:
+                    return AppendResult(events=tuple(stored), duplicate=True)
+                del self._keys[user_id, idempotency_key]  # its write was purged: store anew
             version = self._versions.get(user_id, 0)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
@@ -207,8 +212,14 @@ class MemoryEventStore:
     def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
         wanted = set(fact_ids)
         with self._lock:
+            firsts = {e.seq for e in self._streams.get(user_id, []) if e.fact_id in wanted}
             removed = self._remove(lambda e: e.user_id == user_id and e.fact_id in wanted)
-        return purge_counts(enumerate(removed))
+            keys = [
+                k for k, (first, _) in self._keys.items() if k[0] == user_id and first in firsts
+            ]
+            for k in keys:
+                del self._keys[k]
+        return purge_counts(enumerate(removed), len(keys))
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         with self._lock:

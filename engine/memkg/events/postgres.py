@@ -115,12 +115,18 @@ class PostgresEventStore(PgAdapter):
                     (user_id, idempotency_key),
                 ).fetchone()
                 if seen is not None:
-                    stored = db.execute(
+                    found = db.execute(
                         f"SELECT {_COLUMNS} FROM {s}.events"
                         " WHERE user_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
                         (user_id, *seen),
+                    ).fetchall()
+                    if found and found[0][0] == seen[0]:
+                        return AppendResult(events=tuple(map(_event, found)), duplicate=True)
+                    # the write it stood for was purged: the key is free again
+                    db.execute(
+                        f"DELETE FROM {s}.idempotency WHERE user_id = %s AND key = %s",
+                        (user_id, idempotency_key),
                     )
-                    return AppendResult(events=tuple(map(_event, stored)), duplicate=True)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
@@ -202,7 +208,11 @@ class PostgresEventStore(PgAdapter):
                 " RETURNING seq, event_id",
                 (user_id, list(fact_ids)),
             ).fetchall()
-        return purge_counts(removed)
+            keys = db.execute(  # a key goes with the write it stood for
+                f"DELETE FROM {self._s}.idempotency WHERE user_id = %s AND first_seq = ANY(%s)",
+                (user_id, [r[0] for r in removed]),
+            ).rowcount
+        return purge_counts(removed, keys)
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         s = self._s

@@ -137,12 +137,18 @@ class SqliteEventStore:
                     (user_id, idempotency_key),
                 ).fetchone()
                 if seen is not None:
-                    stored = db.execute(
+                    found = db.execute(
                         f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq BETWEEN ? AND ?"
                         " ORDER BY seq",
                         (user_id, *seen),
+                    ).fetchall()
+                    if found and found[0][0] == seen[0]:
+                        return AppendResult(events=tuple(map(_event, found)), duplicate=True)
+                    # the write it stood for was purged: the key is free again
+                    db.execute(
+                        "DELETE FROM idempotency WHERE user_id = ? AND key = ?",
+                        (user_id, idempotency_key),
                     )
-                    return AppendResult(events=tuple(map(_event, stored)), duplicate=True)
             version = _scalar(db, _STREAM_VERSION.format(table="streams"), user_id)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
@@ -214,14 +220,19 @@ class SqliteEventStore:
 
     def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
         removed: list[tuple[int, str]] = []
+        keys = 0
         with self._write() as db:
             for fact_id in dict.fromkeys(fact_ids):
                 where, key = "WHERE user_id = ? AND fact_id = ?", (user_id, fact_id)
                 removed += db.execute(f"SELECT seq, event_id FROM events {where}", key)
                 db.execute(f"DELETE FROM events {where}", key)
+            for seq, _ in removed:  # a key goes with the write it stood for
+                keys += db.execute(
+                    "DELETE FROM idempotency WHERE user_id = ? AND first_seq = ?", (user_id, seq)
+                ).rowcount
         if removed:  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
             self._compact()
-        return purge_counts(removed)
+        return purge_counts(removed, keys)
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
         with self._write() as db:

@@ -8,7 +8,9 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
    when it is stale the call raises ``ConcurrencyConflict`` and stores nothing.
    ``None`` skips the check (for system writers that do not read first).
 3. An ``idempotency_key`` already used in the stream returns the events stored the first
-   time, with ``duplicate=True``, and stores nothing.
+   time, with ``duplicate=True``, and stores nothing (whether the body matches is the
+   caller's to check: the first event carries what it needs). ``purge_facts`` removes the
+   keys whose first event it removes, so a retry of a purged write stores it anew.
 4. ``erase_subject`` removes every row about the user (events, salts, idempotency keys) so
    that no byte of it remains in the store's files, and records only an anonymous tombstone.
 5. Inside ``with store.batch():`` appends share one durable commit (bulk ingest pays one
@@ -87,7 +89,8 @@ class EventStore(Protocol):
         ...
 
     def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
-        """Physically remove every event about these facts (erasure by audit id)."""
+        """Physically remove every event about these facts (erasure by audit id), and the
+        idempotency keys of the writes they began."""
         ...
 
     def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts: ...

@@ -85,7 +85,7 @@ def build_explanation(
         policy=arbitration.policy.describe() if arbitration else "",
         decided_at=decided_at,
         local_time=context.get("local_time"),
-        timezone=context.get("timezone"),
+        timezone=zone if isinstance(zone := context.get("timezone"), str) else None,
         context=shown,
         selected=selected,
         default=default,

@@ -58,7 +58,11 @@ def erase_audit_id(store: EventStore, audit_log_id: str, clock: Clock) -> list[E
                 user_id=user_id,
                 scope=f"audit:{audit_log_id}",
                 at=clock.now(),
-                removed={"events": counts.events, "facts": len(fact_ids)},
+                removed={
+                    "events": counts.events,
+                    "facts": len(fact_ids),
+                    "idempotency_keys": counts.idempotency_keys,
+                },
                 digest=counts.digest,
                 files=tuple(str(path) for path in store.files()),
             )

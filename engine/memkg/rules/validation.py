@@ -1,17 +1,64 @@
-"""Is a decision request well formed? Problems here make the decision ``invalid_input``."""
+"""Is a decision request well formed? Problems here make the decision ``invalid_input``.
+
+Such a request is still logged, so its context is first put in bounded form
+(``bounded_context``): a value over ``MAX_VALUE_BYTES`` of JSON becomes a ``{"bytes",
+"sha256"}`` marker and a name that no domain could declare becomes a digest of itself.
+Both are problems of their own, so the bounded request is refused the same way on replay.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import orjson
 from jsonschema import Draft202012Validator
 
 from memkg.rules.spec import RuleBundle, RuleTable
 
 DERIVED = ("local_time", "weekday", "today", "local_minutes")
 """Context fields memkg computes from the clock; a request may not set them."""
+
+MAX_VALUE_BYTES = 1024
+"""The largest context value (as JSON) a decision request keeps as sent."""
+MAX_FIELDS = 32
+"""The most context fields a decision request keeps as sent."""
+_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_MARKER = frozenset({"bytes", "sha256"})
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _oversized(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == _MARKER and value.get("bytes", 0) > 0
+
+
+def bounded_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The context as a decision log may keep it: every value at most ``MAX_VALUE_BYTES`` of
+    JSON (larger ones become ``{"bytes": n, "sha256": hex}``), every name one a domain could
+    declare (others become ``field_<sha256 prefix>``), at most ``MAX_FIELDS`` fields.
+
+    >>> bounded_context({"trip_type": "leisure", "note": "x" * 2000})["note"]["bytes"]
+    2002
+    """
+    found: dict[str, Any] = {}
+    for name, value in context.items():
+        if len(found) >= MAX_FIELDS:
+            found["omitted_fields"] = {"bytes": len(context) - MAX_FIELDS, "sha256": "0" * 64}
+            break
+        text = str(name)
+        if not _NAME.fullmatch(text):
+            text = "field_" + _digest(text.encode("utf-8", "replace"))[:16]
+        data = orjson.dumps(value, default=str)
+        found[text] = value if len(data) <= MAX_VALUE_BYTES else {
+            "bytes": len(data), "sha256": _digest(data)
+        }  # fmt: skip
+    return found
 
 
 def request_problems(
@@ -30,13 +77,18 @@ def request_problems(
         return [f"domain {domain!r} has {which}; decisions: {names}"]
     problems = []
     for name, value in sorted(context.items()):
-        if name in DERIVED:
+        if _oversized(value):
+            problems.append(
+                f"context.{name} is {value['bytes']} bytes of JSON, over the "
+                f"{MAX_VALUE_BYTES}-byte bound for a context value"
+            )
+        elif name in DERIVED:
             problems.append(f"context.{name} is computed from the clock; do not send it")
         elif name == "timezone":
             try:
                 ZoneInfo(str(value))
             except (ZoneInfoNotFoundError, ValueError):
-                problems.append(f"context.timezone {value!r} is not an IANA time zone")
+                problems.append(f"context.timezone {str(value)[:64]!r} is not an IANA time zone")
         elif name not in spec.context:
             problems.append(
                 f"context.{name} is not declared for domain {domain}; "
@@ -44,5 +96,5 @@ def request_problems(
             )
         else:
             for error in Draft202012Validator(spec.context[name]).iter_errors(value):
-                problems.append(f"context.{name}: {error.message}")
+                problems.append(f"context.{name}: {error.message[:300]}")
     return problems

@@ -19,12 +19,12 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.config import Limits
-from memkg.model.fact import Kind, Observation, Sensitivity
+from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
@@ -76,6 +76,25 @@ def _envelope_problems(error: ValidationError) -> list[Problem]:
             )
         problems.append(Problem(code=code, path=f"${loc}", message=item["msg"], stage="envelope"))
     return problems
+
+
+class DecisionEnvelope(BaseModel):
+    """Who and what a decision request is about: the same rules as an observation's envelope."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_id: Identifier
+    domain: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+    decision: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")] | None = None
+
+
+def envelope_report(model: type[BaseModel], fields: Mapping[str, Any]) -> ValidationReport:
+    """The envelope problems of ``fields`` for ``model`` (none: an empty report)."""
+    try:
+        model.model_validate(dict(fields))
+    except ValidationError as error:
+        return ValidationReport(problems=tuple(_envelope_problems(error)))
+    return ValidationReport()
 
 
 def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:

@@ -1,8 +1,10 @@
-"""Every text detector runs in linear time: adversarial 64 KB strings scan in well under a second.
+"""Every text detector runs in linear time on adversarial strings.
 
-A quadratic pattern takes tens of seconds on these (a single 100 KB run of letters took the old
-e-mail pattern 21 s). The bound is generous so that a loaded machine does not fail the test;
-it guards against quadratic behaviour, not for speed.
+Linear time is a property of growth, so the tests compare sizes, never a clock bound: an input
+sixteen times longer must take well under 16² = 256 times as long (a single 100 KB run of
+letters took an old quadratic e-mail pattern 21 s). Each size is timed three times and the
+fastest run counts, and a ratio over the bound is measured up to twice more before it fails:
+a loaded machine's pauses stay out of the ratio, a quadratic pattern fails every time.
 """
 
 from __future__ import annotations
@@ -17,47 +19,52 @@ from memkg.lifecycle.screen import _DIRECTIVE, _SPECULATION, _TOOL_MARKERS, note
 from memkg.validate.guards import _INSTRUCTION, text_problems
 from memkg.validate.pii import _DETECTORS, scan
 
-SIZE = 64 * 1024
-BOUND = 0.5
+SIZE = 32 * 1024
+SMALL = SIZE // 16
+GROWTH = 64.0
+"""Time(SIZE) / Time(SIZE / 16) stays under this: linear is about 16, quadratic about 256."""
+FLOOR = 1e-3
+"""Seconds: the small input's time is taken as at least this, so that scans too fast to time
+(a pattern that rejects at once) do not make a ratio out of clock noise."""
 
 
-def _repeat(unit: str, prefix: str = "", tail: str = "!") -> str:
-    body = unit * ((SIZE - len(prefix) - len(tail)) // len(unit))
+def _repeat(unit: str, prefix: str = "", tail: str = "!", size: int = SIZE) -> str:
+    body = unit * ((size - len(prefix) - len(tail)) // len(unit))
     return prefix + body + tail
 
 
-ADVERSARIAL = {
-    "letters": _repeat("a"),
-    "digits": _repeat("1"),
-    "dots": _repeat("."),
-    "letter-dot": _repeat("a."),
-    "letter-at": _repeat("a@"),
-    "at-letter": _repeat("@a"),
-    "letter-dash": _repeat("a-", prefix="a@"),
-    "domain-dots": _repeat("a.", prefix="a@", tail="1"),
-    "e-mails": _repeat("a@b.cc "),
-    "space-digit": _repeat("1 "),
-    "dash-digit": _repeat("1-"),
-    "digit-dot": _repeat("1."),
-    "spaces": _repeat(" "),
-    "newlines": _repeat("\n"),
-    "newline-space": _repeat("\n "),
-    "plus-digits": _repeat(" +" + "1" * 22),
-    "plus-groups": _repeat(" (1)", prefix="+1"),
-    "jwt-heads": _repeat("eyJ-"),
-    "jwt-body": _repeat("a", prefix="eyJ"),
-    "keyword-spaces": _repeat(" ", prefix="secret"),
-    "keywords": _repeat("secret "),
-    "api-key": _repeat("a", prefix="api_key "),
-    "password-spaces": _repeat(" ", prefix="password is"),
-    "pem": _repeat("A ", prefix="-----BEGIN "),
-    "tag-spaces": _repeat(" ", prefix="<"),
-    "instruction": _repeat("ignore all "),
-    "speculation": _repeat("might a "),
-    "tell-spaces": _repeat(" ", prefix="tell"),
-    "line-starts": _repeat("\nalways "),
-    "directive": _repeat("reveal system "),
-    "invisible": _repeat("1\u200b"),
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "letters": lambda n: _repeat("a", size=n),
+    "digits": lambda n: _repeat("1", size=n),
+    "dots": lambda n: _repeat(".", size=n),
+    "letter-dot": lambda n: _repeat("a.", size=n),
+    "letter-at": lambda n: _repeat("a@", size=n),
+    "at-letter": lambda n: _repeat("@a", size=n),
+    "letter-dash": lambda n: _repeat("a-", prefix="a@", size=n),
+    "domain-dots": lambda n: _repeat("a.", prefix="a@", tail="1", size=n),
+    "e-mails": lambda n: _repeat("a@b.cc ", size=n),
+    "space-digit": lambda n: _repeat("1 ", size=n),
+    "dash-digit": lambda n: _repeat("1-", size=n),
+    "digit-dot": lambda n: _repeat("1.", size=n),
+    "spaces": lambda n: _repeat(" ", size=n),
+    "newlines": lambda n: _repeat("\n", size=n),
+    "newline-space": lambda n: _repeat("\n ", size=n),
+    "plus-digits": lambda n: _repeat(" +" + "1" * 22, size=n),
+    "plus-groups": lambda n: _repeat(" (1)", prefix="+1", size=n),
+    "jwt-heads": lambda n: _repeat("eyJ-", size=n),
+    "jwt-body": lambda n: _repeat("a", prefix="eyJ", size=n),
+    "keyword-spaces": lambda n: _repeat(" ", prefix="secret", size=n),
+    "keywords": lambda n: _repeat("secret ", size=n),
+    "api-key": lambda n: _repeat("a", prefix="api_key ", size=n),
+    "password-spaces": lambda n: _repeat(" ", prefix="password is", size=n),
+    "pem": lambda n: _repeat("A ", prefix="-----BEGIN ", size=n),
+    "tag-spaces": lambda n: _repeat(" ", prefix="<", size=n),
+    "instruction": lambda n: _repeat("ignore all ", size=n),
+    "speculation": lambda n: _repeat("might a ", size=n),
+    "tell-spaces": lambda n: _repeat(" ", prefix="tell", size=n),
+    "line-starts": lambda n: _repeat("\nalways ", size=n),
+    "directive": lambda n: _repeat("reveal system ", size=n),
+    "invisible": lambda n: _repeat("1\u200b", size=n),
 }
 
 Pattern = tuple[str, re.Pattern[str]]
@@ -70,31 +77,61 @@ PATTERNS: list[Pattern] = [(code, pattern) for code, _, pattern, _ in _DETECTORS
 
 
 def _seconds(work: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    work()
-    return time.perf_counter() - start
+    """The fastest of three runs."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _growth(work: Callable[[str], object], small: str, large: str) -> float:
+    """How much longer ``work`` takes on ``large`` than on ``small`` (measured again when
+    over the bound: a pause of the machine does not repeat, a steep pattern does)."""
+
+    def ratio() -> float:
+        return _seconds(lambda: work(large)) / max(_seconds(lambda: work(small)), FLOOR)
+
+    best = ratio()
+    for _ in range(2):
+        if best <= GROWTH:
+            break
+        best = min(best, ratio())
+    return best
+
+
+def _texts(name: str) -> tuple[str, str]:
+    return ADVERSARIAL[name](SMALL), ADVERSARIAL[name](SIZE)
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_every_pattern_is_linear(name: str) -> None:
-    text = ADVERSARIAL[name]
-    slow = {}
+    small, large = _texts(name)
+    steep = {}
     for code, pattern in PATTERNS:
-        elapsed = _seconds(lambda pattern=pattern: list(pattern.finditer(text)))
-        if elapsed > BOUND:
-            slow[code] = round(elapsed, 2)
-    assert slow == {}
+        ratio = _growth(lambda text, p=pattern: list(p.finditer(text)), small, large)
+        if ratio > GROWTH:
+            steep[code] = round(ratio, 1)
+    assert steep == {}
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_the_guards_are_linear(name: str) -> None:
-    text = ADVERSARIAL[name]
-    assert _seconds(lambda: scan(text)) < BOUND
-    assert _seconds(lambda: text_problems({"note": text}, ())) < 2 * BOUND
-    assert _seconds(lambda: note_problems(text, SIZE)) < 2 * BOUND
+    small, large = _texts(name)
+    assert _growth(scan, small, large) < GROWTH
+    assert _growth(lambda text: text_problems({"note": text}, ()), small, large) < GROWTH
+    assert _growth(lambda text: note_problems(text, SIZE), small, large) < GROWTH
 
 
 def test_many_findings_do_not_make_the_scan_quadratic() -> None:
-    text = "li@example.com " * 4_000
-    assert _seconds(lambda: scan(text)) < BOUND
-    assert len(scan(text)) == 4_000
+    small, large = "li@example.com " * 250, "li@example.com " * 4_000
+    assert _growth(scan, small, large) < GROWTH
+    assert len(scan(large)) == 4_000
+
+
+def test_the_ratio_catches_a_quadratic_pattern() -> None:
+    """The measure itself: a pattern that backtracks quadratically fails it."""
+    quadratic = re.compile(r"a*b")
+    small, large = "a" * 1_000, "a" * 16_000
+    assert _growth(lambda text: quadratic.search(text), small, large) > GROWTH

@@ -1,0 +1,60 @@
+"""A decision request meets the same envelope rules as a write, and a refused one is logged
+in bounded form."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memkg import Engine, ValidationFailed
+
+
+@pytest.mark.parametrize(
+    ("user_id", "code"),
+    [
+        ("", "envelope.pattern"),
+        ("u" * 10_000, "envelope.pattern"),
+        ("a\x00b", "envelope.pattern"),
+        ("a\u202eb", "envelope.pattern"),
+    ],
+)
+def test_decide_refuses_user_ids_ingest_refuses(engine: Engine, user_id: str, code: str) -> None:
+    with pytest.raises(ValidationFailed) as ingest_refused:
+        engine.ingest({"user_id": user_id, "domain": "travel", "key": "seat.preference",
+                       "value": "aisle", "source": "dialogue"})  # fmt: skip
+    with pytest.raises(ValidationFailed) as refused:
+        engine.decide(user_id, "travel", {"trip_type": "leisure"})
+    assert refused.value.report.codes == ingest_refused.value.report.codes == [code]
+    assert refused.value.report.problems[0].path == "$.user_id"
+    assert engine.decision_log.for_user(user_id) == []
+
+
+def test_malformed_domain_and_decision_names_are_refused(engine: Engine) -> None:
+    with pytest.raises(ValidationFailed) as refused:
+        engine.decide("u1", "t" * 5_000)
+    assert refused.value.report.problems[0].path == "$.domain"
+    with pytest.raises(ValidationFailed) as refused:
+        engine.decide("u1", "travel", decision="Offers!" * 1_000)
+    assert refused.value.report.problems[0].path == "$.decision"
+
+
+def test_a_refused_request_is_logged_in_bounded_form(engine: Engine) -> None:
+    huge = "x" * 900_000
+    decision = engine.decide("u1", "travel", {"trip_type": "leisure", "note": huge,
+                                              "y" * 5_000: 1})  # fmt: skip
+    assert decision.result.status.value == "invalid_input"
+    logged = engine.decision_log.get(decision.decision_id)
+    size = len(json.dumps(logged.model_dump(mode="json")))
+    assert size < 20_000, size
+    note = logged.request.context["note"]
+    assert note["bytes"] == 900_002 and len(note["sha256"]) == 64
+    assert logged.request.context["trip_type"] == "leisure"
+    assert any("note" in p and "bytes" in p for p in logged.problems)
+    assert engine.replay(decision.decision_id).reproduced
+
+
+def test_an_oversized_timezone_is_bounded_too(engine: Engine) -> None:
+    decision = engine.decide("u1", "travel", {"timezone": "Z" * 100_000})
+    size = len(json.dumps(engine.decision_log.get(decision.decision_id).model_dump(mode="json")))
+    assert decision.result.status.value == "invalid_input" and size < 20_000, size
