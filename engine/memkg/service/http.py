@@ -46,7 +46,7 @@ from memkg.errors import (
     Unauthenticated,
     ValidationFailed,
 )
-from memkg.service import docs
+from memkg.service import docs, inspect
 from memkg.service.auth import Authenticator, RateLimiter
 from memkg.service.gate import Gate
 from memkg.service.metrics import CONTENT_TYPE, Metrics
@@ -225,7 +225,7 @@ def create_app(
     metrics = Metrics(lambda: float(len(gate(engine.review_queue))))
     auth = Authenticator(keyring, limiter or RateLimiter(settings.rate_limit))
     routes = Routes(gate, body, keyring, lambda: readiness(gate))
-    operations = list(routes)
+    operations = [*routes, *inspect.operations(gate)]
     dispatch = Dispatcher(gate, body, auth, keyring, metrics)
     spec = document(operations)
 
@@ -246,6 +246,7 @@ def create_app(
         Route("/docs", docs.page, methods=["GET"]),
         Route("/docs/{asset}", docs.asset, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *inspect.routes(),
     ]
 
     def allowed(path: str) -> list[str]:

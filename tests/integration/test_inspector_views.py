@@ -1,0 +1,91 @@
+"""The inspector without a browser: its weights API, its views' access and escaping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("jinja2")
+
+from memkg import Engine, FrozenClock
+from memkg.config import EngineConfig
+from support.inspector import NIGHT, seed
+from support.service import client, keyed_app, token
+
+
+@pytest.fixture(scope="module")
+def served() -> dict[str, Any]:
+    clock = FrozenClock(NIGHT)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    decision = seed(engine, clock, "mei")
+    app, keyring = keyed_app(engine)
+    return {"engine": engine, "app": app, "keyring": keyring, "decision": decision,
+            "admin": client(app, token(keyring))}  # fmt: skip
+
+
+def test_the_weight_series_shows_signals_rejection_and_decay(served: dict[str, Any]) -> None:
+    answer = served["admin"].get("/v1/users/mei/weights/medical.conditions",
+                                 params={"domain": "health", "samples": 30})  # fmt: skip
+    assert answer.status_code == 200
+    series = answer.json()
+    [line] = series["lines"]
+    assert line["target"] == "condition:asthma"
+    kinds = [m["kind"] for m in series["marks"]]
+    assert kinds == ["written", "mention", "rejected", "mention"]
+    weight = {p["at"]: p["weight"] for p in line["points"]}
+    rejected = series["marks"][2]["at"]
+    [before] = [w for at, w in weight.items() if at < rejected][-1:]
+    assert weight[rejected] == pytest.approx(before * 0.5, rel=0.01)  # rejection halves it
+    quiet = [w for at, w in sorted(weight.items())
+             if series["marks"][2]["at"] < at < series["marks"][3]["at"]]  # fmt: skip
+    assert quiet == sorted(quiet, reverse=True) and quiet[0] > quiet[-1]  # decays meanwhile
+    now = served["engine"].edges("mei", "health", "medical.conditions")[0].weight
+    assert line["points"][-1]["weight"] == pytest.approx(now, abs=1e-6)
+    assert len(line["points"]) >= 30
+
+
+def test_the_weights_need_read_on_the_domain(served: dict[str, Any]) -> None:
+    app, keyring = served["app"], served["keyring"]
+    travel = client(app, token(keyring, ("read",), ("travel",)))
+    refused = travel.get("/v1/users/mei/weights/medical.conditions", params={"domain": "health"})
+    assert refused.status_code == 403
+    assert client(app, None).get("/v1/users/mei/weights/timezone").status_code == 401
+    unknown = served["admin"].get("/v1/users/mei/weights/timezone", params={"domain": "nope"})
+    assert unknown.status_code == 404 and unknown.json()["error"] == "domain.unknown"
+    paths = served["admin"].get("/openapi.json").json()["paths"]
+    assert paths["/v1/users/{user}/weights/{key}"]["get"]["x-memkg-scope"] == "read"
+
+
+def test_views_read_as_the_caller(served: dict[str, Any]) -> None:
+    app, keyring = served["app"], served["keyring"]
+    page = client(app, None).get("/inspect/")
+    assert page.status_code == 200
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "set-cookie" not in page.headers
+    anonymous = client(app, None).get("/inspect/views/memory", params={"user": "mei"})
+    assert anonymous.status_code == 401
+    travel = client(app, token(keyring, ("read",), ("travel",)))
+    memory = travel.get("/inspect/views/memory", params={"user": "mei"}).text
+    assert "child.age" not in memory and "No facts held" in memory  # health is not its domain
+    reviews = travel.get("/inspect/views/reviews").text
+    assert 'data-error="access.scope"' in reviews and 'data-action="resolve"' not in reviews
+    admin = served["admin"].get("/inspect/views/memory", params={"user": "mei"}).text
+    assert 'data-key="child.age"' in admin and "Which is right?" in admin
+    before = len(keyring.audit(limit=1000))
+    served["admin"].get("/inspect/views/history",
+                        params={"user": "mei", "domain": "health", "key": "timezone"})  # fmt: skip
+    records = keyring.audit(limit=1000)  # newest first
+    assert {r.action for r in records[: len(records) - before]} == {"history", "weights"}
+    assert served["admin"].get("/inspect/views/nothing").status_code == 404
+    assert served["admin"].get("/inspect/views/history", params={"user": "mei"}).status_code == 400
+    assert served["admin"].get("/inspect/static/../http.py").status_code == 404
+
+
+def test_views_escape_what_memory_holds(served: dict[str, Any]) -> None:
+    hostile = '<img src=x onerror="alert(1)">'
+    body = served["admin"].get("/inspect/views/memory", params={"user": hostile}).text
+    assert hostile not in body and "&lt;img src=x onerror=" in body
+    explained = served["admin"].get("/inspect/views/decision", params={"id": hostile}).text
+    assert hostile not in explained and "decision.not_found" in explained
