@@ -49,6 +49,22 @@ def test_decide_explain_replay_decisions(tmp_path: Path) -> None:
     assert code == 3 and json.loads(out)["status"] == "invalid_input"
 
 
+def test_decide_takes_the_session_and_turn(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    obs = tmp_path / "obs.jsonl"
+    seat = {"user_id": "li", "domain": "travel", "key": "seat.preference", "source": "dialogue"}
+    lines = [{**seat, "value": "aisle"},
+             {**seat, "value": "window", "scope": "turn", "session_id": "s9",
+              "provenance": {"source_ref": "t3"}}]  # fmt: skip
+    obs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run(db, "ingest", str(obs))[0] == 0
+    offers = ("decide", "li", "--domain", "travel", "--decision", "offers")
+    _, out = run(db, *offers, "--session", "s9", "--turn", "t3")
+    assert "offer_window_seat" in out
+    _, out = run(db, *offers)
+    assert "offer_window_seat" not in out
+
+
 def test_rules_lint_and_test(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     code, out = run(db, "rules", "lint")

@@ -124,6 +124,16 @@ def test_erasure_returns_the_receipt(client: TestClient) -> None:
     assert client.get("/v1/users/u1/facts").json()["facts"] == []
 
 
+def test_decide_takes_the_session_and_turn(client: TestClient) -> None:
+    seat = obs(user_id="li", key="seat.preference", value="window", scope="session",
+               session_id="s9")  # fmt: skip
+    assert client.post("/v1/observations", json=seat).status_code == 201
+    body = {"domain": "travel", "decision": "offers"}
+    inside = client.post("/v1/users/li/decisions", json={**body, "session_id": "s9"}).json()
+    outside = client.post("/v1/users/li/decisions", json=body).json()
+    assert "offer_window_seat" in str(inside) and "offer_window_seat" not in str(outside)
+
+
 def test_decide_explain_replay(client: TestClient) -> None:
     client.post("/v1/observations", json=AVOIDS_MU)
     made = client.post("/v1/users/li/decisions",

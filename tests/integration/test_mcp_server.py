@@ -74,6 +74,10 @@ async def agent_session(db: Path) -> None:
 
         made = await session.call_tool("decide", {"domain": "travel"})
         assert made.structured_content is not None
+        scoped = await session.call_tool(
+            "decide", {"domain": "travel", "session_id": "s1", "turn": "t1"}
+        )
+        assert not scoped.is_error and scoped.structured_content is not None
         decision_id = made.structured_content["decision_id"]
         why = await session.call_tool("explain_decision", {"decision_id": decision_id})
         [block] = why.content

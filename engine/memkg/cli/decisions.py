@@ -51,7 +51,8 @@ def cmd_decide(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
         raise MemkgError(f"--context is not JSON: {exc}", code="usage") from exc
     if not isinstance(context, dict):
         raise MemkgError("--context must be a JSON object", code="usage")
-    decision = engine.decide(args.user, args.domain, context, decision=args.decision)
+    decision = engine.decide(args.user, args.domain, context, decision=args.decision,
+                             session_id=args.session, turn=args.turn)  # fmt: skip
     emit(out, summary(decision))
     return EXIT_REFUSED if decision.status is DecisionStatus.INVALID_INPUT else EXIT_OK
 
@@ -155,6 +156,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--domain", required=True)
     p.add_argument("--decision", help="rule table of the domain (default: the domain's default)")
     p.add_argument("--context", help='request context as JSON, e.g. \'{"symptom": "fever"}\'')
+    p.add_argument("--session", help="the session the decision is made in: its notes count")
+    p.add_argument("--turn", help="this turn's source_ref: its instruction counts")
     p.set_defaults(run=cmd_decide)
 
     p = sub.add_parser("explain", help="the explanation of a logged decision")

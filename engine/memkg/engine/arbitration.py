@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -33,6 +34,7 @@ from memkg.graph.projection import UserGraph
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus, Scope, Source
+from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.weight import Signal
 from memkg.validate.guards import hash_pii
@@ -78,12 +80,24 @@ class ArbitrationLayer(GraphLayer):
         spec = self._key_spec(domain, key)
         with self._lock:
             graph = self._graphs.get(user_id)
-            resolution = self.reader.resolve_key(
-                graph.memory.of_key(domain, key), self._edge_signals(graph),
-                self._reviews(user_id, graph.seq), spec, self.clock.now(), user_id=user_id,
+            resolution = self._resolution(
+                graph, self._reviews(user_id, graph.seq), spec, self.clock.now(),
                 session_id=session_id, turn=turn, context=context, language=language,
             )  # fmt: skip
             return self._queue_frozen(resolution)
+
+    def _resolution(
+        self, graph: UserGraph, reviews: Sequence[Review], spec: KeySpec, now: datetime, *,
+        session_id: str | None, turn: str | None, context: Mapping[str, Any] | None,
+        language: str | None = None,
+    ) -> Resolution:  # fmt: skip
+        """One key slot of one user, resolved: what ``resolve`` answers and what a decision
+        uses for the key (one function, so the two cannot disagree)."""
+        return self.reader.resolve_key(
+            graph.memory.of_key(spec.domain, spec.key), self._edge_signals(graph), reviews, spec,
+            now, user_id=graph.user_id, session_id=session_id, turn=turn, context=context,
+            language=language,
+        )  # fmt: skip
 
     def resolved_facts(
         self, user_id: str, domain: str, *, session_id: str | None = None,

@@ -9,11 +9,13 @@ and the claims that lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memkg.arbitration import Outcome, Resolution, Standing
+from memkg.arbitration import Outcome, Resolution, Standing, Step
+from memkg.arbitration.review import Review
+from memkg.arbitration.support import review_claim
 from memkg.events.projection import UserMemory
 from memkg.graph import queries
 from memkg.graph.claims import EntityKeys
@@ -23,6 +25,7 @@ from memkg.graph.view import user_node, weighted_view
 from memkg.model.evidence import Edge, GraphPath, WeightFactor
 from memkg.model.explanation import MemoryClaimNode, MemoryNode
 from memkg.model.fact import Fact
+from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Weight, WeightParams
 from memkg.rules.snapshot import KeyVerdict
 
@@ -139,17 +142,51 @@ def fixture_graph(
 
 
 def verdicts(resolutions: Sequence[Resolution]) -> dict[str, KeyVerdict]:
-    """Key → what arbitration said; a key with several context slots is frozen if any is."""
+    """Key → what arbitration said: frozen, the claims that lost, the claims that hold.
+
+    One resolution per key (the request's slot). Facts of the key that took no part in it
+    (a turn or session claim outside its turn or session, another context slot) are held to
+    be out of scope.
+    """
     found: dict[str, KeyVerdict] = {}
     for r in resolutions:
         lost = {c.fact_id: c.reason for c in r.claims if c.standing is Standing.LOST}
         frozen = r.outcome is Outcome.FROZEN
-        old = found.get(r.key, KeyVerdict())
+        held = frozenset(c.fact_id for c in r.claims if c.standing is Standing.WON)
         found[r.key] = KeyVerdict(
-            frozen=old.frozen or frozen,
-            lost={**old.lost, **lost},
-            detail=r.reason if frozen else old.detail,
+            frozen=frozen,
+            lost=lost,
+            detail=r.reason if frozen else "",
+            held=frozenset() if frozen else held,
+            scope=_scope(r),
         )
+    return found
+
+
+def _scope(r: Resolution) -> str:
+    where = ", ".join(f"{k}={v}" for k, v in sorted(r.context.items()))
+    slot = f"the {where} slot" if where else "the general slot"
+    return f"takes no part in {slot} for this session and turn (scope or context)"
+
+
+def reviewed_facts(
+    resolutions: Sequence[Resolution],
+    reviews: Sequence[Review],
+    spec: Callable[[str, str], KeySpec | None],
+) -> list[Fact]:
+    """The reviewer's value, as a fact, where it is what holds for a key (a review settles a
+    key with a value no stored claim may carry)."""
+    by_id = {r.review_id: r for r in reviews}
+    found = []
+    for r in resolutions:
+        review = by_id.get(r.review_id or "")
+        key_spec = spec(r.domain, r.key)
+        if review is None or key_spec is None or r.outcome is Outcome.FROZEN:
+            continue
+        claim = review_claim(review, key_spec)
+        won = {c.fact_id for c in r.claims if c.standing is Standing.WON}
+        if claim.fact.id in won or (r.step is Step.REVIEW_RESOLUTION and r.value is not None):
+            found.append(claim.fact)
     return found
 
 

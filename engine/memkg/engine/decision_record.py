@@ -37,7 +37,11 @@ def record_decision(
 ) -> Decision:
     """Statuses: ``invalid_input`` (problems with the request), ``hit_policy_violation``,
     ``decided`` (a rule or the table's default), ``no_match``; ``needs_review`` replaces
-    ``decided``/``no_match`` when a key the table reads is frozen."""
+    ``decided``/``no_match`` when a key the table reads is frozen.
+
+    Only ``decided`` carries the rules' action. Any other status carries no action, or the
+    safe action its domain declares for it (``status_actions`` in ``domain.yaml``); what the
+    rules would have proposed stays in the explanation, never in ``result.action``."""
     arbitration, result, default = None, None, None
     if evaluation is not None and table is not None and inp is not None:
         arbitration, output = arbitrate(table.hit_policy, evaluation.candidates)
@@ -80,6 +84,18 @@ def record_decision(
     if result is None:
         result = Result(status=DecisionStatus.INVALID_INPUT)
     spec = bundle.domains.get(request.domain)
+    proposed, safe = None, None
+    if result.status is not DecisionStatus.DECIDED:
+        proposed = result.action
+        safe = spec.status_actions.get(result.status.value) if spec else None
+        result = Result(
+            status=result.status,
+            action=safe.action if safe else None,
+            parameters=dict(safe.parameters) if safe else {},
+            urgency=safe.urgency if safe else None,
+            reason_codes=result.reason_codes,
+        )
+        default = None
     explanation = build_explanation(
         decision_id=decision_id,
         request=request,
@@ -96,6 +112,10 @@ def record_decision(
         default=default,
         problems=problems,
         memory=memory,
+        proposed=proposed,
+        status_action=f"{spec.file}: status_actions.{result.status.value}"
+        if safe and spec
+        else None,
     )
     return Decision(
         decision_id=decision_id,

@@ -29,21 +29,31 @@ class DecisionLayer(ArbitrationLayer):
 
     def decide(
         self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
-        *, decision: str | None = None,
+        *, decision: str | None = None, session_id: str | None = None, turn: str | None = None,
     ) -> Decision:  # fmt: skip
         """What the agent should do for the user now, with the reason; logged for replay.
 
-        ``user_id``, ``domain`` and ``decision`` meet the envelope rules of a write (refused
-        with ``ValidationFailed``, nothing logged); a context the rules refuse makes an
-        ``invalid_input`` decision, logged in bounded form.
+        ``session_id`` and ``turn`` (the turn's ``source_ref``) say where the decision is made:
+        a session note counts only in its session, a turn instruction only in its turn, both
+        above long-term memory there; every key the rules read holds the value ``resolve``
+        gives for the same user, domain, key, session, turn and context.
+
+        ``user_id``, ``domain``, ``decision``, ``session_id`` and ``turn`` meet the envelope
+        rules of a write (refused with ``ValidationFailed``, nothing logged); a context the
+        rules refuse makes an ``invalid_input`` decision, logged in bounded form.
         """
-        self._check_args(user_id=user_id, domain=domain, context=context, decision=decision)
+        self._check_args(user_id=user_id, domain=domain, context=context, decision=decision,
+                         session_id=session_id, turn=turn)  # fmt: skip
         report = envelope_report(
-            DecisionEnvelope, {"user_id": user_id, "domain": domain, "decision": decision}
-        )
+            DecisionEnvelope,
+            {"user_id": user_id, "domain": domain, "decision": decision, "session_id": session_id,
+             "turn": turn},
+        )  # fmt: skip
         if not report.ok:
             raise ValidationFailed(report)
-        return self.intent.decide(user_id, domain, context, decision)
+        return self.intent.decide(
+            user_id, domain, context, decision, session_id=session_id, turn=turn
+        )
 
     def explain(self, decision_id: str, fmt: str = "text") -> str:
         """A logged decision's explanation as ``text``, ``md`` or ``json``."""

@@ -17,25 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.arbitration import Resolution
 from memkg.arbitration.review import Review, reviews_from
 from memkg.decisions import DecisionLog, differences
 from memkg.engine.decision_graph import (
     WeightedGraphView,
     fixture_graph,
     memory_nodes,
+    reviewed_facts,
     verdicts,
 )
 from memkg.engine.decision_record import record_decision
 from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
 from memkg.errors import MemkgError
 from memkg.explain import render
-from memkg.graph.claims import LIVE
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, DecisionRequest, Revisions
 from memkg.model.explanation import MemoryNode
 from memkg.model.fact import Fact, FactStatus
-from memkg.model.weight import Signal
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import RuleFolders, read_sources
 from memkg.rules.snapshot import DecisionInput, GraphView, build_input
@@ -102,6 +100,9 @@ class IntentLayer:
         domain: str,
         context: Mapping[str, Any] | None = None,
         decision: str | None = None,
+        *,
+        session_id: str | None = None,
+        turn: str | None = None,
     ) -> Decision:
         engine = self.engine
         with engine._lock:
@@ -118,6 +119,8 @@ class IntentLayer:
                 max(head, graph.seq),
                 now,
                 decision_id,
+                session_id=session_id,
+                turn=turn,
             )
         self.log.append(made)
         return made
@@ -133,18 +136,23 @@ class IntentLayer:
         as_of: int,
         now: datetime,
         decision_id: str,
+        *,
+        session_id: str | None = None,
+        turn: str | None = None,
     ) -> Decision:
         started = time.perf_counter()
         bundle = rules.bundle
         table = bundle.table(domain, decision)
         name = table.name if table else (decision or "")
-        request = DecisionRequest(user_id=user_id, domain=domain, decision=name, context=context)
+        request = DecisionRequest(user_id=user_id, domain=domain, decision=name, context=context,
+                                  session_id=session_id, turn=turn)  # fmt: skip
         problems = request_problems(bundle, domain, decision, table, context)
         inp: DecisionInput | None = None
         evaluation: Evaluation | None = None
         memory: tuple[MemoryNode, ...] = ()
         if table is not None and not problems:
-            inp, memory = self._prepare(rules, table, user_id, context, graph, as_of, now)
+            inp, memory = self._prepare(rules, table, user_id, context, graph, as_of, now,
+                                        session_id=session_id, turn=turn)  # fmt: skip
             evaluation = rules.evaluator.evaluate(table, inp)
         timings = {"evaluate_ms": round((time.perf_counter() - started) * 1000, 3)}
         return self._record(
@@ -161,9 +169,13 @@ class IntentLayer:
         graph: UserGraph,
         as_of: int,
         now: datetime,
+        *,
+        session_id: str | None = None,
+        turn: str | None = None,
     ) -> DecisionInput:
         """What the rules may read."""
-        return self._prepare(rules, table, user_id, context, graph, as_of, now)[0]
+        return self._prepare(rules, table, user_id, context, graph, as_of, now,
+                             session_id=session_id, turn=turn)[0]  # fmt: skip
 
     def _prepare(
         self,
@@ -174,19 +186,35 @@ class IntentLayer:
         graph: UserGraph,
         as_of: int,
         now: datetime,
+        *,
+        session_id: str | None = None,
+        turn: str | None = None,
     ) -> tuple[DecisionInput, tuple[MemoryNode, ...]]:
-        """What the rules may read, and the arbitration record of the keys they read."""
+        """What the rules may read, and the arbitration record of the keys they read.
+
+        Every key the table reads is resolved by the very function ``Engine.resolve`` uses,
+        for the same session, turn and request context; only the claims that hold take part
+        (``verdicts``), so a decision's value for a key is always what ``resolve`` says.
+        """
         engine = self.engine
         entity = frozenset(k for d, k in engine.entity_keys if d == table.domain)
         plan = rules.evaluator.plan(table)
         keys = plan.keys | entity
         facts = self._live_facts(graph, table.domain)
         view = WeightedGraphView(graph, now, engine.config.weights, table.domain)
-        resolutions = self._resolutions(graph, facts, keys, as_of, now)
+        reviews = self._reviews(graph.user_id, graph.seq, as_of)
+        resolutions = [
+            engine._resolution(
+                graph, reviews, spec, now, session_id=session_id, turn=turn, context=context
+            )
+            for key in sorted(keys)
+            if (spec := engine.registry.spec(table.domain, key)) is not None
+        ]
+        held = [*facts, *reviewed_facts(resolutions, reviews, engine.registry.spec)]
         inp = build_input(
             table,
             user_id,
-            facts,
+            held,
             context,
             now,
             view,
@@ -195,30 +223,6 @@ class IntentLayer:
             wanted=plan.paths,
         )
         return inp, memory_nodes([r for r in resolutions if r.key in plan.keys])
-
-    def _resolutions(
-        self, graph: UserGraph, facts: list[Fact], keys: frozenset[str], as_of: int, now: datetime
-    ) -> list[Resolution]:
-        engine = self.engine
-        registry = engine.registry
-        domain = facts[0].domain if facts else ""
-        specs = [s for k in sorted(keys) if (s := registry.spec(domain, k)) is not None]
-        relevant = [
-            f
-            for f in facts
-            if f.key in keys and f.status in LIVE and (f.valid_until is None or f.valid_until > now)
-        ]
-        if not relevant:
-            return []
-        reviews = self._reviews(graph.user_id, graph.seq, as_of)
-
-        def signals(fact: Fact) -> list[Signal]:
-            found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
-            return [s.as_signal() for _, s in sorted(found.items())]
-
-        return engine.reader.resolve_domain(
-            relevant, signals, reviews, specs, now, user_id=graph.user_id
-        )
 
     def _live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
         """The domain's facts but superseded history, kept per user until the stream moves."""
@@ -309,6 +313,8 @@ class IntentLayer:
             recorded.as_of_seq,
             recorded.decided_at,
             decision_id,
+            session_id=request.session_id,
+            turn=request.turn,
         )
         found += [str(d) for d in differences(recorded, replayed)]
         return ReplayReport(

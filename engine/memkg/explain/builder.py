@@ -20,21 +20,34 @@ from memkg.model.explanation import (
 _HIDDEN_CONTEXT = {"today"}
 
 
-def _summary(result: Result, describe: Mapping[str, str], problems: Sequence[str]) -> str:
+def _summary(
+    result: Result,
+    describe: Mapping[str, str],
+    problems: Sequence[str],
+    proposed: str | None,
+    where: str | None,
+) -> str:
     status = result.status.value
     if status == "invalid_input":
-        return "The request was refused: " + "; ".join(problems)
-    if status == "hit_policy_violation":
-        return "The rules disagree and the table allows only one answer: " + "; ".join(problems)
-    if status == "no_match":
-        return "No rule applies to this situation, and the rules give no default."
-    action = describe.get(result.action or "", result.action or "")
-    text = f"{action} (urgency: {result.urgency.value})" if result.urgency else action
-    if result.message:
-        text += f". {result.message}"
-    if status == "needs_review":
-        text = "Needs review before acting: " + "; ".join(problems) + f". Proposed: {text}"
-    return text
+        text = "The request was refused: " + "; ".join(problems)
+    elif status == "hit_policy_violation":
+        text = "The rules disagree and the table allows only one answer: " + "; ".join(problems)
+    elif status == "no_match":
+        text = "No rule applies to this situation, and the rules give no default"
+    elif status == "needs_review":
+        held = f" (the rules would propose {proposed}, held back)" if proposed else ""
+        text = "Needs review before acting: " + "; ".join(problems) + held
+    else:
+        action = describe.get(result.action or "", result.action or "")
+        text = f"{action} (urgency: {result.urgency.value})" if result.urgency else action
+        return f"{text}. {result.message}" if result.message else text
+    if result.action is None:
+        return f"{text.rstrip('.')}. No action: act on nothing until this is settled."
+    urgency = f", urgency {result.urgency.value}" if result.urgency else ""
+    return (
+        f"{text.rstrip('.')}. The safe action {where} declares for {status}: "
+        f"{result.action}{urgency}."
+    )
 
 
 def build_explanation(
@@ -54,6 +67,8 @@ def build_explanation(
     default: str | None = None,
     problems: Sequence[str] = (),
     memory: Sequence[MemoryNode] = (),
+    proposed: str | None = None,
+    status_action: str | None = None,
 ) -> Explanation:
     """``describe`` maps action names to the words the domain declares for them."""
     by_id = {node.rule_id: node for node in fired}
@@ -81,7 +96,7 @@ def build_explanation(
         action=result.action,
         urgency=result.urgency.value if result.urgency else None,
         parameters=dict(result.parameters),
-        summary=_summary(result, describe, problems),
+        summary=_summary(result, describe, problems, proposed, status_action),
         policy=arbitration.policy.describe() if arbitration else "",
         decided_at=decided_at,
         local_time=context.get("local_time"),
@@ -94,6 +109,7 @@ def build_explanation(
         left_out=tuple(LeftOutNode(**lo.model_dump()) for lo in left_out),
         memory=tuple(memory),
         problems=tuple(problems),
+        status_action=result.action if status_action else None,
         as_of_seq=as_of_seq,
         rule_bundle=rule_bundle,
     )

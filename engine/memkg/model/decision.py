@@ -162,6 +162,10 @@ class DecisionRequest(BaseModel):
     decision: str
     """The rule table asked (a file ``rules/<domain>/<decision>.yaml``)."""
     context: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = None
+    """The session the decision was made in: its session notes count."""
+    turn: str | None = None
+    """The turn (its ``source_ref``) the decision was made in: its instructions count."""
 
 
 class Decision(BaseModel):

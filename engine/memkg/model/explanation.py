@@ -184,5 +184,8 @@ class Explanation(BaseModel):
     memory: tuple[MemoryNode, ...] = ()
     """How arbitration resolved each key the rules read (claims, scores, the deciding step)."""
     problems: tuple[str, ...] = ()
+    status_action: str | None = None
+    """The safe action the domain declares for a status other than ``decided`` (the action
+    carried), or None: such a decision then carries no action."""
     as_of_seq: int
     rule_bundle: str

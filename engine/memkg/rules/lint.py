@@ -33,6 +33,19 @@ __all__ = ["KeySchema", "lint_bundle"]
 
 def lint_bundle(bundle: RuleBundle, key_schema: KeySchema) -> list[Finding]:
     findings: list[Finding] = []
+    for _, declared in sorted(bundle.domains.items()):
+        for status, output in sorted(declared.status_actions.items()):
+            if output.action not in declared.actions:
+                findings.append(
+                    Finding(
+                        "rule.unknown_action",
+                        f"status_actions.{status} names {output.action!r}, which "
+                        f"{declared.file} does not declare under actions; declared: "
+                        f"{sorted(declared.actions)}",
+                        declared.file,
+                        declared.status_lines.get(status, 1),
+                    )
+                )
     seen: dict[str, Rule] = {}
     for (domain, _), table in sorted(bundle.tables.items()):
         spec = bundle.domains.get(domain)

@@ -205,8 +205,15 @@ def _domain(domain: str, doc: Document) -> DomainSpec:
         name: ActionSpec(name, spec["description"], dict(spec.get("parameters", {})))
         for name, spec in data["actions"].items()
     }
+    statuses = data.get("status_actions", {})
     return DomainSpec(
-        domain, doc.file, actions, dict(data.get("context", {})), data.get("default_decision")
+        domain,
+        doc.file,
+        actions,
+        dict(data.get("context", {})),
+        data.get("default_decision"),
+        status_actions={status: _output(raw) for status, raw in statuses.items()},
+        status_lines={status: doc.line(("status_actions", status)) for status in statuses},
     )
 
 

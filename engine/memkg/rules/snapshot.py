@@ -46,6 +46,10 @@ class KeyVerdict:
     lost: Mapping[str, str] = field(default_factory=dict)
     """Fact id → why its claim lost."""
     detail: str = ""
+    held: frozenset[str] | None = None
+    """The fact ids that hold for the key; None when arbitration did not run (rule cases)."""
+    scope: str = ""
+    """Why a fact outside ``held`` that neither lost nor is frozen takes no part."""
 
 
 def message_index(props: Mapping[str, Any]) -> Any:
@@ -154,6 +158,8 @@ def build_input(
             reason, detail = "frozen", verdict.detail or "conflicting claims await review"
         elif reason is None and fact.id in verdict.lost:
             reason, detail = "lost_arbitration", verdict.lost[fact.id]
+        elif reason is None and verdict.held is not None and fact.id not in verdict.held:
+            reason, detail = "out_of_scope", verdict.scope
         if reason is None:
             eligible[fact.id] = fact
             continue

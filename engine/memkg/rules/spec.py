@@ -195,6 +195,9 @@ class DomainSpec:
     actions: dict[str, ActionSpec]
     context: dict[str, dict[str, Any]]
     default_decision: str | None = None
+    status_actions: dict[str, Output] = field(default_factory=dict)
+    """Status (``needs_review``, ...) → the safe action a decision with it carries."""
+    status_lines: dict[str, int] = field(default_factory=dict)
 
     def context_schema(self, name: str) -> dict[str, Any] | None:
         return BUILTIN_CONTEXT.get(name) or self.context.get(name)

@@ -74,6 +74,9 @@ NoteKey = Annotated[str | None, Field(description="The declared key the note is 
 Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
 Situation = Annotated[dict[str, Any] | None, Field(description='e.g. {"symptom": "fever"}.')]
 Table = Annotated[str | None, Field(description="The rule table (default: the domain's).")]
+TurnRef = Annotated[
+    str | None, Field(description="This turn's source_ref: its instruction counts.")
+]
 DecisionId = Annotated[str, Field(description="A decision_id from decide.")]
 Format = Annotated[str, Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
@@ -260,7 +263,7 @@ class MemoryTools:
 
     def decide(
         self, ctx: Context[Any, Any], domain: Domain, context: Situation = None,
-        decision: Table = None,
+        decision: Table = None, session_id: Session = None, turn: TurnRef = None,
     ) -> Annotated[CallToolResult, DecisionOut]:  # fmt: skip
         """What to do for the user now: action, urgency and reasons; logged for audit and replay."""
 
@@ -268,7 +271,7 @@ class MemoryTools:
             subject = self._allow(ctx, ApiScope.DECIDE, domain)
             finite(context, "$.context")
             made = self.gate(self.engine.decide, subject.user_id, domain, context,
-                             decision=decision)  # fmt: skip
+                             decision=decision, session_id=session_id, turn=turn)  # fmt: skip
             return summary(made)
 
         return _reply(run)

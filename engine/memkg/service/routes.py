@@ -336,7 +336,8 @@ class Routes:
         body, user = call.body, call.path["user"]
         call.allow(DECIDE, body.domain, user)
         decision = await self._run(self.engine.decide, user, body.domain, body.context,
-                                   decision=body.decision)  # fmt: skip
+                                   decision=body.decision, session_id=body.session_id,
+                                   turn=body.turn)  # fmt: skip
         call.target = decision.decision_id
         location = {"location": f"/v1/decisions/{decision.decision_id}"}
         return _json(summary(decision), 201, location)

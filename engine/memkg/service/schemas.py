@@ -134,6 +134,8 @@ class DecideBody(_In):
     domain: Domain
     decision: str | None = Field(None, max_length=128)
     context: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = Field(None, max_length=128)
+    turn: str | None = Field(None, max_length=256)
 
 
 class NoteBody(_In):

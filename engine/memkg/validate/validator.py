@@ -86,6 +86,8 @@ class DecisionEnvelope(BaseModel):
     user_id: Identifier
     domain: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
     decision: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")] | None = None
+    session_id: Identifier | None = None
+    turn: Annotated[str, Field(min_length=1, max_length=256)] | None = None
 
 
 def envelope_report(model: type[BaseModel], fields: Mapping[str, Any]) -> ValidationReport:

@@ -1,0 +1,71 @@
+"""A decision sees turn and session claims only in their turn and session, and uses for every
+key the value ``resolve`` gives for the same user, domain, key, session and turn."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memkg import Engine, FrozenClock
+from memkg.model.decision import Decision
+
+OFFERS = {"trip_type": "leisure"}
+
+
+def _seat(engine: Engine, value: str, **fields: object) -> None:
+    engine.ingest({"user_id": "u1", "domain": "travel", "key": "seat.preference", "value": value,
+                   "source": "dialogue", "confidence": 0.9, **fields})  # fmt: skip
+
+
+def _offers(engine: Engine, **scope: str) -> Decision:
+    return engine.decide("u1", "travel", OFFERS, decision="offers", **scope)
+
+
+def _memory(decision: Decision, key: str) -> object:
+    [node] = [m for m in decision.explanation.memory if m.key == key]
+    return node.value
+
+
+def test_a_turn_instruction_counts_only_in_its_turn(engine: Engine, clock: FrozenClock) -> None:
+    _seat(engine, "aisle")
+    clock.advance(timedelta(minutes=1))
+    _seat(engine, "window", scope="turn", session_id="s9", provenance={"source_ref": "t3"})
+
+    outside = _offers(engine)
+    assert engine.resolve("u1", "travel", "seat.preference").value == "aisle"
+    assert outside.result.action is None or "offer_window_seat" not in str(outside.result)
+    assert _memory(outside, "seat.preference") == "aisle"
+    left = {lo.ref: lo.reason for lo in outside.left_out if lo.key == "seat.preference"}
+    assert set(left.values()) == {"out_of_scope"}
+
+    inside = _offers(engine, session_id="s9", turn="t3")
+    assert "offer_window_seat" in str(inside.result.parameters)
+    assert _memory(inside, "seat.preference") == "window"
+    assert inside.request.session_id == "s9" and inside.request.turn == "t3"
+    assert engine.replay(inside.decision_id).reproduced
+
+    other = _offers(engine, session_id="s2")
+    assert "offer_window_seat" not in str(other.result.parameters)
+
+    clock.advance(timedelta(days=10))
+    later = _offers(engine)
+    assert "offer_window_seat" not in str(later.result.parameters)
+
+
+def test_a_session_note_counts_in_its_session(engine: Engine) -> None:
+    _seat(engine, "aisle")
+    _seat(engine, "window", scope="session", session_id="s1")
+    assert "offer_window_seat" in str(_offers(engine, session_id="s1").result.parameters)
+    assert "offer_window_seat" not in str(_offers(engine).result.parameters)
+    assert "offer_window_seat" not in str(_offers(engine, session_id="s2").result.parameters)
+
+
+def test_every_key_a_decision_reads_has_the_value_resolve_gives(engine: Engine) -> None:
+    _seat(engine, "window")
+    _seat(engine, "aisle", source="behavior")
+    engine.ingest({"user_id": "u1", "domain": "travel", "key": "cabin.class", "value": "first",
+                   "source": "dialogue", "context": {"trip_type": "leisure"}})  # fmt: skip
+    for scope in ({}, {"session_id": "s1"}, {"session_id": "s1", "turn": "t1"}):
+        made = _offers(engine, **scope)
+        for node in made.explanation.memory:
+            held = engine.resolve("u1", "travel", node.key, context=OFFERS, **scope)
+            assert node.value == held.value, node.key
