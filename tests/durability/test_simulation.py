@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from support.figures import record
 from support.simulation import simulate
 
@@ -51,11 +49,6 @@ def test_a_failing_seed_reproduces_its_failure_exactly() -> None:
     assert (again.problems, again.log, again.faults) == (first.problems, first.log, first.faults)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a decision made before an erasure by audit id of facts it did not cite (a why_not, "
-    "a frozen key's review) no longer replays exactly: the erasure changed its state",
-)
 def test_decisions_made_before_an_erasure_by_audit_id_replay() -> None:
     run = simulate(5, rates={}, strict=True)
     assert run.problems == []
