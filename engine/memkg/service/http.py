@@ -283,16 +283,18 @@ def readiness(gate: Gate) -> dict[str, str]:
     """Each check's verdict: ``ok`` or what is wrong (the store answers, the roots load)."""
     engine = gate.engine
     checks: dict[str, str] = {}
-    try:
-        gate(engine.store.head)
-        checks["store"] = "ok"
-    except MemkgError as exc:
-        checks["store"] = exc.code
-    try:
-        gate(lambda: (engine.registry.domains(), engine.ontology, engine.intent.rules))
-        checks["roots"] = "ok"
-    except MemkgError as exc:
-        checks["roots"] = exc.code
+    probes: dict[str, Callable[[], object]] = {
+        "store": engine.store.head,
+        "roots": lambda: (engine.registry.domains(), engine.ontology, engine.intent.rules),
+    }
+    for name, probe in probes.items():
+        try:
+            gate(probe)
+            checks[name] = "ok"
+        except MemkgError as exc:
+            checks[name] = exc.code
+        except Exception:  # a closed or broken store raises what its driver raises
+            checks[name] = "unavailable"
     return checks
 
 
