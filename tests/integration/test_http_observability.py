@@ -64,7 +64,7 @@ def test_metrics_are_scraped_and_parsed(engine: Engine, caplog: pytest.LogCaptur
 
 def test_ready_checks_the_store(tmp_path: Path, clock: FrozenClock) -> None:
     engine = Engine.open(tmp_path / "m.db", clock=clock)
-    app, keyring = keyed_app(engine)
+    app, _keyring = keyed_app(engine)
     public = client(app, None)
     assert public.get("/v1/ready").json() == {"status": "ready",
                                               "checks": {"store": "ok", "roots": "ok"}}  # fmt: skip

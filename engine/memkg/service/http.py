@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -47,6 +47,7 @@ from memkg.errors import (
     ValidationFailed,
 )
 from memkg.service import docs, inspect
+from memkg.service.admin import Admin
 from memkg.service.auth import Authenticator, RateLimiter
 from memkg.service.gate import Gate
 from memkg.service.metrics import CONTENT_TYPE, Metrics
@@ -71,7 +72,8 @@ _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
     (LLMError, 503),
     (ConfigError, 500),
 )
-_CODE_STATUS = {"usage": 400, "request.invalid": 400, "request.not_json": 400,
+_CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.unavailable": 503,
+                "request.invalid": 400, "request.not_json": 400,
                 "request.too_large": 413, "access.disabled": 400,
                 "access.scope_unknown": 400, "access.domains_missing": 400,
                 "access.name_invalid": 400, "access.purpose_missing": 400,
@@ -225,7 +227,7 @@ def create_app(
     metrics = Metrics(lambda: float(len(gate(engine.review_queue))))
     auth = Authenticator(keyring, limiter or RateLimiter(settings.rate_limit))
     routes = Routes(gate, body, keyring, lambda: readiness(gate))
-    operations = [*routes, *inspect.operations(gate)]
+    operations = [*routes, *Admin(gate).operations(), *inspect.operations(gate)]
     dispatch = Dispatcher(gate, body, auth, keyring, metrics)
     spec = document(operations)
 
@@ -239,8 +241,10 @@ def create_app(
             return error_response(exc)
         return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
 
+    mcp = McpMount(engine, gate, auth, keyring)
     starlette_routes = [Route(op.path, dispatch.endpoint(op), methods=[op.method], name=op.name)
                         for op in operations]  # fmt: skip
+    starlette_routes.append(Route("/mcp", mcp, methods=["POST", "GET", "DELETE"]))
     starlette_routes += [
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/docs", docs.page, methods=["GET"]),
@@ -268,6 +272,7 @@ def create_app(
     app = Starlette(
         routes=starlette_routes,
         middleware=middleware,
+        lifespan=mcp.lifespan,
         exception_handlers={
             MemkgError: _memkg_error,
             HTTPException: _http_error,
@@ -277,6 +282,65 @@ def create_app(
     app.state.metrics = metrics
     app.state.operations = operations
     return app
+
+
+class McpMount:
+    """MCP over streamable HTTP at ``/mcp``: the request's API key names the subject (its
+    bound user, or the ``Memkg-User`` header for a key bound to none)."""
+
+    def __init__(
+        self, engine: Engine, gate: Gate, auth: Authenticator, keyring: Keyring | None
+    ) -> None:
+        self.engine, self.gate, self.auth, self.keyring = engine, gate, auth, keyring
+        self.manager: Any = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from memkg.service.mcp import build_server
+
+        server = build_server(self.engine, _subject_of, gate=self.gate, audit=self._audit)
+        # Host and Origin are checked by BrowserSafety for every route, this one included.
+        server.streamable_http_app(stateless_http=True, json_response=True,
+                                   transport_security=TransportSecuritySettings(
+                                       enable_dns_rebinding_protection=False))  # fmt: skip
+        async with server.session_manager.run():
+            self.manager = server.session_manager
+            try:
+                yield
+            finally:
+                self.manager = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from memkg.service.mcp import SUBJECT_HEADER, keyed_subject
+
+        request = Request(scope, receive)
+        try:
+            if self.manager is None:
+                raise MemkgError("the MCP transport is not running", code="mcp.unavailable")
+            principal = await run_in_threadpool(self.auth.principal, request)
+            subject = keyed_subject(principal, request.headers.get(SUBJECT_HEADER))
+        except MemkgError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["memkg_subject"] = subject
+        await self.manager.handle_request(scope, receive, send)
+
+    def _audit(self, subject: Any, action: str, domain: str | None, target: str | None,
+               status: int) -> None:  # fmt: skip
+        if self.keyring is None:
+            return
+        clock = self.engine.clock
+        self.keyring.record([AccessRecord(
+            record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
+            action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
+            target=target)])  # fmt: skip
+
+
+def _subject_of(ctx: Any) -> Any:
+    request = ctx.request_context.request
+    return request.scope["state"]["memkg_subject"]
 
 
 def readiness(gate: Gate) -> dict[str, str]:

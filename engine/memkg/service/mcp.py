@@ -15,6 +15,7 @@ ends the session. Each tool is one engine call, made one at a time.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult
-from memkg.errors import MemkgError, NotFound
+from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
 from memkg.service.gate import Gate, dumps, note_refusal
@@ -115,7 +116,7 @@ def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
     """The subject of a key: its bound user, or ``user_id`` for a key bound to none."""
     bound = principal.key.user_id
     if bound is not None and user_id not in (None, bound):
-        raise MemkgError("the key is bound to another user", code="access.user")
+        raise AccessDenied("the key is bound to another user", code="access.user")
     chosen = bound or user_id
     if not chosen:
         raise MemkgError("an MCP session serves one user: bind the key to a user, or give "
@@ -179,8 +180,11 @@ class MemoryTools:
     request's key over HTTP).
     """
 
-    def __init__(self, engine: Engine, subject_of: Callable[[Context[Any, Any]], Subject]) -> None:
-        self.engine, self.gate, self.subject_of = engine, Gate(engine), subject_of
+    def __init__(
+        self, engine: Engine, subject_of: Callable[[Context[Any, Any]], Subject],
+        gate: Gate | None = None,
+    ) -> None:  # fmt: skip
+        self.engine, self.gate, self.subject_of = engine, gate or Gate(engine), subject_of
 
     def _known(self, domain: str) -> None:
         if domain not in self.engine.registry.domains():
@@ -353,11 +357,47 @@ class MemoryTools:
         return _reply(keys)
 
 
+Audit = Callable[[Subject, str, str | None, str | None, int], None]
+"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404)."""
+
+
 class MemkgMCP(MCPServer[Any]):
-    """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text."""
+    """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text, and whose
+    calls are recorded in the access audit when it has one."""
+
+    subject_of: Callable[[Context[Any, Any]], Subject] | None = None
+    audit: Audit | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        result = await self._call(name, arguments, context)
+        if self.audit is not None and self.subject_of is not None and context is not None:
+            status = 200
+            if isinstance(result, CallToolResult) and result.is_error:
+                code = str(_error_code(result))
+                status = (
+                    403
+                    if code.startswith("access.")
+                    else 404
+                    if (code.endswith("not_found") or code == "domain.unknown")
+                    else 400
+                )
+            domain = arguments.get("domain")
+            target = arguments.get("fact_id") or arguments.get("decision_id")
+            if isinstance(result, CallToolResult) and isinstance(result.structured_content, dict):
+                target = target or result.structured_content.get("decision_id") or \
+                    result.structured_content.get("fact_id")  # fmt: skip
+            try:
+                subject = self.subject_of(context)
+            except (MemkgError, ValueError, KeyError):
+                return result
+            self.audit(subject, name, domain if isinstance(domain, str) else None,
+                       target if isinstance(target, str) else None, status)  # fmt: skip
+        return result
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
     ) -> Any:
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
@@ -389,14 +429,24 @@ class MemkgMCP(MCPServer[Any]):
             raise
 
 
+def _error_code(result: CallToolResult) -> object:
+    try:
+        block = result.content[0]
+        return json.loads(block.text).get("error", "") if isinstance(block, TextContent) else ""
+    except (ValueError, IndexError, AttributeError):
+        return ""
+
+
 def build_server(
-    engine: Engine, subject: Subject | Callable[[Context[Any, Any]], Subject]
-) -> MCPServer[Any]:
+    engine: Engine, subject: Subject | Callable[[Context[Any, Any]], Subject], *,
+    gate: Gate | None = None, audit: Audit | None = None,
+) -> MCPServer[Any]:  # fmt: skip
     """An MCP server whose tools call ``engine`` (which the caller opens and closes)."""
     server = MemkgMCP("memkg", instructions=INSTRUCTIONS, version=__version__,
                       log_level="WARNING")  # fmt: skip
     subject_of = subject if callable(subject) else (lambda _ctx: subject)
-    tools = MemoryTools(engine, subject_of)
+    server.subject_of, server.audit = subject_of, audit
+    tools = MemoryTools(engine, subject_of, gate)
     for name in TOOLS:
         server.add_tool(getattr(tools, name), annotations=_READ if name in _READS else None)
     return server

@@ -78,9 +78,14 @@ class Call:
             raise NotFound(f"no memory domain {domain!r}: GET /v1/domains lists them",
                            code="domain.unknown")  # fmt: skip
 
-    def allow(self, scope: ApiScope, domain: str | None, user_id: str | None) -> None:
-        """Check the caller may use ``scope`` on ``domain`` for ``user_id``; note it."""
-        if domain is not None:
+    def allow(
+        self, scope: ApiScope, domain: str | None, user_id: str | None, *, known: bool = True
+    ) -> None:
+        """Check the caller may use ``scope`` on ``domain`` for ``user_id``; note it.
+
+        ``known``: an unknown domain is 404 ``domain.unknown`` (else left to the caller).
+        """
+        if domain is not None and known:
             self.domain_known(domain)
         self.subject = user_id if user_id is not None else self.subject
         self.domain = domain if domain is not None else self.domain

@@ -226,10 +226,10 @@ class Routes:
         for item in items:
             if isinstance(item, dict):
                 domain, user = item.get("domain"), item.get("user_id")
+                # An item without a domain or user is refused by validation, storing nothing;
+                # an unknown domain too (422, as for the CLI): only the key is checked here.
                 call.allow(WRITE, domain if isinstance(domain, str) else None,
-                           user if isinstance(user, str) else None)  # fmt: skip
-                if not isinstance(user, str) or not isinstance(domain, str):
-                    call.all_domains(WRITE, None)  # an incomplete item: refused by validation
+                           user if isinstance(user, str) else None, known=False)  # fmt: skip
         if isinstance(data, list):
             call.subject = None if len({i.get("user_id") for i in items
                                         if isinstance(i, dict)}) != 1 else call.subject  # fmt: skip

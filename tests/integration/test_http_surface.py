@@ -1,0 +1,84 @@
+"""The rest of the surface: reviews, graph and paths, discovery, admin checks, the docs."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from memkg import Engine
+from support.observations import obs
+from support.service import client, keyed_app, token
+
+
+def contested(engine: Engine) -> None:
+    engine.ingest(obs(value="airline:SQ"))
+    engine.ingest(obs(value="airline:CZ", source="behavior", confidence=0.95))
+    engine.ingest(obs(value="airline:CA", source="profile", confidence=0.95))
+
+
+def test_reviews_are_listed_and_resolved_within_the_keys_domains(engine: Engine) -> None:
+    contested(engine)
+    app, keyring = keyed_app(engine)
+    reviewer = client(app, token(keyring, ["review"], ["travel"]))
+    other = client(app, token(keyring, ["review"], ["health"]))
+    reader = client(app, token(keyring, ["read"], ["travel"]))
+    [review] = reviewer.get("/v1/reviews").json()["reviews"]
+    assert review["key"] == "airline.preferred" and review["status"] == "open"
+    assert other.get("/v1/reviews").json()["reviews"] == []
+    assert reader.get("/v1/reviews").status_code == 403
+    body = {"value": "airline:SQ", "note": "user confirmed by phone"}
+    refused = other.post(f"/v1/reviews/{review['review_id']}/resolve", json=body)
+    assert refused.status_code == 403 and refused.json()["error"] == "access.domain"
+    settled = reviewer.post(f"/v1/reviews/{review['review_id']}/resolve", json=body)
+    assert settled.status_code == 200 and settled.json()["status"] == "resolved"
+    assert reviewer.get("/v1/reviews").json()["reviews"] == []
+    assert engine.resolve("u1", "travel", "airline.preferred").value == "airline:SQ"
+
+
+def test_graph_paths_and_discovery(engine: Engine) -> None:
+    engine.ingest(obs())
+    app, keyring = keyed_app(engine)
+    reader = client(app, token(keyring, ["read"], ["travel"]))
+    graph = reader.get("/v1/users/u1/graph")
+    assert graph.status_code == 200 and graph.json()["edges"]
+    paths = reader.get("/v1/users/u1/paths/airline:MU").json()
+    assert paths["concept"] == "airline:MU" and paths["paths"]
+    assert reader.get("/v1/users/u1/graph", params={"domain": "health"}).status_code == 403
+    assert reader.get("/v1/domains").json() == {"domains": ["travel"]}
+    keys = reader.get("/v1/domains/travel/keys").json()["keys"]
+    assert "airline.preferred" in {k["key"] for k in keys}
+    assert reader.get("/v1/domains/health/keys").status_code == 403
+    assert reader.get("/v1/domains/astrology/keys").json()["error"] == "domain.unknown"
+
+
+def test_admin_checks_name_no_server_files(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    assert client(app, token(keyring, ["read"])).post("/v1/admin/rules/lint").status_code == 403
+    assert admin.post("/v1/admin/rules/lint").json()["ok"] is True
+    assert admin.post("/v1/admin/rules/test").json()["passed"] is True
+    change = {"old": {"type": "string"}, "new": {"type": "integer"}}
+    checked = admin.post("/v1/admin/schema/check", json=change).json()
+    assert checked["compatible"] is False and checked["changes"][0]["code"] == "type.narrowed"
+    ran = admin.post("/v1/admin/migrations/dry-run", json={"plan": "health/diet_organ_meat"})
+    assert ran.status_code == 200 and ran.json()["verdict"] in ("PASS", "WARN")
+    for plan in ("../../etc/passwd", "health/../../x", "/etc/passwd"):
+        sneaky = admin.post("/v1/admin/migrations/dry-run", json={"plan": plan})
+        assert sneaky.status_code == 400, plan
+    missing = admin.post("/v1/admin/migrations/dry-run", json={"plan": "health/nope"})
+    assert missing.status_code == 404 and missing.json()["error"] == "migration.not_found"
+
+
+def test_the_docs_page_fetches_nothing_from_elsewhere(engine: Engine) -> None:
+    app, _ = keyed_app(engine)
+    public = client(app, None)
+    page = public.get("/docs")
+    assert page.status_code == 200 and "/docs/docs.js" in page.text
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert "http" not in page.text.replace("/openapi.json", "")
+    script = public.get("/docs/docs.js")
+    assert script.status_code == 200 and 'fetch("/openapi.json")' in script.text
+    doc = public.get("/openapi.json").json()
+    assert doc["openapi"] == "3.1.0"
+    assert doc["paths"]["/v1/observations"]["post"]["x-memkg-scope"] == "write"

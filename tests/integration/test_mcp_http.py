@@ -1,0 +1,115 @@
+"""MCP over streamable HTTP with the service's API keys: each session serves its key's user."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+anyio = pytest.importorskip("anyio")
+pytest.importorskip("mcp")
+uvicorn = pytest.importorskip("uvicorn")
+
+import httpx2  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.types import TextContent  # noqa: E402
+
+from memkg import Engine  # noqa: E402
+from memkg.access import Keyring  # noqa: E402
+from support.observations import obs  # noqa: E402
+from support.service import keyed_app  # noqa: E402
+
+
+@pytest.fixture
+def served(engine: Engine) -> Iterator[tuple[str, Keyring]]:
+    app, keyring = keyed_app(engine)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", keyring
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        listener.close()
+
+
+async def call(url: str, token: str, tool: str, args: dict[str, Any],
+               headers: dict[str, str] | None = None) -> Any:  # fmt: skip
+    sent = {"authorization": f"Bearer {token}", **(headers or {})}
+    async with (
+        httpx2.AsyncClient(headers=sent, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as (read, write, *_),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return await session.call_tool(tool, args)
+
+
+def error_of(result: Any) -> Any:
+    assert result.is_error
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return json.loads(block.text)
+
+
+def test_http_sessions_are_bound_to_their_keys_user(
+    served: tuple[str, Keyring], engine: Engine
+) -> None:
+    url, keyring = served
+    u1 = keyring.create("u1's agent", ["read", "write", "decide"], ["travel"], user_id="u1")
+    u2 = keyring.create("u2's agent", ["read"], ["travel"], user_id="u2")
+    unbound = keyring.create("host", ["read"], ["travel"])
+    decision = engine.decide("u1", "travel", {}).decision_id
+
+    async def scenario() -> None:
+        stored = await call(url, u1.token, "remember",
+                            {k: v for k, v in obs().items() if k != "user_id"})  # fmt: skip
+        assert not stored.is_error and stored.structured_content["status"] == "active"
+        mine = await call(url, u1.token, "recall_facts", {})
+        assert [f["user_id"] for f in mine.structured_content["facts"]] == ["u1"]
+        theirs = await call(url, u2.token, "recall_facts", {})
+        assert theirs.structured_content["facts"] == []
+        other = await call(url, u2.token, "explain_decision", {"decision_id": decision})
+        assert error_of(other)["error"] == "decision.not_found"
+        with pytest.raises(Exception):  # noqa: B017 - the server answers 403 access.user
+            await call(url, u2.token, "recall_facts", {}, {"memkg-user": "u1"})
+        hosted = await call(url, unbound.token, "recall_facts", {}, {"memkg-user": "u1"})
+        assert [f["user_id"] for f in hosted.structured_content["facts"]] == ["u1"]
+        write = await call(url, u2.token, "remember",
+                           {k: v for k, v in obs().items() if k != "user_id"})  # fmt: skip
+        assert error_of(write)["error"] == "access.scope"
+
+    anyio.run(scenario)
+    assert len(engine.facts("u1")) == 1 and engine.facts("u2") == []
+    actions = {(r.key_id, r.action, r.subject, r.status) for r in keyring.audit()}
+    assert (u1.key.key_id, "mcp.remember", "u1", 200) in actions
+    assert (u2.key.key_id, "mcp.remember", "u2", 403) in actions
+
+
+def test_http_mcp_needs_a_key_and_its_user(served: tuple[str, Keyring]) -> None:
+    url, keyring = served
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = {"accept": "application/json, text/event-stream"}
+    refused = httpx2.post(url, json=message, headers=accept)
+    assert refused.status_code == 401 and refused.json()["error"] == "auth.required"
+    bound = keyring.create("u2's agent", ["read"], ["travel"], user_id="u2").token
+    spoof = httpx2.post(url, json=message, headers={**accept, "authorization": f"Bearer {bound}",
+                                                    "memkg-user": "u1"})  # fmt: skip
+    assert spoof.status_code == 403 and spoof.json()["error"] == "access.user"
+    unbound = keyring.create("host", ["read"], ["travel"]).token
+    auth = {"authorization": f"Bearer {unbound}"}
+    nobody = httpx2.post(url, json=message, headers={**accept, **auth})
+    assert nobody.status_code == 400 and nobody.json()["error"] == "mcp.user_missing"
