@@ -2,6 +2,14 @@
 
 The query, body and answer models that parse and shape each request are the ones described
 here, so the document cannot drift from what the server accepts.
+
+Why not FastAPI: the routes are Starlette (which FastAPI is built on), and what they need
+beyond it is small and ours: bodies capped while streaming and depth-checked before parsing,
+refusals as memkg's JSON errors with stable codes, strict query parameters, and one
+``Operation`` table that carries each route's scope for the auth check, the audit and the
+document. FastAPI would bring its own validation errors and body handling to work around, and
+a second way to declare routes; pydantic's ``TypeAdapter.json_schemas`` gives the same
+document from the same models.
 """
 
 from __future__ import annotations
