@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,6 +48,8 @@ class EngineConfig(BaseModel):
     lifecycle: LifecycleConfig = LifecycleConfig()
     llm: LLMConfig | None = None
     """The model for extraction and consolidation; None: consolidation merges deterministically."""
+    schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
+    """How schema checks read a JSON Schema that declares no ``$schema``."""
 
     @property
     def layers(self) -> Roots:

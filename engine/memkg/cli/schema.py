@@ -16,6 +16,7 @@ from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
 from memkg.evolution import check_schema_change
+from memkg.evolution.dialect import DIALECTS
 from memkg.evolution.dry_run import render_text
 from memkg.evolution.groups import compare_groups, is_group, render_group_text
 from memkg.evolution.history import schema_history
@@ -31,8 +32,9 @@ def _read_schema(path: str) -> Any:
 
 def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
     old, new = _read_schema(args.old), _read_schema(args.new)
+    dialect = args.default_dialect or config.schema_dialect
     if is_group(old) and is_group(new):
-        report = compare_groups(old, new, args.mode)
+        report = compare_groups(old, new, args.mode, dialect)
         compatible, text = report["compatible"], render_group_text(report)
         data: dict[str, Any] = {"kind": "group", **report}
     elif is_group(old) or is_group(new):
@@ -42,7 +44,7 @@ def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> in
             code="usage",
         )
     else:
-        found = check_schema_change(old, new, args.mode)
+        found = check_schema_change(old, new, args.mode, default_dialect=dialect)
         compatible, text = found.compatible, found.to_text()
         data = {"kind": "schema", **found.model_dump(mode="json")}
     if args.format == "text":
@@ -87,6 +89,11 @@ def add_commands(sub: Any) -> None:
     q.add_argument("old", metavar="OLD.json")
     q.add_argument("new", metavar="NEW.json")
     q.add_argument("--mode", choices=[m.value for m in Mode], default="backward")
+    q.add_argument(
+        "--default-dialect",
+        choices=list(DIALECTS),
+        help="dialect of a schema without $schema (default: EngineConfig.schema_dialect, 2020-12)",
+    )
     q.add_argument("--format", choices=("json", "text"), default="json")
     q.set_defaults(run=cmd_check, offline=True)
     q = schema.add_parser("history", help="every version of a domain's key groups, or of one key")

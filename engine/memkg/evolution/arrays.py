@@ -8,7 +8,7 @@ from .expand import Case
 from .facts import Facts, index_nodes, object_atoms, prefix_len
 from .findings import Ctx, Finding, in_a_not_b, rewrap
 from .generate import case_examples, examples
-from .normalize import DRAFT2020, Node, view_child
+from .normalize import Node, view_child
 
 _ARR = frozenset({"array"})
 
@@ -142,14 +142,14 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
 def _contains(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> list[Finding]:
     from .subset import subset
 
-    modern = b.doc.draft == DRAFT2020
+    modern = b.doc.dialect.modern
     b_min = kw.get("minContains", 1) if modern else 1
     b_max = kw.get("maxContains") if modern else None
     target = b.child("contains")
     ok_min = b_min == 0
     for node, akw in object_atoms(case.atoms):
         if "contains" in akw and not ok_min:
-            a_min = akw.get("minContains", 1) if node.doc.draft == DRAFT2020 else 1
+            a_min = akw.get("minContains", 1) if node.doc.dialect.modern else 1
             ok_min = a_min >= b_min and not subset(ctx.deeper(), [node.child("contains")], target)
     if not ok_min and facts.min_items >= b_min:
         every = index_nodes(case.atoms, prefix_len(case.atoms))

@@ -66,7 +66,7 @@ def _items(node: Node, kw: dict[str, Any], origins: list[Node], follow: bool) ->
     """Sub-nodes to conjoin and disjunctions to split, contributed by one node."""
     out: list[Item] = []
     if follow and isinstance(kw.get("$ref"), str):
-        target = node.doc.resolve(kw["$ref"])
+        target = node.doc.resolve(kw["$ref"], node.ptr)
         if target is not None:
             out.append(target)
     out.extend(node.child("allOf", i) for i in range(len(kw.get("allOf", []))))
@@ -91,7 +91,10 @@ def expand(nodes: list[Node]) -> list[Case]:
     done: list[Case] = []
     Work = tuple[list[Item], list[Node], list[Node], int, frozenset[tuple[int, str]]]
     stack: list[Work] = [(list(nodes), [], list(nodes), 0, frozenset())]
+    budget = nodes[0].doc.budget if nodes else None
     while stack:
+        if budget is not None:
+            budget.charge()
         queue, atoms, origins, unfolded, active = stack.pop()
         forked = False
         while queue:

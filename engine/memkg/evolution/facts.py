@@ -152,7 +152,7 @@ def _evaluated(node: Node, definite: bool) -> tuple[set[str], set[str], bool]:
             return names, pats, True
         names.update(kw.get("properties", {}) or {})
         pats.update(kw.get("patternProperties", {}) or {})
-        if isinstance(kw.get("$ref"), str) and (target := cur.doc.resolve(kw["$ref"])):
+        if isinstance(kw.get("$ref"), str) and (target := cur.doc.resolve(kw["$ref"], cur.ptr)):
             stack.append(target)
         for key in ("allOf",) if definite else _IN_PLACE:
             value = kw.get(key)

@@ -13,7 +13,9 @@ from .facts import Facts, index_nodes, int_bounds, key_nodes, merge, object_atom
 from .normalize import Node, Unconfirmable
 from .regex_gen import samples
 
-MAX_DEPTH = 6
+MAX_DEPTH = 3
+_ANY: tuple[Any, ...] = ({}, [], "a", 0, 0.5, True, None)
+"""Instances of the empty schema, in the order `_ORDER` would produce them."""
 FORMAT_SAMPLES = {
     "date": "2024-01-31",
     "time": "12:30:00Z",
@@ -35,11 +37,20 @@ def examples(
     nodes: list[Node], types: frozenset[str] | None = None, depth: int = 0, limit: int = 8
 ) -> list[Any]:
     """Instances valid under all `nodes` (optionally only of JSON `types`), best effort."""
+    if all(not n.negated and (n.raw is True or n.raw == {}) for n in nodes):
+        return [v for v in _ANY if types is None or json_type(v) in types][:limit]
+    doc = nodes[0].doc
+    key = (tuple((id(n.doc), id(n.raw), n.negated) for n in nodes), types, depth, limit)
+    held = doc.examples.get(key)
+    if held is not None and all(a is n.raw for a, n in zip(held[0], nodes, strict=True)):
+        return list(held[1])
+    doc.budget.charge()
     out: list[Any] = []
     for case in expand(nodes)[:6]:
         out.extend(case_examples(case, types, depth, limit))
         if len(out) >= limit:
             break
+    doc.examples[key] = (tuple(n.raw for n in nodes), out[:limit])
     return out[:limit]
 
 
@@ -48,6 +59,8 @@ def case_examples(
 ) -> list[Any]:
     if depth > MAX_DEPTH:
         return []
+    for node in case.origins[:1]:
+        node.doc.budget.charge()
     facts = merge(case)
     wanted = facts.types if types is None else facts.types & types
     raw: list[Any] = []

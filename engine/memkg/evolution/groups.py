@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .check import check_schema_change
+from .dialect import DEFAULT_DIALECT
 from .report import CompatibilityReport, Mode
 
 
@@ -29,8 +30,8 @@ def group_keys(doc: dict[str, Any]) -> dict[str, tuple[dict[str, Any], dict[str,
             for key, sub in doc["properties"].items()}  # fmt: skip
 
 
-def compare_groups(old: dict[str, Any], new: dict[str, Any], mode: str = "backward"
-                   ) -> dict[str, Any]:  # fmt: skip
+def compare_groups(old: dict[str, Any], new: dict[str, Any], mode: str = "backward",
+                   default_dialect: str = DEFAULT_DIALECT) -> dict[str, Any]:  # fmt: skip
     """A per-key report; ``compatible`` holds when every key's check does."""
     chosen = Mode(mode)
     a, b = group_keys(old), group_keys(new)
@@ -50,7 +51,9 @@ def compare_groups(old: dict[str, Any], new: dict[str, Any], mode: str = "backwa
                                   "readers of the old version do not know this key",
                                   "expected when adding a key; deploy readers first")  # fmt: skip
         else:
-            report: CompatibilityReport = check_schema_change(a[key][0], b[key][0], mode)
+            report: CompatibilityReport = check_schema_change(
+                a[key][0], b[key][0], mode, default_dialect=default_dialect
+            )
             entry = report.model_dump(mode="json")
             policy = {f: {"old": a[key][1].get(f, d), "new": b[key][1].get(f, d)}
                       for f, d in (("sensitivity", "public"), ("consent", False), ("kind", None))

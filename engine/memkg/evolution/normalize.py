@@ -1,8 +1,13 @@
-"""Read a schema document: dialect, guards, `$ref` resolution, and the draft-neutral keyword view.
+"""Read a schema document: dialect, references, and the draft-neutral keyword view.
 
-Draft-07 is mapped onto the 2020-12 vocabulary: tuple `items: [...]` becomes `prefixItems` with
-`additionalItems` as `items`, `dependencies` splits into `dependentRequired`/`dependentSchemas`,
-and keywords beside a draft-07 `$ref` are dropped (that draft ignores them).
+Every dialect is mapped onto the 2020-12 vocabulary the checker reasons in: tuple
+`items: [...]` becomes `prefixItems` with `additionalItems` as `items`, `dependencies` splits
+into `dependentRequired`/`dependentSchemas`, draft-04's boolean `exclusiveMaximum` becomes a
+number, and keywords the dialect ignores (beside a draft-07 `$ref`, or from another draft) are
+left out of the view and reported by the check.
+
+References resolve only inside the documents given and the resources the caller passes:
+nothing is ever fetched.
 """
 
 from __future__ import annotations
@@ -10,36 +15,35 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urldefrag, urljoin
 
+from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
+from .budget import Budget
+from .dialect import MEANINGFUL, Dialect, dialect_of
 from .errors import SchemaError
+from .wellformed import Inventory, escape, walk
 
-# Loaded dynamically: typed as Any whether or not stubs for jsonschema are installed.
-_jsonschema: Any = importlib.import_module("jsonschema")
 _exceptions: Any = importlib.import_module("jsonschema.exceptions")
-JsonSchemaError: type[Exception] = _exceptions.SchemaError
 best_match: Any = _exceptions.best_match
-
-DRAFT7 = "draft-07"
-DRAFT2020 = "2020-12"
-MAX_DEPTH = 64
-MAX_NODES = 100_000
-MAX_ENUM = 5_000
-
-_DIALECTS = {
-    "http://json-schema.org/draft-07/schema": DRAFT7,
-    "https://json-schema.org/draft-07/schema": DRAFT7,
-    "https://json-schema.org/draft/2020-12/schema": DRAFT2020,
-    "http://json-schema.org/draft/2020-12/schema": DRAFT2020,
+_specifications: Any = importlib.import_module("referencing.jsonschema")
+_SPECS = {
+    "draft-04": _specifications.DRAFT4,
+    "draft-06": _specifications.DRAFT6,
+    "draft-07": _specifications.DRAFT7,
+    "2019-09": _specifications.DRAFT201909,
+    "2020-12": _specifications.DRAFT202012,
 }
-_VALIDATORS: dict[str, Any] = {
-    DRAFT7: _jsonschema.Draft7Validator,
-    DRAFT2020: _jsonschema.Draft202012Validator,
-}
+MAX_IN_PLACE = 64
+"""Longest chain of subschemas (and references) applied to one instance without descending."""
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+           "minContains", "maxContains")  # fmt: skip
+
+__all__ = ["Document", "Node", "Resources", "Unconfirmable", "canonical", "escape", "view"]
 
 
 class Unconfirmable(Exception):
@@ -51,93 +55,104 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def escape(part: str | int) -> str:
-    return str(part).replace("~", "~0").replace("/", "~1")
+class Resources:
+    """Schemas the caller hands over for references to other documents (URI -> schema).
 
+    Shared by the documents of one check; each resource is read (and checked) when a
+    reference first reaches it.
+    """
 
-def _guard(schema: Any) -> None:
-    stack: list[tuple[Any, int]] = [(schema, 0)]
-    seen = 0
-    while stack:
-        value, depth = stack.pop()
-        seen += 1
-        if depth > MAX_DEPTH:
-            raise SchemaError(f"schema nests deeper than {MAX_DEPTH} levels")
-        if seen > MAX_NODES:
-            raise SchemaError(f"schema has more than {MAX_NODES} nodes")
-        if isinstance(value, dict):
-            enum = value.get("enum")
-            if isinstance(enum, list) and len(enum) > MAX_ENUM:
-                raise SchemaError(f"enum with {len(enum)} members exceeds the limit of {MAX_ENUM}")
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise SchemaError(f"object key {key!r} is not a string")
-                stack.append((item, depth + 1))
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
+    def __init__(self, schemas: Mapping[str, Any], default: Dialect, budget: Budget) -> None:
+        self.schemas = {urldefrag(uri)[0]: schema for uri, schema in schemas.items()}
+        self.default = default
+        self.budget = budget
+        self.docs: dict[str, Document] = {}
+        registry: Any = Registry()
+        for uri, schema in self.schemas.items():
+            dialect = dialect_of(schema, default, f"registry {uri}")
+            resource = Resource.from_contents(schema, default_specification=_SPECS[dialect.name])
+            registry = registry.with_resource(uri, resource)
+        self.registry = registry
+
+    def document(self, uri: str) -> Document | None:
+        if uri not in self.schemas:
+            return None
+        if uri not in self.docs:
+            self.docs[uri] = Document(self.schemas[uri], f"registry {uri}", self.default,
+                                      self.budget, self, uri=uri)  # fmt: skip
+        return self.docs[uri]
 
 
 class Document:
-    """One schema version: its root, dialect, validator and local `$ref` targets."""
+    """One schema version: its root, dialect, validator and resolvable `$ref` targets."""
 
-    def __init__(self, schema: Any, label: str) -> None:
+    def __init__(self, schema: Any, label: str, default: Dialect, budget: Budget,
+                 resources: Resources, uri: str = "") -> None:  # fmt: skip
         if not isinstance(schema, (dict, bool)):
             kind = type(schema).__name__
             raise SchemaError(f"{label} schema must be an object or a boolean, got {kind}")
         self.label = label
         self.root = schema
-        self.draft = DRAFT2020
-        if isinstance(schema, dict) and "$schema" in schema:
-            uri = schema["$schema"]
-            if not isinstance(uri, str) or uri.rstrip("#") not in _DIALECTS:
-                raise SchemaError(f"{label} schema uses an unsupported dialect: {uri!r}")
-            self.draft = _DIALECTS[uri.rstrip("#")]
-        _guard(schema)
-        cls = _VALIDATORS[self.draft]
-        try:
-            cls.check_schema(schema)
-        except JsonSchemaError as exc:
-            why = getattr(exc, "message", exc)
-            msg = f"{label} schema is not a valid {self.draft} schema: {why}"
-            raise SchemaError(msg) from exc
-        self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        self.dialect = dialect_of(schema, default, label)
+        self.budget = budget
+        self.resources = resources
+        self.inv: Inventory = walk(schema, self.dialect, label, uri)
+        self.bases = {r.ptr: r.base for r in self.inv.refs}
+        cls = self.dialect.validator
+        self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER,
+                                  registry=resources.registry)  # fmt: skip
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
-        self.anchors: dict[str, str] = {}
-        self._collect_anchors(schema, "")
+        self._validators: dict[int, tuple[Any, Any]] = {}
+        self._views: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.examples: dict[Any, tuple[tuple[Any, ...], list[Any]]] = {}
+        """Instances generated for a conjunction of subschemas (see `generate.examples`)."""
+        self._check_loops()
 
-    def _collect_anchors(self, node: Any, ptr: str) -> None:
-        stack = [(node, ptr)]
-        while stack:
-            value, where = stack.pop()
-            if isinstance(value, dict):
-                anchor = value.get("$anchor")
-                if isinstance(anchor, str):
-                    self.anchors[anchor] = where
-                ident = value.get("$id")
-                if self.draft == DRAFT7 and isinstance(ident, str) and ident.startswith("#"):
-                    self.anchors[ident[1:]] = where
-                stack.extend((v, f"{where}/{escape(k)}") for k, v in value.items())
-            elif isinstance(value, list):
-                stack.extend((v, f"{where}/{i}") for i, v in enumerate(value))
+    @property
+    def draft(self) -> str:
+        return self.dialect.name
 
     def is_valid(self, raw: Any, instance: Any) -> bool:
         """Validate `instance` against a subschema of (or built from parts of) this document."""
+        self.budget.charge()
+        held = self._validators.get(id(raw))
+        if held is None or held[0] is not raw:
+            held = (raw, self.validator.evolve(schema=raw))
+            self._validators[id(raw)] = held
         try:
-            return bool(self.validator.evolve(schema=raw).is_valid(instance))
+            return bool(held[1].is_valid(instance))
         except (Unresolvable, re.error, RecursionError) as exc:
             raise Unconfirmable(str(exc)) from exc
 
-    def resolve(self, ref: str) -> Node | None:
-        """Target of a local `$ref`, or None when it points outside this document."""
-        if not ref.startswith("#"):
-            return None
-        fragment = unquote(ref[1:])
+    def view(self, raw: Any) -> dict[str, Any]:
+        held = self._views.get(id(raw))
+        if held is None or held[0] is not raw:
+            held = (raw, _translate(raw, self.dialect))
+            self._views[id(raw)] = held
+        return held[1]
+
+    def resolve(self, ref: str, at: str = "") -> Node | None:
+        """Target of a `$ref` written at pointer `at`, or None when it leaves the documents and
+        resources given."""
+        base = self.bases.get(at, self.inv.base)
+        uri, fragment = urldefrag(urljoin(base, ref) if base else ref)
+        if not uri or uri == self.inv.base:
+            return self._locate(self.inv.base, "", unquote(fragment))
+        if uri in self.inv.ids:
+            return self._locate(uri, self.inv.ids[uri], unquote(fragment))
+        other = self.resources.document(uri)
+        return None if other is None else other._locate(uri, "", unquote(fragment))
+
+    def _locate(self, uri: str, start: str, fragment: str) -> Node | None:
         if fragment and not fragment.startswith("/"):
-            if fragment not in self.anchors:
+            found = self.inv.anchors.get((uri, fragment))
+            if found is None:
                 return None
-            fragment = self.anchors[fragment]
+            pointer = found
+        else:
+            pointer = start + fragment
         value: Any = self.root
-        for part in fragment.split("/")[1:] if fragment else []:
+        for part in pointer.split("/")[1:] if pointer else []:
             part = part.replace("~1", "/").replace("~0", "~")
             if isinstance(value, dict) and part in value:
                 value = value[part]
@@ -147,7 +162,77 @@ class Document:
                 return None
         if not isinstance(value, (dict, bool)):
             return None
-        return Node(self, value, fragment)
+        return Node(self, value, pointer)
+
+    def _check_loops(self) -> None:
+        """Refuse references that loop without descending into the instance: validating
+        against them recurses until the interpreter's stack runs out."""
+        edges: dict[str, list[str]] = {p: list(c) for p, c in self.inv.in_place.items()}
+        for ref in self.inv.refs:
+            target = self.resolve(ref.value, ref.ptr)
+            if target is not None and target.doc is self:
+                edges.setdefault(ref.ptr, []).append(target.ptr)
+        state: dict[str, int] = {}
+        height: dict[str, int] = {}
+        for start in list(edges):
+            if start in state:
+                continue
+            state[start] = 1
+            stack = [(start, iter(edges[start]))]
+            while stack:
+                node, rest = stack[-1]
+                nxt = next(rest, None)
+                if nxt is None:
+                    stack.pop()
+                    state[node] = 2
+                    height[node] = 1 + max((height.get(c, 0) for c in edges[node]), default=0)
+                    if height[node] > MAX_IN_PLACE:
+                        raise SchemaError(
+                            f"{self.label} schema applies more than {MAX_IN_PLACE} subschemas"
+                            f" in a chain at {node or '/'}; flatten the allOf/$ref chain"
+                        )
+                elif state.get(nxt) == 1:
+                    raise SchemaError(
+                        f"{self.label} schema at {node or '/'} leads back to {nxt or '/'} without"
+                        " descending into the document, so validation would never end; point"
+                        " the $ref at a subschema under properties or items instead"
+                    )
+                elif nxt not in state:
+                    state[nxt] = 1
+                    stack.append((nxt, iter(edges.get(nxt, ()))))
+                    edges.setdefault(nxt, [])
+
+
+def _translate(raw: Any, dialect: Dialect) -> dict[str, Any]:
+    """Keywords of a schema in the 2020-12 vocabulary."""
+    if not isinstance(raw, dict):
+        return {}
+    if dialect.ref_alone and "$ref" in raw:
+        return {"$ref": raw["$ref"]}
+    keywords = dialect.keywords
+    out = {k: v for k, v in raw.items() if k in keywords or k not in MEANINGFUL}
+    for key in _COUNTS:
+        if isinstance(out.get(key), float):
+            out[key] = int(out[key])
+    if dialect.name == "2020-12":
+        return out
+    items = raw.get("items")
+    if isinstance(items, list):
+        out["prefixItems"] = items
+        out.pop("items")
+        if "additionalItems" in raw:
+            out["items"] = raw["additionalItems"]
+    out.pop("additionalItems", None)
+    deps = out.pop("dependencies", None)
+    if isinstance(deps, dict):
+        out["dependentRequired"] = {k: v for k, v in deps.items() if isinstance(v, list)}
+        out["dependentSchemas"] = {k: v for k, v in deps.items() if not isinstance(v, list)}
+    if dialect.name == "draft-04":
+        for bound, flag in (("maximum", "exclusiveMaximum"), ("minimum", "exclusiveMinimum")):
+            exclusive = out.pop(flag, False)
+            if exclusive is True and bound in out:
+                out[flag] = out.pop(bound)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,7 +256,13 @@ class Node:
 
     def same_as(self, other: Node) -> bool:
         """Structurally identical, including what any `$ref` inside points to."""
-        if self.negated != other.negated or canonical(self.raw) != canonical(other.raw):
+        if self.negated != other.negated:
+            return False
+        if self.raw is other.raw and self.doc is other.doc:
+            return True
+        if self.doc.dialect is not other.doc.dialect:
+            return False
+        if canonical(self.raw) != canonical(other.raw):
             return False
         if self.doc is other.doc or "$ref" not in canonical(self.raw):
             return True
@@ -185,31 +276,18 @@ def synthetic(doc: Document, raw: Any, ptr: str) -> Node:
 
 def view(node: Node) -> dict[str, Any]:
     """Keywords of a dict node in the 2020-12 vocabulary."""
-    raw = node.raw
-    if not isinstance(raw, dict):
-        return {}
-    if node.doc.draft == DRAFT2020:
-        return {k: v for k, v in raw.items() if k not in ("additionalItems", "dependencies")}
-    if "$ref" in raw:
-        return {"$ref": raw["$ref"]}
-    out = {k: v for k, v in raw.items() if k not in ("items", "additionalItems", "dependencies")}
-    items = raw.get("items")
-    if isinstance(items, list):
-        out["prefixItems"] = items
-        if "additionalItems" in raw:
-            out["items"] = raw["additionalItems"]
-    elif "items" in raw:
-        out["items"] = items
-    deps = raw.get("dependencies")
-    if isinstance(deps, dict):
-        out["dependentRequired"] = {k: v for k, v in deps.items() if isinstance(v, list)}
-        out["dependentSchemas"] = {k: v for k, v in deps.items() if not isinstance(v, list)}
-    return out
+    return node.doc.view(node.raw)
 
 
 def in_dialect(doc: Document, keywords: dict[str, Any]) -> dict[str, Any]:
     """Keywords written in the view vocabulary, translated back to `doc`'s dialect."""
-    if doc.draft == DRAFT2020:
+    if doc.dialect.modern:
+        if doc.draft == "2019-09" and "prefixItems" in keywords:
+            out = {k: v for k, v in keywords.items() if k not in ("prefixItems", "items")}
+            out["items"] = keywords["prefixItems"]
+            if "items" in keywords:
+                out["additionalItems"] = keywords["items"]
+            return out
         return keywords
     out = {
         k: v
@@ -229,12 +307,12 @@ def in_dialect(doc: Document, keywords: dict[str, Any]) -> dict[str, Any]:
 
 
 def view_child(node: Node, key: str, *rest: str | int) -> Node:
-    """Child node addressed in view terms, mapped back to its real location in a draft-07 doc."""
-    if node.doc.draft == DRAFT7 and isinstance(node.raw, dict):
+    """Child node addressed in view terms, mapped back to its real location in the document."""
+    if node.doc.draft != "2020-12" and isinstance(node.raw, dict):
         if key == "prefixItems":
             return node.child("items", *rest)
         if key == "items" and isinstance(node.raw.get("items"), list):
             return node.child("additionalItems", *rest)
-        if key in ("dependentRequired", "dependentSchemas"):
+        if key in ("dependentRequired", "dependentSchemas") and not node.doc.dialect.modern:
             return node.child("dependencies", *rest)
     return node.child(key, *rest)

@@ -66,6 +66,8 @@ class CompatibilityReport(BaseModel):
     compatible: bool
     changes: tuple[SchemaChange, ...]
     undecided: bool
+    work: int = 0
+    """Work units the check spent (bounded by its budget)."""
 
     @property
     def breaking(self) -> tuple[SchemaChange, ...]:

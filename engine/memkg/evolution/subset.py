@@ -67,6 +67,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 
 def check_case(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
     ctx.steps += 1
+    b.doc.budget.charge()
     if b.raw is True or any(o.same_as(b) for o in case.origins + case.atoms):
         return []
     if ctx.steps > MAX_STEPS or ctx.depth > MAX_DEPTH:
@@ -124,7 +125,7 @@ def _undecided(ctx: Ctx, b: Node, code: str, why: str, cands: list[Any] | None =
 
 
 def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
-    target = b.doc.resolve(ref)
+    target = b.doc.resolve(ref, b.ptr)
     if target is None:
         miss = _undecided(ctx, b, "ref.unresolvable", f"cannot resolve $ref {ref!r}")
         miss.pointer = f"{b.ptr}/$ref"

@@ -23,18 +23,11 @@ def confirm(finding: Finding, inside: Document, outside: Document) -> tuple[bool
 
 
 def unresolvable_refs(doc: Document) -> list[tuple[str, str]]:
-    """(pointer, ref) for every `$ref` that does not resolve inside the document."""
-    out: list[tuple[str, str]] = []
-    stack: list[tuple[Any, str]] = [(doc.root, "")]
-    while stack:
-        value, ptr = stack.pop()
-        if isinstance(value, dict):
-            ref = value.get("$ref")
-            if isinstance(ref, str) and doc.resolve(ref) is None:
-                out.append((f"{ptr}/$ref", ref))
-            for key, item in value.items():
-                if key not in ("enum", "const", "examples", "default"):
-                    stack.append((item, f"{ptr}/{key.replace('~', '~0').replace('/', '~1')}"))
-        elif isinstance(value, list):
-            stack.extend((item, f"{ptr}/{i}") for i, item in enumerate(value))
+    """(pointer, ref) for every reference that resolves neither inside the documents given nor
+    in the caller's resources (nothing is fetched)."""
+    out = {
+        (f"{ref.ptr}/{ref.keyword}", ref.value)
+        for ref in doc.inv.refs
+        if doc.resolve(ref.value, ref.ptr) is None
+    }
     return sorted(out)

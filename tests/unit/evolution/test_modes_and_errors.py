@@ -95,7 +95,7 @@ def test_old_not_a_schema() -> None:
 
 
 def test_unknown_dialect() -> None:
-    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"}
+    schema = {"$schema": "http://json-schema.org/draft-03/schema#", "type": "string"}
     with pytest.raises(SchemaError, match="unsupported dialect"):
         check_schema_change(schema, {"type": "string"})
 
