@@ -54,14 +54,14 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
 
     out: list[Finding] = []
     a_max = facts.max_items
-    fixed = max(prefix_len(case.atoms), len(kw.get("prefixItems", []) or []))
+    fixed = max(prefix_len(case.atoms), prefix_len([b]))
     for i in range(fixed + 1):
         if a_max is not None and i >= a_max:
             break
         a_nodes = index_nodes(case.atoms, i)
         if any(n.raw is False for n in a_nodes):
             break
-        for bn in index_nodes([b], i):
+        for bn in index_nodes([b], i, definite=True):
             found = rewrap(
                 subset(ctx.deeper(), a_nodes, bn), lambda v, i=i: arrays_with(case, i, v), case, b
             )

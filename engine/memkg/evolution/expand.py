@@ -151,6 +151,11 @@ def _activate(
     return extra, frozenset(out)
 
 
+def dependents(atoms: list[Node]) -> list[Node]:
+    """The `dependentSchemas` of `atoms` whose trigger property they require."""
+    return _activate(atoms, frozenset())[0]
+
+
 def required_of(atoms: list[Node]) -> set[str]:
     out: set[str] = set()
     for node in atoms:

@@ -96,6 +96,9 @@ def merge(case: Case) -> Facts:
         f.unique = f.unique or kw.get("uniqueItems") is True
         if kw.get("items") is False:
             f.max_items = _min(f.max_items, len(kw.get("prefixItems", [])))
+    for node in case.origins:
+        if node.negated:
+            f.types = f.types - _type_only(node)
     if finite is None and f.types and f.types <= {"boolean", "null"}:
         finite = [v for v in (True, False, None) if json_type(v) in f.types]
     if finite is None and f.types == {"integer"}:
@@ -106,6 +109,18 @@ def merge(case: Case) -> Facts:
         f.finite = [v for v in finite if _contains(case, v)]
         f.types = frozenset(json_type(v) for v in f.finite)
     return f
+
+
+_NOTES = frozenset({"title", "description", "$comment", "default", "examples", "deprecated",
+                    "readOnly", "writeOnly", "$id", "$anchor", "$schema"})  # fmt: skip
+
+
+def _type_only(node: Node) -> frozenset[str]:
+    """The JSON types a schema accepts when `type` is all it says (else nothing)."""
+    kw = view(node)
+    if "type" not in kw or any(k != "type" and k not in _NOTES for k in kw):
+        return frozenset()
+    return declared_types(kw["type"])
 
 
 def _min(current: int | None, value: Any) -> int | None:
@@ -199,8 +214,13 @@ def key_nodes(atoms: list[Node], key: str, definite: bool = False) -> list[Node]
     return out
 
 
-def index_nodes(atoms: list[Node], index: int) -> list[Node]:
-    """Subschemas every array element at `index` must satisfy."""
+def index_nodes(atoms: list[Node], index: int, definite: bool = False) -> list[Node]:
+    """Subschemas every array element at `index` must satisfy.
+
+    `unevaluatedItems` applies past the items that in-place subschemas evaluate: `definite`
+    counts only those surely evaluated (use it for the schema that must contain the other),
+    otherwise every item some branch might evaluate is exempt.
+    """
     out: list[Node] = []
     for node, kw in object_atoms(atoms):
         prefix = kw.get("prefixItems", [])
@@ -208,7 +228,39 @@ def index_nodes(atoms: list[Node], index: int) -> list[Node]:
             out.append(view_child(node, "prefixItems", index))
         elif "items" in kw:
             out.append(view_child(node, "items"))
+        elif "unevaluatedItems" in kw:
+            count, everything = evaluated_items(node, definite)
+            if not everything and index >= count:
+                out.append(node.child("unevaluatedItems"))
     return out
+
+
+def evaluated_items(node: Node, definite: bool) -> tuple[int, bool]:
+    """How many leading items in-place subschemas of `node` evaluate (all: second item)."""
+    count = 0
+    stack, seen = [node], 0
+    while stack and seen < 64:
+        cur = stack.pop()
+        seen += 1
+        kw = view(cur) if isinstance(cur.raw, dict) else {}
+        if "items" in kw or (cur is not node and "unevaluatedItems" in kw):
+            return count, True
+        if "contains" in kw and not definite:
+            return count, True
+        prefix = kw.get("prefixItems")
+        if isinstance(prefix, list):
+            count = max(count, len(prefix))
+        if isinstance(kw.get("$ref"), str) and (target := cur.doc.resolve(kw["$ref"], cur.ptr)):
+            stack.append(target)
+        for key in ("allOf",) if definite else _IN_PLACE:
+            value = kw.get(key)
+            if isinstance(value, list):
+                stack.extend(cur.child(key, i) for i in range(len(value)))
+            elif isinstance(value, dict) and key == "dependentSchemas":
+                stack.extend(view_child(cur, key, k) for k in value)
+            elif value is not None and key != "dependentSchemas":
+                stack.append(cur.child(key))
+    return count, False
 
 
 def declared_keys(atoms: list[Node]) -> set[str]:
@@ -221,7 +273,13 @@ def declared_keys(atoms: list[Node]) -> set[str]:
 
 
 def prefix_len(atoms: list[Node]) -> int:
-    return max((len(kw.get("prefixItems", [])) for _, kw in object_atoms(atoms)), default=0)
+    """Positions past which every item meets the same subschemas."""
+    out = 0
+    for node, kw in object_atoms(atoms):
+        out = max(out, len(kw.get("prefixItems", []) or []))
+        if "unevaluatedItems" in kw and "items" not in kw:
+            out = max(out, evaluated_items(node, False)[0])
+    return out
 
 
 def own_facts(node: Node) -> Facts:

@@ -102,7 +102,8 @@ class Document:
         self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER,
                                   registry=resources.registry)  # fmt: skip
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
-        self._validators: dict[int, tuple[Any, Any]] = {}
+        self._validators: dict[int, tuple[Any, Any, int]] = {}
+        """Validator and cost in work units (one per eight schemas, plus one) per subschema."""
         self._views: dict[int, tuple[Any, dict[str, Any]]] = {}
         self.examples: dict[Any, tuple[tuple[Any, ...], list[Any]]] = {}
         """Instances generated for a conjunction of subschemas (see `generate.examples`)."""
@@ -114,11 +115,11 @@ class Document:
 
     def is_valid(self, raw: Any, instance: Any) -> bool:
         """Validate `instance` against a subschema of (or built from parts of) this document."""
-        self.budget.charge()
         held = self._validators.get(id(raw))
         if held is None or held[0] is not raw:
-            held = (raw, self.validator.evolve(schema=raw))
+            held = (raw, self.validator.evolve(schema=raw), 1 + _size(raw) // 8)
             self._validators[id(raw)] = held
+        self.budget.charge(held[2])
         try:
             return bool(held[1].is_valid(instance))
         except (Unresolvable, re.error, RecursionError) as exc:
@@ -201,6 +202,19 @@ class Document:
                     state[nxt] = 1
                     stack.append((nxt, iter(edges.get(nxt, ()))))
                     edges.setdefault(nxt, [])
+
+
+def _size(raw: Any) -> int:
+    """Objects in a schema, a bound on the work of validating against it."""
+    count, stack = 0, [raw]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            count += 1
+            stack.extend(v for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            stack.extend(v for v in value if isinstance(v, (dict, list)))
+    return count
 
 
 def _translate(raw: Any, dialect: Dialect) -> dict[str, Any]:

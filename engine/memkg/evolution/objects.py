@@ -9,7 +9,7 @@ from .expand import Case, search
 from .facts import Facts, Shape, declared_keys, key_nodes, object_atoms, shape, shape_nodes
 from .findings import Ctx, Finding, in_a_not_b, rewrap
 from .generate import case_examples, examples
-from .normalize import Node, in_dialect, view_child
+from .normalize import Node, Unconfirmable, in_dialect, view_child
 from .regex_gen import samples
 
 _OBJ = frozenset({"object"})
@@ -139,7 +139,7 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
             continue
         need = Node(b.doc, {"type": "object", "required": [trigger]}, b.ptr)
         dep = view_child(b, "dependentSchemas", trigger)
-        for part in [p for c in conjoin(case, need) for p in [c]]:
+        for part in conjoin(case, need):
             out.extend(check_case(ctx, part, dep))
     if "propertyNames" in kw:
         out.extend(_names(ctx, case, b, ash, a_keys))
@@ -317,6 +317,14 @@ def _dependencies(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any
     return out
 
 
+def _accepts(node: Node, key: str) -> bool | None:
+    """Whether `node` accepts `key` as a value; None when validation cannot run."""
+    try:
+        return node.is_valid(key)
+    except Unconfirmable:
+        return None
+
+
 def _names(ctx: Ctx, case: Case, b: Node, ash: list[Shape], a_keys: set[str]) -> list[Finding]:
     from .subset import subset
 
@@ -327,7 +335,7 @@ def _names(ctx: Ctx, case: Case, b: Node, ash: list[Shape], a_keys: set[str]) ->
         if "propertyNames" in kw
     ]
     closed = any(sh.rest is not None and sh.rest.raw is False and not sh.patterns for sh in ash)
-    if closed and all(pn.is_valid(k) for k in a_keys):
+    if closed and all(_accepts(pn, k) for k in a_keys):
         return []
     if mine and not subset(ctx.deeper(), mine, pn):
         return []
@@ -335,7 +343,7 @@ def _names(ctx: Ctx, case: Case, b: Node, ash: list[Shape], a_keys: set[str]) ->
     cands = [
         o
         for k in names
-        if not pn.is_valid(k)
+        if _accepts(pn, k) is False
         for v in examples(key_nodes(case.atoms, k), limit=1)
         for o in objects_with(case, k, v)
     ]

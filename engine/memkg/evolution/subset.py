@@ -35,7 +35,7 @@ from typing import Any
 
 from . import arrays, objects, scalars
 from .disjoint import disjoint
-from .expand import Case, expand, negate
+from .expand import Case, dependents, expand, negate
 from .facts import merge
 from .findings import Ctx, Finding, in_a_not_b
 from .generate import case_examples, examples
@@ -216,7 +216,17 @@ def _not(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
 
 
 def conjoin(case: Case, node: Node) -> list[Case]:
-    return [Case(case.atoms + c.atoms, case.origins + c.origins) for c in expand([node])]
+    """Cases of `case` ∧ `node`, with the `dependentSchemas` of the case that `node` triggers
+    (a property it makes required) added: an identical dependent schema then proves itself."""
+    out: list[Case] = []
+    for c in expand([node]):
+        part = Case(case.atoms + c.atoms, case.origins + c.origins)
+        extra = [e for e in dependents(part.atoms) if not any(a.raw is e.raw for a in part.atoms)]
+        if not extra:
+            out.append(part)
+            continue
+        out.extend(Case(part.atoms + d.atoms, part.origins + d.origins) for d in expand(extra))
+    return out
 
 
 def _conditional(ctx: Ctx, case: Case, b: Node, kw: dict[str, Any]) -> list[Finding]:

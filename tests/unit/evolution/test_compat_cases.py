@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 import yaml
-from jsonschema import Draft7Validator, Draft202012Validator
+from jsonschema import (
+    Draft4Validator,
+    Draft6Validator,
+    Draft7Validator,
+    Draft201909Validator,
+    Draft202012Validator,
+)
 from jsonschema.validators import validator_for
 
 from memkg.evolution import CompatibilityReport, check_schema_change
@@ -27,7 +33,8 @@ CASES = _load()
 
 def _valid(schema: Any, doc: Any) -> bool:
     cls = validator_for(schema, default=Draft202012Validator)
-    assert cls in (Draft7Validator, Draft202012Validator)
+    assert cls in (Draft4Validator, Draft6Validator, Draft7Validator, Draft201909Validator,
+                   Draft202012Validator)
     return bool(cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(doc))
 
 
@@ -61,7 +68,7 @@ def _assert_confirmed(report: CompatibilityReport, case: dict[str, Any]) -> None
 def test_enough_cases() -> None:
     names = [c["name"] for c in CASES]
     assert len(names) == len(set(names))
-    assert len(CASES) >= 110
+    assert len(CASES) >= 170
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
