@@ -31,6 +31,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 check: lint typecheck test
+	MEMKG_FUZZ=check $(BIN)/python -m pytest -q tests/property/test_compat_fuzz.py
 
 # The durability battery in its long form: 600 SIGKILLs on each backend, and the other
 # durability tests with their larger settings (minutes; not part of `make test`).

@@ -3,7 +3,8 @@
 Each script also runs alone with its own options (``python benchmarks/NAME.py --help``):
 ``decision_bench.py`` (one decision, 1,000 facts, 200 rules, durable decision log),
 ``ingest_bench.py`` (validated ingest with SHACL, one user's history, rebuild, memory),
-``graph_bench.py`` (per-user graph costs as the store grows), ``store_bench.py`` (event store).
+``graph_bench.py`` (per-user graph costs as the store grows), ``store_bench.py`` (event store),
+``schema_bench.py`` (schema compatibility checks beside jsoncompat).
 
 Profiles: ``--quick`` (about two minutes on two shared cores: 10k-fact ingest, a
 1,000-fact history, fewer decision runs) and ``--full`` (the default: 10k and 100k ingest, a
@@ -54,6 +55,14 @@ GOALS: tuple[tuple[str, str, str, bool], ...] = (
     ("graph.one_user_weights_large_to_small", "one user's weights, large / small store",
      "≈ 1", False),
     ("store.sqlite.append_one", "SQLite append, durable commit each (events/s)", "", True),
+    ("schema.suite.memkg_p50", "schema check p50 (ms), shipped pair suite", "≤ 2", False),
+    ("schema.suite.memkg_p99", "schema check p99 (ms), shipped pair suite", "≤ 20", False),
+    ("schema.generated.memkg_p50", "schema check p50 (ms), generated pairs", "≤ 2", False),
+    ("schema.generated.memkg_p99", "schema check p99 (ms), generated pairs", "≤ 20", False),
+    ("schema.suite.memkg_unsafe", "unsafe schema verdicts, shipped suite (jsoncompat: next)",
+     "< jsoncompat", False),
+    ("schema.suite.jsoncompat_unsafe", "unsafe verdicts of jsoncompat, shipped suite", "",
+     False),
 )  # fmt: skip
 
 
@@ -67,6 +76,7 @@ def scripts(profile: str, million: bool) -> list[list[str]]:
         ["ingest_bench.py", *quick, "--bulk", bulk],
         ["graph_bench.py", *quick],
         ["store_bench.py", *quick],
+        ["schema_bench.py", *quick],
     ]
 
 
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     profile.add_argument("--full", action="store_true", help="the full profile (default)")
     parser.add_argument("--million", action="store_true", help="add the 1M-fact store runs")
     parser.add_argument(
-        "--only", default="", help="comma-separated subset: decision,ingest,graph,store"
+        "--only", default="", help="comma-separated subset: decision,ingest,graph,store,schema"
     )
     parser.add_argument("--save-baseline", action="store_true", help="record this run as before")
     parser.add_argument("--readme", action="store_true", help="rewrite README's table")

@@ -11,7 +11,7 @@ Two sets of schema pairs, each checked in `backward` and `forward` mode:
 Prints the median and p99 milliseconds per check of both tools (every check run once after a
 warm-up pass, in the same process), the largest work count memkg used, and the verdict counts.
 Goal: memkg median <= 2 ms, p99 <= 20 ms, fewer unsafe verdicts than jsoncompat.
-Run: ``python benchmarks/schema_bench.py [--pairs N] [--seed S]``.
+Run: ``python benchmarks/schema_bench.py [--quick] [--pairs N] [--seed S] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ except ImportError:  # running from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 
 import yaml
+from figures import Figures
 
 from memkg.errors import MemkgError
 from memkg.evolution import check_schema_change
@@ -161,13 +162,14 @@ def _line(label: str, times: list[float]) -> str:
             f"p99 {_pct(times, 0.99):8.3f} ms   max {max(times):8.3f} ms")  # fmt: skip
 
 
-def run(pairs: list[tuple[str, Any, Any, dict[str, bool] | None]], title: str) -> None:
+def run(pairs: list[tuple[str, Any, Any, dict[str, bool] | None]], title: str, key: str,
+        figures: Figures) -> None:  # fmt: skip
     ours: list[float] = []
     theirs: list[float] = []
     counts = {tool: {"unsafe": 0, "refused": 0, "correct": 0, "error": 0, "disagree": 0}
               for tool in ("memkg", "jsoncompat")}  # fmt: skip
     most_work = 0
-    for name, old, new, labels in pairs:
+    for _name, old, new, labels in pairs:
         for mode in ("backward", "forward"):
             ok, ms, work = _memkg(old, new, mode)
             ours.append(ms)
@@ -197,6 +199,16 @@ def run(pairs: list[tuple[str, Any, Any, dict[str, bool] | None]], title: str) -
         print(_line("jsoncompat", theirs))
         print(f"  median ratio memkg/jsoncompat: "
               f"{statistics.median(ours) / statistics.median(theirs):.1f}x")  # fmt: skip
+    figures.add(f"schema.{key}.memkg_p50", statistics.median(ours), "ms")
+    figures.add(f"schema.{key}.memkg_p99", _pct(ours, 0.99), "ms")
+    if theirs:
+        figures.add(f"schema.{key}.jsoncompat_p50", statistics.median(theirs), "ms")
+        figures.add(f"schema.{key}.jsoncompat_p99", _pct(theirs, 0.99), "ms")
+    if pairs and pairs[0][3] is not None:
+        figures.add(f"schema.{key}.memkg_unsafe", counts["memkg"]["unsafe"], "checks")
+        if theirs:
+            figures.add(f"schema.{key}.jsoncompat_unsafe", counts["jsoncompat"]["unsafe"],
+                        "checks")  # fmt: skip
     for tool, tally in counts.items():
         if tool == "jsoncompat" and jsoncompat is None:
             continue
@@ -213,7 +225,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=1000, help="generated pairs (default 1000)")
     parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--quick", action="store_true", help="300 generated pairs")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
+    if args.quick:
+        args.pairs = min(args.pairs, 300)
     if jsoncompat is None:
         print("jsoncompat is not installed (pip install -e '.[dev]'): memkg figures only")
     shipped = [(n, o, w, labels) for n, o, w, labels in suite()]
@@ -222,8 +238,10 @@ def main() -> int:
     ]
     for _, old, new, _labels in shipped[:20]:  # warm up imports and caches
         _memkg(old, new, "backward")
-    run(list(shipped), "shipped pair suite (labelled)")
-    run(made, f"generated pairs (seed {args.seed})")
+    figures = Figures()
+    run(list(shipped), "shipped pair suite (labelled)", "suite", figures)
+    run(made, f"generated pairs (seed {args.seed})", "generated", figures)
+    figures.save(args.json)
     return 0
 
 

@@ -146,7 +146,7 @@ def _compound(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
             {"type": st.just("array")},
             optional={"items": children, "minItems": st.integers(0, 2),
                       "maxItems": st.integers(0, 3), "uniqueItems": st.booleans()},
-        ),  # fmt: skip
+        ),
         st.lists(children, min_size=1, max_size=3).map(lambda s: {"anyOf": s}),
         st.lists(children, min_size=1, max_size=2).map(lambda s: {"allOf": s}),
         children.map(lambda s: {"not": s}),

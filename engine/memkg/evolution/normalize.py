@@ -102,8 +102,9 @@ class Document:
         self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER,
                                   registry=resources.registry)  # fmt: skip
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
-        self._validators: dict[int, tuple[Any, Any, int]] = {}
-        """Validator and cost in work units (one per eight schemas, plus one) per subschema."""
+        self._validators: dict[int, tuple[Any, Any, int, dict[str, bool]]] = {}
+        """Per subschema: validator, cost in work units (one per eight schemas, plus one), and
+        the answers it gave, by canonical instance."""
         self._views: dict[int, tuple[Any, dict[str, Any]]] = {}
         self.examples: dict[Any, tuple[tuple[Any, ...], list[Any]]] = {}
         """Instances generated for a conjunction of subschemas (see `generate.examples`)."""
@@ -117,13 +118,19 @@ class Document:
         """Validate `instance` against a subschema of (or built from parts of) this document."""
         held = self._validators.get(id(raw))
         if held is None or held[0] is not raw:
-            held = (raw, self.validator.evolve(schema=raw), 1 + _size(raw) // 8)
+            held = (raw, self.validator.evolve(schema=raw), 1 + _size(raw) // 8, {})
             self._validators[id(raw)] = held
+        key = repr(instance)  # tells 1, 1.0 and True apart, as JSON Schema does
+        known = held[3].get(key)
+        if known is not None:
+            return known
         self.budget.charge(held[2])
         try:
-            return bool(held[1].is_valid(instance))
+            answer = bool(held[1].is_valid(instance))
         except (Unresolvable, re.error, RecursionError) as exc:
             raise Unconfirmable(str(exc)) from exc
+        held[3][key] = answer
+        return answer
 
     def view(self, raw: Any) -> dict[str, Any]:
         held = self._views.get(id(raw))
