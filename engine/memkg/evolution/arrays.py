@@ -7,7 +7,7 @@ from typing import Any
 from .expand import Case
 from .facts import Facts, index_nodes, object_atoms, prefix_len
 from .findings import Ctx, Finding, in_a_not_b, rewrap
-from .generate import case_examples, examples
+from .generate import MAX_COUNT, case_examples, examples
 from .normalize import Node, view_child
 
 _ARR = frozenset({"array"})
@@ -74,7 +74,7 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
 
 def _grow(case: Case, base: list[Any], size: int, unique: bool) -> list[Any]:
     arr = list(base)
-    while len(arr) < size:
+    while len(arr) < min(size, MAX_COUNT + 1):
         options = examples(index_nodes(case.atoms, len(arr)), limit=size + 2)
         fresh = [o for o in options if o not in arr] if unique else options
         if not fresh:

@@ -14,6 +14,10 @@ from .normalize import Node, Unconfirmable
 from .regex_gen import samples
 
 MAX_DEPTH = 3
+MAX_LENGTH = 1024
+"""Longest string built as a candidate: a counterexample needing more stays unconfirmed."""
+MAX_COUNT = 64
+"""Most items or properties put in a candidate array or object."""
 _ANY: tuple[Any, ...] = ({}, [], "a", 0, 0.5, True, None)
 """Instances of the empty schema, in the order `_ORDER` would produce them."""
 FORMAT_SAMPLES = {
@@ -136,17 +140,19 @@ def _strings(facts: Facts) -> list[Any]:
     for pat in facts.patterns:
         out.extend(samples(pat))
     out.extend(FORMAT_SAMPLES[f] for f in sorted(facts.formats) if f in FORMAT_SAMPLES)
-    n = max(facts.min_len, 1)
-    out += ["a" * facts.min_len, "x" * n, "ab" * n, ""]
-    out += ["a" * max(facts.min_len - 1, 0) + c for c in "bcdefghijk"]
+    if facts.min_len <= MAX_LENGTH:
+        n = max(facts.min_len, 1)
+        out += ["a" * facts.min_len, "x" * n, "ab" * n, ""]
+        out += ["a" * max(facts.min_len - 1, 0) + c for c in "bcdefghijk"]
     out += ["sample-text", "x" * 64]
-    if facts.max_len is not None:
+    if facts.max_len is not None and facts.max_len <= MAX_LENGTH:
         out.append("m" * facts.max_len)
     return out
 
 
 def _arrays(case: Case, facts: Facts, depth: int) -> list[Any]:
     sizes = sorted({facts.min_items, facts.min_items + 1, max(facts.min_items, 2)})
+    sizes = [s for s in sizes if s <= MAX_COUNT]
     out: list[Any] = []
     for size in sizes:
         if facts.max_items is not None and size > facts.max_items:
@@ -184,7 +190,7 @@ def _objects(case: Case, facts: Facts, depth: int) -> list[Any]:
                 if options:
                     full[key] = options[0]
     out.append(full)
-    while len(base) < facts.min_props:
+    while len(base) < min(facts.min_props, MAX_COUNT):
         key = f"extra{len(base)}"
         options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
         if not options:

@@ -8,7 +8,7 @@ from typing import Any
 from .expand import Case, search
 from .facts import Facts, Shape, declared_keys, key_nodes, object_atoms, shape, shape_nodes
 from .findings import Ctx, Finding, in_a_not_b, rewrap
-from .generate import case_examples, examples
+from .generate import MAX_COUNT, case_examples, examples
 from .normalize import Node, Unconfirmable, in_dialect, view_child
 from .regex_gen import samples
 
@@ -251,7 +251,7 @@ def _counts(
         )
     if isinstance(b_max, int) and (a_max is None or a_max > b_max):
         big = []
-        for base in pool:
+        for base in pool if b_max < MAX_COUNT else []:
             obj = dict(base)
             for i in range(b_max + 1):
                 for value in examples(key_nodes(case.atoms, f"k{i}"), limit=1):

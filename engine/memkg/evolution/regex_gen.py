@@ -74,6 +74,8 @@ def _emit(items: list[tuple[Any, Any]], variant: int, groups: dict[int, str]) ->
             out.append(chars[variant % len(chars)])
         elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             low, high, sub = arg
+            if low > 64:
+                raise ValueError("repetition too long to sample")
             high = low + 3 if high == _c.MAXREPEAT else high
             times = min(high, low + (variant % 3))
             out.extend(_emit(list(sub), variant + i, groups) for i in range(times))

@@ -9,7 +9,7 @@ from typing import Any
 from .expand import Case, declared_types
 from .facts import Bound, Facts, int_bounds, keyword_ptr, own_facts
 from .findings import Ctx, Finding, in_a_not_b
-from .generate import case_examples
+from .generate import MAX_LENGTH, case_examples
 from .normalize import Node, Unconfirmable, best_match
 from .regex_gen import samples
 
@@ -249,7 +249,7 @@ def _strings(
     for pat in facts.patterns:
         texts += samples(pat, 16)
     if bf.min_len > facts.min_len:
-        lengths = range(facts.min_len, bf.min_len)
+        lengths = range(facts.min_len, min(bf.min_len, facts.min_len + 4, MAX_LENGTH))
         cands = in_a_not_b(
             [t for t in texts if len(t) < bf.min_len] + ["a" * n for n in lengths],
             case,
@@ -267,12 +267,17 @@ def _strings(
         )
     if bf.max_len is not None and (facts.max_len is None or facts.max_len > bf.max_len):
         longer = [t for t in texts if len(t) > bf.max_len]
-        longer += [
-            pad
-            for t in texts
-            for pad in ("a" * (bf.max_len + 1 - len(t)) + t, t + "a" * (bf.max_len + 1 - len(t)))
-        ]
-        longer += ["a" * (bf.max_len + 1), "a" * (facts.max_len or bf.max_len + 10)]
+        if bf.max_len < MAX_LENGTH:
+            longer += [
+                pad
+                for t in texts
+                for pad in (
+                    "a" * (bf.max_len + 1 - len(t)) + t,
+                    t + "a" * (bf.max_len + 1 - len(t)),
+                )
+            ]
+            longer += ["a" * (bf.max_len + 1), "a" * min(facts.max_len or bf.max_len + 10,
+                                                           MAX_LENGTH)]  # fmt: skip
         cands = in_a_not_b(longer, case, _only(b, "maxLength"))
         old, new = ctx.old_new("unbounded" if facts.max_len is None else facts.max_len, bf.max_len)
         codes = (

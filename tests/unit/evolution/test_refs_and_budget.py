@@ -127,3 +127,19 @@ def test_slow_generated_pair_stays_small() -> None:
 def test_budget_must_be_positive() -> None:
     with pytest.raises(SchemaError, match="budget"):
         check_schema_change({}, {}, budget=0)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"type": "string", "maxLength": 10**9}, {"type": "string", "maxLength": 10**8}),
+        ({"type": "string", "minLength": 10**7}, {"type": "string", "minLength": 10**8}),
+        ({"type": "array", "maxItems": 10**9}, {"type": "array", "maxItems": 10**8}),
+        ({"type": "object", "maxProperties": 10**9}, {"type": "object", "maxProperties": 10**8}),
+        ({"type": "string", "pattern": "^a{100000}$"}, {"type": "string", "pattern": "^b{9999}"}),
+    ],
+)
+def test_huge_bounds_build_no_huge_candidates(old: Any, new: Any) -> None:
+    report = check_schema_change(old, new, "full")
+    assert not report.compatible and report.undecided
+    assert report.work < 200
