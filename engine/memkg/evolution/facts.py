@@ -104,7 +104,8 @@ def merge(case: Case) -> Facts:
     if finite is None and f.types == {"integer"}:
         lo, hi = int_bounds(f)
         if lo is not None and hi is not None and hi - lo < 64:
-            finite = list(range(lo, hi + 1))
+            # 1.0 too: an integer for 2020-12, not for draft-04
+            finite = [*range(lo, hi + 1), *(float(v) for v in range(lo, hi + 1))]
     if finite is not None:
         f.finite = [v for v in finite if _contains(case, v)]
         f.types = frozenset(json_type(v) for v in f.finite)

@@ -65,9 +65,13 @@ def finite(ctx: Ctx, case: Case, values: list[Any], b: Node) -> list[Finding]:
             ptr = ctx.where(keyword_ptr(case.atoms, "const"), f"{b.ptr}/const")
             msg = f"const changed; {old} is no longer the only value"
             hint = "keep the constant, or version the document type"
-        elif not in_type:
-            out.extend(type_rule(ctx, case, frozenset(), b, kw))
+        elif not in_type and (by_type := type_rule(ctx, case, frozenset(), b, kw)):
+            out.extend(by_type)
             continue
+        elif not in_type:  # same JSON type, another dialect's idea of it (1.0 in draft-04)
+            code, ptr = ctx.code("type.narrowed", "type.widened"), f"{b.ptr}/type"
+            msg = f"value {_js(value)} is not of type {kw['type']!r} in {b.doc.draft}"
+            hint = "keep the type as it was, or migrate the affected values"
         else:
             code, ptr = "value.rejected", b.ptr
             error = best_match(b.doc.validator.evolve(schema=b.raw).iter_errors(value))

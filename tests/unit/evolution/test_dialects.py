@@ -156,3 +156,12 @@ def test_engine_config_names_the_default_dialect() -> None:
     assert EngineConfig(schema_dialect="draft-07").schema_dialect == "draft-07"
     with pytest.raises(pydantic.ValidationError):
         EngineConfig(schema_dialect="draft-05")  # type: ignore[arg-type]
+
+
+def test_integral_floats_are_integers_except_in_draft04() -> None:
+    old = {"type": "integer", "minimum": 1, "maximum": 2}
+    new = {"$schema": D4, "type": "integer"}
+    report = check_schema_change(old, new)
+    assert not report.compatible
+    assert report.breaking[0].counterexample == 1.0
+    assert check_schema_change(old, {"type": "integer"}).compatible
