@@ -57,7 +57,7 @@ def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> in
 def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
     layers = config.layers
     root = layers.domains().get(args.domain, layers.paths[0])
-    found = schema_history(root, args.domain, args.key)
+    found = schema_history(root, args.domain, args.key, config.schema_dialect)
     if not found["groups"]:
         raise MemkgError(
             f"schemas/{args.domain} holds no key group"

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .dialect import DEFAULT_DIALECT
 from .groups import compare_groups, group_keys
 from .migration import load_plan
 
@@ -36,7 +37,8 @@ def group_files(schemas: Path, domain: str) -> dict[str, dict[int, Path]]:
     return found
 
 
-def schema_history(root: Path, domain: str, key: str | None = None) -> dict[str, Any]:
+def schema_history(root: Path, domain: str, key: str | None = None,
+                   default_dialect: str = DEFAULT_DIALECT) -> dict[str, Any]:  # fmt: skip
     """Every version of the domain's groups (or of one key): file, digest, keys, changes."""
     schemas = root / "schemas"
     released = read_manifest(schemas)
@@ -54,7 +56,8 @@ def schema_history(root: Path, domain: str, key: str | None = None) -> dict[str,
             elif key in keys:
                 entry["schema"], entry["meta"] = keys[key]
             if previous is not None:
-                entry["changes"] = _changes(compare_groups(previous, doc, "full"), key)
+                report = compare_groups(previous, doc, "full", default_dialect)
+                entry["changes"] = _changes(report, key)
             if key is None or key in keys or entry.get("changes"):
                 entries.append(entry)
             previous = doc
