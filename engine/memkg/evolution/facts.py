@@ -121,7 +121,10 @@ def _type_only(node: Node) -> frozenset[str]:
     kw = view(node)
     if "type" not in kw or any(k != "type" and k not in _NOTES for k in kw):
         return frozenset()
-    return declared_types(kw["type"])
+    types = declared_types(kw["type"])
+    if node.doc.draft == "draft-04" and "nonint" not in types:
+        return types - {"integer"}  # its `integer` leaves out 1.0, which stays possible
+    return types
 
 
 def _min(current: int | None, value: Any) -> int | None:

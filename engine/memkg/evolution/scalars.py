@@ -87,9 +87,10 @@ def type_rule(
     from .facts import merge
 
     allowed = declared_types(kw["type"])
-    missing = sorted((types or merge(case).types) - allowed)
+    have = types or merge(case).types
+    missing = sorted(have - allowed)
     if not missing:
-        return []
+        return _integral_floats(ctx, case, have, b, allowed)
     cands = in_a_not_b(case_examples(case, frozenset(missing), limit=12), case, _only(b, "type"))
     names = ", ".join(_TYPE_NAMES.get(t, t) for t in missing)
     if ctx.direction == "backward":
@@ -108,6 +109,28 @@ def type_rule(
             ctx.where(keyword_ptr(case.atoms, "type"), f"{b.ptr}/type"),
             msg,
             hint,
+            cands,
+        )
+    ]
+
+
+def _integral_floats(
+    ctx: Ctx, case: Case, have: frozenset[str], b: Node, allowed: frozenset[str]
+) -> list[Finding]:
+    """Draft-04's `integer` rejects 1.0, which later drafts (and the case) may accept."""
+    if b.doc.draft != "draft-04" or "integer" not in have or "nonint" in allowed:
+        return []
+    ints = case_examples(case, frozenset({"integer"}), limit=6)
+    floats = [float(v) for v in ints if type(v) is int] + [1.0, 0.0]
+    cands = in_a_not_b(floats, case, _only(b, "type"))
+    if not cands:
+        return []
+    return [
+        Finding(
+            ctx.code("type.narrowed", "type.widened"),
+            f"{b.ptr}/type",
+            f"integral numbers written with a fraction ({cands[0]!r}) are no integers in draft-04",
+            "keep the type as it was, or write integers without a fraction",
             cands,
         )
     ]

@@ -165,3 +165,12 @@ def test_integral_floats_are_integers_except_in_draft04() -> None:
     assert not report.compatible
     assert report.breaking[0].counterexample == 1.0
     assert check_schema_change(old, {"type": "integer"}).compatible
+
+
+def test_draft04_integer_across_dialects() -> None:
+    report = check_schema_change({"type": "integer"}, {"$schema": D4, "type": "integer"})
+    assert not report.compatible and report.breaking[0].counterexample in (0.0, 1.0)
+    assert check_schema_change({"$schema": D4, "type": "integer"}, {"type": "integer"}).compatible
+    negated = {"$schema": D4, "not": {"type": "integer"}}
+    report = check_schema_change(negated, {"not": {"type": "integer"}})
+    assert not report.compatible
