@@ -187,6 +187,15 @@ def _evaluated(node: Node, definite: bool) -> tuple[set[str], set[str], bool]:
 def shape(node: Node, definite: bool) -> Shape:
     """Object shape of `node`; `definite` counts only surely evaluated keys as exempt from
     `unevaluatedProperties` (use it for the schema that must contain the other)."""
+    key = (id(node.raw), node.ptr, definite)
+    held = node.doc.shapes.get(key)
+    if held is None or held[0] is not node.raw:
+        held = (node.raw, _shape(node, definite))
+        node.doc.shapes[key] = held
+    return held[1]
+
+
+def _shape(node: Node, definite: bool) -> Shape:
     kw = view(node) if isinstance(node.raw, dict) else {}
     props = {k: node.child("properties", k) for k in kw.get("properties", {}) or {}}
     pats = {p: node.child("patternProperties", p) for p in kw.get("patternProperties", {}) or {}}

@@ -63,8 +63,22 @@ def case_examples(
 ) -> list[Any]:
     if depth > MAX_DEPTH:
         return []
-    for node in case.origins[:1]:
-        node.doc.budget.charge()
+    if not case.origins:
+        return _case_examples(case, types, depth, limit)
+    doc = case.origins[0].doc
+    nodes = case.atoms + case.origins
+    key = (tuple((id(n.doc), id(n.raw), n.negated) for n in nodes), len(case.atoms), types,
+           depth, limit)  # fmt: skip
+    held = doc.examples.get(key)
+    if held is not None and all(a is n.raw for a, n in zip(held[0], nodes, strict=True)):
+        return list(held[1])
+    doc.budget.charge()
+    out = _case_examples(case, types, depth, limit)
+    doc.examples[key] = (tuple(n.raw for n in nodes), out)
+    return list(out)
+
+
+def _case_examples(case: Case, types: frozenset[str] | None, depth: int, limit: int) -> list[Any]:
     facts = merge(case)
     wanted = facts.types if types is None else facts.types & types
     raw: list[Any] = []
@@ -185,7 +199,7 @@ def _objects(case: Case, facts: Facts, depth: int) -> list[Any]:
     for _, kw in object_atoms(case.atoms):
         props = kw.get("properties", {})
         for key in props if isinstance(props, dict) else {}:
-            if key not in full:
+            if key not in full and len(full) < MAX_COUNT:
                 options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
                 if options:
                     full[key] = options[0]

@@ -103,9 +103,11 @@ class Document:
                                   registry=resources.registry)  # fmt: skip
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
         self._validators: dict[int, tuple[Any, Any, int, dict[str, bool]]] = {}
-        """Per subschema: validator, cost in work units (one per eight schemas, plus one), and
+        """Per subschema: validator, cost in work units (one per 32 schemas, plus one), and
         the answers it gave, by canonical instance."""
         self._views: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.shapes: dict[tuple[int, str, bool], tuple[Any, Any]] = {}
+        """Object shape of a subschema (see `facts.shape`)."""
         self.examples: dict[Any, tuple[tuple[Any, ...], list[Any]]] = {}
         """Instances generated for a conjunction of subschemas (see `generate.examples`)."""
         self._check_loops()
@@ -118,7 +120,7 @@ class Document:
         """Validate `instance` against a subschema of (or built from parts of) this document."""
         held = self._validators.get(id(raw))
         if held is None or held[0] is not raw:
-            held = (raw, self.validator.evolve(schema=raw), 1 + _size(raw) // 8, {})
+            held = (raw, self.validator.evolve(schema=raw), 1 + _size(raw) // 32, {})
             self._validators[id(raw)] = held
         key = repr(instance)  # tells 1, 1.0 and True apart, as JSON Schema does
         known = held[3].get(key)
