@@ -156,7 +156,7 @@ def test_a_reviewer_reads_settles_retracts_and_erases_with_the_keyboard(
     tab_to(page, view.locator("button[data-action=replay]"))
     page.keyboard.press("Enter")
     expect(view.locator("#replay-result")).to_have_text("Reproduced exactly.")
-    check(page, "explanation")
+    check(page, "explanation-needs-review")
 
     # the review queue: settle the frozen age, then make the waiting decision again
     go(page, "reviews", "Review queue")
@@ -175,6 +175,17 @@ def test_a_reviewer_reads_settles_retracts_and_erases_with_the_keyboard(
     page.wait_for_selector("[data-field=again-status]")
     assert waiting.locator("[data-field=again-status]").inner_text() == "decided"
     check(page, "reviews")
+    tab_to(page, waiting.locator("[data-field=waiting] a"))
+    page.keyboard.press("Enter")
+    fired = view.locator("article.rule")
+    fired.first.wait_for()
+    assert fired.locator("h4").all_inner_texts() == [
+        "health.asthma_child_fever_night: book_emergency_appointment (critical)"
+    ]
+    reasons = fired.inner_text()
+    assert "child.age = 3: source profile" in reasons and "clinic:record/7" in reasons
+    assert "condition:asthma ─requires→ protocol:immediate_hospital_visit: weight 0.920" in reasons
+    check(page, "explanation")
 
     # retract a fact with a reason
     go(page, "memory", "Memory of mei")

@@ -33,7 +33,7 @@ def test_the_weight_series_shows_signals_rejection_and_decay(served: dict[str, A
     [line] = series["lines"]
     assert line["target"] == "condition:asthma"
     kinds = [m["kind"] for m in series["marks"]]
-    assert kinds == ["written", "mention", "rejected", "mention"]
+    assert kinds == ["written", "mention", "rejected", "mention", "mention"]
     weight = {p["at"]: p["weight"] for p in line["points"]}
     rejected = series["marks"][2]["at"]
     [before] = [w for at, w in weight.items() if at < rejected][-1:]

@@ -27,9 +27,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 def seed(engine: Engine, clock: FrozenClock, user: str) -> str:
     """Four months of a child's health memory: an asthma record mentioned, rejected, then
-    mentioned again, a diet, an unconfirmed count, a contact preference in mild conflict (a question
-    to ask), and two sources that disagree on the child's age (frozen), then a night-time
-    fever decision that waits on that review. Returns the decision's id."""
+    mentioned twice tonight; a diet; an unconfirmed count; a contact preference in mild
+    conflict (a question to ask); two sources that disagree on the child's age (frozen); then
+    a night-time fever decision that waits on that review. Returns the decision's id."""
 
     def write(key: str, value: Any, source: str = "profile", **extra: Any) -> None:
         engine.ingest({"user_id": user, "domain": "health", "key": key, "value": value,
@@ -52,9 +52,10 @@ def seed(engine: Engine, clock: FrozenClock, user: str) -> str:
     write("child.age", 3)
     write("child.age", 8, source="system")
     write("contact.preference", "sms", source="dialogue", confidence=0.9)  # ask which holds
-    clock.set(NIGHT - timedelta(hours=2))  # asthma mentioned again tonight: usable again
-    engine.signal(user, "health", "medical.conditions", "condition:asthma", "mention",
-                  session_id="s3")  # fmt: skip
+    for hours in (2, 1):  # asthma mentioned twice tonight: usable again
+        clock.set(NIGHT - timedelta(hours=hours))
+        engine.signal(user, "health", "medical.conditions", "condition:asthma", "mention",
+                      session_id="s3")  # fmt: skip
     clock.set(NIGHT)
     return engine.decide(user, "health", {"symptom": "fever"}).decision_id
 
