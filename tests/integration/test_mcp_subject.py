@@ -15,7 +15,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, TextContent  # noqa: E402
 
-from memkg import Engine  # noqa: E402
+from memkg import Engine, MemkgError  # noqa: E402
 from memkg.service.mcp import build_server, local_subject  # noqa: E402
 from support.observations import CONSENTED, obs  # noqa: E402
 
@@ -88,3 +88,32 @@ def test_non_finite_numbers_are_refused(engine: Engine) -> None:
 
     anyio.run(calls)
     assert engine.facts("u1") == []
+
+
+def test_a_keyed_stdio_session_serves_the_keys_user_and_is_audited(tmp_path: Path) -> None:
+    from mcp.server.mcpserver import Context
+
+    from memkg.access import Keyring
+    from memkg.access.sqlite import SqliteAccessStore
+    from memkg.service.mcp import subject_from
+
+    db = tmp_path / "m.db"
+    with Engine.open(db) as engine:
+        ring = Keyring(SqliteAccessStore(db), engine.clock)
+        issued = ring.create("agent", ["read", "write"], ["travel"], user_id="u1")
+        subject, audit = subject_from(engine, db, None, [], issued.token)
+        assert subject.user_id == "u1" and audit is not None
+        server = build_server(engine, subject, audit=audit)
+
+        async def calls() -> None:
+            await server.call_tool("recall_facts", {}, Context(mcp_server=server))
+            await server.call_tool("render_profile", {"domain": "health"},
+                                   Context(mcp_server=server))  # fmt: skip
+
+        anyio.run(calls)
+        seen = [(r.action, r.subject, r.key_id, r.status) for r in ring.audit()]
+        assert seen == [("mcp.render_profile", "u1", issued.key.key_id, 403),
+                        ("mcp.recall_facts", "u1", issued.key.key_id, 200)]  # fmt: skip
+        with pytest.raises(MemkgError) as other:
+            subject_from(engine, db, "u2", [], issued.token)
+        assert other.value.code == "access.user"

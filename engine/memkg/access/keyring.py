@@ -135,9 +135,10 @@ class Keyring:
         self.store.record(records)
 
     def audit(
-        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
-    ) -> list[AccessRecord]:
-        return self.store.records(subject=subject, key_id=key_id, limit=limit)
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100,
+    ) -> list[AccessRecord]:  # fmt: skip
+        return self.store.records(subject=subject, key_id=key_id, target=target, limit=limit)
 
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)

@@ -96,12 +96,14 @@ class PostgresAccessStore(PgAdapter):
                                " VALUES (%s, %s, %s)", rows)  # fmt: skip
 
     def records(
-        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
-    ) -> list[AccessRecord]:
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100,
+    ) -> list[AccessRecord]:  # fmt: skip
         rows = self._read(
             f"SELECT body FROM {self._s}.access_audit WHERE (%s::text IS NULL OR subject = %s)"
-            " AND (%s::text IS NULL OR key_id = %s) ORDER BY seq DESC LIMIT %s",
-            (subject, subject, key_id, key_id, min(limit, AUDIT_LIMIT)),
+            " AND (%s::text IS NULL OR key_id = %s)"
+            " AND (%s::text IS NULL OR body::jsonb ->> 'target' = %s) ORDER BY seq DESC LIMIT %s",
+            (subject, subject, key_id, key_id, target, target, min(limit, AUDIT_LIMIT)),
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 

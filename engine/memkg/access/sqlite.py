@@ -130,12 +130,14 @@ class SqliteAccessStore:
                            rows)  # fmt: skip
 
     def records(
-        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
-    ) -> list[AccessRecord]:
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100,
+    ) -> list[AccessRecord]:  # fmt: skip
         rows = self._read(
             "SELECT body FROM access_audit WHERE (? IS NULL OR subject = ?)"
-            " AND (? IS NULL OR key_id = ?) ORDER BY seq DESC LIMIT ?",
-            (subject, subject, key_id, key_id, min(limit, AUDIT_LIMIT)),
+            " AND (? IS NULL OR key_id = ?) AND (? IS NULL OR json_extract(body, '$.target') = ?)"
+            " ORDER BY seq DESC LIMIT ?",
+            (subject, subject, key_id, key_id, target, target, min(limit, AUDIT_LIMIT)),
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 

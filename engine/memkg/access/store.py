@@ -43,9 +43,10 @@ class AccessStore(Protocol):
     def record(self, records: Sequence[AccessRecord]) -> None: ...
 
     def records(
-        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
-    ) -> list[AccessRecord]:
-        """The newest records first, filtered by subject and key."""
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100,
+    ) -> list[AccessRecord]:  # fmt: skip
+        """The newest records first, filtered by subject, key and target (a fact, decision)."""
         ...
 
     def pseudonymise(self, user_id: str) -> int:
@@ -120,12 +121,15 @@ class MemoryAccessStore:
             self._records.extend(records)
 
     def records(
-        self, *, subject: str | None = None, key_id: str | None = None, limit: int = 100
-    ) -> list[AccessRecord]:
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100,
+    ) -> list[AccessRecord]:  # fmt: skip
         found = [
             r
             for r in reversed(self._records)
-            if (subject is None or r.subject == subject) and (key_id is None or r.key_id == key_id)
+            if (subject is None or r.subject == subject)
+            and (key_id is None or r.key_id == key_id)
+            and (target is None or r.target == target)
         ]
         return found[: min(limit, AUDIT_LIMIT)]
 

@@ -47,10 +47,10 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     from memkg.service.mcp import build_server, subject_from
 
-    subject = subject_from(engine, args.db, args.user, args.domain, args.key)
+    subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
     with contextlib.suppress(KeyboardInterrupt):
         # standard output is the protocol's: nothing else on it
-        build_server(engine, subject).run("stdio")
+        build_server(engine, subject, audit=audit).run("stdio")
     return 0
 
 
@@ -99,7 +99,7 @@ def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> i
                 data = ring.revoke_grant(args.grant_id)
             case _:  # audit
                 data = {"records": ring.audit(subject=args.user, key_id=args.key_id,
-                                              limit=args.limit)}  # fmt: skip
+                                              target=args.target, limit=args.limit)}  # fmt: skip
         emit(out, _plain(data))
         return EXIT_OK
     finally:
@@ -219,6 +219,7 @@ def add_service_commands(sub: Any) -> None:
     q = acc.add_parser("audit", help="who read or changed which user's memory, when, why")
     q.add_argument("--user", help="one subject (an erased one shows as hmac:...)")
     q.add_argument("--key-id", help="one key")
+    q.add_argument("--target", help="one fact or decision id")
     q.add_argument("--limit", type=int, default=100)
     q.set_defaults(access_command="audit")
     for parser in (p, key, grant, q, *keys.choices.values(), *grants.choices.values()):

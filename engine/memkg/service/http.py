@@ -298,9 +298,10 @@ class McpMount:
     async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from memkg.service.mcp import build_server
+        from memkg.service.mcp import audit_to, build_server
 
-        server = build_server(self.engine, _subject_of, gate=self.gate, audit=self._audit)
+        audit = audit_to(self.keyring) if self.keyring is not None else None
+        server = build_server(self.engine, _subject_of, gate=self.gate, audit=audit)
         # Host and Origin are checked by BrowserSafety for every route, this one included.
         server.streamable_http_app(stateless_http=True, json_response=True,
                                    transport_security=TransportSecuritySettings(
@@ -326,16 +327,6 @@ class McpMount:
             return
         scope.setdefault("state", {})["memkg_subject"] = subject
         await self.manager.handle_request(scope, receive, send)
-
-    def _audit(self, subject: Any, action: str, domain: str | None, target: str | None,
-               status: int) -> None:  # fmt: skip
-        if self.keyring is None:
-            return
-        clock = self.engine.clock
-        self.keyring.record([AccessRecord(
-            record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
-            action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
-            target=target)])  # fmt: skip
 
 
 def _subject_of(ctx: Any) -> Any:

@@ -30,7 +30,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from memkg import __version__
-from memkg.access import ApiKey, Keyring, Principal
+from memkg.access import AccessRecord, ApiKey, Keyring, Principal
 from memkg.access.model import ALL_DOMAINS, ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
@@ -97,6 +97,10 @@ class Subject:
     principal: Principal
 
 
+Audit = Callable[[Subject, str, str | None, str | None, int], None]
+"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404)."""
+
+
 class Forgotten(BaseModel):
     status: str
     fact_id: str
@@ -127,22 +131,37 @@ def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
 
 def subject_from(
     engine: Engine, db: str | Path, user: str | None, domains: Sequence[str], key: str | None
-) -> Subject:
-    """The stdio session's subject from its command line (or ``$MEMKG_API_KEY``)."""
+) -> tuple[Subject, Audit | None]:
+    """The stdio session's subject from its command line (or ``$MEMKG_API_KEY``), and, for a
+    key, where its calls are recorded (the access audit beside the memory)."""
     token = key or os.environ.get("MEMKG_API_KEY")
     if token:
         from memkg.access.sqlite import SqliteAccessStore
 
-        principal = Keyring(SqliteAccessStore(db), engine.clock).authenticate(token)
+        keyring = Keyring(SqliteAccessStore(db), engine.clock)
+        principal = keyring.authenticate(token)
         subject = keyed_subject(principal, user)
-        if domains:
-            for domain in domains:
-                principal.check(ApiScope.READ, domain, subject.user_id)
-        return subject
+        for domain in domains:
+            principal.check(ApiScope.READ, domain, subject.user_id)
+        return subject, audit_to(keyring)
     if not user:
         raise MemkgError("give --user (the user this session serves) or --key",
                          code="mcp.user_missing")  # fmt: skip
-    return local_subject(user, domains)
+    return local_subject(user, domains), None
+
+
+def audit_to(keyring: Keyring) -> Audit:
+    """Tool calls recorded in ``keyring``'s access audit, as ``mcp.<tool>``."""
+
+    def record(subject: Subject, action: str, domain: str | None, target: str | None,
+               status: int) -> None:  # fmt: skip
+        clock = keyring.clock
+        keyring.record([AccessRecord(
+            record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
+            action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
+            target=target)])  # fmt: skip
+
+    return record
 
 
 def finite(value: Any, path: str = "$") -> None:
@@ -357,10 +376,6 @@ class MemoryTools:
         return _reply(keys)
 
 
-Audit = Callable[[Subject, str, str | None, str | None, int], None]
-"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404)."""
-
-
 class MemkgMCP(MCPServer[Any]):
     """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text, and whose
     calls are recorded in the access audit when it has one."""
@@ -466,8 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples)
     with Engine.open(args.db, config=config) as engine:
-        subject = subject_from(engine, args.db, args.user, args.domain, args.key)
-        build_server(engine, subject).run("stdio")
+        subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
+        build_server(engine, subject, audit=audit).run("stdio")
     return 0
 
 

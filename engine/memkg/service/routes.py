@@ -83,6 +83,7 @@ class ReviewsQuery(DomainQuery):
 class AuditQuery(Query):
     user: str | None = Field(None, max_length=128)
     key: str | None = Field(None, max_length=64)
+    target: str | None = Field(None, max_length=128, description="a fact or decision id")
     limit: int = Field(100, ge=1, le=1000)
 
 
@@ -377,8 +378,8 @@ class Routes:
         if self.keyring is None:
             return []
         found = {}
-        for record in self.keyring.store.records(limit=1000):
-            if record.target == decision_id and record.grant_id and record.action == "decide":
+        for record in self.keyring.audit(target=decision_id, limit=1000):
+            if record.grant_id and record.action == "decide":
                 found[record.grant_id] = {"grant_id": record.grant_id, "domain": record.domain,
                                           "purpose": record.purpose,
                                           "key_id": record.key_id}  # fmt: skip

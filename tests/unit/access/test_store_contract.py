@@ -67,11 +67,15 @@ def test_keys_grants_and_the_audit(store: AccessStore) -> None:
 
     store.record([record(ring, issued.key.key_id, "u1"), record(ring, issued.key.key_id, "u2")])
     assert [r.subject for r in ring.audit()] == ["u2", "u1"]
+    assert ring.audit(target="dec_1") == []
     assert [r.subject for r in ring.audit(subject="u1")] == ["u1"]
-    assert ring.pseudonymise("u1") == 2  # the audit record and the key bound to u1
+    targeted = record(ring, issued.key.key_id, "u1").model_copy(update={"target": "dec_1"})
+    store.record([targeted])
+    assert [r.record_id for r in ring.audit(target="dec_1")] == [targeted.record_id]
+    assert ring.pseudonymise("u1") == 3  # two audit records and the key bound to u1
     subjects = [r.subject for r in ring.audit()]
-    assert subjects[0] == "u2" and subjects[1].startswith("hmac:")
-    assert ring.list_keys()[0].user_id == subjects[1]
+    assert subjects[1] == "u2" and subjects[0].startswith("hmac:") and subjects[2] == subjects[0]
+    assert ring.list_keys()[0].user_id == subjects[0]
     assert ring.pseudonymise("u1") == 0
 
     ring.revoke(issued.key.key_id)
