@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -481,7 +482,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples)
     with Engine.open(args.db, config=config) as engine:
-        subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
+        try:
+            subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
+        except MemkgError as exc:  # standard output is the protocol's: the error goes to stderr
+            print(dumps(exc.to_dict()), file=sys.stderr)
+            return 2
         build_server(engine, subject, audit=audit).run("stdio")
     return 0
 
