@@ -1,7 +1,7 @@
 "use strict";
 // The inspector's script: keeps the API key in memory, loads server-rendered views with it
 // as a bearer header, and sends every change to the JSON API. Nothing is stored.
-const state = {key: "", user: ""};
+const state = {key: "", user: "", view: ""};
 const $ = (sel, root) => (root || document).querySelector(sel);
 
 function headers(json) {
@@ -33,9 +33,13 @@ function refused(answer) {
 
 const enc = encodeURIComponent;
 
+const VIEWS = ["memory", "history", "decisions", "decision", "reviews", "rights"];
+
 function route() {
-  const hash = decodeURIComponent(window.location.hash.slice(1)) || "memory";
-  const [name, ...rest] = hash.split("/");
+  // the hash names the view; any other fragment (the skip link's) keeps the current one
+  const hash = decodeURIComponent(window.location.hash.slice(1));
+  if (VIEWS.includes(hash.split("/")[0])) state.view = hash;
+  const [name, ...rest] = (state.view || "memory").split("/");
   const q = new URLSearchParams();
   if (state.user) q.set("user", state.user);
   if (name === "history") { q.set("domain", rest[0] || ""); q.set("key", rest.slice(1).join("/")); }
@@ -64,7 +68,8 @@ function session(event) {
   event.preventDefault();
   state.key = $("#key").value.trim();
   state.user = $("#user").value.trim();
-  if (!window.location.hash || window.location.hash === "#view") window.location.hash = "memory";
+  const name = decodeURIComponent(window.location.hash.slice(1)).split("/")[0];
+  if (!VIEWS.includes(name)) window.location.hash = "memory";
   else show();
 }
 
@@ -186,7 +191,9 @@ async function exportJson(user) {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("#session").addEventListener("submit", session);
-  window.addEventListener("hashchange", () => { if (window.location.hash !== "#view") show(); });
+  window.addEventListener("hashchange", () => {
+    if (VIEWS.includes(decodeURIComponent(window.location.hash.slice(1)).split("/")[0])) show();
+  });
   for (const a of document.querySelectorAll("nav a")) {
     a.addEventListener("click", () => { if (a.hash === window.location.hash) show(); });
   }
