@@ -202,6 +202,21 @@ def test_purge_facts_removes_exactly_those_facts(store: EventStore, make_event: 
     assert store.purge_facts("alice", []).events == 0
 
 
+def test_purge_facts_drops_the_idempotency_keys_of_removed_events(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    # a key can name the fact it restates ("consolidate:<fact id>"): it goes with the fact
+    store.append("alice", [make_event(fact_id="f1")], idempotency_key="consolidate:f1")
+    kept = store.append("alice", [make_event(fact_id="f2")], idempotency_key="k2").events
+
+    counts = store.purge_facts("alice", ["f1"])
+
+    assert (counts.events, counts.idempotency_keys) == (1, 1)
+    again = store.append("alice", [make_event(fact_id="f1")], idempotency_key="consolidate:f1")
+    assert not again.duplicate and len(again.events) == 1  # not a reply of erased events
+    assert store.append("alice", [make_event()], idempotency_key="k2").events == kept
+
+
 def test_erase_subject_removes_the_user_and_nothing_else(
     store: EventStore, make_event: MakeEvent
 ) -> None:
