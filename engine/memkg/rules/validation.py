@@ -9,6 +9,7 @@ Both are problems of their own, so the bounded request is refused the same way o
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,13 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=str)
+    except TypeError:  # an integer beyond 64 bits: the standard encoder writes it
+        return json.dumps(value, default=str, ensure_ascii=False).encode("utf-8", "replace")
+
+
 def _oversized(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == _MARKER and value.get("bytes", 0) > 0
 
@@ -54,7 +62,7 @@ def bounded_context(context: Mapping[str, Any]) -> dict[str, Any]:
         text = str(name)
         if not _NAME.fullmatch(text):
             text = "field_" + _digest(text.encode("utf-8", "replace"))[:16]
-        data = orjson.dumps(value, default=str)
+        data = _json(value)
         found[text] = value if len(data) <= MAX_VALUE_BYTES else {
             "bytes": len(data), "sha256": _digest(data)
         }  # fmt: skip
