@@ -2,8 +2,9 @@
 
 Such a request is still logged, so its context is first put in bounded form
 (``bounded_context``): a value over ``MAX_VALUE_BYTES`` of JSON becomes a ``{"bytes",
-"sha256"}`` marker and a name that no domain could declare becomes a digest of itself.
-Both are problems of their own, so the bounded request is refused the same way on replay.
+"sha256"}`` marker, one nested deeper than ``MAX_VALUE_DEPTH`` a ``{"depth"}`` marker, and a
+name that no domain could declare becomes a digest of itself. Each is a problem of its own, so
+the bounded request is refused the same way on replay.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ MAX_VALUE_BYTES = 1024
 """The largest context value (as JSON) a decision request keeps as sent."""
 MAX_FIELDS = 32
 """The most context fields a decision request keeps as sent."""
+MAX_VALUE_DEPTH = 32
+"""The deepest nesting of a context value a decision request keeps (``{"depth": n}`` beyond)."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _MARKER = frozenset({"bytes", "sha256"})
 
@@ -40,6 +43,19 @@ def _json(value: Any) -> bytes:
         return orjson.dumps(value, default=str)
     except TypeError:  # an integer beyond 64 bits: the standard encoder writes it
         return json.dumps(value, default=str, ensure_ascii=False).encode("utf-8", "replace")
+
+
+def _depth(value: Any, bound: int) -> int:
+    """How deep ``value`` nests (lists and objects), counted without recursion up to ``bound``."""
+    deepest, stack = 0, [(value, 0)]
+    while stack and deepest <= bound:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
 
 
 def _oversized(value: Any) -> bool:
@@ -62,6 +78,9 @@ def bounded_context(context: Mapping[str, Any]) -> dict[str, Any]:
         text = str(name)
         if not _NAME.fullmatch(text):
             text = "field_" + _digest(text.encode("utf-8", "replace"))[:16]
+        if _depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH:  # no JSON tool reads it all back
+            found[text] = {"depth": MAX_VALUE_DEPTH + 1}
+            continue
         data = _json(value)
         found[text] = value if len(data) <= MAX_VALUE_BYTES else {
             "bytes": len(data), "sha256": _digest(data)
@@ -85,6 +104,8 @@ def request_problems(
         return [f"domain {domain!r} has {which}; decisions: {names}"]
     problems = []
     for name, value in sorted(context.items()):
+        if isinstance(value, dict) and set(value) == {"depth"}:
+            problems.append(f"context.{name} is nested deeper than {MAX_VALUE_DEPTH} levels")
         if _oversized(value):
             problems.append(
                 f"context.{name} is {value['bytes']} bytes of JSON, over the "

@@ -1,6 +1,8 @@
-"""A decision request whose context holds an integer beyond 64 bits is refused, not crashed on."""
+"""A decision context JSON encoders choke on (huge integers, deep nesting) is refused."""
 
 from __future__ import annotations
+
+import pytest
 
 from memkg import DecisionStatus, Engine
 from memkg.rules.validation import bounded_context
@@ -12,7 +14,21 @@ def test_an_integer_beyond_64_bits_is_bounded_like_any_value() -> None:
     assert bounded["long"]["bytes"] == 3001  # too long to log: its size and digest
 
 
-def test_decide_refuses_a_context_integer_beyond_64_bits(engine: Engine) -> None:
-    decision = engine.decide("u1", "travel", {"airline": 10**400})
+def _nested(depth: int) -> object:
+    value: object = "airline:MU"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_value_too_deep_for_json_tools_is_logged_as_a_marker() -> None:
+    assert bounded_context({"airline": _nested(5_000)})["airline"] == {"depth": 33}
+    assert bounded_context({"airline": _nested(33)})["airline"] == {"depth": 33}
+    assert bounded_context({"airline": _nested(32)})["airline"] == _nested(32)
+
+
+@pytest.mark.parametrize("value", [10**400, _nested(32), _nested(254), _nested(5_000)])
+def test_decide_refuses_a_context_value_json_tools_choke_on(engine: Engine, value: object) -> None:
+    decision = engine.decide("u1", "travel", {"airline": value})
     assert decision.result.status is DecisionStatus.INVALID_INPUT
-    assert engine.replay(decision.decision_id).reproduced
+    assert engine.replay(decision.decision_id).reproduced  # read back from the log, replayed
