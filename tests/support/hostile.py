@@ -35,10 +35,28 @@ ODD = (
 )
 
 
-def _deep(depth: int, leaf: Any) -> Any:
-    value = leaf
-    for level in range(depth):
-        value = [value] if level % 2 else {"k": value}
+class Deep:
+    """A value nested ``depth`` levels, built only when used (``build``): a deep value itself
+    would overflow the stack of whatever prints it, Hypothesis's reports included."""
+
+    def __init__(self, depth: int, leaf: Any) -> None:
+        self.depth, self.leaf = depth, leaf
+
+    def __repr__(self) -> str:
+        return f"Deep({self.depth}, {self.leaf!r})"
+
+
+def build(value: Any) -> Any:
+    """``value`` with every ``Deep`` in it made real."""
+    if isinstance(value, Deep):
+        made = build(value.leaf)
+        for level in range(value.depth):
+            made = [made] if level % 2 else {"k": made}
+        return made
+    if isinstance(value, list):
+        return [build(v) for v in value]
+    if isinstance(value, dict):
+        return {k: build(v) for k, v in value.items()}
     return value
 
 
@@ -59,11 +77,14 @@ scalars = st.one_of(
 
 
 def values(deepest: int = 5_000) -> st.SearchStrategy[Any]:
-    """Any JSON-ish value, and some that are not JSON at all (NaN, 10**400, lone surrogates)."""
+    """Any JSON-ish value, and some that are not JSON at all (NaN, 10**400, lone surrogates).
+
+    Pass what it draws through ``build`` before use.
+    """
     depths = [d for d in (3, 40, 200, 5_000) if d <= deepest]
     return st.one_of(
         scalars,
-        st.builds(_deep, st.sampled_from(depths), scalars),
+        st.builds(Deep, st.sampled_from(depths), scalars),
         st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
                      | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12),
     )  # fmt: skip
