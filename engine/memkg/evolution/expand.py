@@ -65,8 +65,12 @@ Item = Node | list[list[Node]]
 def _items(node: Node, kw: dict[str, Any], origins: list[Node], follow: bool) -> list[Item]:
     """Sub-nodes to conjoin and disjunctions to split, contributed by one node."""
     out: list[Item] = []
-    if follow and isinstance(kw.get("$ref"), str):
-        target = node.doc.resolve(kw["$ref"], node.ptr)
+    for key in ("$ref", "$dynamicRef", "$recursiveRef"):
+        if not follow or not isinstance(kw.get(key), str):
+            continue
+        if key != "$ref" and (node.doc.inv.ids or node.doc.resources.schemas):
+            continue  # the dynamic scope decides: leaving it out only widens the case
+        target = node.doc.resolve(kw[key], node.ptr)
         if target is not None:
             out.append(target)
     out.extend(node.child("allOf", i) for i in range(len(kw.get("allOf", []))))
@@ -115,7 +119,7 @@ def expand(nodes: list[Node]) -> list[Case]:
             atoms.append(item)
             if "not" in kw:
                 origins.append(negate(item.child("not")))
-            if "$ref" in kw:
+            if "$ref" in kw or "$dynamicRef" in kw or "$recursiveRef" in kw:
                 unfolded += 1
             queue.extend(_items(item, kw, origins, unfolded <= MAX_UNFOLD))
             if not queue:

@@ -169,6 +169,8 @@ def _evaluated(node: Node, definite: bool) -> tuple[set[str], set[str], bool]:
         kw = view(cur) if isinstance(cur.raw, dict) else {}
         if "additionalProperties" in kw or (cur is not node and "unevaluatedProperties" in kw):
             return names, pats, True
+        if not definite and ("$dynamicRef" in kw or "$recursiveRef" in kw):
+            return names, pats, True  # may evaluate anything
         names.update(kw.get("properties", {}) or {})
         pats.update(kw.get("patternProperties", {}) or {})
         if isinstance(kw.get("$ref"), str) and (target := cur.doc.resolve(kw["$ref"], cur.ptr)):
@@ -258,7 +260,7 @@ def evaluated_items(node: Node, definite: bool) -> tuple[int, bool]:
         kw = view(cur) if isinstance(cur.raw, dict) else {}
         if "items" in kw or (cur is not node and "unevaluatedItems" in kw):
             return count, True
-        if "contains" in kw and not definite:
+        if not definite and ("contains" in kw or "$dynamicRef" in kw or "$recursiveRef" in kw):
             return count, True
         prefix = kw.get("prefixItems")
         if isinstance(prefix, list):

@@ -40,6 +40,7 @@ _SPECS = {
 }
 MAX_IN_PLACE = 64
 """Longest chain of subschemas (and references) applied to one instance without descending."""
+_REFERS = re.compile(r'"\$(ref|dynamicRef|recursiveRef)":')
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
            "minContains", "maxContains")  # fmt: skip
 
@@ -287,7 +288,7 @@ class Node:
             return False
         if canonical(self.raw) != canonical(other.raw):
             return False
-        if self.doc is other.doc or "$ref" not in canonical(self.raw):
+        if self.doc is other.doc or not _REFERS.search(canonical(self.raw)):
             return True
         return canonical(self.doc.root) == canonical(other.doc.root)
 

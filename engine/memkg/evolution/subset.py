@@ -92,6 +92,9 @@ def check_case(ctx: Ctx, case: Case, b: Node) -> list[Finding]:
     out: list[Finding] = []
     if isinstance(kw.get("$ref"), str):
         out.extend(_ref(ctx, case, b, kw["$ref"]))
+    for key in ("$dynamicRef", "$recursiveRef"):
+        if isinstance(kw.get(key), str):
+            out.extend(_dynamic(ctx, case, b, key, kw[key]))
     out.extend(scalars.compare(ctx, case, facts, b, kw))
     if "object" in facts.types:
         out.extend(objects.compare(ctx, case, facts, b, kw))
@@ -141,6 +144,15 @@ def _ref(ctx: Ctx, case: Case, b: Node, ref: str) -> list[Finding]:
         return check_case(ctx, case, target)
     finally:
         del ctx.stack[key]
+
+
+def _dynamic(ctx: Ctx, case: Case, b: Node, key: str, ref: str) -> list[Finding]:
+    """A dynamic reference in a document of one resource lands where a `$ref` would (the only
+    resource is the whole dynamic scope); with embedded or registry resources it may not."""
+    if b.doc.inv.ids or b.doc.resources.schemas:
+        why = f"{key} {ref!r} depends on the dynamic scope across resources"
+        return [_undecided(ctx, b, "undecidable.dynamic_ref", why)]
+    return _ref(ctx, case, b, ref)
 
 
 def _slices(case: Case, doc: Document) -> list[Case]:
