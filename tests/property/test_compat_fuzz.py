@@ -73,6 +73,8 @@ def _schemas(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         _REFS,
         st.lists(st.sampled_from(["a", "b", "c"]), max_size=3, unique=True),
         _SCALARS,
+        st.integers(),
+        st.sampled_from([10**400, -(10**400), 2**63, 1e308, -1e308, 5e-324, 0.1, 1e-9]),
     )
     return st.dictionaries(st.sampled_from(KEYWORDS), value, max_size=4)
 

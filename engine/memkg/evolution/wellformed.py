@@ -20,6 +20,7 @@ from .errors import SchemaError
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 MAX_ENUM = 5_000
+_LARGEST = 2**1023
 TYPE_NAMES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 
 
@@ -110,6 +111,11 @@ def _guard(schema: Any, label: str) -> None:
             stack.extend((item, depth + 1) for item in value)
         elif isinstance(value, float) and not math.isfinite(value):
             raise SchemaError(f"{label} schema holds a non-finite number ({value})")
+        elif type(value) is int and abs(value) > _LARGEST:
+            raise SchemaError(
+                f"{label} schema holds an integer of {len(str(abs(value)))} digits, beyond what"
+                " a JSON number can portably hold (a double); write a smaller bound"
+            )
         elif value is not None and not isinstance(value, (str, int, float, bool)):
             raise SchemaError(f"{label} schema holds a {type(value).__name__}, not JSON")
 

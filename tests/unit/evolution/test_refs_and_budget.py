@@ -143,3 +143,10 @@ def test_huge_bounds_build_no_huge_candidates(old: Any, new: Any) -> None:
     report = check_schema_change(old, new, "full")
     assert not report.compatible and report.undecided
     assert report.work < 200
+
+
+def test_numbers_beyond_a_double_are_refused_not_a_crash() -> None:
+    with pytest.raises(SchemaError, match="digits"):
+        check_schema_change({"type": "number"}, {"type": "number", "minimum": 10**400})
+    report = check_schema_change({"type": "number", "maximum": 1e308}, {"maximum": -1e308})
+    assert not report.compatible
