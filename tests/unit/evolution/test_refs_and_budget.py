@@ -150,3 +150,19 @@ def test_numbers_beyond_a_double_are_refused_not_a_crash() -> None:
         check_schema_change({"type": "number"}, {"type": "number", "minimum": 10**400})
     report = check_schema_change({"type": "number", "maximum": 1e308}, {"maximum": -1e308})
     assert not report.compatible
+
+
+def test_registry_documents_resolve_their_own_anchors_and_refs() -> None:
+    registry = {
+        "https://schemas.example/common.json": {
+            "$defs": {"code": {"$anchor": "code", "type": "string", "pattern": "^[A-Z]{3}$"}},
+            "properties": {"currency": {"$ref": "#code"}},
+        }
+    }
+    old = {"properties": {"price": {"$ref": "https://schemas.example/common.json"}}}
+    new = {"properties": {"price": {"$ref": "https://schemas.example/common.json#code"}}}
+    report = check_schema_change(old, old, "full", registry=registry)
+    assert report.compatible and not report.changes
+    changed = check_schema_change(old, new, "backward", registry=registry)
+    assert not changed.compatible
+    assert changed.breaking[0].counterexample_valid_under == "old"
