@@ -176,9 +176,24 @@ def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: 
     return loader.construct_object(node, deep=True)
 
 
+def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> YamlError:
+    """A character YAML does not allow (NUL, other control characters), with its line."""
+    line = text.count("\n", 0, max(exc.position, 0)) + 1
+    shown = f"U+{exc.character:04X}" if isinstance(exc.character, int) else repr(exc.character)
+    return YamlError(
+        f"{file}:{line}: character {shown} is not allowed in YAML: remove it",
+        line,
+        file=file,
+        code="rules.encoding",
+    )
+
+
 def load_text(text: str, file: str) -> Document:
     """Parse one YAML document; any problem becomes a ``YamlError`` naming file and line."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # a str is checked for unprintable characters right here
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(exc, text, file) from exc
     try:
         node = loader.get_single_node()
         if node is None:
@@ -189,10 +204,14 @@ def load_text(text: str, file: str) -> Document:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         raise YamlError(f"{file}:{line}: not valid YAML: {exc.problem}", line, file=file) from exc
+    except yaml.reader.ReaderError as exc:
+        raise _reader_error(exc, text, file) from exc
     except YamlError as exc:
         raise YamlError(
             f"{file}:{exc.line}: {exc.message}", exc.line, file=file, code=exc.code
         ) from exc
+    except yaml.YAMLError as exc:  # any other parser complaint: still a finding, not a crash
+        raise YamlError(f"{file}:1: not valid YAML: {exc}", 1, file=file) from exc
     except RecursionError as exc:  # a second guard: MAX_DEPTH stops nesting well before this
         raise YamlError(
             f"{file}:1: nested too deeply: flatten the structure",

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
 from memkg.errors import ConfigError
 from memkg.model.decision import HitPolicy, Output
@@ -173,7 +173,7 @@ def load_bundle(
             findings.append(Finding("rule.yaml", exc.message, f"rules/{rel}", exc.line))
             continue
         if Path(rel).name == DOMAIN_FILE:
-            problems = schema_findings(doc, "domain-file", root)
+            problems = schema_findings(doc, "domain-file", root) or value_schema_findings(doc)
             findings += problems
             if not problems:
                 domains[domain] = _domain(domain, doc)
@@ -197,6 +197,33 @@ def load_bundle(
                 )
             )
     return RuleBundle(domains, tables, dict(sources)), findings
+
+
+def value_schema_findings(doc: Document) -> list[Finding]:
+    """The context fields and action parameters of a domain file must be valid JSON Schemas."""
+    data = doc.data
+    places: list[tuple[tuple[str | int, ...], Any]] = [
+        (("context", name), schema) for name, schema in (data.get("context") or {}).items()
+    ]
+    for action, spec in (data.get("actions") or {}).items():
+        for name, schema in (spec.get("parameters") or {}).items():
+            places.append((("actions", action, "parameters", name), schema))
+    findings = []
+    for at, schema in places:
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            inner = ".".join(str(p) for p in exc.path)
+            where = ".".join(str(p) for p in at) + (f".{inner}" if inner else "")
+            findings.append(
+                Finding(
+                    "rule.schema",
+                    f"{where}: not a valid JSON Schema: {exc.message}",
+                    doc.file,
+                    doc.line((*at, *exc.path)),
+                )
+            )
+    return findings
 
 
 def _domain(domain: str, doc: Document) -> DomainSpec:
