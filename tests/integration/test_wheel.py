@@ -71,9 +71,13 @@ def install(wheel: Path, venv: Path) -> Path:
         str(WHEELHOUSE),
         target,
     )
+    for stale in WHEELHOUSE.glob("memkg-*.whl"):  # never resolve memkg's extras from an old build
+        stale.unlink()
     if _pip(*offline).returncode != 0:  # first run, or new dependencies: fill the wheelhouse
         filled = _pip("wheel", "-w", str(WHEELHOUSE), target)
         assert filled.returncode == 0, filled.stderr
+        for built in WHEELHOUSE.glob("memkg-*.whl"):
+            built.unlink()
         done = _pip(*offline)
         assert done.returncode == 0, done.stderr
     return venv / "bin"
