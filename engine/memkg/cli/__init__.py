@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from memkg.cli import arbitration, decisions, facts, graph, schema
+from memkg.cli import arbitration, authoring, decisions, facts, graph, schema
 from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit
 from memkg.config import EngineConfig
 from memkg.engine import Engine
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
     _root_options(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (facts, graph, arbitration, decisions, schema):
+    for commands in (facts, graph, arbitration, decisions, schema, authoring):
         commands.add_commands(sub)
     add_service_commands(sub)
     for command in _subparsers(parser):

@@ -17,6 +17,8 @@ holds thin methods that call them. The other modules here are the wiring those l
 
 from __future__ import annotations
 
+from typing import Any
+
 from memkg.engine.evolution import EvolutionLayer
 from memkg.engine.facts import IngestOutcome, IngestResult, RebuildReport
 
@@ -30,3 +32,16 @@ class Engine(EvolutionLayer):
     (SQLite). ``config``, ``clock``, ``llm`` and ``decision_log`` are injected, never read
     from globals.
     """
+
+    def domains(self) -> list[dict[str, Any]]:
+        """Every domain in force: its root, key groups, decisions, actions, file problems."""
+        from memkg.engine.catalog import domains
+
+        return domains(self)
+
+    def keys(self, domain: str) -> list[dict[str, Any]]:
+        """The domain's keys: kind, sensitivity, consent, schema and the file each came from."""
+        from memkg.engine.catalog import keys
+
+        self._check_args(domain=domain)
+        return keys(self, domain)

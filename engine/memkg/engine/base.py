@@ -201,7 +201,7 @@ class EngineBase:
     def _key_spec(self, domain: str, key: str) -> KeySpec:
         spec = self.registry.spec(domain, key)
         if spec is None:
-            raise NotFound(f"key {key!r} is not declared in schemas/{domain}", code="key.unknown")
+            raise NotFound(self.registry.unknown_key(domain, key), code="key.unknown")
         return spec
 
     def _salt(self, user_id: str) -> bytes:

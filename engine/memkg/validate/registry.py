@@ -17,6 +17,7 @@ version of a group is current; older versions stay readable (schema history).
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -112,13 +113,22 @@ class SchemaRegistry:
         self._history: dict[tuple[str, str], dict[int, KeySpec]] = {}
         self._groups: dict[tuple[str, str], int] = {}
         """(domain, group) → its newest version: a key missing from it was removed."""
+        self.problems: list[tuple[str, str]] = []
+        """(file, message) of every ``.json`` file left unread because of its name."""
         self.files: dict[str, Path] = {}
         """``schemas/<domain>/<file>`` → the file it was read from, for every group file."""
         for domain, folder in domain_folders(folders).items():
             for path in sorted(folder.glob("*.json")):
                 match = _FILE.match(path.name)
                 if match is None:
-                    continue  # API and record schemas live beside domain schemas
+                    self.problems.append(
+                        (
+                            f"schemas/{domain}/{path.name}",
+                            f"schemas/{domain}/{path.name}: not read: a key-group file is named "
+                            "<group>@<version>.json (e.g. profile@1.json)",
+                        )
+                    )
+                    continue
                 self._load_file(path, domain, match["group"], int(match["version"]))
 
     def _load_file(self, path: Path, domain: str, group: str, version: int) -> None:
@@ -141,6 +151,29 @@ class SchemaRegistry:
 
     def domains(self) -> list[str]:
         return sorted({domain for domain, _ in self._history})
+
+    def unknown_key(self, domain: str, key: str) -> str:
+        """Why ``domain``/``key`` is unknown: close keys, the valid ones, misnamed files."""
+        misnamed = [message for file, message in self.problems
+                    if file.startswith(f"schemas/{domain}/")]  # fmt: skip
+        if domain not in self.domains():
+            known = ", ".join(self.domains()) or "none (no root declares a domain)"
+            close = difflib.get_close_matches(domain, self.domains(), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            return f"unknown domain {domain!r}{hint}; known: {known}" + "".join(
+                f"; {m}" for m in misnamed
+            )
+        valid = self.keys(domain)
+        close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        elsewhere = [d for d in self.domains() if self.spec(d, key) is not None]
+        if elsewhere:
+            hint += f" ({key} is declared in domain {', '.join(elsewhere)})"
+        shown = ", ".join(valid[:30]) + (f" and {len(valid) - 30} more" if len(valid) > 30 else "")
+        return (
+            f"key {key!r} is not declared in schemas/{domain}/*.json{hint}; "
+            f"valid keys: {shown} (`memkg keys {domain}` lists them)"
+        ) + "".join(f"; {m}" for m in misnamed)
 
     def keys(self, domain: str) -> list[str]:
         """The domain's current keys (a key its group's newest version dropped is not one)."""

@@ -15,7 +15,6 @@ A refusal lists every problem found; nothing is stored unless there are none.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -100,15 +99,9 @@ def envelope_report(model: type[BaseModel], fields: Mapping[str, Any]) -> Valida
 
 
 def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
+    message = registry.unknown_key(domain, key)
     if domain not in registry.domains():
-        message = f"unknown domain {domain!r}; known: {', '.join(registry.domains())}"
         return Problem(code="domain.unknown", path="$.domain", message=message, stage="envelope")
-    close = difflib.get_close_matches(key, registry.keys(domain), n=3)
-    elsewhere = [d for d in registry.domains() if registry.spec(d, key) is not None]
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    if elsewhere:
-        hint += f" ({key} is declared in domain {', '.join(elsewhere)})"
-    message = f"key {key!r} is not declared in schemas/{domain}/*.json{hint}"
     return Problem(code="key.unknown", path="$.key", message=message, stage="envelope")
 
 

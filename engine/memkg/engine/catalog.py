@@ -1,0 +1,116 @@
+"""What exists: the domains in force and each domain's keys, with the file each came from.
+
+The answers are JSON-ready dicts, the same for the CLI (``memkg domains``, ``memkg keys``),
+the library (``Engine.domains()``, ``Engine.keys()``) and the service.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memkg.errors import NotFound
+from memkg.model.keyspec import KeySpec
+from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
+
+
+def domains(engine: Engine) -> list[dict[str, Any]]:
+    """Every domain: the root it comes from, its key groups, decisions, actions and problems."""
+    layers, registry = engine.layers, engine.registry
+    rule_dirs = layers.rule_dirs()
+    bundle = engine.intent.rules.bundle if _rules_load(engine) else None
+    found = []
+    for name, root in layers.domains().items():
+        files = sorted(f for f in registry.files if f.startswith(f"schemas/{name}/"))
+        problems = [m for f, m in registry.problems if f.startswith(f"schemas/{name}/")]
+        folder = rule_dirs.get(name)
+        tables: list[str] = []
+        if folder is not None:
+            for path in sorted(folder.iterdir()):
+                if not path.is_file() or path.name.startswith("."):
+                    continue
+                if path.suffix != ".yaml":
+                    problems.append(
+                        f"rules/{name}/{path.name}: not read: rule, cases, questions and "
+                        "defaults files end in .yaml"
+                    )
+                elif not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES | {
+                    "domain.yaml"
+                }:
+                    tables.append(path.name.removesuffix(".yaml"))
+        spec = bundle.domains.get(name) if bundle is not None else None
+        found.append(
+            {
+                "domain": name,
+                "root": layers.label(root),
+                "schemas": files,
+                "keys": len(registry.keys(name)),
+                "decisions": tables,
+                "default_decision": spec.default_decision if spec else None,
+                "actions": sorted(spec.actions) if spec else [],
+                "context": sorted(spec.context) if spec else [],
+                "problems": problems,
+            }
+        )
+    return found
+
+
+def _rules_load(engine: Engine) -> bool:
+    from memkg.errors import MemkgError
+
+    try:
+        engine.intent.rules  # noqa: B018  (loads and lints the bundle once)
+    except MemkgError:
+        return False
+    return True
+
+
+def key_entry(spec: KeySpec) -> dict[str, Any]:
+    return {
+        "key": spec.key,
+        "kind": spec.kind.value,
+        "sensitivity": spec.sensitivity.value,
+        "consent": spec.consent,
+        "multi": spec.multi,
+        "entity": spec.entity,
+        "context": list(spec.context),
+        "valid_for_hours": spec.valid_for_hours,
+        "staleness_days": spec.staleness_days,
+        "group": spec.group,
+        "version": spec.version,
+        "file": spec.source_file,
+        "schema": spec.schema,
+    }
+
+
+def keys(engine: Engine, domain: str) -> list[dict[str, Any]]:
+    """The domain's current keys with kind, sensitivity, consent, schema and source file."""
+    registry = engine.registry
+    if domain not in registry.domains():
+        raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
+    return [key_entry(spec) for key in registry.keys(domain)
+            if (spec := registry.spec(domain, key)) is not None]  # fmt: skip
+
+
+def keys_markdown(domain: str, entries: list[dict[str, Any]]) -> str:
+    """A Markdown table of ``keys()``: what a person reads before writing a rule."""
+    lines = [
+        f"## {domain}",
+        "",
+        "| key | kind | sensitivity | consent | multi | entity | values | file |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        schema = e["schema"]
+        values = (
+            ", ".join(map(str, schema["enum"]))
+            if "enum" in schema
+            else str(schema.get("type", "any"))
+        )
+        lines.append(
+            f"| `{e['key']}` | {e['kind']} | {e['sensitivity']} | {'yes' if e['consent'] else 'no'}"
+            f" | {'yes' if e['multi'] else 'no'} | {e['entity'] or ''} | {values} | {e['file']} |"
+        )
+    return "\n".join(lines) + "\n"
