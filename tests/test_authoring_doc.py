@@ -52,12 +52,28 @@ def test_the_page_builds_a_domain_that_lints_tests_and_decides(tmp_path: Path) -
                        "value": "strength", "source": "dialogue", "confidence": 0.9})  # fmt: skip
         assert engine.decide("sam", "fitness", {"minutes": 45}).result.action == "suggest_session"
         consent = {"consent_granted": True, "consent_version": "v1"}
-        engine.ingest({"user_id": "sam", "domain": "fitness", "key": "injury.current",
-                       "value": "injury:knee", "source": "dialogue", "provenance": consent})  # fmt: skip
+        engine.ingest(
+            {
+                "user_id": "sam",
+                "domain": "fitness",
+                "key": "injury.current",
+                "value": "injury:knee",
+                "source": "dialogue",
+                "provenance": consent,
+            }
+        )
         made = engine.decide("sam", "fitness", {"minutes": 45})
         assert made.result.action == "refer_to_physio"
         assert "Injured (injury:knee)" in engine.explain(made.decision_id, "text")
         with pytest.raises(ValidationFailed) as refused:  # the shape knows the injuries
-            engine.ingest({"user_id": "sam", "domain": "fitness", "key": "injury.current",
-                           "value": "injury:elbow", "source": "dialogue", "provenance": consent})  # fmt: skip
+            engine.ingest(
+                {
+                    "user_id": "sam",
+                    "domain": "fitness",
+                    "key": "injury.current",
+                    "value": "injury:elbow",
+                    "source": "dialogue",
+                    "provenance": consent,
+                }
+            )
         assert refused.value.report.codes == ["shacl.violation"]
