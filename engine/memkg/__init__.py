@@ -1,59 +1,159 @@
 """memkg: an explainable memory and decision engine for AI agents.
 
-Everything an agent developer needs is importable from here.
+Everything an agent developer needs is importable from here. Names are imported when first
+used (PEP 562), so ``import memkg`` and ``memkg --help`` stay fast.
 """
 
-from memkg.arbitration import ClaimScore, Question, Resolution, Review, StaleFlag
-from memkg.clock import Clock, FrozenClock, SystemClock
-from memkg.config import EngineConfig, Limits
-from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
-from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
-from memkg.engine.intent import ReplayReport, RulesRefused
-from memkg.errors import (
-    ConcurrencyConflict,
-    ConfigError,
-    InvalidOperation,
-    LLMBadResponse,
-    LLMError,
-    LLMUnavailable,
-    MemkgError,
-    NotFound,
-    StoreError,
-    ValidationFailed,
-)
-from memkg.events.store import EventStore
-from memkg.evolution import CompatibilityReport, check_schema_change
-from memkg.evolution.dry_run import DryRunReport
-from memkg.explain import render as render_explanation
-from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
-from memkg.lifecycle.config import LifecycleConfig, RecallWeights
-from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
-from memkg.lifecycle.distill import NoteResult
-from memkg.lifecycle.erasure import ErasureReceipt
-from memkg.lifecycle.extract import ExtractionReport
-from memkg.lifecycle.inject import Profile
-from memkg.lifecycle.notes import Note
-from memkg.lifecycle.prune import Window
-from memkg.lifecycle.recall import RecallResult
-from memkg.llm import LLM, LLMConfig, MemoryLLM, Message, Reply, Tool, ToolCall
-from memkg.model import (
-    Event,
-    EventType,
-    Fact,
-    FactStatus,
-    Kind,
-    Observation,
-    Problem,
-    Provenance,
-    Scope,
-    Sensitivity,
-    Source,
-    ValidationReport,
-)
-from memkg.model.decision import Decision, DecisionStatus, Urgency
-from memkg.model.explanation import Explanation
-from memkg.model.weight import Factor, Weight, WeightParams
-from memkg.rules.durable_runner import RuleEvaluationError
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memkg.arbitration import ClaimScore, Question, Resolution, Review, StaleFlag
+    from memkg.clock import Clock, FrozenClock, SystemClock
+    from memkg.config import EngineConfig, Limits
+    from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
+    from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
+    from memkg.engine.intent import ReplayReport, RulesRefused
+    from memkg.errors import (
+        ConcurrencyConflict,
+        ConfigError,
+        InvalidOperation,
+        LLMBadResponse,
+        LLMError,
+        LLMUnavailable,
+        MemkgError,
+        NotFound,
+        StoreError,
+        ValidationFailed,
+    )
+    from memkg.events.store import EventStore
+    from memkg.evolution import CompatibilityReport, check_schema_change
+    from memkg.evolution.dry_run import DryRunReport
+    from memkg.explain import render as render_explanation
+    from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
+    from memkg.lifecycle.config import LifecycleConfig, RecallWeights
+    from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
+    from memkg.lifecycle.distill import NoteResult
+    from memkg.lifecycle.erasure import ErasureReceipt
+    from memkg.lifecycle.extract import ExtractionReport
+    from memkg.lifecycle.inject import Profile
+    from memkg.lifecycle.notes import Note
+    from memkg.lifecycle.prune import Window
+    from memkg.lifecycle.recall import RecallResult
+    from memkg.llm import LLM, LLMConfig, MemoryLLM, Message, Reply, Tool, ToolCall
+    from memkg.model import (
+        Event,
+        EventType,
+        Fact,
+        FactStatus,
+        Kind,
+        Observation,
+        Problem,
+        Provenance,
+        Scope,
+        Sensitivity,
+        Source,
+        ValidationReport,
+    )
+    from memkg.model.decision import Decision, DecisionStatus, Urgency
+    from memkg.model.explanation import Explanation
+    from memkg.model.weight import Factor, Weight, WeightParams
+    from memkg.rules.durable_runner import RuleEvaluationError
+
+_WHERE: dict[str, tuple[str, str]] = {
+    "ClaimScore": ("memkg.arbitration", "ClaimScore"),
+    "Clock": ("memkg.clock", "Clock"),
+    "CompatibilityReport": ("memkg.evolution", "CompatibilityReport"),
+    "ConcurrencyConflict": ("memkg.errors", "ConcurrencyConflict"),
+    "ConfigError": ("memkg.errors", "ConfigError"),
+    "ConsolidationHandle": ("memkg.lifecycle.consolidate", "ConsolidationHandle"),
+    "ConsolidationReport": ("memkg.lifecycle.consolidate", "ConsolidationReport"),
+    "Decision": ("memkg.model.decision", "Decision"),
+    "DecisionLog": ("memkg.decisions", "DecisionLog"),
+    "DecisionStatus": ("memkg.model.decision", "DecisionStatus"),
+    "DryRunReport": ("memkg.evolution.dry_run", "DryRunReport"),
+    "Edge": ("memkg.graph.queries", "Edge"),
+    "Engine": ("memkg.engine", "Engine"),
+    "EngineConfig": ("memkg.config", "EngineConfig"),
+    "ErasureReceipt": ("memkg.lifecycle.erasure", "ErasureReceipt"),
+    "Event": ("memkg.model", "Event"),
+    "EventStore": ("memkg.events.store", "EventStore"),
+    "EventType": ("memkg.model", "EventType"),
+    "Explanation": ("memkg.model.explanation", "Explanation"),
+    "ExtractionReport": ("memkg.lifecycle.extract", "ExtractionReport"),
+    "Fact": ("memkg.model", "Fact"),
+    "FactStatus": ("memkg.model", "FactStatus"),
+    "Factor": ("memkg.model.weight", "Factor"),
+    "FrozenClock": ("memkg.clock", "FrozenClock"),
+    "GraphPath": ("memkg.graph.queries", "GraphPath"),
+    "Hop": ("memkg.graph.queries", "Hop"),
+    "IngestOutcome": ("memkg.engine", "IngestOutcome"),
+    "IngestResult": ("memkg.engine", "IngestResult"),
+    "InvalidOperation": ("memkg.errors", "InvalidOperation"),
+    "Kind": ("memkg.model", "Kind"),
+    "LLM": ("memkg.llm", "LLM"),
+    "LLMBadResponse": ("memkg.errors", "LLMBadResponse"),
+    "LLMConfig": ("memkg.llm", "LLMConfig"),
+    "LLMError": ("memkg.errors", "LLMError"),
+    "LLMUnavailable": ("memkg.errors", "LLMUnavailable"),
+    "LifecycleConfig": ("memkg.lifecycle.config", "LifecycleConfig"),
+    "Limits": ("memkg.config", "Limits"),
+    "MemkgError": ("memkg.errors", "MemkgError"),
+    "MemoryDecisionLog": ("memkg.decisions", "MemoryDecisionLog"),
+    "MemoryLLM": ("memkg.llm", "MemoryLLM"),
+    "Message": ("memkg.llm", "Message"),
+    "NotFound": ("memkg.errors", "NotFound"),
+    "Note": ("memkg.lifecycle.notes", "Note"),
+    "NoteResult": ("memkg.lifecycle.distill", "NoteResult"),
+    "Observation": ("memkg.model", "Observation"),
+    "Problem": ("memkg.model", "Problem"),
+    "Profile": ("memkg.lifecycle.inject", "Profile"),
+    "Provenance": ("memkg.model", "Provenance"),
+    "Question": ("memkg.arbitration", "Question"),
+    "RebuildReport": ("memkg.engine", "RebuildReport"),
+    "RecallResult": ("memkg.lifecycle.recall", "RecallResult"),
+    "RecallWeights": ("memkg.lifecycle.config", "RecallWeights"),
+    "RecentEntity": ("memkg.graph.queries", "RecentEntity"),
+    "ReplayReport": ("memkg.engine.intent", "ReplayReport"),
+    "Reply": ("memkg.llm", "Reply"),
+    "Resolution": ("memkg.arbitration", "Resolution"),
+    "Review": ("memkg.arbitration", "Review"),
+    "RuleEvaluationError": ("memkg.rules.durable_runner", "RuleEvaluationError"),
+    "RulesRefused": ("memkg.engine.intent", "RulesRefused"),
+    "Scope": ("memkg.model", "Scope"),
+    "Sensitivity": ("memkg.model", "Sensitivity"),
+    "Source": ("memkg.model", "Source"),
+    "SqliteDecisionLog": ("memkg.decisions", "SqliteDecisionLog"),
+    "StaleFlag": ("memkg.arbitration", "StaleFlag"),
+    "StoreError": ("memkg.errors", "StoreError"),
+    "SystemClock": ("memkg.clock", "SystemClock"),
+    "Tool": ("memkg.llm", "Tool"),
+    "ToolCall": ("memkg.llm", "ToolCall"),
+    "Urgency": ("memkg.model.decision", "Urgency"),
+    "ValidationFailed": ("memkg.errors", "ValidationFailed"),
+    "ValidationReport": ("memkg.model", "ValidationReport"),
+    "Weight": ("memkg.model.weight", "Weight"),
+    "WeightParams": ("memkg.model.weight", "WeightParams"),
+    "Window": ("memkg.lifecycle.prune", "Window"),
+    "check_schema_change": ("memkg.evolution", "check_schema_change"),
+    "render_explanation": ("memkg.explain", "render"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'memkg' has no attribute {name!r}")
+    module, attr = _WHERE[name]
+    value = getattr(import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves LLM first)
     "ClaimScore",

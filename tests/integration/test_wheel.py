@@ -96,12 +96,13 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 async def main():
-    server = StdioServerParameters(command=sys.argv[1], args=["mcp", "--db", "mcp.db"])
+    server = StdioServerParameters(command=sys.argv[1],
+                                   args=["mcp", "--db", "mcp.db", "--user", "u1"])
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = sorted(t.name for t in (await session.list_tools()).tools)
         stored = await session.call_tool("remember", {
-            "user_id": "u1", "domain": "travel", "key": "airline.preferred",
+            "domain": "travel", "key": "airline.preferred",
             "value": "airline:MU", "source": "dialogue", "confidence": 0.9})
         print(json.dumps({"tools": tools, "error": stored.is_error,
                           "stored": stored.structured_content}))
@@ -117,9 +118,10 @@ def _free_port() -> int:
         return port
 
 
-def _http(url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+def _http(url: str, body: dict[str, Any] | None = None, token: str = "") -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, headers={"content-type": "application/json"})
+    headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -128,6 +130,12 @@ def _http(url: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
 
 
 def serve_checks(memkg: str, cwd: Path, env: dict[str, str]) -> None:
+    made = subprocess.run(
+        [memkg, "--db", "http.db", "access", "key", "create", "agent", "--scope", "read",
+         "--scope", "write", "--scope", "decide", "--domain", "travel"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    token = json.loads(made.stdout)["token"]
     port = _free_port()
     server = subprocess.Popen(
         [memkg, "serve", "--port", str(port), "--db", "http.db"],
@@ -156,11 +164,13 @@ def serve_checks(memkg: str, cwd: Path, env: dict[str, str]) -> None:
                 "source": "dialogue",
                 "confidence": 0.9,
             },
+            token,
         )
         assert status == 201, stored
         status, made = _http(
             f"{base}/v1/users/li/decisions",
             {"domain": "travel", "context": {"airline": "airline:MU"}},
+            token,
         )
         assert status == 201 and made["action"] == "suggest_other_airline", made
     finally:
@@ -181,6 +191,7 @@ def test_the_installed_wheel_works_from_an_empty_folder(tmp_path: Path) -> None:
         out = _run([memkg, *argv], here, env, ok)
         return json.loads(out.splitlines()[0]) if out.strip().startswith("{") else out
 
+    assert _run([memkg, "--version"], here, env).startswith("memkg 0.")
     found = _run([python, "-c", "import memkg; print(memkg.__file__)"], here, env).strip()
     assert Path(found).is_relative_to(tmp_path / "venv"), found
 
@@ -227,6 +238,13 @@ def test_the_installed_wheel_works_from_an_empty_folder(tmp_path: Path) -> None:
     plan = health / "migrations" / "diet_organ_meat.yaml"
     dry = cli("schema", "migrate", str(plan), "--dry-run", ok=False)
     assert dry["verdict"] in ("PASS", "WARN", "BLOCK") and "findings" in dry, dry
+
+    # a domain of one's own
+    assert "schemas/pets/profile@1.json" in cli("init", "mine", "--domain", "pets")["files"]
+    assert cli("--root", "mine", "rules", "lint") == {"ok": True, "findings": []}
+    assert cli("rules", "test", "--root", "mine", "--no-examples")["cases"] == 2
+    assert [k["key"] for k in cli("keys", "pets", "--root", "mine")["keys"]] == [
+        "pets.budget", "pets.favorite"]  # fmt: skip
 
     # the service: HTTP and MCP
     serve_checks(memkg, here, env)

@@ -7,19 +7,23 @@ Exit status: 0 done; 1 the operation failed (unknown fact, conflict...); 2 bad u
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from memkg.cli import arbitration, authoring, decisions, facts, graph, schema
 from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit
+from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
-from memkg.engine import Engine
 from memkg.errors import MemkgError
 from memkg.service.commands import add_service_commands
 
 __all__ = ["build_parser", "main"]
+
+log = logging.getLogger("memkg.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="memkg: explainable memory and decisions for AI agents. Prints JSON; exit "
         "status 0 done, 1 failed, 2 bad usage, 3 input refused.",
     )
+    parser.add_argument("--version", action="version", version=f"memkg {_version()}")
     parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
+    parser.add_argument("--log-level", choices=LEVELS, default="warning",
+                        help="log memkg's work to standard error (never user data)")  # fmt: skip
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
     _root_options(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for commands in (facts, graph, arbitration, decisions, schema, authoring):
@@ -77,14 +86,30 @@ def config_from(args: argparse.Namespace) -> EngineConfig:
     return EngineConfig(roots=tuple(roots), examples=examples)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memkg")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        from memkg import __version__
+
+        return __version__
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure(args.log_level, args.log_format, sys.stderr)
     try:
         config = config_from(args)
         if getattr(args, "offline", False):  # reads files only: opens no store
             return int(args.run(config, args, out))
+        started = time.perf_counter()
+        from memkg.engine import Engine
+
+        log.info("engine imported", extra={"seconds": round(time.perf_counter() - started, 3)})
         with Engine.open(args.db, config=config) as engine:
             code: int = args.run(engine, args, out)
             return code

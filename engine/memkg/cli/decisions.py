@@ -5,16 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit
-from memkg.engine import Engine
-from memkg.engine.intent_cases import run_rule_cases
-from memkg.engine.rule_bundle import compile_rules, lint_sources
 from memkg.errors import ConfigError, MemkgError
 from memkg.explain import FORMATS
 from memkg.model.decision import Decision, DecisionStatus
-from memkg.rules.cases import CasesReport
 from memkg.rules.loader import (
     CASES_SUFFIX,
     DOMAIN_FILE,
@@ -23,6 +19,9 @@ from memkg.rules.loader import (
     read_sources,
     rule_file,
 )
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
 
 
 def summary(decision: Decision) -> dict[str, Any]:
@@ -99,6 +98,8 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
 
 def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     _, sources, only = _sources(engine, args.path)
+    from memkg.engine.rule_bundle import lint_sources
+
     _, findings = lint_sources(sources, engine)
     shown = [f for f in findings if only is None or f.file == only]
     errors = [f for f in shown if f.severity == "error"]
@@ -134,6 +135,10 @@ def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
             )
     folder, sources, only = _sources(engine, path)
     cases = None if only is None or not isinstance(folder, Path) else _cases_of(folder, only)
+    from memkg.engine.intent_cases import run_rule_cases
+    from memkg.engine.rule_bundle import compile_rules
+    from memkg.rules.cases import CasesReport
+
     found = run_rule_cases(engine.intent, compile_rules(sources, engine), folder)
     if cases is not None:  # the other tables' cases files are not in this bundle: drop them
         found = CasesReport(

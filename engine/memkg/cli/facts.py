@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
+from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
-from memkg.engine import Engine
 from memkg.errors import MemkgError
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.limits import json_text_depth
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
 
 _BATCH = 500
 
@@ -148,7 +151,9 @@ def cmd_erase(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_rebuild(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    report = engine.rebuild()
+    progress = Progress("rebuild: events", sys.stderr, quiet=args.quiet)
+    report = engine.rebuild(progress=progress)
+    progress.close()
     rate = report.events / report.seconds if report.seconds else 0.0
     emit(out, {**report.model_dump(mode="json"), "events_per_second": round(rate)})
     return EXIT_OK

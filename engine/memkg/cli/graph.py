@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_OK, emit, key_domain
-from memkg.engine import Engine
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
 
 
 def cmd_graph(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
 from memkg.config import EngineConfig
-from memkg.engine import Engine
 from memkg.errors import MemkgError
 from memkg.evolution import check_schema_change
 from memkg.evolution.dialect import DIALECTS
@@ -21,6 +20,9 @@ from memkg.evolution.dry_run import render_text
 from memkg.evolution.groups import compare_groups, is_group, render_group_text
 from memkg.evolution.history import schema_history
 from memkg.evolution.report import Mode
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
 
 
 def _read_schema(path: str) -> Any:

@@ -57,9 +57,15 @@ class EngineBase:
 
     @classmethod
     def open(cls, path: str | Path = "memkg.db", **kwargs: Any) -> Self:
-        """An engine on the embedded default: one SQLite file for events and decisions."""
+        """An engine on the embedded default: one SQLite file for events and decisions.
+
+        ``":memory:"`` gives the in-memory store and decision log: nothing outlives the engine.
+        """
         from memkg.decisions.sqlite import SqliteDecisionLog
         from memkg.events.sqlite import SqliteEventStore
+
+        if str(path) == ":memory:":
+            return cls(**kwargs)
 
         store = SqliteEventStore(path)
         if "decision_log" not in kwargs:

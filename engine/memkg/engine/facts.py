@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,8 @@ from memkg.model.fact import (
 )
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.validator import Checked
+
+log = logging.getLogger(__name__)
 
 _SELF_CONFIRMED = (Source.PROFILE, Source.SYSTEM)
 """``fact``-kind claims from these sources are records the user entered or a system verified:
@@ -424,8 +427,11 @@ class FactLayer(EngineBase):
         self._check_args(user_id=user_id, key=key, domain=domain)
         return self.memory(user_id).history(key, domain)
 
-    def rebuild(self) -> RebuildReport:
-        """Rebuild every user's projection from the whole log, and time it."""
+    def rebuild(self, *, progress: Callable[[int], None] | None = None) -> RebuildReport:
+        """Rebuild every user's projection from the whole log, and time it.
+
+        ``progress`` is called with the number of events applied so far, every 1,000.
+        """
         start = time.perf_counter()
         upcast = self._upcaster()
         memories: dict[str, UserMemory] = {}
@@ -436,10 +442,13 @@ class FactLayer(EngineBase):
                 memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
             memory.apply(event)
             count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(count)
         with self._lock:
             for user_id in set(self._memories) | set(memories):
                 self._forget(user_id)  # every layer's projections are rebuilt from here on
             self._memories = memories
+        log.info("projections rebuilt", extra={"users": len(memories), "events": count})
         return RebuildReport(
             users=len(memories),
             events=count,

@@ -124,18 +124,21 @@ class LifecycleLayer(DecisionLayer):
         )  # fmt: skip
 
     def extract(
-        self, user_id: str, domain: str, dialogue: Sequence[Message], **options: Any
-    ) -> extract.ExtractionReport:
+        self, user_id: str, domain: str, dialogue: Sequence[Message | Mapping[str, Any]],
+        **options: Any,
+    ) -> extract.ExtractionReport:  # fmt: skip
         """Ask the model for candidate facts in ``dialogue`` and store those that validate.
 
-        ``options``: session_id, provenance, write (False: validate only).
+        ``dialogue``: ``Message`` values or OpenAI-style message dicts (``{"role": "user",
+        "content": "..."}``). ``options``: session_id, provenance, write (False: validate only).
         """
         self._check_args(user_id=user_id, domain=domain)
+        messages = [_message(m, i) for i, m in enumerate(dialogue)]
         llm = self.llm
         if llm is None:
             raise InvalidOperation("extraction needs a model: set EngineConfig.llm",
                                    code="llm.not_configured")  # fmt: skip
-        return extract.extract(self, llm, self.config.lifecycle, dialogue, user_id=user_id,
+        return extract.extract(self, llm, self.config.lifecycle, messages, user_id=user_id,
                                domain=domain, **options)  # fmt: skip
 
     def consolidate(
@@ -204,3 +207,19 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
         stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
                            for f in resolution.stale if f not in stale),
     )  # fmt: skip
+
+
+def _message(message: Message | Mapping[str, Any], index: int) -> Message:
+    if isinstance(message, Message):
+        return message
+    if not isinstance(message, Mapping):
+        raise InvalidOperation(f"dialogue[{index}]: expected a Message or a message dict, "
+                               f"got {type(message).__name__}", code="message.invalid")  # fmt: skip
+    try:
+        return Message.from_openai(message)
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise InvalidOperation(
+            f"dialogue[{index}]: not a chat message ({exc}); expected "
+            '{"role": "user", "content": "..."}',
+            code="message.invalid",
+        ) from exc

@@ -5,6 +5,7 @@ A bundle with any lint error is refused (``RulesRefused``, naming every finding)
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,8 @@ from memkg.rules.evaluator import Evaluator
 from memkg.rules.lint import lint_bundle
 from memkg.rules.loader import load_bundle
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from memkg.engine.decisions import DecisionLayer as Engine
@@ -66,4 +69,6 @@ def compile_rules(sources: dict[str, str], engine: Engine) -> Rules:
         raise RulesRefused(
             f"the rule bundle has {len(errors)} problem(s); first: {errors[0]}", errors
         )
+    log.info("rule bundle compiled", extra={"digest": bundle.digest[:12],
+                                            "tables": len(bundle.tables)})  # fmt: skip
     return Rules(bundle, Evaluator(bundle), bundle.digest)

@@ -10,7 +10,7 @@ adapter only translates; ``memory.py`` is the in-memory twin, ``openai_adapter.p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -49,6 +49,29 @@ class Message(BaseModel):
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+
+    @classmethod
+    def from_openai(cls, message: Mapping[str, Any]) -> Message:
+        """A chat-completions message dict (``{"role": "user", "content": "..."}``, content
+        parts, ``tool_calls``) as a ``Message``; fields memkg does not use (``name``) are
+        dropped. Raises ``ValueError`` (pydantic's) when the dict is not a message.
+
+        >>> Message.from_openai({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+        Message(role='user', content='hi', tool_calls=(), tool_call_id=None)
+        """
+        content = message.get("content")
+        if isinstance(content, list):  # content parts: keep the text ones
+            content = "".join(
+                str(part.get("text", "")) for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text"
+            )  # fmt: skip
+        calls = tuple(
+            ToolCall(id=call.get("id", ""), name=call.get("function", {}).get("name", ""),
+                     arguments=call.get("function", {}).get("arguments") or "{}")
+            for call in message.get("tool_calls") or ()
+        )  # fmt: skip
+        return cls(role=message.get("role"), content=content, tool_calls=calls,
+                   tool_call_id=message.get("tool_call_id"))  # fmt: skip
 
     @classmethod
     def system(cls, content: str) -> Message:

@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import sys
 from datetime import UTC, datetime, timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.access import Keyring
 from memkg.access.model import ApiScope
@@ -19,8 +19,10 @@ from memkg.access.sqlite import SqliteAccessStore
 from memkg.cli.common import EXIT_OK, emit
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
-from memkg.engine import Engine
 from memkg.errors import MemkgError
+
+if TYPE_CHECKING:
+    from memkg.engine import Engine
 
 
 def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:

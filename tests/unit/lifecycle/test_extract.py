@@ -96,3 +96,15 @@ def test_extraction_needs_a_model(plain: Engine) -> None:
     with pytest.raises(InvalidOperation) as caught:
         plain.extract(USER, DOMAIN, DIALOGUE)
     assert caught.value.code == "llm.not_configured"
+
+
+def test_openai_style_message_dicts_work_like_messages(extractor: Engine) -> None:
+    dicts = [
+        {"role": "user", "content": "I prefer aisle seats.", "name": "li"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+    ]
+    report = extractor.extract(USER, DOMAIN, dicts, session_id=SESSION)
+    assert [(o.candidate.key, o.accepted) for o in report.outcomes] == [("seat.preference", True)]
+    with pytest.raises(InvalidOperation) as caught:
+        extractor.extract(USER, DOMAIN, [{"role": "robot", "content": "hi"}])
+    assert caught.value.code == "message.invalid" and "dialogue[0]" in caught.value.message
