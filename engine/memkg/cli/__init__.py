@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memkg.cli import arbitration, authoring, decisions, facts, graph, schema
-from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit
+from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit, is_postgres
 from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
@@ -33,7 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
         "status 0 done, 1 failed, 2 bad usage, 3 input refused.",
     )
     parser.add_argument("--version", action="version", version=f"memkg {_version()}")
-    parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
+    parser.add_argument("--db", default="memkg.db",
+                        help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
+    parser.add_argument("--pg-schema", default="memkg",
+                        help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip
     parser.add_argument("--log-level", choices=LEVELS, default="warning",
                         help="log memkg's work to standard error (never user data)")  # fmt: skip
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
@@ -110,7 +113,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from memkg.engine import Engine
 
         log.info("engine imported", extra={"seconds": round(time.perf_counter() - started, 3)})
-        with Engine.open(args.db, config=config) as engine:
+        engine = (
+            Engine.connect(args.db, schema=args.pg_schema, config=config)
+            if is_postgres(args.db)
+            else Engine.open(args.db, config=config)
+        )
+        with engine:
             code: int = args.run(engine, args, out)
             return code
     except MemkgError as exc:

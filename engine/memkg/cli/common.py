@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.errors import MemkgError
@@ -25,3 +26,8 @@ def key_domain(engine: Engine, key: str) -> str:
         where = f"in {', '.join(found)}" if found else "in no domain"
         raise MemkgError(f"key {key} is declared {where}: give --domain", code="usage")
     return found[0]
+
+
+def is_postgres(db: str | Path) -> bool:
+    """``--db`` names a PostgreSQL server (``postgresql://...``) rather than a SQLite file."""
+    return str(db).startswith(("postgresql://", "postgres://"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
@@ -16,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from memkg.access import Keyring
 from memkg.access.model import ApiScope
 from memkg.access.sqlite import SqliteAccessStore
-from memkg.cli.common import EXIT_OK, emit
+from memkg.access.store import AccessStore
+from memkg.cli.common import EXIT_OK, emit, is_postgres
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
@@ -35,7 +37,7 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
         rate_limit=args.rate_limit,
     )  # fmt: skip
     settings.check()
-    keyring = None if args.no_auth else Keyring(SqliteAccessStore(args.db), engine.clock)
+    keyring = None if args.no_auth else Keyring(access_store(args), engine.clock)
     if keyring is not None and not any(k.active(engine.clock.now()) for k in keyring.list_keys()):
         print(
             "memkg serve: no active API key yet; every call will get 401 until you create one"
@@ -49,7 +51,10 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     from memkg.service.mcp import build_server, subject_from
 
-    subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
+    subject, audit = subject_from(
+        engine, args.db, args.user, args.domain, args.key,
+        store=access_store(args) if args.key or os.environ.get("MEMKG_API_KEY") else None,
+    )  # fmt: skip
     with contextlib.suppress(KeyboardInterrupt):
         # standard output is the protocol's: nothing else on it
         build_server(engine, subject, audit=audit).run("stdio")
@@ -57,7 +62,16 @@ def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _keyring(args: argparse.Namespace) -> Keyring:
-    return Keyring(SqliteAccessStore(args.db), SystemClock())
+    return Keyring(access_store(args), SystemClock())
+
+
+def access_store(args: argparse.Namespace) -> AccessStore:
+    """The key store beside the memory: the same SQLite file or PostgreSQL schema."""
+    if is_postgres(args.db):
+        from memkg.access.postgres import PostgresAccessStore
+
+        return PostgresAccessStore(args.db, schema=getattr(args, "pg_schema", "memkg"))
+    return SqliteAccessStore(args.db)
 
 
 def _when(text: str | None, days: float | None) -> datetime | None:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Keyring, Principal
 from memkg.access.model import ALL_DOMAINS, ApiScope
+from memkg.access.store import AccessStore
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
@@ -131,15 +132,17 @@ def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
 
 
 def subject_from(
-    engine: Engine, db: str | Path, user: str | None, domains: Sequence[str], key: str | None
-) -> tuple[Subject, Audit | None]:
+    engine: Engine, db: str | Path, user: str | None, domains: Sequence[str], key: str | None,
+    store: AccessStore | None = None,
+) -> tuple[Subject, Audit | None]:  # fmt: skip
     """The stdio session's subject from its command line (or ``$MEMKG_API_KEY``), and, for a
-    key, where its calls are recorded (the access audit beside the memory)."""
+    key, where its calls are recorded (the access audit beside the memory). ``store``: the key
+    store (default: the SQLite file ``db``)."""
     token = key or os.environ.get("MEMKG_API_KEY")
     if token:
         from memkg.access.sqlite import SqliteAccessStore
 
-        keyring = Keyring(SqliteAccessStore(db), engine.clock)
+        keyring = Keyring(store if store is not None else SqliteAccessStore(db), engine.clock)
         principal = keyring.authenticate(token)
         subject = keyed_subject(principal, user)
         for domain in domains:

@@ -1,0 +1,42 @@
+"""``--db postgresql://...``: the command line (and ``serve``'s key store) on PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkg.cli import main
+
+pytestmark = pytest.mark.postgres
+
+
+def cli(*argv: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    code = main(list(argv), out)
+    return code, [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_ingest_facts_decide_and_keys_on_postgresql(
+    postgres_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    db = ("--db", postgres_dsn, "--pg-schema", pg_schema)
+    obs = tmp_path / "obs.jsonl"
+    obs.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
+                               "value": ["airline:MU"], "source": "dialogue"}) + "\n")  # fmt: skip
+    assert cli(*db, "ingest", str(obs))[0] == 0
+    _, [facts] = cli(*db, "facts", "li")
+    assert [f["key"] for f in facts["facts"]] == ["airline.avoided"]
+    _, [made] = cli(*db, "decide", "li", "--domain", "travel", "--context",
+                    '{"airline": "airline:MU"}')  # fmt: skip
+    assert made["action"] == "suggest_other_airline"
+    _, [replayed] = cli(*db, "replay", made["decision_id"])
+    assert replayed["reproduced"] is True
+    code, [key] = cli(*db, "access", "key", "create", "agent", "--scope", "read",
+                      "--domain", "travel")  # fmt: skip
+    assert code == 0 and key["token"].startswith("mk_")
+    _, [listed] = cli(*db, "access", "key", "list")
+    assert [k["name"] for k in listed["keys"]] == ["agent"]
