@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure(args.log_level, args.log_format, sys.stderr)
+    handler = configure(args.log_level, args.log_format, sys.stderr)
     try:
         config = config_from(args)
         if getattr(args, "offline", False):  # reads files only: opens no store
@@ -127,3 +127,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             return EXIT_USAGE
         refused = exc.code in ("validation.failed", "migration.blocked")
         return EXIT_REFUSED if refused else EXIT_FAILED
+    finally:  # leave the process's logging as it was (main runs in-process in tests and tools)
+        logger = logging.getLogger("memkg")
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
