@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
+from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
 from memkg.evolution import check_schema_change
@@ -71,12 +73,17 @@ def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> 
 
 
 def cmd_migrate(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    progress = Progress("migration: users", sys.stderr, quiet=args.quiet,
+                        total=len(engine.store.users()))  # fmt: skip
     if args.apply:
-        applied = engine.apply_migration(args.plan, rules=args.rules, waiver=args.waiver)
+        applied = engine.apply_migration(args.plan, rules=args.rules, waiver=args.waiver,
+                                         progress=progress)  # fmt: skip
+        progress.close()
         emit(out, applied.model_dump(mode="json"))
         return EXIT_OK
     report = engine.migration_dry_run(args.plan, rules=args.rules, waiver=args.waiver,
-                                      decisions=args.decisions)  # fmt: skip
+                                      decisions=args.decisions, progress=progress)  # fmt: skip
+    progress.close()
     if args.format == "text":
         out.write(render_text(report) + "\n")
     else:

@@ -32,16 +32,20 @@ class EvolutionLayer(LifecycleLayer):
     def migration_dry_run(
         self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
         waiver: str | Path | None = None, decisions: int = 20,
+        progress: Callable[[int], None] | None = None,
     ) -> DryRunReport:  # fmt: skip
-        """What ``plan`` would do to every user's facts, the rules and recent decisions."""
-        return dry_run_plan(self, plan, rules=rules, waiver=waiver, decisions=decisions)
+        """What ``plan`` would do to every user's facts, the rules and recent decisions.
+
+        ``progress`` is called with the number of users read so far."""
+        return dry_run_plan(self, plan, rules=rules, waiver=waiver, decisions=decisions,
+                            progress=progress)  # fmt: skip
 
     def apply_migration(
         self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
-        waiver: str | Path | None = None,
+        waiver: str | Path | None = None, progress: Callable[[int], None] | None = None,
     ) -> ApplyReport:  # fmt: skip
         """Apply a plan whose dry run does not BLOCK; rerun it to resume after a crash."""
-        return apply_plan(self, plan, rules=rules, waiver=waiver)
+        return apply_plan(self, plan, rules=rules, waiver=waiver, progress=progress)
 
     @cached_property
     def upcasters(self) -> Upcasters:

@@ -8,7 +8,7 @@ recent logged decisions re-made with migrated facts and the new rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,11 +113,17 @@ def dry_run(
     rules: str | Path | None = None,
     waiver: Waiver | str | Path | None = None,
     decisions: int = 20,
+    progress: Callable[[int], None] | None = None,
 ) -> DryRunReport:
+    """``progress`` is called with the number of users read so far."""
     plan, old, new = plan_and_specs(engine, plan)
     if waiver is not None and not isinstance(waiver, Waiver):
         waiver = load_waiver(waiver)
-    facts = [f for user in engine.store.users() for f in live_facts(engine, user)]
+    facts: list[Fact] = []
+    for done, user in enumerate(engine.store.users(), 1):
+        facts += live_facts(engine, user)
+        if progress is not None:
+            progress(done)
     outcomes = migrate(plan, facts, old, new)
     changes = key_changes(plan, old, new)
     folder: RuleFolders = Path(rules) if rules is not None else engine.layers.rule_dirs()
@@ -130,7 +136,8 @@ def dry_run(
 
 
 def apply(engine: Engine, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
-          waiver: Waiver | str | Path | None = None) -> ApplyReport:  # fmt: skip
+          waiver: Waiver | str | Path | None = None,
+          progress: Callable[[int], None] | None = None) -> ApplyReport:  # fmt: skip
     """Dry-run, refuse on BLOCK, then write each fact's events once (resumable)."""
     plan, old, new = plan_and_specs(engine, plan)
     report = dry_run(engine, plan, rules=rules, waiver=waiver, decisions=0)
@@ -139,7 +146,9 @@ def apply(engine: Engine, plan: MigrationPlan | str | Path, *, rules: str | Path
     counts = {"migrated": 0, "resumed": 0, "left": 0, "events": 0}
     questions: list[dict[str, str]] = []
     users = engine.store.users()
-    for user in users:
+    for done, user in enumerate(users):
+        if progress is not None:
+            progress(done)
         for outcome in migrate(plan, live_facts(engine, user), old, new):
             if outcome.status in ("unmappable", "invalid"):
                 counts["left"] += 1
