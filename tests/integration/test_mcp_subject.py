@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,10 @@ def test_a_session_cannot_reach_another_user(tmp_path: Path) -> None:
             stored = await s.call_tool("remember", {k: v for k, v in obs().items()
                                                     if k != "user_id"})  # fmt: skip
             assert not stored.is_error
+            nan = {**{k: v for k, v in obs().items() if k != "user_id"}, "confidence": math.nan}
+            refused = error_of(await s.call_tool("remember", nan))  # the client sends null
+            assert refused["error"] == "tool.arguments"
+            assert refused["problems"][0]["path"] == "$.confidence"
             domains = await s.call_tool("list_domains", {})
             assert domains.structured_content == {"domains": ["travel"]}
 

@@ -60,8 +60,9 @@ Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat
                            max_length=256)]  # fmt: skip
 Value = Annotated[Any, Field(description="The key's value (JSON), as its schema wants it.")]
 Source = Annotated[str, Field(description="dialogue, behavior, profile, third_party, system...")]
-Confidence = Annotated[float | None, Field(description="0..1: how sure the source is.",
-                                           ge=0.0, le=1.0, allow_inf_nan=False)]  # fmt: skip
+Confidence = Annotated[float, Field(description="0..1: how sure the source is (default 1).",
+                                    ge=0.0, le=1.0, allow_inf_nan=False)]  # fmt: skip
+"""Not nullable: a client that writes NaN as null is refused, never stored as the default."""
 Scope = Annotated[str | None, Field(description="turn, session or global.")]
 Session = Annotated[str | None, Field(description="The conversation's session id.")]
 Context_ = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
@@ -223,7 +224,7 @@ class MemoryTools:
 
     def remember(
         self, ctx: Context[Any, Any], domain: Domain, key: Key, value: Value, source: Source,
-        confidence: Confidence = None, scope: Scope = None, session_id: Session = None,
+        confidence: Confidence = 1.0, scope: Scope = None, session_id: Session = None,
         context: Context_ = None, provenance: ProvenanceFields = None, change: Change = None,
         supersedes: Supersedes = None, idempotency_key: Idempotency = None,
     ) -> Annotated[CallToolResult, IngestResult]:  # fmt: skip
