@@ -358,6 +358,13 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
     import uvicorn
 
     app = create_app(engine, keyring=keyring, settings=settings)
+    if not access_log.handlers and not logging.getLogger().handlers:
+        # one JSON object per line on standard error, unless logging is configured already
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access_log.addHandler(handler)
+        access_log.setLevel(logging.INFO)
+        access_log.propagate = False
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, then re-raises Ctrl-C
         # uvicorn's own access log prints request paths, which hold user ids: ours does not.
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
