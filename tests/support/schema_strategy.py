@@ -7,6 +7,7 @@ An empty schema draws any JSON value.
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from hypothesis import strategies as st
@@ -61,9 +62,7 @@ def from_schema(
                 )
             )
         if schema.get("format") == "date-time":
-            return st.datetimes(timezones=st.just(__import__("datetime").UTC)).map(
-                lambda d: d.isoformat()
-            )
+            return st.datetimes(timezones=st.just(UTC)).map(lambda d: d.isoformat())
         return st.text(min_size=schema.get("minLength", 0),
                        max_size=min(schema.get("maxLength", 24), 24))  # fmt: skip
     if kind == "array":
