@@ -1,0 +1,71 @@
+"""``memkg serve`` as an operator starts it: keys from ``memkg access``, an access log on stderr."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+from memkg.cli import main
+
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def get(url: str, token: str | None = None) -> tuple[int, dict[str, object]]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, json.load(error)
+
+
+def test_serve_needs_the_keys_it_was_given(tmp_path: Path) -> None:
+    db = str(tmp_path / "memkg.db")
+    out = io.StringIO()
+    assert main(["--db", db, "access", "key", "create", "ops", "--scope", "read",
+                 "--domain", "travel"], out) == 0  # fmt: skip
+    token = json.loads(out.getvalue())["token"]
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memkg", "--db", db, "serve", "--port", str(port)],
+        stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ENGINE), "PATH": ""},
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if get(f"{base}/v1/health")[0] == 200:
+                    break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.2)
+        status, body = get(f"{base}/v1/users/li/facts")
+        assert status == 401 and body["error"] == "auth.required"
+        assert get(f"{base}/v1/users/li/facts", token)[0] == 200
+        assert get(f"{base}/v1/users/li/facts?domain=health", token)[0] == 403
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=30)
+    logged = [json.loads(line) for line in errors.splitlines() if line.startswith("{")]
+    assert [(line["operation"], line["status"]) for line in logged][-3:] == [
+        ("facts", 401), ("facts", 200), ("facts", 403)]  # fmt: skip
+    assert "li" not in "".join(line for line in errors.splitlines() if line.startswith("{"))
