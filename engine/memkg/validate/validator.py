@@ -190,6 +190,12 @@ class Validator:
         if isinstance(item, Observation):
             obs = item
         else:
+            # nesting deep enough to exhaust the stack must not reach the model's validators
+            envelope = check_value({k: v for k, v in item.items() if k != "value"}, self.limits)
+            deep = [p.model_copy(update={"path": "$" + p.path.removeprefix("$.value")})
+                    for p in envelope if p.code == "limit.depth"]  # fmt: skip
+            if deep:
+                return problems + deep, None
             try:
                 obs = Observation.model_validate(dict(item))
             except ValidationError as exc:
