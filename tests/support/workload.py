@@ -76,7 +76,7 @@ def plan(
             args["context"] = {"airline": rng.choice(AIRLINES)}
         elif kind == "note":
             seat = rng.choice(["window", "aisle"])
-            args["text"] = f"Prefers {seat} seats on flight {MARK}{index}"
+            args["text"] = f"Prefers {seat} seats on flight {MARK}{index} please"
         elif kind == "erase":
             generations[slot] += 1
         elif kind == "erase_audit":
