@@ -46,8 +46,8 @@ def simulate(
 ) -> Simulation:  # fmt: skip
     """Run ``count`` operations of ``seed``'s plan; on SQLite at ``path``, else in memory.
 
-    ``strict``: also replay decisions made before an erasure by audit id of facts they did
-    not cite (known not to replay exactly: the erasure changed the state they were made on).
+    ``strict``: also replay decisions made before an erasure by audit id (one that saw a key
+    frozen for a review the erasure removed does not replay exactly).
     """
     rng = random.Random(seed)
     slept: list[float] = []
