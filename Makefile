@@ -33,10 +33,10 @@ typecheck: $(STAMP)
 check: lint typecheck test
 	MEMKG_FUZZ=check $(BIN)/python -m pytest -q tests/property/test_compat_fuzz.py
 
-# The durability battery in its long form: 600 SIGKILLs on each backend, and the other
-# durability tests with their larger settings (minutes; not part of `make test`).
+# The durability battery in its long form: 600 SIGKILLs on each backend, 200 simulation seeds,
+# 20 residue sequences, thousands of hostile inputs (most of an hour; not part of `make test`).
 soak: $(STAMP)
-	MEMKG_KILLS=600 MEMKG_SIM_SEEDS=200 MEMKG_SOAK=1 $(BIN)/python -m pytest tests/durability -q
+	MEMKG_KILLS=600 MEMKG_SIM_SEEDS=200 MEMKG_RESIDUE_SEEDS=20 MEMKG_SOAK=1 $(BIN)/python -m pytest tests/durability -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH)
