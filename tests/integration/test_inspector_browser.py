@@ -28,6 +28,7 @@ from memkg.service.settings import ServiceSettings
 from support.inspector import CHROMIUM_FLAGS, NIGHT, SHOTS, chromium_or_skip, seed, serving
 
 ALL = ("read", "write", "decide", "review", "erase")
+PURPOSE = "care review"
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +99,8 @@ def open_page(world: dict[str, Any], token: str, user: str) -> Any:
     page.keyboard.type(token)
     page.keyboard.press("Tab")
     page.keyboard.type(user)
+    page.keyboard.press("Tab")
+    page.keyboard.type(PURPOSE)
     page.keyboard.press("Enter")
     page.locator("#view-title", has_text="Memory of").wait_for()
     return page
@@ -219,9 +222,12 @@ def test_a_reviewer_reads_settles_retracts_and_erases_with_the_keyboard(
     check(page, "rights")
     assert engine.facts("mei") == []
 
-    # every step went through the API and its access audit, under the reviewer's key (the
-    # erasure pseudonymised the user's records and adds none naming them)
-    done = {r.action for r in world["keyring"].audit(key_id=world["reviewer"].key.key_id)}
+    # every step went through the API and its access audit, under the reviewer's key and the
+    # purpose typed into the page (the erasure pseudonymised the user's records and adds none
+    # naming them)
+    records = world["keyring"].audit(key_id=world["reviewer"].key.key_id, limit=1000)
+    done = {r.action for r in records}
+    assert {r.purpose for r in records} == {PURPOSE}  # the page's purpose, on every record
     assert {"facts", "claims", "weights", "history", "decisions", "explain", "replay",
             "reviews", "resolve_review", "decide", "retract"} <= done  # fmt: skip
     page.close()

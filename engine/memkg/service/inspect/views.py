@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -28,8 +29,6 @@ _NOT_CONTEXT = {*DERIVED, "timezone"}
 
 def _text(value: Any) -> str:
     """A memory value as compact JSON text (strings keep their quotes)."""
-    import orjson
-
     return orjson.dumps(value).decode()
 
 
@@ -79,16 +78,19 @@ class Views:
 
     async def view(self, request: Request) -> Response:
         name = request.path_params["view"]
-        handler = {"memory": self.memory, "history": self.history, "decisions": self.decisions,
-                   "decision": self.decision, "reviews": self.reviews,
-                   "rights": self.rights}.get(name)  # fmt: skip
-        if handler is None:
+        found = {
+            "memory": (self.memory, ("user",)),
+            "history": (self.history, ("user", "domain", "key")),
+            "decisions": (self.decisions, ("user",)),
+            "decision": (self.decision, ("id",)),
+            "reviews": (self.reviews, ()),
+            "rights": (self.rights, ("user",)),
+        }.get(name)
+        if found is None:
             return self._render("error.html", 404, message=f"no view {name!r}")
+        handler, needed = found
         query = request.query_params
-        needed = {"history": ("user", "domain", "key"), "decision": ("id",)}.get(name, ("user",))
         missing = [q for q in needed if not query.get(q)]
-        if name == "reviews":
-            missing = []
         if missing:
             return self._render("error.html", 400, message=f"give {', '.join(missing)}")
         api = ApiClient(request.app, request.headers.raw)

@@ -1,11 +1,12 @@
 "use strict";
 // The inspector's script: keeps the API key in memory, loads server-rendered views with it
 // as a bearer header, and sends every change to the JSON API. Nothing is stored.
-const state = {key: "", user: "", view: ""};
+const state = {key: "", user: "", purpose: "", view: ""};
 const $ = (sel, root) => (root || document).querySelector(sel);
 
 function headers(json) {
   const h = {"Authorization": "Bearer " + state.key};
+  if (state.purpose) h["Memkg-Purpose"] = state.purpose;
   if (json) h["Content-Type"] = "application/json";
   return h;
 }
@@ -68,6 +69,7 @@ function session(event) {
   event.preventDefault();
   state.key = $("#key").value.trim();
   state.user = $("#user").value.trim();
+  state.purpose = $("#purpose").value.trim();
   const name = decodeURIComponent(window.location.hash.slice(1)).split("/")[0];
   if (!VIEWS.includes(name)) window.location.hash = "memory";
   else show();
