@@ -33,10 +33,9 @@ from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, Valida
 from memkg.graph.projection import UserGraph
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType
-from memkg.model.fact import Fact, FactStatus, Scope, Source
+from memkg.model.fact import FactStatus, Scope, Source
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
-from memkg.model.weight import Signal
 from memkg.validate.guards import hash_pii
 from memkg.validate.validator import Checked
 
@@ -197,11 +196,7 @@ class ArbitrationLayer(GraphLayer):
     def _edge_signals(self, graph: UserGraph) -> SignalLookup:
         """A claim's signals: those on its edge in the contextual graph."""
 
-        def lookup(fact: Fact) -> list[Signal]:
-            found = {s.event_id: s for t in graph.targets(fact) for s in graph.signals_for(fact, t)}
-            return [s.as_signal() for _, s in sorted(found.items())]
-
-        return lookup
+        return graph.claim_signals
 
     def _reviews(self, user_id: str, seq: int) -> list[Review]:
         """The user's reviews as of ``seq``: kept current by ``_apply``, read once per user."""

@@ -22,7 +22,7 @@ from memkg.graph.claims import EntityKeys
 from memkg.graph.knowledge import Knowledge
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import user_node, weighted_view
-from memkg.model.evidence import Edge, GraphPath, WeightFactor
+from memkg.model.evidence import Edge, GraphPath, WeightFactor, path_weight
 from memkg.model.explanation import MemoryClaimNode, MemoryNode
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
@@ -126,7 +126,11 @@ class WeightedGraphView:
             ref = "|".join(h.ref for h in hops)
             found.append(
                 GraphPath(
-                    ref=ref, to=to, via=via, weight=min(h.weight for h in hops), hops=tuple(hops)
+                    ref=ref,
+                    to=to,
+                    via=via,
+                    weight=path_weight(h.weight for h in hops),
+                    hops=tuple(hops),
                 )
             )
         return sorted(found, key=lambda p: p.ref)

@@ -32,7 +32,7 @@ from memkg.evolution.waiver import Waiver, load_waiver
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, Result
 from memkg.model.event import Event
-from memkg.model.fact import Fact, FactStatus
+from memkg.model.fact import LIVE_STATUSES, Fact
 from memkg.model.keyspec import KeySpec
 from memkg.rules.cases import load_cases
 from memkg.rules.lint import lint_bundle
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from memkg.engine.rule_bundle import Rules
 
 _SCRATCH = 10**15
-LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
+LIVE = LIVE_STATUSES
 Specs = dict[str, KeySpec]
 
 

@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from memkg.model.event import Event, EventType
-from memkg.model.fact import Fact, FactStatus, read_supersede_reason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
 
-_LIVE = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
+_LIVE = LIVE_STATUSES
 
 
 class UserMemory:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from memkg.clock import Clock
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Kind, SupersedeReason
 
 from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy
@@ -59,11 +59,7 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
               spec: KeySpecWithKind, clock: Clock) -> Fact:  # fmt: skip
-    status = (
-        newest.status
-        if newest.status in (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN)
-        else FactStatus.ACTIVE
-    )
+    status = newest.status if newest.status in LIVE_STATUSES else FactStatus.ACTIVE
     return Fact(
         id=clock.new_id("fact"), user_id=newest.user_id, domain=plan.domain, key=key,
         value=value, kind=spec.kind, source=newest.source,

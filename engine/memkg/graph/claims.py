@@ -22,13 +22,13 @@ from typing import Any
 
 from rdflib import URIRef
 
-from memkg.model.fact import FactStatus
+from memkg.model.fact import LIVE_STATUSES
 from memkg.model.vocab import ENTITY_REF, entity_iri
 
 EntityKeys = Mapping[tuple[str, str], str]
 """``(domain, key)`` → the entity class its values name (``Airline``)."""
 
-LIVE = frozenset({FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN})
+LIVE = LIVE_STATUSES
 """Statuses of a fact that still asserts its edges."""
 
 

@@ -196,6 +196,12 @@ class UserGraph:
         self._claims[domain] = (built_at, claims)
         return claims
 
+    def claim_signals(self, fact: Fact) -> list[Signal]:
+        """Every signal on any edge of ``fact`` (once each, by event id): what arbitration
+        weighs the claim with."""
+        found = {s.event_id: s for t in self.targets(fact) for s in self.signals_for(fact, t)}
+        return [s.as_signal() for _, s in sorted(found.items())]
+
     def signals_for(self, fact: Fact, target: Target) -> list[SignalRecord]:
         """Signals on the fact's edge recorded after the fact (see ``graph.signals``)."""
         found = self._signals_by_edge.get((fact.domain, fact.key, target.value), [])

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, breakdown, user_node
+from memkg.model.evidence import path_weight
 from memkg.model.fact import FactStatus
 from memkg.model.weight import Weight
 
@@ -60,7 +61,7 @@ class GraphPath(BaseModel):
 
     hops: tuple[Hop, ...]
     weight: float
-    """The product of the hop weights."""
+    """The weakest hop (``model.evidence.path_weight``), as decisions read it."""
     decidable: bool
 
 
@@ -134,9 +135,7 @@ def paths(
         decidable = all(h.decidable for h in path)
         if decidable_only and not decidable:
             continue
-        weight = 1.0
-        for hop in path:
-            weight *= hop.weight
+        weight = path_weight(h.weight for h in path)
         found.append(GraphPath(hops=tuple(path), weight=weight, decidable=decidable))
     return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
 

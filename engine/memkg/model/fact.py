@@ -129,6 +129,10 @@ class FactStatus(StrEnum):
     RETRACTED = "retracted"
 
 
+LIVE_STATUSES = frozenset({FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN})
+"""Statuses of facts that still hold (confirmed or not, frozen or not): the one definition."""
+
+
 class Provenance(BaseModel):
     """Where a fact came from and under which consent."""
 

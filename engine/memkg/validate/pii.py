@@ -63,7 +63,9 @@ def _invisible() -> dict[int, None]:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Detection:
+    """One identifier or credential found in a text: its code and where it is."""
+
     code: str
     start: int
     end: int
@@ -173,10 +175,10 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
 
 
-def scan(text: str) -> list[Finding]:
+def scan(text: str) -> list[Detection]:
     """Identifiers and credentials found in ``text``, in order of position."""
     clean = normalise(text)
-    findings: list[Finding] = []
+    findings: list[Detection] = []
     starts: list[int] = []  # the spans taken so far: disjoint, so both lists stay sorted
     ends: list[int] = []
     for code, what, pattern, check in _DETECTORS:
@@ -189,5 +191,5 @@ def scan(text: str) -> list[Finding]:
                 continue
             starts.insert(after, start)
             ends.insert(after, end)
-            findings.append(Finding(code, start, end, what))
+            findings.append(Detection(code, start, end, what))
     return sorted(findings, key=lambda f: f.start)
