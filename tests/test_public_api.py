@@ -37,3 +37,49 @@ def test_every_error_subclasses_the_root_and_has_a_code() -> None:
     for error in errors:
         assert issubclass(error, memkg.MemkgError), error
         assert isinstance(error.code, str) and error.code
+
+
+EXPECTED = [
+    "ClaimScore", "Clock", "CompatibilityReport", "ConcurrencyConflict", "ConfigError",
+    "ConsolidationHandle", "ConsolidationReport", "Decision", "DecisionLog", "DecisionStatus",
+    "DryRunReport", "Edge", "Engine", "EngineConfig", "ErasureReceipt", "Event", "EventStore",
+    "EventType", "Explanation", "ExtractionReport", "Fact", "FactStatus", "Factor",
+    "FrozenClock", "GraphPath", "Hop", "IngestOutcome", "IngestResult", "InvalidOperation",
+    "Kind", "LLM", "LLMBadResponse", "LLMConfig", "LLMError", "LLMUnavailable",
+    "LifecycleConfig", "Limits", "MemkgError", "MemoryDecisionLog", "MemoryLLM", "Message",
+    "NotFound", "Note", "NoteResult", "Observation", "Problem", "Profile", "Provenance",
+    "Question", "RebuildReport", "RecallResult", "RecallWeights", "RecentEntity",
+    "ReplayReport", "Reply", "Resolution", "Review", "RuleEvaluationError", "RulesRefused",
+    "Scope", "Sensitivity", "Source", "SqliteDecisionLog", "StaleFlag", "StoreError",
+    "SystemClock", "Tool", "ToolCall", "Urgency", "ValidationFailed", "ValidationReport",
+    "Weight", "WeightParams", "Window", "__version__", "check_schema_change",
+    "render_explanation",
+]  # fmt: skip
+
+
+def test_all_is_pinned_exactly() -> None:
+    """Adding or removing a public name is a decision: change this list with it."""
+    assert memkg.__all__ == EXPECTED
+
+
+HEAVY = ("durable", "pyshacl", "rdflib")
+
+
+def _loaded_after(code: str) -> list[str]:
+    import json
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    modules = json.loads(out.stdout.splitlines()[-1])
+    return sorted({m.split(".")[0] for m in modules} & set(HEAVY))
+
+
+def test_import_memkg_loads_no_matcher_shacl_or_rdf() -> None:
+    assert _loaded_after("import memkg") == []
+    assert _loaded_after("import memkg; memkg.MemkgError; memkg.Source") == []
+
+
+def test_durable_rules_loads_with_the_first_decision_not_the_engine() -> None:
+    assert "durable" not in _loaded_after("from memkg import Engine\nEngine()")

@@ -1,7 +1,8 @@
 """memkg: an explainable memory and decision engine for AI agents.
 
 Everything an agent developer needs is importable from here. Names are imported when first
-used (PEP 562), so ``import memkg`` and ``memkg --help`` stay fast.
+used (PEP 562), so ``import memkg`` and ``memkg --help`` stay fast: ``import memkg`` loads
+neither durable-rules, pySHACL nor rdflib (a test pins that, and ``__all__``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from memkg.model.decision import Decision, DecisionStatus, Urgency
     from memkg.model.explanation import Explanation
     from memkg.model.weight import Factor, Weight, WeightParams
-    from memkg.rules.durable_runner import RuleEvaluationError
+    from memkg.rules.runner import RuleEvaluationError
 
 _WHERE: dict[str, tuple[str, str]] = {
     "ClaimScore": ("memkg.arbitration", "ClaimScore"),
@@ -120,7 +121,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Reply": ("memkg.llm", "Reply"),
     "Resolution": ("memkg.arbitration", "Resolution"),
     "Review": ("memkg.arbitration", "Review"),
-    "RuleEvaluationError": ("memkg.rules.durable_runner", "RuleEvaluationError"),
+    "RuleEvaluationError": ("memkg.rules.runner", "RuleEvaluationError"),
     "RulesRefused": ("memkg.engine.intent", "RulesRefused"),
     "Scope": ("memkg.model", "Scope"),
     "Sensitivity": ("memkg.model", "Sensitivity"),

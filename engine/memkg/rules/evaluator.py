@@ -17,7 +17,6 @@ from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
-from memkg.rules.durable_runner import DurableRunner, Firing, RuleRunner
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
@@ -29,6 +28,7 @@ from memkg.rules.matcher import (
     pools,
 )
 from memkg.rules.plan import TablePlan, plan_table
+from memkg.rules.runner import Firing, RuleRunner
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
 from memkg.rules.text import condition_text, fill
@@ -127,9 +127,13 @@ class Evaluator:
 
     def __init__(self, bundle: RuleBundle, runner: RuleRunner | None = None) -> None:
         self.bundle = bundle
-        self.runner = runner or DurableRunner(
-            {ruleset_name(t): compile_table(t) for t in bundle.tables.values()}
-        )
+        if runner is None:  # durable-rules loads its C core only when rules are first compiled
+            from memkg.rules.durable_runner import DurableRunner
+
+            runner = DurableRunner(
+                {ruleset_name(t): compile_table(t) for t in bundle.tables.values()}
+            )
+        self.runner = runner
         self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
 
     def plan(self, table: RuleTable) -> TablePlan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memkg.model.fact import Source
 from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
 from memkg.rules.kinds.checks import MAX_PROPERTIES, declared_key, type_check
 from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 _MESSAGE_PROPS = 5
 """Properties every fact message carries besides its value's fields."""
-SOURCES = ["dialogue", "behavior", "profile", "third_party", "system", "rule"]
 
 
 def keyed_failure(
@@ -63,7 +63,7 @@ class FactKind(ConditionKind):
                     "type": "array",
                     "minItems": 1,
                     "uniqueItems": True,
-                    "items": {"enum": SOURCES},
+                    "items": {"enum": [s.value for s in Source]},
                 },
                 **ops,
                 "in": {"$ref": "#/$defs/values"},
