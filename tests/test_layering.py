@@ -20,14 +20,44 @@ ALLOWED = {
 }
 
 
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module an import names (``from .outcome import x`` in ``evolution/``
+    is ``memkg.evolution.outcome``)."""
+    if node.level == 0:
+        return node.module or ""
+    package = ["memkg", *path.relative_to(PACKAGE).parent.parts]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def _imports(path: Path) -> set[str]:
+    """The memkg subpackages and modules ``path`` imports, relative imports included."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memkg."):
-            found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom):
+            module = _absolute(path, node)
+            if module.startswith("memkg."):
+                found.add(module.split(".")[1])
+            elif module == "memkg":
+                found.update(a.name for a in node.names)
         elif isinstance(node, ast.Import):
             found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("memkg."))
     return found
+
+
+def test_relative_imports_are_resolved() -> None:
+    """A stage cannot step around the rule with ``from ..other import x``."""
+    here = PACKAGE / "evolution" / "dry_run.py"
+    nodes = [ast.parse(code).body[0] for code in
+             ("from .outcome import x", "from ..graph import y", "from . import z")]  # fmt: skip
+    assert [_absolute(here, n) for n in nodes if isinstance(n, ast.ImportFrom)] == [
+        "memkg.evolution.outcome", "memkg.graph", "memkg.evolution",
+    ]  # fmt: skip
+    assert "evolution" in _imports(here)
+
+
+def test_the_configuration_imports_no_stage() -> None:
+    assert _imports(PACKAGE / "config.py") & set(STAGES) == set()
 
 
 def test_stages_import_only_model_and_shared_modules() -> None:

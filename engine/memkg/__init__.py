@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from memkg.evolution.dry_run import DryRunReport
     from memkg.explain import render as render_explanation
     from memkg.graph.queries import Edge, GraphPath, Hop, RecentEntity
-    from memkg.lifecycle.config import LifecycleConfig, RecallWeights
     from memkg.lifecycle.consolidate import ConsolidationHandle, ConsolidationReport
     from memkg.lifecycle.distill import NoteResult
     from memkg.lifecycle.erasure import ErasureReceipt
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
     )
     from memkg.model.decision import Decision, DecisionStatus, Urgency
     from memkg.model.explanation import Explanation
+    from memkg.model.settings import LifecycleConfig, RecallWeights
     from memkg.model.weight import Factor, Weight, WeightParams
     from memkg.rules.runner import RuleEvaluationError
 
@@ -99,7 +99,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "LLMConfig": ("memkg.llm", "LLMConfig"),
     "LLMError": ("memkg.errors", "LLMError"),
     "LLMUnavailable": ("memkg.errors", "LLMUnavailable"),
-    "LifecycleConfig": ("memkg.lifecycle.config", "LifecycleConfig"),
+    "LifecycleConfig": ("memkg.model.settings", "LifecycleConfig"),
     "Limits": ("memkg.config", "Limits"),
     "MemkgError": ("memkg.errors", "MemkgError"),
     "MemoryDecisionLog": ("memkg.decisions", "MemoryDecisionLog"),
@@ -115,7 +115,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Question": ("memkg.arbitration", "Question"),
     "RebuildReport": ("memkg.engine", "RebuildReport"),
     "RecallResult": ("memkg.lifecycle.recall", "RecallResult"),
-    "RecallWeights": ("memkg.lifecycle.config", "RecallWeights"),
+    "RecallWeights": ("memkg.model.settings", "RecallWeights"),
     "RecentEntity": ("memkg.graph.queries", "RecentEntity"),
     "ReplayReport": ("memkg.engine.intent", "ReplayReport"),
     "Reply": ("memkg.llm", "Reply"),

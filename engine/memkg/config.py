@@ -13,8 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memkg.lifecycle.config import LifecycleConfig
-from memkg.llm.config import LLMConfig
+from memkg.model.settings import LifecycleConfig, LLMConfig
 from memkg.model.weight import WeightParams
 from memkg.roots import Roots
 

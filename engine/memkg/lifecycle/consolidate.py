@@ -22,7 +22,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import ConcurrencyConflict, LLMError
-from memkg.lifecycle.config import LifecycleConfig
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
 from memkg.lifecycle.notes import Note, NoteBook, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
@@ -31,6 +30,7 @@ from memkg.lifecycle.screen import note_problems
 from memkg.llm.port import LLM
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Provenance, Scope
+from memkg.model.settings import LifecycleConfig
 
 _ATTEMPTS = 3
 

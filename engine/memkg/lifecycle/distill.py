@@ -24,13 +24,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memkg.errors import ValidationFailed
-from memkg.lifecycle.config import LifecycleConfig
 from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.screen import note_problems
 from memkg.model.event import EventType
 from memkg.model.fact import Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
+from memkg.model.settings import LifecycleConfig
 
 _NEGATED = re.compile(r"(?i)\b(?:not|no|never|don'?t|doesn'?t|won'?t|avoid|except)\b|不|别|没")
 

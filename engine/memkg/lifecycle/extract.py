@@ -19,13 +19,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.errors import ValidationFailed
-from memkg.lifecycle.config import LifecycleConfig
 from memkg.lifecycle.distill import save_memory_note
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.screen import note_problems
 from memkg.llm.port import LLM, Message
 from memkg.model.fact import Kind, Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
+from memkg.model.settings import LifecycleConfig
 
 SCHEMA_NAME = "memkg_extraction"
 

@@ -26,11 +26,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.lifecycle.config import RecallWeights
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.inject import quote
 from memkg.lifecycle.notes import Note
 from memkg.model.fact import Fact, Source
+from memkg.model.settings import RecallWeights
 
 _STOP = {
     "the",

@@ -16,10 +16,10 @@ from typing import Any
 import openai
 
 from memkg.errors import LLMBadResponse, LLMError, LLMUnavailable
-from memkg.llm.config import LLMConfig
 from memkg.llm.port import Message, Out, Reply, Tool
 from memkg.llm.wire import messages_to_wire, parse_output, reply_from_wire, response_format
 from memkg.llm.wire import tools_to_wire as _tools
+from memkg.model.settings import LLMConfig
 
 _NO_KEY = "not-needed"
 """Sent when the config has no key: local servers ignore it, and the client never falls back
