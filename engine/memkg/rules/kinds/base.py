@@ -113,3 +113,34 @@ class ConditionKind:
     def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
         """Problems of ``cond`` that the JSON Schema cannot see."""
         return []
+
+    # helpers for kinds whose body is a mapping that may bind an alias (``as``)
+
+    @staticmethod
+    def object_schema(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+        """A body schema: these properties plus ``as``, nothing else."""
+        return {
+            "type": "object",
+            "required": required,
+            "additionalProperties": False,
+            "properties": {**properties, "as": {"$ref": "#/$defs/name"}},
+        }
+
+    def condition(
+        self, doc: Document, at: tuple[Any, ...], index: int, raw: dict[str, Any], **fields: Any
+    ) -> Condition:
+        """A condition of this kind at ``at``; ``fields`` hold ``alias`` and what it tests."""
+        return Condition(index, self.name, doc.line(at), raw, **fields)
+
+
+WEIGHT_SCHEMA = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def weight_patterns(cond: Condition) -> list[Any]:
+    """``min_weight`` for durable-rules."""
+    return [] if cond.min_weight is None else [{"$gte": {"weight": cond.min_weight}}]
+
+
+def heavy_enough(cond: Condition, props: dict[str, Any]) -> bool:
+    """``min_weight`` in Python."""
+    return cond.min_weight is None or props["weight"] >= cond.min_weight

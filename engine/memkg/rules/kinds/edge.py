@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkg.rules.kinds.base import ConditionKind, LintScope, operand
+from memkg.rules.kinds.base import (
+    WEIGHT_SCHEMA,
+    ConditionKind,
+    LintScope,
+    heavy_enough,
+    operand,
+    weight_patterns,
+)
 from memkg.rules.kinds.checks import declared_key
 from memkg.rules.kinds.compare import WILDCARD, CompileOperand, Resolve, compare
 from memkg.rules.kinds.fact import keyed_failure
@@ -20,8 +27,6 @@ if TYPE_CHECKING:
     from memkg.rules.snapshot import DecisionInput, Item
     from memkg.yamlfile import Document
 
-WEIGHT = {"type": "number", "minimum": 0, "maximum": 1}
-
 
 class EdgeKind(ConditionKind):
     name = "edge"
@@ -29,39 +34,24 @@ class EdgeKind(ConditionKind):
     negatable = True
 
     def schema(self, kinds: Mapping[str, ConditionKind]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "required": ["key"],
-            "additionalProperties": False,
-            "properties": {
-                "key": {"$ref": "#/$defs/key"},
-                "to": {"$ref": "#/$defs/operand"},
-                "min_weight": WEIGHT,
-                "as": {"$ref": "#/$defs/name"},
-            },
-        }
+        return self.object_schema(
+            ["key"],
+            {"key": {"$ref": "#/$defs/key"}, "to": {"$ref": "#/$defs/operand"},
+             "min_weight": WEIGHT_SCHEMA},
+        )  # fmt: skip
 
     def parse(
         self, doc: Document, at: tuple[Any, ...], index: int, body: Any, raw: dict[str, Any]
     ) -> Condition:
-        return Condition(
-            index,
-            self.name,
-            doc.line(at),
-            raw,
-            alias=body.get("as"),
-            key=body["key"],
-            to=operand(body.get("to")),
-            min_weight=body.get("min_weight"),
-        )
+        to, weight = operand(body.get("to")), body.get("min_weight")
+        return self.condition(doc, at, index, raw, alias=body.get("as"), key=body["key"],
+                              to=to, min_weight=weight)  # fmt: skip
 
     def patterns(self, cond: Condition, compile_operand: CompileOperand) -> list[Any]:
         parts: list[Any] = [{"t": self.message}, {"key": cond.key}]
         if cond.to is not None:
             parts.append({"to": compile_operand(cond.to)})
-        if cond.min_weight is not None:
-            parts.append({"$gte": {"weight": cond.min_weight}})
-        return parts
+        return parts + weight_patterns(cond)
 
     def matches(self, cond: Condition, props: dict[str, Any], resolve: Resolve) -> bool:
         if props.get("key") != cond.key:
@@ -69,7 +59,7 @@ class EdgeKind(ConditionKind):
         to = resolve(cond.to) if cond.to is not None else WILDCARD
         if not compare("eq", props.get("to"), to):
             return False
-        return cond.min_weight is None or props["weight"] >= cond.min_weight
+        return heavy_enough(cond, props)
 
     def describe(self, cond: Condition) -> str:
         body = f"edge {cond.key} → {value_text(cond.to) if cond.to is not None else 'anything'}"

@@ -50,14 +50,11 @@ class FactKind(ConditionKind):
             op: {"$ref": "#/$defs/operand"}
             for op in ("contains", "eq", "ne", "lt", "lte", "gt", "gte")
         }
-        return {
-            "type": "object",
-            "required": ["key"],
-            "additionalProperties": False,
-            "properties": {
+        return self.object_schema(
+            ["key"],
+            {
                 "key": {"$ref": "#/$defs/key"},
                 "field": {"$ref": "#/$defs/name"},
-                "as": {"$ref": "#/$defs/name"},
                 "min_confidence": {"type": "number", "minimum": 0, "maximum": 1},
                 "source": {
                     "type": "array",
@@ -77,7 +74,7 @@ class FactKind(ConditionKind):
                     "additionalProperties": {"$ref": "#/$defs/operand"},
                 },
             },
-        }
+        )
 
     def parse(
         self, doc: Document, at: tuple[Any, ...], index: int, body: Any, raw: dict[str, Any]
@@ -87,10 +84,10 @@ class FactKind(ConditionKind):
             Test("eq", operand(v), name, doc.line((*here, "match", name)))
             for name, v in body.get("match", {}).items()
         ]
-        return Condition(
+        return self.condition(
+            doc,
+            at,
             index,
-            self.name,
-            doc.line(at),
             raw,
             alias=body.get("as"),
             key=body["key"],

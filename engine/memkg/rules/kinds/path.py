@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkg.rules.kinds.base import ConditionKind
+from memkg.rules.kinds.base import WEIGHT_SCHEMA, ConditionKind, heavy_enough, weight_patterns
 from memkg.rules.kinds.compare import CompileOperand, Resolve
-from memkg.rules.kinds.edge import WEIGHT
 from memkg.rules.spec import Condition
 from memkg.rules.text import value_text
 
@@ -25,31 +24,17 @@ class PathKind(ConditionKind):
     message = "path"
 
     def schema(self, kinds: Mapping[str, ConditionKind]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "required": ["to"],
-            "additionalProperties": False,
-            "properties": {
-                "to": {"$ref": "#/$defs/entity"},
-                "via": {"$ref": "#/$defs/entity"},
-                "min_weight": WEIGHT,
-                "as": {"$ref": "#/$defs/name"},
-            },
-        }
+        return self.object_schema(
+            ["to"],
+            {"to": {"$ref": "#/$defs/entity"}, "via": {"$ref": "#/$defs/entity"},
+             "min_weight": WEIGHT_SCHEMA},
+        )  # fmt: skip
 
     def parse(
         self, doc: Document, at: tuple[Any, ...], index: int, body: Any, raw: dict[str, Any]
     ) -> Condition:
-        return Condition(
-            index,
-            self.name,
-            doc.line(at),
-            raw,
-            alias=body.get("as"),
-            to=body["to"],
-            via=body.get("via"),
-            min_weight=body.get("min_weight"),
-        )
+        return self.condition(doc, at, index, raw, alias=body.get("as"), to=body["to"],
+                              via=body.get("via"), min_weight=body.get("min_weight"))  # fmt: skip
 
     def pool_key(self, cond: Condition) -> Any:
         return cond.to
@@ -61,16 +46,14 @@ class PathKind(ConditionKind):
         parts: list[Any] = [{"t": self.message}, {"to": compile_operand(cond.to)}]
         if cond.via is not None:
             parts.append({"via": cond.via})
-        if cond.min_weight is not None:
-            parts.append({"$gte": {"weight": cond.min_weight}})
-        return parts
+        return parts + weight_patterns(cond)
 
     def matches(self, cond: Condition, props: dict[str, Any], resolve: Resolve) -> bool:
         if props.get("to") != cond.to:
             return False
         if cond.via is not None and props.get("via") != cond.via:
             return False
-        return cond.min_weight is None or props["weight"] >= cond.min_weight
+        return heavy_enough(cond, props)
 
     def describe(self, cond: Condition) -> str:
         text = f"path to {cond.to}" + (f" via {cond.via}" if cond.via else "")
