@@ -160,10 +160,11 @@ class EngineBase:
         self._check_args(user_id=user_id)
         return self.store.read_stream(user_id)
 
-    def append_events(
+    def _append_events(
         self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
     ) -> list[Event]:
-        """Append ``events`` atomically (after ``expected_version``, default: the current)."""
+        """Append ``events`` atomically (after ``expected_version``, default: the current);
+        callers have checked them (stages write through their own narrow ports)."""
         with self._lock:
             version = self.memory(user_id).version if expected_version is None else expected_version
             appended = self.store.append(user_id, events, expected_version=version)

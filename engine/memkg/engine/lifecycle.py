@@ -15,10 +15,11 @@ from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
-from memkg.lifecycle.notes import Note, NoteBook
+from memkg.lifecycle.notes import Note, NoteBook, check_note_events
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
+from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Scope
 from memkg.model.report import Problem
 from memkg.model.weight import claim_weight
@@ -74,6 +75,13 @@ class LifecycleLayer(DecisionLayer):
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""
         return save_memory_note_tool(self.registry.keys(domain))
+
+    def append_notes(
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
+    ) -> list[Event]:
+        """The lifecycle's port for writing: note and consolidation events only, checked."""
+        check_note_events(user_id, events)
+        return self._append_events(user_id, events, expected_version=expected_version)
 
     def save_memory_note(
         self, user_id: str, domain: str, note: str, scope: str = "session",

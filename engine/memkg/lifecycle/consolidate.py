@@ -137,7 +137,7 @@ def _merge(
             "facts": [f.fact_id for f in facts if not f.duplicate],
         },
     )
-    stored = port.append_events(user_id, [*written, closing], expected_version=version)
+    stored = port.append_notes(user_id, [*written, closing], expected_version=version)
     return ConsolidationReport(
         **base,
         consolidation_id=cid,

@@ -229,5 +229,5 @@ def _save_note(
     except ValidationError as exc:
         return _refused([_invalid(exc)])
     event = note_event(port.clock, EventType.NOTE_SAVED, note, {"note": note_payload(note)})
-    port.append_events(user_id, [event])
+    port.append_notes(user_id, [event])
     return NoteResult(saved=True, stored_as="note", id=note.id)

@@ -13,14 +13,15 @@ its fact-id column. Events::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.clock import Clock
+from memkg.errors import InvalidOperation
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Identifier, Provenance, Scope, Source
 
@@ -65,6 +66,33 @@ class Note(BaseModel):
 
 def note_payload(note: Note) -> dict[str, Any]:
     return note.model_dump(mode="json", exclude={"seq", "replaced_by", "status_reason", "status"})
+
+
+NOTE_EVENTS = frozenset(
+    {EventType.NOTE_SAVED, EventType.NOTE_MERGED, EventType.NOTE_DROPPED,
+     EventType.SESSION_CONSOLIDATED}
+)  # fmt: skip
+"""The events the lifecycle writes: notes and consolidation records, never facts."""
+
+
+def check_note_events(user_id: str, events: Sequence[NewEvent]) -> None:
+    """Refuse, before anything is stored, an event the lifecycle may not write: another type,
+    another user, or a note that does not validate (``InvalidOperation``, ``note.event``)."""
+    for event in events:
+        where = f"event {event.event_id} ({event.type.value})"
+        if event.type not in NOTE_EVENTS:
+            raise InvalidOperation(f"{where}: the lifecycle writes only note and "
+                                   "consolidation events", code="note.event")  # fmt: skip
+        if event.user_id != user_id:
+            raise InvalidOperation(f"{where} is about another user", code="note.event")
+        if event.type in (EventType.NOTE_SAVED, EventType.NOTE_MERGED):
+            try:
+                note = Note.model_validate(event.payload["note"])
+            except (KeyError, TypeError, ValidationError) as exc:
+                raise InvalidOperation(f"{where}: not a valid note ({exc})",
+                                       code="note.event") from exc  # fmt: skip
+            if note.user_id != user_id:
+                raise InvalidOperation(f"{where}: a note of another user", code="note.event")
 
 
 def note_event(clock: Clock, kind: EventType, note: Note, payload: dict[str, Any]) -> NewEvent:

@@ -65,8 +65,10 @@ class MemoryPort(Protocol):
 
     def read_events(self, user_id: str) -> list[Event]: ...
 
-    def append_events(
+    def append_notes(
         self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
     ) -> list[Event]:
-        """Append atomically, after ``expected_version`` (default: the current version)."""
+        """Append note and consolidation events atomically, after ``expected_version``
+        (default: the current version); anything else is refused (``notes.check_note_events``)
+        and nothing is stored."""
         ...
