@@ -35,6 +35,9 @@ class _Step:
     pattern: str
     slot: tuple[str, Any]
     alias: str | None
+    joins: bool
+    """Whether it reads an earlier binding; if not, what it matches is the same for every
+    rule and binding of one run, and is worked out once."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class _Plan:
     low: int
     high: int
     flags: tuple[str, ...]
-    context: tuple[Condition, ...]
+    context: tuple[tuple[tuple[Any, ...], Condition], ...]
+    """Each context condition with its signature (rules share context tests)."""
     steps: tuple[_Step, ...]
     aliases: Mapping[str, Condition]
 
@@ -58,13 +62,14 @@ def _plan(rule: Rule) -> _Plan:
             flags.append(negation_flag(rule, cond))
         else:
             slot = (str(kind.message), kind.pool_key(cond))
-            steps.append(_Step(cond, kind, pattern_alias(cond), slot, cond.alias))
+            joins = any(ref.alias != "context" for ref in cond.refs)
+            steps.append(_Step(cond, kind, pattern_alias(cond), slot, cond.alias, joins))
     return _Plan(
         name=rule_name(rule),
         low=day_number(rule.effective_from) if rule.effective_from else 0,
         high=day_number(rule.effective_until) if rule.effective_until else day_number(date.max),
         flags=tuple(flags),
-        context=tuple(context),
+        context=tuple((c.signature, c) for c in context),
         steps=tuple(steps),
         aliases={c.alias: c for c in rule.conditions if c.alias},
     )
@@ -94,36 +99,70 @@ class PythonRuleRunner:
                 (i, message)
             )
         today = ctx.get("today")
-        context_resolve = _resolver(ctx, {}, {})
+        if not isinstance(today, int):
+            return []
+        run = _Run(ctx, index)
         fired: list[Firing] = []
         for plan in plans:
-            if not isinstance(today, int) or not plan.low <= today <= plan.high:
+            if not plan.low <= today <= plan.high:
                 continue
-            if any(ctx.get(flag) != 1 for flag in plan.flags):
+            if plan.flags and any(ctx.get(flag) != 1 for flag in plan.flags):
                 continue
-            if not all(c.handler.matches(c, ctx, context_resolve) for c in plan.context):
+            if plan.context and not run.context_holds(plan.context):
                 continue
-            for bound in _joins(plan, index, ctx):
+            for bound in _joins(plan, run):
                 found = {pattern: str(i) for pattern, (i, _) in bound.items() if pattern[0] == "c"}
                 fired.append(Firing(plan.name, {"ctx": str(last), **found}))
         return fired
 
 
-def _joins(
-    plan: _Plan, index: Mapping[tuple[str, Any], list[tuple[int, Message]]], ctx: Message
-) -> list[Bound]:
+class _Run:
+    """One run's messages, and what conditions without joins matched (shared by rules)."""
+
+    def __init__(self, ctx: Message, index: dict[tuple[str, Any], list[tuple[int, Message]]]):
+        self.ctx = ctx
+        self.index = index
+        self.resolve = _resolver(ctx, {}, {})
+        self._context: dict[tuple[Any, ...], bool] = {}
+        self._matched: dict[tuple[Any, ...], list[tuple[int, Message]]] = {}
+
+    def context_holds(self, conditions: tuple[tuple[tuple[Any, ...], Condition], ...]) -> bool:
+        """Whether every context condition holds (each distinct test checked once a run)."""
+        known = self._context
+        for signature, cond in conditions:
+            found = known.get(signature)
+            if found is None:
+                found = known[signature] = cond.handler.matches(cond, self.ctx, self.resolve)
+            if not found:
+                return False
+        return True
+
+    def matched(self, step: _Step) -> list[tuple[int, Message]]:
+        found = self._matched.get(step.cond.signature)
+        if found is None:
+            found = self._matched[step.cond.signature] = [
+                (i, m)
+                for i, m in self.index.get(step.slot, ())
+                if step.kind.matches(step.cond, m, self.resolve)
+            ]
+        return found
+
+
+def _joins(plan: _Plan, run: _Run) -> list[Bound]:
     """Every binding of the plan's positive conditions, in order."""
     envs: list[Bound] = [{}]
     for step in plan.steps:
-        candidates = index.get(step.slot, ())
+        candidates = run.matched(step) if not step.joins else run.index.get(step.slot, [])
         if not candidates:
             return []
         nxt: list[Bound] = []
         for env in envs:
             taken = {i for i, _ in env.values()}
-            resolve = _resolver(ctx, env, plan.aliases)
+            resolve = _resolver(run.ctx, env, plan.aliases) if step.joins else None
             for i, message in candidates:
-                if i not in taken and step.kind.matches(step.cond, message, resolve):
+                if i in taken:
+                    continue
+                if resolve is None or step.kind.matches(step.cond, message, resolve):
                     added = {**env, step.pattern: (i, message)}
                     if step.alias:
                         added["@" + step.alias] = (i, message)
