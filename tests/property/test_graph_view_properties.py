@@ -107,9 +107,7 @@ def _reference_paths(view: View, concept: str, max_depth: int) -> list[queries.G
                 source=view.nodes[source]["ref"], relation=data["relation"], target=target,
                 weight=data["weight"], decidable=data["decidable"], fact_id=data["fact_id"],
                 status=data["status"], breakdown=data["breakdown"]))  # fmt: skip
-        weight = 1.0
-        for hop in hops:
-            weight *= hop.weight
+        weight = min(hop.weight for hop in hops)  # a path weighs its weakest hop
         found.append(queries.GraphPath(hops=tuple(hops), weight=weight,
                                        decidable=all(h.decidable for h in hops)))  # fmt: skip
     return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
