@@ -58,8 +58,8 @@ def compare(op: str, actual: Any, expected: Any) -> bool:
         return True
     if expected is None:
         return False
-    if op in ("eq", "contains"):
-        return bool(actual == expected) and isinstance(actual, bool) == isinstance(expected, bool)
+    if op in ("eq", "contains"):  # durable-rules compares booleans as the numbers 0 and 1
+        return bool(actual == expected)
     if op == "ne":
         return bool(actual != expected)
     numeric = (int, float)
