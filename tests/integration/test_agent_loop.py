@@ -91,7 +91,7 @@ def test_second_session_remembers_what_the_first_saved_and_nothing_refused(
     assert '"Prefers quiet hotels near the train station"' in profile
     assert '"Does not want red-eye flights"' in profile
     assert '"Likes quiet hotels"' not in profile  # merged into the more specific note
-    for refused in ("lounge", "138", "MU5101", "results"):
+    for refused in ("lounge", "138 1234", "MU5101", "results"):
         assert refused not in profile
     assert "consolidation (llm): 2 memories, 0 dropped, 0 conflicts" in lines
 
