@@ -51,6 +51,8 @@ class ConsolidationReport(BaseModel):
     """(note id, reason)"""
     conflicts: tuple[Conflict, ...] = ()
     facts: tuple[PromotedFact, ...] = ()
+    held_back: tuple[tuple[str, str], ...] = ()
+    """(session fact id, reason): session facts not meant to last, left in the session."""
     events: tuple[str, ...] = ()
 
     @property
@@ -85,10 +87,11 @@ def consolidate(
     A note the agent saves meanwhile makes the final append conflict; the merge is then
     planned again from the new state (up to three times).
     """
-    facts = promote(port, user_id, domain, session_id)
+    facts, held_back = promote(port, user_id, domain, session_id)
     for attempt in range(_ATTEMPTS):
         try:
-            return _merge(port, llm, config, facts, user_id, domain, session_id)
+            report = _merge(port, llm, config, facts, user_id, domain, session_id)
+            return report.model_copy(update={"held_back": tuple(held_back)})
         except ConcurrencyConflict:
             if attempt == _ATTEMPTS - 1:
                 raise

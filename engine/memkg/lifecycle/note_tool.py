@@ -45,8 +45,9 @@ def save_memory_note_tool(keys: Sequence[str]) -> Tool:
                     "type": "string",
                     "enum": ["turn", "session", "global"],
                     "description": "turn: only for this request; session: for this "
-                    "conversation (merged into long-term memory at its end); global: a "
-                    "lasting fact the user asked to remember.",
+                    "conversation (at its end only what the user repeated or confirmed "
+                    "reaches long-term memory); global: a lasting fact the user asked to "
+                    "remember.",
                 },
                 "key": {
                     "anyOf": [{"type": "string", "enum": sorted(keys)}, {"type": "null"}],

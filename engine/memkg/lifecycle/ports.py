@@ -65,6 +65,14 @@ class MemoryPort(Protocol):
 
     def read_events(self, user_id: str) -> list[Event]: ...
 
+    def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
+        """Every fact ever stored for ``key``, whatever its status."""
+        ...
+
+    def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
+        """The user confirmed a pending fact."""
+        ...
+
     def append_notes(
         self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
     ) -> list[Event]:

@@ -1,19 +1,36 @@
 """Promote: restate a session's structured facts at global scope, through arbitration.
 
 ``preference`` and ``fact`` kinds only (states are never promoted; patterns come from
-behaviour). Each restatement is a normal ingest with one idempotency key per session fact, so
-running it again changes nothing; the key's arbitration outcome after it is reported, with
-any other live global value it now competes with.
+behaviour), and only what the user meant to last (``lasting``):
+
+1. never a turn instruction, nor the session note it left ("window seat this time");
+2. an explicit change ("from now on", ``change: true``);
+3. a fact the user confirmed (it waited for confirmation and got it);
+4. a repeated preference: the same value stated on its own at least twice (in this or an
+   earlier session, or already in long-term memory).
+
+Everything else stays a session note and is reported as held back, with the reason. Each
+restatement is a normal ingest with one idempotency key per session fact, so running it again
+changes nothing; a confirmed fact's restatement is confirmed with it; the key's arbitration
+outcome after it is reported, with any other live global value it now competes with.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.lifecycle.ports import MemoryPort
-from memkg.model.fact import FactStatus, Kind, Observation, Scope
+from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
+
+_SELF_CONFIRMED = (Source.PROFILE, Source.SYSTEM)
+
+
+def canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 class PromotedFact(BaseModel):
@@ -31,13 +48,55 @@ class PromotedFact(BaseModel):
     """How arbitration now resolves the key (outcome: reason)."""
 
 
-def promote(port: MemoryPort, user_id: str, domain: str, session_id: str) -> list[PromotedFact]:
-    found = []
+def lasting(fact: Fact, history: Sequence[Fact]) -> str | None:
+    """Why a session fact may reach long-term memory, or None (see the module docstring).
+
+    ``history`` is every fact of its key, whatever its status."""
+    if _from_turn(fact, history):
+        return None
+    if fact.change:
+        return "explicit change"
+    if fact.kind is Kind.FACT and fact.source not in _SELF_CONFIRMED:
+        return "confirmed by the user"  # active, so it was confirmed
+    said = {
+        f.id
+        for f in history
+        if f.scope is not Scope.TURN
+        and canon(f.value) == canon(fact.value)
+        and f.context == fact.context
+        and not _from_turn(f, history)
+        and f.status is not FactStatus.RETRACTED
+    }
+    return "repeated preference" if len(said) >= 2 else None
+
+
+def _from_turn(fact: Fact, history: Sequence[Fact]) -> bool:
+    """A session note a turn instruction left behind (written with it, in the same append)."""
+    return fact.scope is Scope.SESSION and any(
+        f.scope is Scope.TURN
+        and (f.session_id, f.observed_at, f.source) == (fact.session_id, fact.observed_at,
+                                                       fact.source)
+        and canon(f.value) == canon(fact.value)
+        for f in history
+    )  # fmt: skip
+
+
+def promote(
+    port: MemoryPort, user_id: str, domain: str, session_id: str
+) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
+    """The promoted facts, and the (fact id, reason) of those held back."""
+    found, held_back = [], []
     facts = port.facts(user_id, domain)
     for fact in facts:
         if (fact.session_id, fact.scope) != (session_id, Scope.SESSION):
             continue
-        if fact.kind not in (Kind.PREFERENCE, Kind.FACT) or fact.status is FactStatus.FROZEN:
+        if fact.kind not in (Kind.PREFERENCE, Kind.FACT) or fact.status is not FactStatus.ACTIVE:
+            continue
+        history = port.history(user_id, fact.key, domain)
+        why = lasting(fact, history)
+        if why is None:
+            held_back.append((fact.id, "a one-turn instruction" if _from_turn(fact, history)
+                              else "said once: not yet meant to last"))  # fmt: skip
             continue
         others = tuple(
             f.value
@@ -60,6 +119,8 @@ def promote(port: MemoryPort, user_id: str, domain: str, session_id: str) -> lis
                 idempotency_key=f"consolidate:{fact.id}",
             )
         )
+        if why == "confirmed by the user" and stored.status is FactStatus.PENDING_CONFIRMATION:
+            port.confirm(user_id, stored.fact_id, by="consolidation")
         held = port.resolve(user_id, domain, fact.key, context=fact.context)
         found.append(
             PromotedFact(
@@ -72,4 +133,4 @@ def promote(port: MemoryPort, user_id: str, domain: str, session_id: str) -> lis
                 arbitration=f"{held.outcome}: {held.reason}",
             )
         )
-    return found
+    return found, held_back

@@ -83,9 +83,10 @@ def test_a_contradiction_is_reported_not_silently_resolved(
 
 def test_running_twice_changes_nothing_the_second_time(life: Engine, clock: FrozenClock) -> None:
     _save(life, clock, "Prefers window seats", "Likes quiet hotels")
-    life.save_memory_note(
-        USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
-    )
+    for _ in range(2):  # said twice: a repeated preference, meant to last
+        life.save_memory_note(
+            USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
+        )
     first = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert first.changed and [f.duplicate for f in first.facts] == [False]
     head, calls = life.store.head(), len(life.llm.requests)  # type: ignore[union-attr]
@@ -96,9 +97,10 @@ def test_running_twice_changes_nothing_the_second_time(life: Engine, clock: Froz
 
 
 def test_session_facts_are_promoted_through_arbitration(life: Engine) -> None:
-    life.save_memory_note(
-        USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
-    )
+    for _ in range(2):  # said twice: a repeated preference, meant to last
+        life.save_memory_note(
+            USER, DOMAIN, "Prefers aisle seats", key="seat.preference", session_id=SESSION
+        )
     report = life.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     [promoted] = report.facts
     fact = life.fact(USER, promoted.fact_id)

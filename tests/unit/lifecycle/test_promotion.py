@@ -1,0 +1,65 @@
+"""Consolidation promotes to long-term memory only what the user meant to last."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from memkg import Engine, FrozenClock
+
+SEAT = {"user_id": "u1", "domain": "travel", "key": "seat.preference", "source": "dialogue"}
+
+
+def _write(engine: Engine, clock: FrozenClock, value: str, **fields: Any) -> None:
+    clock.advance(timedelta(minutes=1))
+    engine.ingest({**SEAT, "value": value, "observed_at": clock.now().isoformat(), **fields})
+
+
+def _consolidate(engine: Engine) -> Any:
+    return engine.consolidate("u1", "travel", "s1").result(timeout=30)
+
+
+def _long_term(engine: Engine) -> Any:
+    return engine.resolve("u1", "travel", "seat.preference").value
+
+
+def test_a_turn_instruction_never_becomes_long_term(engine: Engine, clock: FrozenClock) -> None:
+    engine.ingest({**SEAT, "value": "window",
+                   "observed_at": (clock.now() - timedelta(days=30)).isoformat()})  # fmt: skip
+    _write(engine, clock, "aisle", scope="turn", session_id="s1",
+           provenance={"source_ref": "t1"})  # fmt: skip
+    report = _consolidate(engine)
+    assert _long_term(engine) == "window"
+    assert report.facts == ()
+    assert [why for _, why in report.held_back] == ["a one-turn instruction"]
+
+
+def test_a_single_session_mention_stays_in_the_session(engine: Engine, clock: FrozenClock) -> None:
+    engine.ingest({**SEAT, "value": "window"})
+    _write(engine, clock, "aisle", scope="session", session_id="s1")
+    _consolidate(engine)
+    assert _long_term(engine) == "window"
+    assert engine.resolve("u1", "travel", "seat.preference", session_id="s1").value == "aisle"
+
+
+def test_what_the_user_meant_to_last_is_promoted(engine: Engine, clock: FrozenClock) -> None:
+    engine.ingest({**SEAT, "value": "window"})
+    _write(engine, clock, "aisle", scope="session", session_id="s1", change=True)  # from now on
+    assert [f.value for f in _consolidate(engine).facts] == ["aisle"]
+    assert _long_term(engine) == "aisle"
+
+
+def test_a_repeated_preference_is_promoted(engine: Engine, clock: FrozenClock) -> None:
+    _write(engine, clock, "aisle", scope="session", session_id="s0")
+    _write(engine, clock, "aisle", scope="session", session_id="s1")
+    assert [f.value for f in _consolidate(engine).facts] == ["aisle"]
+    assert _long_term(engine) == "aisle"
+
+
+def test_a_confirmed_fact_is_promoted(engine: Engine, clock: FrozenClock) -> None:
+    city = {"user_id": "u1", "domain": "travel", "key": "location.city", "value": "city:shanghai",
+            "source": "dialogue", "scope": "session", "session_id": "s1"}  # fmt: skip
+    pending = engine.ingest(city)
+    engine.confirm("u1", pending.fact_id)
+    assert [f.value for f in _consolidate(engine).facts] == ["city:shanghai"]
+    assert engine.resolve("u1", "travel", "location.city").value == "city:shanghai"
