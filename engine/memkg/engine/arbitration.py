@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import suppress
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -24,20 +23,21 @@ from memkg.arbitration import (
     labels_from,
     load_policy,
 )
-from memkg.arbitration.claims import SignalLookup
+from memkg.arbitration.claims import SignalLookup, slot
 from memkg.arbitration.review import fold_review, frozen_payload, reviews_from
 from memkg.arbitration.support import canon
 from memkg.engine.facts import IngestResult
 from memkg.engine.graph import GraphLayer
-from memkg.errors import ConcurrencyConflict, InvalidOperation, NotFound, ValidationFailed
+from memkg.errors import InvalidOperation, NotFound, ValidationFailed
+from memkg.events.projection import preview
 from memkg.graph.projection import UserGraph
 from memkg.lifecycle.erasure import ErasureReceipt
-from memkg.model.event import Event, EventType
-from memkg.model.fact import FactStatus, Scope, Source
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Fact, Source
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
+from memkg.model.weight import Signal, SignalKind
 from memkg.validate.guards import hash_pii
-from memkg.validate.validator import Checked
 
 
 class ArbitrationLayer(GraphLayer):
@@ -65,7 +65,8 @@ class ArbitrationLayer(GraphLayer):
         """Which value of ``key`` holds now, with the arbitration record.
 
         ``session_id`` and ``turn`` (the turn's ``source_ref``) bring session notes and this
-        turn's instruction in; a newly frozen key is put on the review queue.
+        turn's instruction in. A read never writes: keys are frozen (and queued for review) by
+        the writes that create their conflict.
         """
         self._check_args(
             user_id=user_id,
@@ -79,11 +80,10 @@ class ArbitrationLayer(GraphLayer):
         spec = self._key_spec(domain, key)
         with self._lock:
             graph = self._graphs.get(user_id)
-            resolution = self._resolution(
+            return self._resolution(
                 graph, self._reviews(user_id, graph.seq), spec, self.clock.now(),
                 session_id=session_id, turn=turn, context=context, language=language,
             )  # fmt: skip
-            return self._queue_frozen(resolution)
 
     def _resolution(
         self, graph: UserGraph, reviews: Sequence[Review], spec: KeySpec, now: datetime, *,
@@ -114,7 +114,7 @@ class ArbitrationLayer(GraphLayer):
                 self._reviews(user_id, graph.seq), specs, self.clock.now(), user_id=user_id,
                 session_id=session_id, turn=turn, language=language,
             )  # fmt: skip
-            return [self._queue_frozen(r) for r in found]
+            return found
 
     def review_queue(self, *, include_resolved: bool = False) -> list[Review]:
         """Frozen keys waiting for a reviewer, oldest first (reads the whole log)."""
@@ -223,26 +223,56 @@ class ArbitrationLayer(GraphLayer):
         self._review_cache.pop(user_id, None)
         super()._forget(user_id)
 
-    def _queue_frozen(self, resolution: Resolution) -> Resolution:
-        if resolution.outcome is not Outcome.FROZEN or resolution.review_id is not None:
-            return resolution
-        review_id = self.clock.new_id("review")
-        payload = frozen_payload(review_id, resolution)
-        self._append_plain(
-            resolution.user_id, resolution.domain, EventType.KEY_FROZEN, payload,
-            subject_id=review_id,
-        )  # fmt: skip
-        return resolution.model_copy(update={"review_id": review_id})
+    def _freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
+        """``key.frozen`` events for every key slot ``pending`` (a write about to be appended)
+        leaves in a conflict above the freeze band with no open review: they go in the same
+        append as the write, so the review queue never waits for a read."""
+        graph, memory = self._graphs.get(user_id), self.memory(user_id)
+        keys: set[tuple[str, str]] = set()
+        added: dict[tuple[str, str, str], list[Signal]] = {}
+        for event in pending:
+            if event.type is EventType.FACT_ASSERTED:
+                keys.add((event.domain or "", event.payload["fact"]["key"]))
+            elif event.type is EventType.SIGNAL_RECORDED:
+                edge = (event.domain or "", event.payload["key"], event.payload["target"])
+                added.setdefault(edge, []).append(
+                    Signal(SignalKind(event.payload["kind"]), event.recorded_at, event.event_id)
+                )
+                keys.add(edge[:2])
+            elif (fact := memory.facts.get(event.fact_id or "")) is not None:
+                keys.add((fact.domain, fact.key))
+        if not keys:
+            return []
+        reviews = self._reviews(user_id, graph.seq)
+        still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
+        known = self._edge_signals(graph)
 
-    def _after_store(self, user_id: str, checked: Checked) -> None:
-        """Two long-term values of a key at once: arbitrate now, so a strong conflict is queued."""
-        obs = checked.observation
-        if obs.scope is not Scope.GLOBAL or checked.spec.multi:
-            return
-        live = self.memory(user_id).live_claims(obs.domain, obs.key)
-        values = {canon(f.value) for f in live
-                  if f.status is FactStatus.ACTIVE and f.scope is Scope.GLOBAL}  # fmt: skip
-        if len(values) > 1:
-            # the fact is stored either way; on a conflict the next read queues the freeze
-            with suppress(ConcurrencyConflict):
-                self.resolve(user_id, obs.domain, obs.key, context=obs.context)
+        def signals(fact: Fact) -> list[Signal]:
+            extra = [
+                s
+                for t in graph.targets(fact)
+                for s in added.get((fact.domain, fact.key, t.value), ())
+            ]
+            return [*known(fact), *extra]  # fmt: skip
+
+        now, found = self.clock.now(), []
+        for domain, key in sorted(keys):
+            spec = self.registry.spec(domain, key)
+            if spec is None:
+                continue
+            live = [f for f in preview(memory.live_claims(domain, key), pending, memory.seq)
+                    if (f.domain, f.key) == (domain, key)]  # fmt: skip
+            for items in sorted({tuple(sorted(slot(f.context, spec.context).items()))
+                                 for f in live}):  # fmt: skip
+                held = self.reader.resolve_key(
+                    live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
+                )
+                if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
+                    continue
+                review_id = self.clock.new_id("review")
+                found.append(NewEvent(
+                    event_id=self.clock.new_id("evt"), type=EventType.KEY_FROZEN,
+                    user_id=user_id, domain=domain, payload=frozen_payload(review_id, held),
+                    recorded_at=now, fact_id=review_id,
+                ))  # fmt: skip
+        return found

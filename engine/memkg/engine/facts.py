@@ -137,6 +137,7 @@ class FactLayer(EngineBase):
                            "reason": SupersedeReason.OUTDATED.value, "detail": detail}  # fmt: skip
                 events.append(self._event(EventType.FACT_SUPERSEDED, fact, payload))
             events += self._session_note(memory, checked)
+            events += self._freezes(obs.user_id, events)
             appended = self.store.append(
                 obs.user_id,
                 events,
@@ -155,7 +156,6 @@ class FactLayer(EngineBase):
                     duplicate=True,
                 )
             self._apply(obs.user_id, appended.events)
-            self._after_store(obs.user_id, checked)
             first = appended.events[0]
             return IngestResult(
                 fact_id=fact.id,
@@ -196,8 +196,10 @@ class FactLayer(EngineBase):
             newer = [c for c, _ in claims if _content(c) > mine]
         return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
 
-    def _after_store(self, user_id: str, checked: Checked) -> None:
-        """Called once a new fact is stored (arbitration queues strong conflicts here)."""
+    def _freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
+        """Events a write must carry besides its own (arbitration adds the freezes of keys the
+        write leaves in a strong conflict): they go in the same append as the write."""
+        return []
 
     def _replaced_claims(
         self, memory: UserMemory, checked: Checked
@@ -366,9 +368,9 @@ class FactLayer(EngineBase):
     def _transition(self, fact: Fact, kind: EventType, payload: dict[str, Any]) -> Event:
         with self._lock:
             memory = self.memory(fact.user_id)
-            appended = self.store.append(
-                fact.user_id, [self._event(kind, fact, payload)], expected_version=memory.version
-            )
+            events = [self._event(kind, fact, payload)]
+            events += self._freezes(fact.user_id, events)
+            appended = self.store.append(fact.user_id, events, expected_version=memory.version)
             self._apply(fact.user_id, appended.events)
             return appended.events[0]
 

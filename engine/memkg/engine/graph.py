@@ -65,7 +65,8 @@ class GraphLayer(FactLayer):
                 entity_keys=self.entity_keys, event_id=self.clock.new_id("evt"),
                 now=self.clock.now(),
             )  # fmt: skip
-            appended = self.store.append(user_id, [event], expected_version=memory.version)
+            events = [event, *self._freezes(user_id, [event])]
+            appended = self.store.append(user_id, events, expected_version=memory.version)
             self._apply(user_id, appended.events)
             return appended.events[0]
 

@@ -174,8 +174,9 @@ def _append(engine: Engine, user: str, events: list[Any], key: str) -> int | Non
     for _ in range(3):
         with engine._lock:
             version = engine.memory(user).version
+            frozen = engine._freezes(user, events)  # same append: a conflict is queued with it
             try:
-                appended = engine.store.append(user, events, expected_version=version,
+                appended = engine.store.append(user, [*events, *frozen], expected_version=version,
                                                idempotency_key=key)  # fmt: skip
             except ConcurrencyConflict:
                 continue  # another writer appended first: re-read and retry

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from memkg.model.event import Event, EventType
+from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
 
 _LIVE = LIVE_STATUSES
@@ -82,6 +82,17 @@ class UserMemory:
 
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         return [f for f in self.of_key(domain, key) if f.status in _LIVE]
+
+
+def preview(facts: Iterable[Fact], events: Iterable[NewEvent], after_seq: int) -> list[Fact]:
+    """``facts`` as they will be once ``events`` are stored (numbered after ``after_seq``),
+    storing nothing: what a write is about to do, for checks that go in the same append."""
+    table = {f.id: f for f in facts}
+    for offset, event in enumerate(events, 1):
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(table, event.payload, after_seq + offset)
+    return list(table.values())
 
 
 def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> str:
