@@ -30,7 +30,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-check: lint typecheck test
+# the long hypothesis profile: property tests and the memory state machine run many more examples
+check: lint typecheck $(STAMP)
+	MEMKG_HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest
 	MEMKG_FUZZ=check $(BIN)/python -m pytest -q tests/property/test_compat_fuzz.py
 
 # The durability battery in its long form: 600 SIGKILLs on each backend, 200 simulation seeds,

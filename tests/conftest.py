@@ -8,11 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memkg import Engine, FrozenClock
 from support.observations import T0
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+# ``make check`` sets MEMKG_HYPOTHESIS_PROFILE=long: property tests run many more examples
+# (``tests/property/test_memory_machine.py`` reads the same name for its own budget).
+settings.register_profile("long", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("MEMKG_HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture
