@@ -5,7 +5,8 @@ behaviour), and only what the user meant to last (``lasting``):
 
 1. never a turn instruction, nor the session note it left ("window seat this time");
 2. an explicit change ("from now on", ``change: true``);
-3. a fact the user confirmed (it waited for confirmation and got it);
+3. a confirmed fact (one that waited for the user's confirmation and got it, or a record the
+   user entered or a system verified);
 4. a repeated preference: the same value stated on its own at least twice (in this or an
    earlier session, or already in long-term memory).
 
@@ -56,8 +57,9 @@ def lasting(fact: Fact, history: Sequence[Fact]) -> str | None:
         return None
     if fact.change:
         return "explicit change"
-    if fact.kind is Kind.FACT and fact.source not in _SELF_CONFIRMED:
-        return "confirmed by the user"  # active, so it was confirmed
+    if fact.kind is Kind.FACT:
+        # active: the user confirmed it, or it is a record the user entered or a system verified
+        return "confirmed by the user" if fact.source not in _SELF_CONFIRMED else "confirmed record"
     said = {
         f.id
         for f in history
