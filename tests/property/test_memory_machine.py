@@ -31,11 +31,21 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from memkg import Engine, FrozenClock, MemkgError
 from memkg.arbitration import Outcome
 from memkg.arbitration.review import ReviewStatus, reviews_from
+from memkg.engine.rule_bundle import Rules
 from memkg.model.decision import DecisionStatus
 from memkg.model.fact import FactStatus
+from memkg.rules.compiler import ruleset_name
+from memkg.rules.evaluator import Evaluator
+from memkg.rules.python_runner import PythonRuleRunner
 from support.observations import T0
 
 ENGINE = Engine(clock=FrozenClock(T0))
+# Tens of thousands of decisions in one process: matched by the Python twin of durable-rules
+# (``tests/property/test_runner_equivalence.py`` keeps the two equal), whose C core is not
+# meant for that many sessions in one host. Memory, arbitration and records are the same.
+_BUNDLE = ENGINE.intent.rules.bundle
+_TWIN = PythonRuleRunner({ruleset_name(t): t for t in _BUNDLE.tables.values()})
+ENGINE.intent.swap(Rules(_BUNDLE, Evaluator(_BUNDLE, _TWIN), _BUNDLE.digest))
 DOMAINS = ("commerce", "finance", "health", "travel")
 KEYS = [(d, k) for d in DOMAINS for k in ENGINE.registry.keys(d)]
 TABLES = {d: sorted(n for dd, n in ENGINE.intent.rules.bundle.tables if dd == d) for d in DOMAINS}
