@@ -192,6 +192,9 @@ class FactLayer(EngineBase):
             newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
         else:
             mine = _content(fact)
+            # another source's claim of the same instant is concurrent, not older: an explicit
+            # change does not end it (arbitration weighs the two, as it does in any order)
+            claims = [(c, why) for c, why in claims if not _concurrent(c, fact, why)]
             older = [(c, why) for c, why in claims if _content(c) <= mine]
             newer = [c for c, _ in claims if _content(c) > mine]
         return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
@@ -470,6 +473,14 @@ def _mismatch(key: str) -> ValidationReport:
                 stage="envelope",
             ),
         )
+    )
+
+
+def _concurrent(claim: Fact, fact: Fact, why: SupersedeReason) -> bool:
+    return (
+        why is SupersedeReason.EXPLICIT_CHANGE
+        and claim.observed_at == fact.observed_at
+        and claim.source is not fact.source
     )
 
 

@@ -49,3 +49,13 @@ def test_arrival_order_does_not_decide_a_same_time_tie(writes: list[dict[str, An
     s1 = {"session_id": "s1"}
     assert (forward.resolve("u1", "travel", key, **s1).value
             == backward.resolve("u1", "travel", key, **s1).value)  # fmt: skip
+
+
+def test_a_same_time_change_from_another_source_competes_in_any_order() -> None:
+    writes = [
+        {"key": "cabin.class", "value": "first", "change": True, "confidence": 0.3},
+        {"key": "cabin.class", "value": "business", "source": "behavior", "confidence": 0.3},
+    ]
+    forward, backward = _write(writes), _write(writes[::-1])
+    assert _state(forward, "cabin.class") == _state(backward, "cabin.class")
+    assert forward.resolve("u1", "travel", "cabin.class").value == "business"  # 0.27 > 0.21
