@@ -56,11 +56,6 @@ def test_decisions_made_before_an_erasure_by_audit_id_replay() -> None:
     assert run.problems == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after an append whose reply was lost (it was stored) froze a key, decisions made at "
-    "the head of the log record the key without its review, which a replay from the log finds",
-)
 def test_decisions_after_a_lost_reply_replay() -> None:
     run = simulate(161)
     assert run.problems == []
