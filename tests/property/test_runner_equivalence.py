@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -375,3 +376,51 @@ def test_both_runners_agree_on_generated_bundles(
     python = PythonRuleRunner.for_tables([table])
     for inp in inputs:
         check_equivalent(bundle, table, inp, durable, python)
+
+
+# -- joins durable-rules cannot compare directly: mixed types, objects, missing properties ---
+
+MIXED_JOINS = {
+    "number below a string": ([{"edge": {"key": "e.k", "as": "v0"}},
+                               {"fact": {"key": "a.n", "lt": "$v0"}}], []),
+    "string against a number": ([{"fact": {"key": "a.n", "as": "v0"}},
+                                 {"edge": {"key": "e.k", "to": "$v0"}}], []),
+    "number unlike an object": ([{"fact": {"key": "a.o", "match": {"y": "u"}, "as": "v0"}},
+                                 {"fact": {"key": "a.n", "ne": "$v0"}}], ["r0"]),
+    "object equal to an object": ([{"fact": {"key": "a.o", "as": "v0"}},
+                                   {"fact": {"key": "a.o", "eq": "$v0"}}], []),
+    "a field the object lacks": ([{"fact": {"key": "a.o", "as": "v0"}},
+                                  {"fact": {"key": "a.n", "gte": "$v0.z"}}], []),
+    "a context field not given": ([{"fact": {"key": "a.s", "ne": "$context.s"}}], []),
+    "true equals one": ([{"fact": {"key": "a.n", "as": "v0", "eq": 1}},
+                         {"fact": {"key": "a.n", "eq": "$v0"}}], ["r0"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(MIXED_JOINS))
+def test_joins_across_types_agree_and_do_not_crash_durable_rules(name: str) -> None:
+    """A join between a number and a string, with an object, or to a missing property crashed
+    durable-rules' C core (a segmentation fault); both runners now decide it as ``compare``
+    does."""
+    when, expected = MIXED_JOINS[name]
+    rules = [{"id": "g.r0", "when": when, "then": {"action": "go"}, "reason_code": "R",
+              "explain": "x"}]  # fmt: skip
+    table_text = json.dumps({"hit_policy": "first", "allow_no_match": True, "rules": rules})
+    bundle, problems = load_bundle({"g/domain.yaml": DOMAIN, "g/t.yaml": table_text})
+    assert problems == []
+    table = bundle.tables[("g", "t")]
+    durable = DurableRunner({ruleset_name(table): compile_table(table)})
+    python = PythonRuleRunner.for_tables([table])
+    messages = [
+        _fact("a.n", 0, "dialogue", 1.0),
+        _fact("a.n", True, "dialogue", 1.0),
+        _fact("a.n", 1, "profile", 1.0),
+        _fact("a.o", {"x": 0, "y": "u"}, "profile", 1.0),
+        _fact("a.s", "u", "dialogue", 1.0),
+        {"t": "edge", "key": "e.k", "to": "xe:a", "weight": 0.9},
+        {"t": "context", "today": TODAY, "timezone": "UTC", "local_time": "12:00",
+         "local_minutes": 720, "weekday": "mon"},
+    ]  # fmt: skip
+    for _ in range(3):  # the crash came when the session was deleted, or on the next run
+        check_equivalent(bundle, table, decision_input("g", messages), durable, python)
+    assert sorted({f.rule for f in durable.run(ruleset_name(table), messages)}) == expected

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memkg.rules.kinds.compare import day_number, minutes
+from memkg.rules.kinds.compare import day_number, join_prop, minutes
 from memkg.rules.kinds.context import context_prop
 from memkg.rules.spec import Condition, Ref, Rule, RuleTable
 
@@ -69,9 +69,14 @@ def compile_table(table: RuleTable) -> dict[str, Any]:
 
 def compile_rule(rule: Rule) -> dict[str, Any]:
     aliases = {c.alias: c for c in rule.conditions if c.alias}
+    joined: dict[str, set[str]] = {}
 
     def compile_operand(value: Any) -> Any:
-        return _operand(value, aliases)
+        compiled = _operand(value, aliases)
+        if isinstance(value, Ref):
+            [(alias, prop)] = compiled.items()
+            joined.setdefault(alias, set()).add(prop)
+        return compiled
 
     ctx: list[Any] = [{"t": "context"}]
     if rule.effective_from:
@@ -87,6 +92,9 @@ def compile_rule(rule: Rule) -> dict[str, Any]:
             ctx.append({negation_flag(rule, cond): 1})
         else:
             patterns.append({pattern_alias(cond): {"$and": kind.patterns(cond, compile_operand)}})
+    for pattern in patterns:  # a joined message must hold the property (durable-rules crashes
+        [(alias, tests)] = pattern.items()  # on a join to a missing one; Python never compares)
+        tests["$and"] += [{"$ex": {join_prop(p, "t"): 1}} for p in sorted(joined.get(alias, ()))]
     return {"all": patterns, "run": rule_name(rule)}
 
 

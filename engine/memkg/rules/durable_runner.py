@@ -13,6 +13,9 @@ durable-rules is used as a matcher and nothing more:
 * ``MessageNotHandledException`` means no rule matched; an exception inside an action is
   swallowed into the session state by durable-rules, so the state is checked and the run fails
   closed;
+* a join between a number and a string, against an object or to a missing property crashes
+  the C core, so compiled joins compare typed copies of the joined properties that each
+  message carries (``compare.join_prop``);
 * calls are serialised with a lock (the C extension never releases the GIL);
 * rulesets cannot be replaced, so a new bundle gets a new runner; ``set_rulesets`` deletes
   ``run`` from what it is given, so it gets a copy.
@@ -29,6 +32,7 @@ from typing import Any
 from durable.engine import Host, MessageNotHandledException
 
 from memkg.rules.compiler import DONE
+from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, lookup
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
@@ -61,6 +65,7 @@ class DurableRunner:
         self._host = _MatcherHost()
         self._sessions = 0
         self.rulesets = frozenset(rulesets)
+        self._joins = {name: sorted(_join_props(rs)) for name, rs in rulesets.items()}
         if rulesets:
             try:
                 self._host.set_rulesets(copy.deepcopy(rulesets))
@@ -75,7 +80,11 @@ class DurableRunner:
         with self._lock:
             self._sessions += 1
             sid = f"s{self._sessions}"
-            batch = [{**m, "sid": sid, "id": f"{sid}.{i}"} for i, m in enumerate(messages)]
+            joins = self._joins[ruleset]
+            batch = [
+                {**m, **_join_copies(m, joins), "sid": sid, "id": f"{sid}.{i}"}
+                for i, m in enumerate(messages)
+            ]
             sink = self._host.sink = []
             try:
                 with contextlib.suppress(MessageNotHandledException):  # no rule matched
@@ -102,3 +111,28 @@ class DurableRunner:
             self._host.delete_state(ruleset, sid)
         except Exception as exc:
             raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
+
+
+def _join_props(compiled: Any) -> set[str]:
+    """The properties whose typed copies (``compare.join_prop``) a compiled ruleset reads."""
+    found: set[str] = set()
+    stack = [compiled]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(item.keys())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and item.startswith(JOIN_PREFIX + "t_"):
+            found.add(item.removeprefix(JOIN_PREFIX + "t_").replace("/", "."))
+    return found
+
+
+def _join_copies(message: dict[str, Any], joins: Sequence[str]) -> dict[str, Any]:
+    """The typed copies of ``message``'s properties that joins read (none where missing)."""
+    return {
+        join_prop(prop, part): copy
+        for prop in joins
+        for part, copy in join_copies(lookup(message, prop)).items()
+    }

@@ -9,12 +9,13 @@ differential test (``tests/property/test_runner_equivalence.py``) keeps them equ
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from memkg.rules.spec import Test
+from memkg.rules.spec import Ref, Test
 
 WILDCARD: Any = object()
 """An operand whose join partner is not bound yet: any value passes."""
@@ -34,6 +35,52 @@ def minutes(value: Any) -> Any:
         if hours.isdigit() and mins.isdigit():
             return int(hours) * 60 + int(mins)
     return value
+
+
+JOIN_PREFIX = "_j"
+
+
+def join_prop(prop: str, part: str) -> str:
+    """The flat property of ``prop``'s typed copy that durable-rules joins on.
+
+    A durable-rules join between a number and a string, against an object or a list, or to a
+    missing property crashes its C core. So the durable-rules runner gives every message, for
+    each property a join reads, typed copies (``join_copies``), and compiled joins
+    (``join_pattern``) test the type first and compare only values of one type.
+    """
+    return f"{JOIN_PREFIX}{part}_{prop.replace('.', '/')}"
+
+
+def join_copies(value: Any) -> dict[str, Any]:
+    """``value``'s copies for joins: ``t`` its type (``n`` number or boolean, ``s`` string,
+    ``o`` object or list), ``v`` the value (an object as canonical JSON), ``k`` a text equal
+    for two values exactly when they are equal; none for a missing value."""
+    if value is None:
+        return {}
+    if isinstance(value, bool | int | float):
+        number = int(value) if isinstance(value, bool) or float(value).is_integer() else value
+        return {"t": "n", "v": number, "k": f"n:{number!r}"}
+    if isinstance(value, str):
+        return {"t": "s", "v": value, "k": "s:" + value}
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
+    return {"t": "o", "v": text, "k": "o:" + text}
+
+
+def join_pattern(op: str, prop: str, ref: dict[str, str]) -> dict[str, Any]:
+    """``prop op ref`` for a join, as ``compare`` decides it, on typed copies: the type tests
+    come first, so durable-rules never compares a mixed pair."""
+    [(alias, other)] = ref.items()
+
+    def on(part: str, test: str | None = None) -> dict[str, Any]:
+        body = {join_prop(prop, part): {alias: join_prop(other, part)}}
+        return {test: body} if test else body
+
+    tag = join_prop(prop, "t")
+    if op in ("eq", "contains"):
+        return {"$and": [{"$ex": {tag: 1}}, on("k")]}
+    if op == "ne":
+        return {"$and": [{"$ex": {tag: 1}}, on("k", "$neq")]}
+    return {"$and": [{"$ex": {tag: 1}}, on("t"), {"$neq": {tag: "o"}}, on("v", _OPS[op])]}
 
 
 def day_number(day: date) -> int:
@@ -111,6 +158,9 @@ def _window(prop: str, low: Any, high: Any, inside: bool) -> dict[str, Any]:
 def pattern(test: Test, prop: str, operand: CompileOperand) -> dict[str, Any]:
     """The durable-rules form of ``test`` on property ``prop``."""
     op, value = test.op, test.operand
+    compiled = operand(value)
+    if isinstance(value, Ref) and isinstance(compiled, dict):
+        return join_pattern(op, prop, compiled)
     if op in ("eq", "contains"):
         return {prop: operand(value)}
     if op in _OPS:
