@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from memkg.arbitration.support import canon
 from memkg.engine.base import EngineBase
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
-from memkg.events.projection import UserMemory
+from memkg.events.projection import UserMemory, fold_all
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
@@ -438,17 +438,7 @@ class FactLayer(EngineBase):
         ``progress`` is called with the number of events applied so far, every 1,000.
         """
         start = time.perf_counter()
-        upcast = self._upcaster()
-        memories: dict[str, UserMemory] = {}
-        count = 0
-        for event in self.store.read_all():
-            memory = memories.get(event.user_id)
-            if memory is None:
-                memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
-            memory.apply(event)
-            count += 1
-            if progress is not None and count % 1000 == 0:
-                progress(count)
+        memories, count = fold_all(self.store.read_all(), self._upcaster(), progress)
         with self._lock:
             for user_id in set(self._memories) | set(memories):
                 self._forget(user_id)  # every layer's projections are rebuilt from here on

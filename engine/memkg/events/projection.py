@@ -8,7 +8,9 @@ read never shows an expired state even before the sweep ran.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import gc
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -37,8 +39,9 @@ class UserMemory:
         cls, user_id: str, events: Iterable[Event], upcast: Callable[[Fact], Fact] | None = None
     ) -> UserMemory:
         memory = cls(user_id, upcast)
-        for event in events:
-            memory.apply(event)
+        with collector_paused():
+            for event in events:
+                memory.apply(event)
         return memory
 
     def apply(self, event: Event) -> None:
@@ -93,6 +96,45 @@ def preview(facts: Iterable[Fact], events: Iterable[NewEvent], after_seq: int) -
         if handler is not None:
             handler(table, event.payload, after_seq + offset)
     return list(table.values())
+
+
+def fold_all(
+    events: Iterable[Event],
+    upcast: Callable[[Fact], Fact] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[dict[str, UserMemory], int]:
+    """Every user's memory folded from ``events`` (the whole log, in order), and their count.
+
+    ``progress`` is called with the number of events applied so far, every 1,000.
+
+    The fold builds many long-lived objects and frees almost none, so the cyclic collector,
+    run every few hundred allocations, would re-scan what the fold keeps for nothing: it is
+    paused for the fold (about half the time of a rebuild otherwise).
+    """
+    memories: dict[str, UserMemory] = {}
+    count = 0
+    with collector_paused():
+        for event in events:
+            memory = memories.get(event.user_id)
+            if memory is None:
+                memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
+            memory.apply(event)
+            count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(count)
+    return memories, count
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for the block, as it was before afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> str:
