@@ -22,6 +22,7 @@ import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -161,6 +162,31 @@ def timed(fn: Any) -> tuple[Any, float, float]:
     return result, (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
+def concurrent(engine: Engine, threads: int, runs: int, figures: Figures) -> None:
+    """Decisions from several threads at once: how many commits the decision log needed."""
+    log = engine.decision_log
+    before = getattr(log, "commits", None)
+    per_thread = max(runs // threads, 1)
+
+    def work(n: int) -> None:
+        for i in range(per_thread):
+            context = {"symptom": SYMPTOMS[(n + i) % len(SYMPTOMS)]}
+            engine.decide("bench", "health", context, decision="bench")
+
+    pool = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    start = time.perf_counter()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    total = per_thread * threads
+    figures.add(f"decision.threads{threads}_per_s", total / elapsed, "decisions/s")
+    if before is not None:
+        commits = getattr(log, "commits", 0) - before
+        figures.add("decision.commits_per_decision", commits / total, "", f"{threads} threads")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -177,6 +203,9 @@ def main(argv: list[str] | None = None) -> None:
         choices=("sqlite", "memory"),
         default="sqlite",
         help="decision log: durable SQLite in the store's file (default) or in memory",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=4, help="threads deciding at once, after the timed runs (4)"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args(argv)
@@ -243,6 +272,8 @@ def main(argv: list[str] | None = None) -> None:
             )
             cold_walls.append(wall)
             cold_cpus.append(cpu)
+        if args.threads > 1 and args.log == "sqlite":
+            concurrent(engine, args.threads, args.runs, figures)
         engine.close()
 
     print(
