@@ -200,7 +200,8 @@ class ShaclChecker:
         if not focus:
             return problems
         if self._compiled is not None:
-            for result in self._compiled.validate(CheckedGraph(triples)):
+            data_graph = CheckedGraph(triples, self._compiled.reverse_predicates)
+            for result in self._compiled.validate(data_graph):
                 if result.severity != _VIOLATION:
                     continue
                 problems[focus.get(result.focus, 0)].append(

@@ -17,7 +17,7 @@ adding a class here and its W3C cases to the test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from pyshacl.rdfutil.compare import compare_literal
 from rdflib import RDF, RDFS, XSD, BNode, Graph, Literal, Namespace, URIRef
-from rdflib.collection import Collection
+from rdflib.collection import Collection as RdfList
 from rdflib.term import Node
 
 from memkg.errors import MemkgError
@@ -46,14 +46,28 @@ class NotCompilable(MemkgError):
 class DataGraph:
     """The data a check reads: outgoing and incoming edges, and ``rdf:type`` closure."""
 
-    def __init__(self, triples: Iterable[tuple[Node, Node, Node]]) -> None:
+    def __init__(
+        self,
+        triples: Iterable[tuple[Node, Node, Node]],
+        reverse: Collection[Node] | None = None,
+    ) -> None:
+        """Index ``triples``; incoming edges only for the ``reverse`` predicates (None: all)."""
         self.out: Triples = {}
         self.into: Triples = {}
+        out, into = self.out, self.into
         for s, p, o in triples:
-            objects = self.out.setdefault(s, {}).setdefault(p, [])
-            if o not in objects:
+            edges = out.get(s)
+            if edges is None:
+                edges = out[s] = {}
+            objects = edges.get(p)
+            if objects is None:
+                edges[p] = [o]
+            elif o in objects:
+                continue
+            else:
                 objects.append(o)
-                self.into.setdefault(o, {}).setdefault(p, []).append(s)
+            if reverse is None or p in reverse:
+                into.setdefault(o, {}).setdefault(p, []).append(s)
 
     @classmethod
     def from_graph(cls, graph: Graph) -> DataGraph:
@@ -359,7 +373,7 @@ def _single(graph: Graph, shape: Node, parameter: Node) -> Node:
 
 
 def _list(graph: Graph, shape: Node, parameter: Node) -> tuple[Node, ...]:
-    return tuple(Collection(graph, _single(graph, shape, parameter)))
+    return tuple(RdfList(graph, _single(graph, shape, parameter)))
 
 
 def _integer(graph: Graph, shape: Node, parameter: Node) -> int:
@@ -445,6 +459,12 @@ class Shapes:
             types = set(graph.objects(node, RDF.type))
             if RDFS.Class in types and types & _SHAPE_TYPES:
                 self._targets.append((node, SH.targetClass, node))
+
+    @property
+    def reverse_predicates(self) -> frozenset[Node]:
+        """The predicates whose incoming edges ``validate`` reads (``DataGraph(reverse=)``)."""
+        found = {t for _shape, kind, t in self._targets if kind == SH.targetObjectsOf}
+        return frozenset({_RDF_TYPE, _SUBCLASS_OF, *found})
 
     @property
     def messages_complete(self) -> bool:
