@@ -183,6 +183,13 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
 def bulk(size: int, folder: Path, figures: Figures) -> None:
     """An N-fact store appended straight through the store, then rebuilt."""
     path = folder / f"bulk-{size}.db"
+    bulk_store(size, path)
+    with Engine.open(path) as engine:
+        rebuild_figures(engine, f"rebuild.bulk_{size}", figures)
+
+
+def bulk_store(size: int, path: Path) -> None:
+    """An N-fact store at ``path``, its fact events appended straight through the store."""
     store = SqliteEventStore(path)
     data = observations(size, users=max(size // 100, 1), seed=13)
     by_user: dict[str, list[NewEvent]] = {}
@@ -209,9 +216,6 @@ def bulk(size: int, folder: Path, figures: Figures) -> None:
     for user, events in by_user.items():
         store.append(user, events)
     store.close()
-    del data, by_user
-    with Engine.open(path) as engine:
-        rebuild_figures(engine, f"rebuild.bulk_{size}", figures)
 
 
 def main(argv: list[str] | None = None) -> None:

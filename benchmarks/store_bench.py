@@ -106,12 +106,16 @@ def _postgres(dsn: str) -> tuple[EventStore, Callable[[], None]] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=100_000, help="events appended (100k)")
-    parser.add_argument("--quick", action="store_true", help="a quick profile: 20k events")
+    parser.add_argument(
+        "--quick", action="store_true", help="a quick profile: 20k events, SQLite only"
+    )
     parser.add_argument("--dsn", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     if args.quick:
         args.events = min(args.events, 20_000)
+        global SINGLE_APPENDS
+        SINGLE_APPENDS = 300
 
     from memkg.events.sqlite import SqliteEventStore
 
@@ -121,7 +125,7 @@ def main() -> None:
         print(f"sqlite.file_size: {store.path.stat().st_size / 1e6:.1f} MB")
         store.close()
 
-    found = _postgres(args.dsn)
+    found = None if args.quick else _postgres(args.dsn)
     if found is not None:
         pg, drop = found
         try:
