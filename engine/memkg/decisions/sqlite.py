@@ -11,6 +11,7 @@ the file keeps a byte of an erased user's decisions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -122,7 +123,9 @@ class SqliteDecisionLog:
                         pending.error.__cause__ = exc
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 raise
             self.commits += 1
         except sqlite3.Error as exc:
