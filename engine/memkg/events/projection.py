@@ -9,13 +9,14 @@ read never shows an expired state even before the sweep ran.
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Provenance, read_supersede_reason
 
 _LIVE = LIVE_STATUSES
 
@@ -137,8 +138,22 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+_NO_PROVENANCE = Provenance()
+_NO_PROVENANCE_STORED = _NO_PROVENANCE.model_dump(mode="json")
+_SHARED_TEXT = ("user_id", "domain", "key", "session_id")
+
+
 def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> str:
-    fact = Fact.model_validate({**payload["fact"], "seq": seq})
+    data = {**payload["fact"], "seq": seq}
+    # Facts repeat their user, domain and key, and most carry no provenance: share one copy
+    # of each instead of holding one per fact (a quarter of a folded fact's memory).
+    for name in _SHARED_TEXT:
+        value = data.get(name)
+        if type(value) is str:
+            data[name] = sys.intern(value)
+    if data.get("provenance") == _NO_PROVENANCE_STORED:
+        data["provenance"] = _NO_PROVENANCE
+    fact = Fact.model_validate(data)
     facts[fact.id] = fact
     return fact.id
 

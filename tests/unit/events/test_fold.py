@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from memkg import Engine
 from memkg.events.projection import UserMemory, collector_paused, fold_all
 from memkg.model.event import Event
+from memkg.model.fact import Fact
 
 
 def _engine_with_history(engine: Engine) -> Engine:
@@ -59,3 +60,23 @@ def test_no_collection_runs_during_the_fold_and_the_collector_is_restored(
         assert gc.isenabled()
     finally:
         gc.callbacks.remove(count)
+
+
+def test_folded_facts_share_what_they_repeat_and_equal_plain_validation(engine: Engine) -> None:
+    _engine_with_history(engine)
+    memories, _count = fold_all(engine.store.read_all())
+    facts = list(memories["u0"].facts.values())
+    assert len(facts) >= 10
+    assert len({id(f.provenance) for f in facts}) == 1  # no provenance given: one shared
+    assert len({id(f.key) for f in facts}) == 1
+    assert len({id(f.user_id) for f in facts}) == 1
+    for event in engine.store.read_stream("u0"):
+        if "fact" in event.payload:
+            plain = Fact.model_validate({**event.payload["fact"], "seq": event.seq})
+            assert memories["u0"].facts[plain.id].model_dump() == {
+                **plain.model_dump(),
+                "status": memories["u0"].facts[plain.id].status,
+                "superseded_by": memories["u0"].facts[plain.id].superseded_by,
+                "supersede_reason": memories["u0"].facts[plain.id].supersede_reason,
+                "status_reason": memories["u0"].facts[plain.id].status_reason,
+            }
