@@ -162,6 +162,37 @@ def timed(fn: Any) -> tuple[Any, float, float]:
     return result, (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
 
 
+def python_runner(engine: Engine, clock: FrozenClock, runs: int) -> tuple[list[float], float]:
+    """CPU per decision with the Python twin of durable-rules as the matcher, where it exists.
+
+    Each context is decided with durable-rules and then with the twin at the same clock
+    time: the share of runs with the same status, action and fired rules is printed too.
+    """
+    try:
+        from memkg.rules.python_runner import PythonRuleRunner
+    except ImportError:  # a revision without the twin
+        return [], 0.0
+    evaluator = engine.intent.rules.evaluator
+    durable = evaluator.runner
+    twin = PythonRuleRunner.for_tables(list(evaluator.bundle.tables.values()))
+    cpus, same = [], 0
+    for i in range(runs):
+        clock.advance(timedelta(seconds=1))
+        context = {"symptom": SYMPTOMS[i % len(SYMPTOMS)]}
+        evaluator.runner = durable
+        expected = engine.decide("bench", "health", context, decision="bench")
+        evaluator.runner = twin
+        got, _wall, cpu = timed(lambda c=context: engine.decide("bench", "health", c,
+                                                                decision="bench"))  # fmt: skip
+        cpus.append(cpu)
+        same += (got.result.status, got.result.action, [c.rule_id for c in got.candidates]) == (
+            expected.result.status, expected.result.action,
+            [c.rule_id for c in expected.candidates],
+        )  # fmt: skip
+    evaluator.runner = durable
+    return cpus, same / runs
+
+
 def concurrent(engine: Engine, threads: int, runs: int, figures: Figures) -> None:
     """Decisions from several threads at once: how many commits the decision log needed."""
     log = engine.decision_log
@@ -261,6 +292,8 @@ def main(argv: list[str] | None = None) -> None:
             raw.delete_state("bench", sid)
             matched.append((time.perf_counter() - start) * 1e3)
 
+        python_cpus, same = python_runner(engine, clock, args.runs)
+
         cold_walls, cold_cpus = [], []
         for i in range(args.cold_runs):
             clock.advance(timedelta(seconds=1))
@@ -290,6 +323,12 @@ def main(argv: list[str] | None = None) -> None:
     figures.add("decision.cpu_p99", percentile(cpus, 99), "ms", "goal ≤ 5 ms")
     r50 = figures.add("decision.raw_durable_rules_p50", percentile(matched, 50), "ms")
     figures.add("decision.ratio_to_raw_p50", c50 / r50, "x", "CPU p50 / raw p50; goal ≤ 2x")
+    if python_cpus:
+        figures.add("decision.python_runner_cpu_p50", percentile(python_cpus, 50), "ms",
+                    "goal ≤ 1 ms")  # fmt: skip
+        figures.add("decision.python_runner_cpu_p99", percentile(python_cpus, 99), "ms",
+                    "goal ≤ 5 ms")  # fmt: skip
+        figures.add("decision.python_runner_same_outcome", same, "of runs", "as durable-rules")
     if cold_walls:
         figures.add("decision.cold_wall_p50", percentile(cold_walls, 50), "ms")
         cold = figures.add("decision.cold_cpu_p50", percentile(cold_cpus, 50), "ms")

@@ -137,9 +137,18 @@ def rebuild_figures(engine: Engine, label: str, figures: Figures) -> None:
     high-water mark.
     """
     gc.collect()
+    before = resident_bytes()
     report = engine.rebuild()
     figures.add(f"{label}.events_per_s", report.events / report.seconds, "events/s")
     figures.add(f"{label}.resident_mb", resident_bytes() / 1e6, "MB", "process RSS")
+    if report.facts > 200_000:  # tracing a million facts would take minutes and gigabytes
+        figures.add(
+            f"{label}.memory_bytes_per_fact",
+            (resident_bytes() - before) / report.facts,
+            "B",
+            "RSS growth over the rebuild",
+        )
+        return
     gc.collect()
     tracemalloc.start()
     report = engine.rebuild()
