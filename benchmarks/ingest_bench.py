@@ -80,25 +80,31 @@ def resident_bytes() -> int:
     return 0
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process: what the goals bound on a shared machine, where wall
+    time also counts other processes and other processes' disk flushes."""
+    return time.process_time()
+
+
 def stage_costs(engine: Engine, sample: list[dict[str, Any]], figures: Figures) -> None:
     validator = engine.validator
     specs = [validator.registry.spec(o["domain"], o["key"]) for o in sample]
-    start = time.perf_counter()
+    start = cpu_seconds()
     for obs, spec in zip(sample, specs, strict=True):
         assert spec is not None
         for _ in spec.validator.iter_errors(obs["value"]):
             pass
-    json_s = time.perf_counter() - start
+    json_s = cpu_seconds() - start
     now = engine.clock.now()
     shacl = validator.shacl
     validator.shacl = None
-    start = time.perf_counter()
+    start = cpu_seconds()
     validator.check_many(sample, now, engine.store.subject_salt)
-    without_shacl = time.perf_counter() - start
+    without_shacl = cpu_seconds() - start
     validator.shacl = shacl
-    start = time.perf_counter()
+    start = cpu_seconds()
     validator.check_many(sample, now, engine.store.subject_salt)
-    with_shacl = time.perf_counter() - start
+    with_shacl = cpu_seconds() - start
     n = len(sample)
     figures.add("validate.json_schema_per_fact", json_s * 1e6 / n, "µs")
     figures.add("validate.pipeline_without_shacl_per_fact", without_shacl * 1e6 / n, "µs")
@@ -113,17 +119,19 @@ def ingest(size: int, batch: int, shacl: bool, folder: Path, figures: Figures) -
     window = max(size // 10, batch)
     label = f"ingest.{size}" + ("" if shacl else ".no_shacl")
     with Engine.open(path, config=EngineConfig(shacl=shacl), clock=clock) as engine:
-        start = time.perf_counter()
+        wall_start, start = time.perf_counter(), cpu_seconds()
         marks: list[float] = []
         for offset in range(0, size, batch):
             engine.ingest_many(data[offset : offset + batch])
             clock.advance(timedelta(seconds=1))
-            marks.append(time.perf_counter())
-        total = time.perf_counter() - start
+            marks.append(cpu_seconds())
+        total = cpu_seconds() - start
         per_window = max(window // batch, 1)
         first = per_window * batch / (marks[per_window - 1] - start)
         last = per_window * batch / (marks[-1] - marks[-1 - per_window])
-        figures.add(f"{label}.facts_per_s", size / total, "facts/s")
+        wall = time.perf_counter() - wall_start
+        figures.add(f"{label}.facts_per_s", size / total, "facts/s", "CPU")
+        figures.add(f"{label}.facts_per_s_wall", size / wall, "facts/s", "wall")
         figures.add(f"{label}.last_to_first", last / first, "x", "rate, last tenth / first")
         if shacl:
             rebuild_figures(engine, f"rebuild.{size}", figures)
@@ -138,8 +146,11 @@ def rebuild_figures(engine: Engine, label: str, figures: Figures) -> None:
     """
     gc.collect()
     before = resident_bytes()
+    cpu = cpu_seconds()
     report = engine.rebuild()
-    figures.add(f"{label}.events_per_s", report.events / report.seconds, "events/s")
+    cpu = cpu_seconds() - cpu
+    figures.add(f"{label}.events_per_s", report.events / cpu, "events/s", "CPU")
+    figures.add(f"{label}.events_per_s_wall", report.events / report.seconds, "events/s", "wall")
     figures.add(f"{label}.resident_mb", resident_bytes() / 1e6, "MB", "process RSS")
     if report.facts > 200_000:  # tracing a million facts would take minutes and gigabytes
         figures.add(
@@ -178,9 +189,9 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
     with Engine.open(folder / "history.db", clock=clock) as engine:
         times: list[float] = []
         for obs in data:
-            start = time.perf_counter()
+            start = cpu_seconds()
             engine.ingest(obs)
-            times.append(time.perf_counter() - start)
+            times.append(cpu_seconds() - start)
             clock.advance(timedelta(seconds=1))
     early = sorted(times[100 : 100 + window])[window // 2]
     late = sorted(times[-window:])[window // 2]
