@@ -428,29 +428,13 @@ class Routes:
 
     async def graph(self, call: Call) -> Response:
         user, query = call.path["user"], call.query
-        domain = query.domain
-        if domain is None:
-            visible = call.visible(READ, user)
-            if visible is not None:
-                if len(visible) != 1:
-                    raise MemkgError("this key reaches several domains: give ?domain=",
-                                     code="request.invalid")  # fmt: skip
-                domain = next(iter(visible))
-        call.allow(READ, domain, user)
+        domain = _one_domain(call, user, query.domain)
         found = await self._run(self.engine.graph, user, domain, as_of=query.as_of)
         return _json(found)
 
     async def paths(self, call: Call) -> Response:
         user, concept, query = call.path["user"], call.path["concept"], call.query
-        domain = query.domain
-        if domain is None:
-            visible = call.visible(READ, user)
-            if visible is not None:
-                if len(visible) != 1:
-                    raise MemkgError("this key reaches several domains: give ?domain=",
-                                     code="request.invalid")  # fmt: skip
-                domain = next(iter(visible))
-        call.allow(READ, domain, user)
+        domain = _one_domain(call, user, query.domain)
         found = await self._run(self.engine.paths, user, concept, domain=domain,
                                 max_depth=query.max_depth)  # fmt: skip
         return _json({"user_id": user, "concept": concept, "paths": _dump_all(found)})
@@ -551,3 +535,17 @@ class Routes:
             lambda: self._ring().audit(subject=q.user, key_id=q.key, limit=q.limit)
         )
         return _json({"records": _dump_all(records)})
+
+
+def _one_domain(call: Call, user: str, domain: str | None) -> str | None:
+    """The domain a graph read is about: the one asked for, or the key's only domain; the
+    key must be allowed to read it."""
+    if domain is None:
+        visible = call.visible(READ, user)
+        if visible is not None:
+            if len(visible) != 1:
+                raise MemkgError("this key reaches several domains: give ?domain=",
+                                 code="request.invalid")  # fmt: skip
+            domain = next(iter(visible))
+    call.allow(READ, domain, user)
+    return domain
