@@ -19,6 +19,8 @@ from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
 _REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
+COUNTED = (FactStatus.ACTIVE, FactStatus.FROZEN)
+"""Statuses of the claims that count as evidence (pending ones are listed, not counted)."""
 
 SignalLookup = Callable[[Fact], Sequence[Signal]]
 """The interaction signals on a fact's edge that count for it."""
@@ -139,7 +141,7 @@ def taking_part(
             continue
         if f.status is FactStatus.PENDING_CONFIRMATION:
             taking.pending.append(claim)
-        elif f.status in (FactStatus.ACTIVE, FactStatus.FROZEN):
+        elif f.status in COUNTED:
             taking.live.append(claim)
         elif f.status is FactStatus.SUPERSEDED and f.supersede_reason in _REPLACED:
             taking.replaced.append(claim)

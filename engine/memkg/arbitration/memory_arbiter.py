@@ -24,10 +24,10 @@ from memkg.arbitration.scoresheet import ScoreSheet, stale_flag
 from memkg.arbitration.support import (
     NONE,
     canon,
-    is_none,
     rank_sides,
     rank_values,
     review_claim,
+    side,
 )
 from memkg.model.fact import Kind, SupersedeReason
 from memkg.model.keyspec import KeySpec
@@ -218,15 +218,13 @@ def resolve(
 
 
 def _side(claim: Claim, multi: bool) -> str:
-    if not multi:
-        return canon(claim.fact.value)
-    return NONE if is_none(claim.fact.value) else "some"
+    return side(claim.fact.value, multi)
 
 
-def _side_text(side: Any, multi: bool) -> str:
+def _side_text(ranked: Any, multi: bool) -> str:
     if not multi:
-        return str(side.canon)
-    return NONE if side.canon == NONE else "some"
+        return str(ranked.canon)
+    return NONE if ranked.canon == NONE else "some"
 
 
 def _strongest(claim: Claim) -> tuple[float, float, str, str, str]:

@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memkg.arbitration.claims import SignalLookup, build_claims, slot
+from memkg.arbitration.claims import COUNTED, SignalLookup, build_claims, slot, tier_of
 from memkg.arbitration.defaults import RoleDefaults
 from memkg.arbitration.memory_arbiter import resolve
 from memkg.arbitration.policy import Policy, PolicyFile
 from memkg.arbitration.questions import QuestionBook
-from memkg.arbitration.resolution import Resolution
-from memkg.arbitration.review import Review, latest_review
+from memkg.arbitration.resolution import Outcome, Resolution
+from memkg.arbitration.review import Review, ReviewStatus, latest_review
+from memkg.arbitration.support import side
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import WeightParams
@@ -67,10 +68,7 @@ class MemoryReader:
         language: str | None = None,
     ) -> Resolution:
         """One key slot; a context with no claims of its own falls back to the general slot."""
-        mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
-        want = slot(context or {}, spec.context)
-        if want and not any(slot(f.context, spec.context) == want for f in mine):
-            want = {}
+        mine, want = _slot_facts(facts, spec, context)
         policy, params = self._domain(spec.domain)
         claims = build_claims(
             mine,
@@ -93,6 +91,42 @@ class MemoryReader:
             language=language,
             labels=self.labels,
         )
+
+    def freezes(
+        self,
+        facts: Sequence[Fact],
+        signals: SignalLookup,
+        reviews: Sequence[Review],
+        spec: KeySpec,
+        now: datetime,
+        *,
+        user_id: str,
+        context: Mapping[str, str] | None = None,
+    ) -> Resolution | None:
+        """The slot's resolution (read outside any session) when it freezes anew, else None.
+
+        What a write asks of each key slot it touches. Two cases are answered without
+        weighing a claim, since ``resolve`` could not freeze them anew: an open review already
+        holds the slot; or no reviewer's value competes and every counted claim (active or
+        frozen, long-term, not expired) backs one side, so the conflict strength is 0.
+        """
+        mine, want = _slot_facts(facts, spec, context)
+        review = latest_review(reviews, spec.domain, spec.key, want)
+        if review is not None and review.status is ReviewStatus.OPEN:
+            return None
+        if review is None:
+            counted = {
+                side(f.value, spec.multi)
+                for f in mine
+                if f.status in COUNTED
+                and tier_of(f, None, set()) is not None
+                and slot(f.context, spec.context) == want
+                and (f.valid_until is None or f.valid_until > now)
+            }
+            if len(counted) < 2:
+                return None
+        held = self.resolve_key(mine, signals, reviews, spec, now, user_id=user_id, context=want)
+        return held if held.outcome is Outcome.FROZEN else None
 
     def resolve_domain(
         self,
@@ -125,3 +159,15 @@ class MemoryReader:
                 if resolution.claims or resolution.value is not None:
                     found.append(resolution)
         return found
+
+
+def _slot_facts(
+    facts: Sequence[Fact], spec: KeySpec, context: Mapping[str, str] | None
+) -> tuple[list[Fact], dict[str, str]]:
+    """The facts of the key, and the context slot a read of ``context`` resolves: a context
+    with no claims of its own falls back to the general slot."""
+    mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
+    want = slot(context or {}, spec.context)
+    if want and not any(slot(f.context, spec.context) == want for f in mine):
+        want = {}
+    return mine, want

@@ -41,6 +41,18 @@ def is_none(value: Any) -> bool:
     return isinstance(value, list) and not value
 
 
+def side(value: Any, multi: bool) -> str:
+    """The answer a value backs in a conflict (``rank_sides``): its canonical text, or for a
+    multi-valued key "none" or "some".
+
+    >>> side("x", False), side([], True), side(["a"], True)
+    ('"x"', '[]', 'some')
+    """
+    if not multi:
+        return canon(value)
+    return NONE if is_none(value) else "some"
+
+
 def _ranked(text: str, value: Any, members: Sequence[Claim]) -> Ranked:
     scores = sorted(c.score for c in members)  # summed in one order: arrival-independent
     return Ranked(

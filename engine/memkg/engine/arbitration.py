@@ -12,7 +12,6 @@ from rdflib import RDFS
 
 from memkg.arbitration import (
     MemoryReader,
-    Outcome,
     QuestionBook,
     Resolution,
     Review,
@@ -200,24 +199,42 @@ class ArbitrationLayer(GraphLayer):
 
     def _reviews(self, user_id: str, seq: int) -> list[Review]:
         """The user's reviews as of ``seq``: kept current by ``_apply``, read once per user."""
+        return list(self._review_index(user_id, seq)[1].values())
+
+    def _key_reviews(self, user_id: str, seq: int, domain: str, key: str) -> list[Review]:
+        """The reviews of one key, in the order ``_reviews`` lists them."""
+        return list(self._review_index(user_id, seq)[2].get((domain, key), {}).values())
+
+    def _review_index(self, user_id: str, seq: int) -> _ReviewIndex:
         cached = self._review_cache.get(user_id)
         if cached is None or cached[0] != seq:
-            cached = (seq, reviews_from(self.store.read_stream(user_id)))
-            self._review_cache[user_id] = cached
-        return list(cached[1].values())
+            found = reviews_from(self.store.read_stream(user_id))
+            by_key: dict[tuple[str, str], dict[str, Review]] = {}
+            for review in found.values():
+                by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
+            cached = self._review_cache[user_id] = (seq, found, by_key)
+        return cached
 
     @cached_property
-    def _review_cache(self) -> dict[str, tuple[int, dict[str, Review]]]:
+    def _review_cache(self) -> dict[str, _ReviewIndex]:
         return {}
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         super()._apply(user_id, events)
         cached = self._review_cache.get(user_id)
-        if cached is not None and events:
-            reviews = dict(cached[1])
-            for event in events:
+        if cached is None or not events:
+            return
+        _, reviews, by_key = cached
+        touched = [e for e in events if e.type in _REVIEW_EVENTS]
+        if touched:  # new dicts: a reader may hold the old ones
+            reviews, by_key = dict(reviews), dict(by_key)
+            for event in touched:
                 fold_review(reviews, event)
-            self._review_cache[user_id] = (events[-1].seq, reviews)
+                changed = reviews.get(event.payload["review_id"])
+                if changed is not None:
+                    slot = (changed.domain, changed.key)
+                    by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
+        self._review_cache[user_id] = (events[-1].seq, reviews, by_key)
 
     def _forget(self, user_id: str) -> None:
         self._review_cache.pop(user_id, None)
@@ -243,8 +260,6 @@ class ArbitrationLayer(GraphLayer):
                 keys.add((fact.domain, fact.key))
         if not keys:
             return []
-        reviews = self._reviews(user_id, graph.seq)
-        still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
         known = self._edge_signals(graph)
 
         def signals(fact: Fact) -> list[Signal]:
@@ -260,14 +275,15 @@ class ArbitrationLayer(GraphLayer):
             spec = self.registry.spec(domain, key)
             if spec is None:
                 continue
+            reviews = self._key_reviews(user_id, graph.seq, domain, key)
             live = [f for f in preview(memory.live_claims(domain, key), pending, memory.seq)
                     if (f.domain, f.key) == (domain, key)]  # fmt: skip
             for items in sorted({tuple(sorted(slot(f.context, spec.context).items()))
                                  for f in live}):  # fmt: skip
-                held = self.reader.resolve_key(
+                held = self.reader.freezes(
                     live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
                 )
-                if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
+                if held is None:
                     continue
                 review_id = self.clock.new_id("review")
                 found.append(NewEvent(
@@ -276,3 +292,9 @@ class ArbitrationLayer(GraphLayer):
                     recorded_at=now, fact_id=review_id,
                 ))  # fmt: skip
         return found
+
+
+_ReviewIndex = tuple[int, dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
+"""A user's reviews as of a log position: by id, and by (domain, key)."""
+
+_REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})

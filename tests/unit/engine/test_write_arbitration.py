@@ -1,0 +1,256 @@
+"""Arbitration on write reads the written key's live claims only, and decides as a full recompute.
+
+A write supersedes what it replaces and freezes the key slots it leaves in a strong conflict
+(``_replaced_claims``, ``_freezes``). Both read the key's live claims from the projection's
+live index and the key's reviews only, and skip weighing slots that cannot freeze anew.
+``ReferenceEngine`` below is the full recompute those replace: every claim of the key, whatever
+its status, filtered; every review of the user; every slot weighed through ``resolve_key``. It
+is the oracle: the same generated writes must leave the same log, byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import orjson
+import pytest
+
+from memkg import Engine, FrozenClock
+from memkg.arbitration import Outcome, ReviewStatus
+from memkg.arbitration.claims import slot
+from memkg.arbitration.review import frozen_payload
+from memkg.engine.facts import IngestResult
+from memkg.events.projection import UserMemory, preview
+from memkg.model.event import EventType, NewEvent
+from memkg.model.fact import LIVE_STATUSES, Fact
+from memkg.model.weight import Signal, SignalKind
+from memkg.validate.validator import Checked
+from support.observations import T0, obs
+
+AIRLINES = ["airline:MU", "airline:CA", "airline:CZ", "airline:SQ"]
+VALUES: dict[str, list[Any]] = {
+    "airline.preferred": AIRLINES,
+    "seat.preference": ["window", "aisle", "middle"],
+    "cabin.class": ["economy", "business"],
+    "airline.avoided": [[], ["airline:MU"], ["airline:CA", "airline:CZ"]],
+    "travel.companions": [0, 1, 2],
+}
+CONTEXT_KEYS = ("seat.preference", "cabin.class")
+
+
+class _FullScan:
+    """A user's memory whose live claims are found by walking every claim of the key."""
+
+    def __init__(self, memory: UserMemory) -> None:
+        self._memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory, name)
+
+    def live_claims(self, domain: str, key: str) -> list[Fact]:
+        return [f for f in self._memory.of_key(domain, key) if f.status in LIVE_STATUSES]
+
+
+class ReferenceEngine(Engine):
+    """The full recompute arbitration on write replaced: the reference for its outcomes."""
+
+    def _replaced_claims(self, memory: UserMemory, checked: Checked) -> Any:
+        return super()._replaced_claims(_FullScan(memory), checked)  # type: ignore[arg-type]
+
+    def _freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
+        graph, memory = self._graphs.get(user_id), self.memory(user_id)
+        keys: set[tuple[str, str]] = set()
+        added: dict[tuple[str, str, str], list[Signal]] = {}
+        for event in pending:
+            if event.type is EventType.FACT_ASSERTED:
+                keys.add((event.domain or "", event.payload["fact"]["key"]))
+            elif event.type is EventType.SIGNAL_RECORDED:
+                edge = (event.domain or "", event.payload["key"], event.payload["target"])
+                added.setdefault(edge, []).append(
+                    Signal(SignalKind(event.payload["kind"]), event.recorded_at, event.event_id)
+                )
+                keys.add(edge[:2])
+            elif (fact := memory.facts.get(event.fact_id or "")) is not None:
+                keys.add((fact.domain, fact.key))
+        if not keys:
+            return []
+        reviews = self._reviews(user_id, graph.seq)
+        still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
+        known = graph.claim_signals
+
+        def signals(fact: Fact) -> list[Signal]:
+            extra = [
+                s
+                for t in graph.targets(fact)
+                for s in added.get((fact.domain, fact.key, t.value), ())
+            ]
+            return [*known(fact), *extra]
+
+        now, found = self.clock.now(), []
+        for domain, key in sorted(keys):
+            spec = self.registry.spec(domain, key)
+            if spec is None:
+                continue
+            everything = [f for f in memory.of_key(domain, key) if f.status in LIVE_STATUSES]
+            live = [
+                f
+                for f in preview(everything, pending, memory.seq)
+                if (f.domain, f.key) == (domain, key)
+            ]
+            contexts = {tuple(sorted(slot(f.context, spec.context).items())) for f in live}
+            for items in sorted(contexts):
+                held = self.reader.resolve_key(
+                    live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
+                )
+                if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
+                    continue
+                review_id = self.clock.new_id("review")
+                found.append(
+                    NewEvent(
+                        event_id=self.clock.new_id("evt"),
+                        type=EventType.KEY_FROZEN,
+                        user_id=user_id,
+                        domain=domain,
+                        payload=frozen_payload(review_id, held),
+                        recorded_at=now,
+                        fact_id=review_id,
+                    )
+                )
+        return found
+
+
+def _observation(rng: random.Random, user: str, facts: list[Fact]) -> dict[str, Any]:
+    key = rng.choice(list(VALUES))
+    made = obs(
+        user_id=user,
+        key=key,
+        value=rng.choice(VALUES[key]),
+        source=rng.choice(["dialogue", "behavior", "profile", "third_party"]),
+        confidence=rng.choice([0.5, 0.7, 0.9, 1.0]),
+    )
+    draw = rng.random()
+    if draw < 0.15:
+        made.update(scope="session", session_id=rng.choice(["s1", "s2"]))
+    elif draw < 0.25:
+        made.update(scope="turn", session_id="s1",
+                    provenance={"source_ref": f"turn-{rng.randrange(3)}"})  # fmt: skip
+    if key in CONTEXT_KEYS and rng.random() < 0.4:
+        made["context"] = {"trip_type": rng.choice(["business", "leisure"])}
+    if rng.random() < 0.15:
+        made["change"] = True
+    if rng.random() < 0.2:
+        made["observed_at"] = (T0 + timedelta(hours=rng.randrange(-48, 400))).isoformat()
+    same_key = [f for f in facts if f.key == key]
+    if same_key and rng.random() < 0.1:
+        made["supersedes"] = rng.choice(same_key).id
+    return made
+
+
+def _step(engine: Engine, rng: random.Random, users: list[str]) -> None:
+    """One generated operation; what it picks depends only on ``rng`` and the engine's state."""
+    user = rng.choice(users)
+    facts = sorted(engine.memory(user).facts.values(), key=lambda f: f.id)
+    draw = rng.random()
+    try:
+        if draw < 0.7 or not facts:
+            engine.ingest(_observation(rng, user, facts))
+        elif draw < 0.8:
+            fact = rng.choice(facts)
+            if fact.key == "airline.preferred":
+                kind = rng.choice(["mention", "correction", "ignored", "rejected"])
+                engine.signal(user, "travel", fact.key, fact.value, kind)
+        elif draw < 0.87:
+            pending = [f for f in facts if f.status.value == "pending_confirmation"]
+            if pending:
+                engine.confirm(user, rng.choice(pending).id)
+        elif draw < 0.92:
+            live = [f for f in facts if f.status in LIVE_STATUSES]
+            if live:
+                engine.retract(user, rng.choice(live).id, "user withdrew it")
+        else:
+            queue = [r for r in engine.review_queue() if r.user_id == user]
+            if queue:
+                review = rng.choice(queue)
+                engine.resolve_review(review.review_id, rng.choice(VALUES[review.key]), "checked")
+    except (ValueError, LookupError):  # a refused write stores nothing in either engine
+        pass
+    engine.clock.advance(timedelta(minutes=rng.choice([1, 30, 600, 60 * 24 * 20])))  # type: ignore[attr-defined]
+
+
+def _log(engine: Engine) -> bytes:
+    return b"\n".join(orjson.dumps(e.model_dump(mode="json")) for e in engine.store.read_all())
+
+
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_write_arbitration_leaves_the_log_the_full_recompute_leaves(seed: int) -> None:
+    engines = [Engine(clock=FrozenClock(T0)), ReferenceEngine(clock=FrozenClock(T0))]
+    rngs = [random.Random(seed), random.Random(seed)]
+    users = ["u1", "u2", "u3"]
+    for _ in range(400):
+        for engine, rng in zip(engines, rngs, strict=True):
+            _step(engine, rng, users)
+    fast, reference = (_log(e) for e in engines)
+    assert fast == reference
+    frozen = sum(e.type is EventType.KEY_FROZEN for e in engines[0].store.read_all())
+    resolved = sum(e.type is EventType.REVIEW_RESOLVED for e in engines[0].store.read_all())
+    assert frozen >= 5 and resolved >= 2  # the workload freezes keys and settles reviews
+
+
+class CountingEngine(Engine):
+    """Counts the claims arbitration weighs, through the engine's own signal lookup hook."""
+
+    weighed = 0
+
+    def _edge_signals(self, graph: Any) -> Any:
+        lookup = super()._edge_signals(graph)
+
+        def counted(fact: Fact) -> Any:
+            self.weighed += 1
+            return lookup(fact)
+
+        return counted
+
+
+def _write_cost(history: int) -> tuple[int, int, int]:
+    """Facts read, claims weighed and stream reads of one contested write to
+    ``airline.preferred`` after ``history`` writes of other keys and of the same key."""
+    engine = CountingEngine(clock=FrozenClock(T0))
+    rng = random.Random(5)
+    for index in range(history):
+        key = ["seat.preference", "cabin.class", "airline.preferred"][index % 3]
+        engine.ingest(obs(key=key, value=rng.choice(VALUES[key]), source="behavior"))
+    # each behaviour claim of the key restated the one before, which is superseded now
+    engine.ingest(obs(value="airline:MU", source="behavior"))
+    engine.ingest(obs(value="airline:CA", source="dialogue", confidence=0.5))
+    memories = [engine.memory("u1"), engine.user_graph("u1").memory]
+    before = (sum(m.facts_read for m in memories), engine.weighed)
+    reads = 0
+    read_stream = engine.store.read_stream
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        return read_stream(*args, **kwargs)
+
+    engine.store.read_stream = counted  # type: ignore[method-assign]
+    result: IngestResult = engine.ingest(
+        obs(value="airline:SQ", source="profile", confidence=0.95)
+    )
+    assert result.status.value == "active"
+    assert engine.memory("u1").seq == result.seq + 1  # the write froze the key
+    after = (sum(m.facts_read for m in memories), engine.weighed)
+    return after[0] - before[0], after[1] - before[1], reads
+
+
+def test_a_write_reads_its_keys_live_claims_whatever_the_users_history() -> None:
+    short, long = _write_cost(30), _write_cost(1_500)
+    assert short == long
+    facts_read, weighed, reads = long
+    # the live claims of the key: the behaviour claim and the dialogue claim, read by the
+    # supersede check and by the freeze check (before the new claim joins them)
+    assert facts_read == 4
+    assert weighed == 3  # behaviour, dialogue and the new profile claim
+    assert reads == 0  # nothing is rebuilt from the log on write
