@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
     from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
     from memkg.engine.intent import ReplayReport, RulesRefused
+    from memkg.engine.rules_diff import RulesDiffRefused
     from memkg.errors import (
         ConcurrencyConflict,
         ConfigError,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from memkg.model.explanation import Explanation
     from memkg.model.settings import LifecycleConfig, RecallWeights
     from memkg.model.weight import Factor, Weight, WeightParams
+    from memkg.rules.diff import RulesDiffReport
     from memkg.rules.runner import RuleEvaluationError
 
 _WHERE: dict[str, tuple[str, str]] = {
@@ -122,6 +124,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Resolution": ("memkg.arbitration", "Resolution"),
     "Review": ("memkg.arbitration", "Review"),
     "RuleEvaluationError": ("memkg.rules.runner", "RuleEvaluationError"),
+    "RulesDiffRefused": ("memkg.engine.rules_diff", "RulesDiffRefused"),
+    "RulesDiffReport": ("memkg.rules.diff", "RulesDiffReport"),
     "RulesRefused": ("memkg.engine.intent", "RulesRefused"),
     "Scope": ("memkg.model", "Scope"),
     "Sensitivity": ("memkg.model", "Sensitivity"),
@@ -215,6 +219,8 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "Resolution",
     "Review",
     "RuleEvaluationError",
+    "RulesDiffRefused",
+    "RulesDiffReport",
     "RulesRefused",
     "Scope",
     "Sensitivity",

@@ -9,6 +9,7 @@ Every error carries a stable ``code`` and points at what caused it::
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
     ├── ConfigError (ValueError)            a schema, shape or config file is wrong (names the file)
     │   └── RulesRefused                      a rule bundle failed lint or its cases
+    │       └── RulesDiffRefused                a reload's rules diff BLOCKed
     ├── RuleEvaluationError (RuntimeError)  the rule matcher failed, so no decision was made
     ├── StoreError (RuntimeError)           the event store failed or holds data it cannot read
     ├── Unauthenticated                     no API key, or one that is unknown, revoked, expired

@@ -1,4 +1,4 @@
-"""``memkg decide | explain | replay | decisions | rules lint | rules test``."""
+"""``memkg decide | explain | replay | decisions | rules lint | rules test | rules diff``."""
 
 from __future__ import annotations
 
@@ -155,6 +155,19 @@ def cmd_rules_test(engine: Engine, args: argparse.Namespace, out: TextIO) -> int
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def cmd_rules_diff(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    from memkg.rules.diff import render_text
+
+    replay = args.replay if args.replay is not None or args.user else 20
+    report = engine.rules_diff(Path(args.old), Path(args.new), replay=replay, user=args.user,
+                               allow=args.allow or ())  # fmt: skip
+    if args.format == "text":
+        out.write(render_text(report) + "\n")
+    else:
+        emit(out, report.model_dump(mode="json"))
+    return report.exit_status
+
+
 def add_commands(sub: Any) -> None:
     p = sub.add_parser("decide", help="what the agent should do for a user now, and why")
     p.add_argument("user")
@@ -200,3 +213,27 @@ def add_commands(sub: Any) -> None:
         help="also list conditions never exercised; fail on rules never matched",
     )
     q.set_defaults(run=cmd_rules_test)
+    q = rules.add_parser(
+        "diff",
+        help="replay logged decisions under OLD and NEW rules: what changes, and a verdict",
+    )
+    q.add_argument("old", metavar="OLD_DIR", help="the rules folder in use")
+    q.add_argument("new", metavar="NEW_DIR", help="the rules folder proposed")
+    q.add_argument(
+        "--replay",
+        type=int,
+        metavar="N",
+        help="the last N logged decisions (default 20; with --user, all of the user's)",
+    )
+    q.add_argument("--user", help="replay this user's decisions only")
+    q.add_argument(
+        "--allow",
+        action="append",
+        metavar="TABLE",
+        help="a rule table (DOMAIN/TABLE) or domain meant to change: its changed outcomes "
+        "warn instead of blocking (repeatable)",
+    )
+    q.add_argument("--format", choices=("json", "text"), default="json")
+    q.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="the same as --format json")  # fmt: skip
+    q.set_defaults(run=cmd_rules_diff)

@@ -2,6 +2,7 @@
 
 Contract: ``append`` stores a decision once (a second append of the same id is refused);
 ``get`` returns it exactly as stored; ``for_user`` lists a user's decisions oldest first;
+``recent`` lists the last decisions of every user, oldest first;
 ``save_bundle`` keeps the text of a rule bundle under its digest, so ``replay`` can rebuild
 the rules a decision was made with; ``erase_user`` removes every decision about the user;
 ``erase_citing`` removes the user's decisions that cite any of a set of facts.
@@ -32,6 +33,10 @@ class DecisionLog(Protocol):
     def get(self, decision_id: str) -> Decision: ...
 
     def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]: ...
+
+    def recent(self, limit: int) -> list[Decision]:
+        """The last ``limit`` decisions logged, whoever they are about, oldest first."""
+        ...
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None: ...
 
@@ -76,6 +81,7 @@ class MemoryDecisionLog:
         self._lock = threading.Lock()
         self._decisions: dict[str, str] = {}
         self._users: dict[str, list[str]] = {}
+        self._order: dict[str, None] = {}
         self._bundles: dict[str, dict[str, str]] = {}
 
     def append(self, decision: Decision) -> None:
@@ -84,6 +90,7 @@ class MemoryDecisionLog:
                 raise duplicate(decision.decision_id)
             self._decisions[decision.decision_id] = decision.model_dump_json()
             self._users.setdefault(decision.request.user_id, []).append(decision.decision_id)
+            self._order[decision.decision_id] = None
 
     def get(self, decision_id: str) -> Decision:
         text = self._decisions.get(decision_id)
@@ -94,6 +101,11 @@ class MemoryDecisionLog:
     def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
         ids = self._users.get(user_id, [])
         return [self.get(i) for i in (ids[-limit:] if limit else ids)]
+
+    def recent(self, limit: int) -> list[Decision]:
+        with self._lock:
+            ids = list(self._order)[-limit:] if limit > 0 else []
+        return [self.get(i) for i in ids]
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
         self._bundles.setdefault(digest, dict(sources))
@@ -107,6 +119,7 @@ class MemoryDecisionLog:
             ids = self._users.pop(user_id, [])
             for decision_id in ids:
                 self._decisions.pop(decision_id, None)
+                self._order.pop(decision_id, None)
             return len(ids)
 
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
@@ -116,6 +129,7 @@ class MemoryDecisionLog:
             citing = {i for i in ids if any(n in self._decisions[i] for n in needles)}
             for decision_id in citing:
                 del self._decisions[decision_id]
+                del self._order[decision_id]
             if citing:
                 self._users[user_id] = [i for i in ids if i not in citing]
             return len(citing)

@@ -96,6 +96,16 @@ class PostgresDecisionLog(PgAdapter):
         rows = self._read(query, (user_id, limit or None))
         return [Decision.model_validate_json(r[0]) for r in rows]
 
+    def recent(self, limit: int) -> list[Decision]:
+        if limit <= 0:
+            return []
+        query = (
+            f"SELECT record::text FROM (SELECT seq, record FROM {self._s}.decisions"
+            " ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
+        )
+        rows = self._read(query, (limit,))
+        return [Decision.model_validate_json(r[0]) for r in rows]
+
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
         with self._tx() as db:
             db.execute(

@@ -152,6 +152,17 @@ class SqliteDecisionLog:
         rows = rows[-limit:] if limit else rows
         return [Decision.model_validate_json(r[0]) for r in rows]
 
+    def recent(self, limit: int) -> list[Decision]:
+        if limit <= 0:
+            return []
+        query = (
+            "SELECT record FROM (SELECT rowid AS r, record FROM decisions ORDER BY rowid DESC"
+            " LIMIT ?) ORDER BY r"
+        )
+        with self._guard("read"):
+            rows = self._db.execute(query, (limit,)).fetchall()
+        return [Decision.model_validate_json(r[0]) for r in rows]
+
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:
         with self._guard("write"):
             self._db.execute(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -10,9 +10,11 @@ from typing import Any
 from memkg.engine.arbitration import ArbitrationLayer
 from memkg.engine.intent import IntentLayer, ReplayReport, RulesRefused
 from memkg.engine.intent_cases import run_rule_cases
+from memkg.engine.rules_diff import Bundle, RulesDiffRefused, rules_diff
 from memkg.errors import ValidationFailed
 from memkg.model.decision import Decision
 from memkg.rules.cases import CasesReport
+from memkg.rules.diff import RulesDiffReport
 from memkg.validate.validator import DecisionEnvelope, envelope_report
 
 
@@ -69,8 +71,31 @@ class DecisionLayer(ArbitrationLayer):
         self._check_args(user_id=user_id)
         return self.decision_log.for_user(user_id, limit=limit)
 
-    def reload_rules(self, path: str | Path | None = None) -> CasesReport:
-        """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails."""
+    def rules_diff(
+        self, old: Bundle = None, new: Bundle = None, *, replay: int | None = 20,
+        user: str | None = None, allow: Collection[str] = (),
+    ) -> RulesDiffReport:  # fmt: skip
+        """What swapping rule bundle ``old`` for ``new`` would do to logged decisions.
+
+        The last ``replay`` logged decisions (or the user's, all of them with ``replay=None``)
+        are each made under both bundles as of their log position and clock; the report says
+        per decision whether status, action or reason changed, the rules responsible, and a
+        verdict (PASS, WARN, BLOCK; ``memkg.rules.diff`` gives the policy). ``old`` defaults
+        to the rules in use, ``new`` to the configured rule folders; either may be a folder.
+        ``allow`` names rule tables (``domain/table``) or domains meant to change.
+        """
+        return rules_diff(self, old, new, replay=replay, user=user, allow=allow)
+
+    def reload_rules(
+        self, path: str | Path | None = None, *, require_diff: int | None = None,
+        allow: Collection[str] = (),
+    ) -> CasesReport:  # fmt: skip
+        """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails.
+
+        With ``require_diff=N`` the last N logged decisions are also re-made under the rules in
+        use and the new ones (``rules_diff``), and a BLOCK verdict refuses the bundle
+        (``RulesDiffRefused``, with the report); ``allow`` as for ``rules_diff``.
+        """
         folder = Path(path) if path is not None else self.layers.rule_dirs()
         rules = self.intent.load(folder)
         report = run_rule_cases(self.intent, rules, folder)
@@ -80,5 +105,9 @@ class DecisionLayer(ArbitrationLayer):
             raise RulesRefused(f"rule cases failed ({len(failures)} case(s), "
                                f"{len(report.findings)} problem(s)); the rules in use stay",
                                report.findings, failures)  # fmt: skip
+        if require_diff is not None:
+            diff = rules_diff(self, self.intent.rules, rules, replay=require_diff, allow=allow)
+            if diff.verdict == "BLOCK":
+                raise RulesDiffRefused(diff)
         self.intent.swap(rules)
         return report

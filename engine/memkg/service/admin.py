@@ -1,4 +1,4 @@
-"""Admin operations over what the server is configured with: rule lint and tests, schema
+"""Admin operations over what the server is configured with: rule lint, tests and diff, schema
 compatibility checks, migration dry runs. No request names a server file: plans are named
 ``DOMAIN/NAME`` and looked up under the configured roots."""
 
@@ -39,6 +39,17 @@ class DryRunBody(BaseModel):
     decisions: int = Field(20, ge=0, le=200)
 
 
+class RulesDiffBody(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    replay: int = Field(20, ge=0, le=1000, description="the last N logged decisions to re-make")
+    user: str | None = Field(None, description="only this user's last N decisions")
+    allow: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="rule tables (DOMAIN/TABLE) or domains meant to change: they warn, not block",
+    )
+
+
 def _json(data: Any) -> Response:
     return Response(dumps(data), 200, media_type="application/json")
 
@@ -54,6 +65,10 @@ class Admin:
                self.rules_lint, admin, "admin", response=dict[str, Any], audited=False),
             op("POST", "/v1/admin/rules/test", "rules_test", "Run the configured rule cases",
                self.rules_test, admin, "admin", response=dict[str, Any], audited=False),
+            op("POST", "/v1/admin/rules/diff", "rules_diff", "What the configured rule files "
+               "would change in logged decisions, against the rules in use (writes nothing)",
+               self.rules_diff, admin, "admin", body=RulesDiffBody, response=dict[str, Any],
+               audited=False),
             op("POST", "/v1/admin/schema/check", "schema_check", "Is a schema change "
                "compatible?", self.schema_check, admin, "admin", body=SchemaCheckBody,
                response=dict[str, Any], audited=False),
@@ -78,6 +93,12 @@ class Admin:
             return run_rule_cases(self.engine.intent, rules, folders).to_dict()
 
         return _json(await run_in_threadpool(self.gate, test))
+
+    async def rules_diff(self, call: Call) -> Response:
+        body: RulesDiffBody = call.body
+        report = await run_in_threadpool(self.gate, self.engine.rules_diff, replay=body.replay,
+                                         user=body.user, allow=body.allow)  # fmt: skip
+        return _json(report.model_dump(mode="json"))
 
     async def schema_check(self, call: Call) -> Response:
         body: SchemaCheckBody = call.body

@@ -39,6 +39,8 @@ def test_contract(log: DecisionLog, logged_engine: Engine) -> None:
     assert log.get(first.decision_id) == first
     assert log.for_user("u") == [first, third]
     assert log.for_user("u", limit=1) == [third]
+    assert log.recent(2) == [second, third] and log.recent(9) == [first, second, third]
+    assert log.recent(0) == []
     with pytest.raises(InvalidOperation):
         log.append(first)
     assert log.bundle(first.revisions.rule_bundle) is not None
@@ -48,6 +50,7 @@ def test_contract(log: DecisionLog, logged_engine: Engine) -> None:
         log.get(first.decision_id)
     assert log.for_user("u") == []
     assert log.get(second.decision_id) == second
+    assert log.recent(9) == [second]
 
 
 def test_erase_citing_removes_only_the_decisions_that_cite_the_facts(

@@ -1,0 +1,184 @@
+"""Rule changes, wired for ``Engine``: logged decisions re-made under two bundles, compared.
+
+The comparison and the verdict live in ``memkg.rules.diff``; this module loads the two
+bundles (linted against the engine's schemas, as a reload would), picks the logged decisions
+and re-makes each as of its log position, with its recorded clock, request, session and turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memkg.engine.decision_graph import fixture_graph
+from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
+from memkg.errors import ConfigError, InvalidOperation, MemkgError
+from memkg.graph.projection import UserGraph
+from memkg.model.decision import Decision
+from memkg.rules.diff import (
+    DecisionChange,
+    Finding,
+    RuleChange,
+    RulesDiffReport,
+    assess,
+    bundle_findings,
+    compare,
+    rule_changes,
+)
+from memkg.rules.loader import DOMAIN_FILE, RuleFolders, read_sources
+from memkg.rules.spec import Finding as RuleFinding
+
+if TYPE_CHECKING:
+    from memkg.engine.decisions import DecisionLayer as Engine
+
+Bundle = Rules | RuleFolders | str | None
+"""Compiled rules, a rules folder, or None: the old side's rules in use, the new side's
+configured rule folders."""
+
+
+class RulesDiffRefused(RulesRefused):
+    """The rules diff BLOCKed, so the new bundle was not swapped in; ``report`` says why."""
+
+    code = "rules.diff_blocked"
+
+    def __init__(self, report: RulesDiffReport) -> None:
+        blocking = report.blocking
+        first = f"; first: {blocking[0].message}" if blocking else ""
+        super().__init__(
+            f"the rules diff BLOCKs ({len(blocking)} finding(s){first}); the rules in use stay",
+            [],
+            [f.message for f in blocking],
+        )
+        self.report = report
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "report": self.report.model_dump(mode="json")}
+
+
+def rules_diff(
+    engine: Engine,
+    old: Bundle = None,
+    new: Bundle = None,
+    *,
+    replay: int | None = 20,
+    user: str | None = None,
+    allow: Collection[str] = (),
+) -> RulesDiffReport:
+    """Replay logged decisions under ``old`` and ``new``; report what changes, and a verdict.
+
+    ``replay`` decisions are the last logged (all users), or the user's last when ``user`` is
+    given (``replay=None``: all of the user's). ``allow`` names rule tables (``domain/table``)
+    or domains whose outcome changes are intended: they WARN instead of BLOCK.
+    """
+    if replay is not None and replay < 0:
+        raise MemkgError(f"replay must be 0 or more decisions, not {replay}", code="usage")
+    if replay is None and user is None:
+        raise MemkgError("give how many decisions to replay, or a user", code="usage")
+    before, old_label, old_errors = _load(engine, old, "old")
+    after, new_label, new_errors = _load(engine, new, "new")
+    _check_allow(allow, [r for r in (before, after) if r is not None])
+    findings = [*bundle_findings("old", old_errors), *bundle_findings("new", new_errors)]
+    digests = (before.digest if before else None, after.digest if after else None)
+    if before is None or after is None:
+        return assess(old_label, new_label, digests, [], [], findings, allow=allow)
+    changes = rule_changes(before.bundle, after.bundle)
+    logged = _logged(engine, replay, user)
+    return assess(old_label, new_label, digests, changes,
+                  _replayed(engine, logged, before, after, changes), findings,
+                  allow=allow)  # fmt: skip
+
+
+def _load(engine: Engine, which: Bundle, side: str) -> tuple[Rules | None, str, list[RuleFinding]]:
+    if isinstance(which, Rules):
+        return which, "rules in use" if side == "old" else "candidate rules", []
+    if which is None:
+        if side == "old":
+            return engine.intent.rules, "rules in use", []
+        folders: RuleFolders = engine.layers.rule_dirs()
+        label = "configured rules"
+    else:
+        folders = Path(which) if isinstance(which, str) else which
+        label = str(which)
+        if isinstance(folders, Path) and not folders.is_dir():
+            raise ConfigError(f"{folders}: no such rules folder", code="rules.missing")
+    sources = read_sources(folders)
+    if not sources:
+        raise ConfigError(
+            f"no rule files found in {label}: a rules folder holds <domain>/{DOMAIN_FILE} and "
+            "<domain>/<name>.yaml",
+            code="rules.missing",
+        )
+    try:
+        return compile_rules(sources, engine), label, []
+    except RulesRefused as exc:
+        return None, label, list(exc.findings)
+
+
+def _check_allow(allow: Collection[str], loaded: list[Rules]) -> None:
+    known = {f"{d}/{t}" for r in loaded for d, t in r.bundle.tables} | {
+        d for r in loaded for d in r.bundle.domains
+    }
+    for name in sorted(allow):
+        if name not in known:
+            raise InvalidOperation(
+                f"allow {name!r}: neither bundle has a rule table or domain of that name; "
+                "name a table as DOMAIN/TABLE (e.g. travel/booking) or a whole domain",
+                code="rules.unknown_table",
+            )
+
+
+def _logged(engine: Engine, replay: int | None, user: str | None) -> list[Decision]:
+    if user is not None:
+        engine._check_args(user_id=user)
+        if replay == 0:
+            return []
+        return engine.decision_log.for_user(user, limit=replay)
+    return engine.decision_log.recent(replay or 0) if replay else []
+
+
+def _replayed(
+    engine: Engine,
+    logged: list[Decision],
+    before: Rules,
+    after: Rules,
+    changes: list[RuleChange],
+) -> Iterator[tuple[Decision, DecisionChange | None, str | None]]:
+    graphs: dict[tuple[str, int], UserGraph] = {}
+    for decision in logged:
+        request = decision.request
+        spot = (request.user_id, decision.as_of_seq)
+        if spot not in graphs:
+            if len(graphs) > 64:
+                graphs.clear()
+            graphs[spot] = (
+                engine.user_graph(request.user_id, as_of=decision.as_of_seq)
+                if decision.as_of_seq > 0  # position 0 is the empty log ("as of 0" reads all)
+                else fixture_graph(request.user_id, [], engine.knowledge, engine.entity_keys)
+            )
+        try:
+            made = [_remake(engine, rules, decision, graphs[spot]) for rules in (before, after)]
+        except MemkgError as exc:
+            yield decision, None, str(exc)
+            continue
+        yield decision, compare(decision, made[0], made[1], changes), None
+
+
+def _remake(engine: Engine, rules: Rules, decision: Decision, graph: UserGraph) -> Decision:
+    request = decision.request
+    return engine.intent._decide(
+        rules,
+        request.user_id,
+        request.domain,
+        dict(request.context),
+        request.decision or None,
+        graph,
+        decision.as_of_seq,
+        decision.decided_at,
+        decision.decision_id,
+        session_id=request.session_id,
+        turn=request.turn,
+    )
+
+
+__all__ = ["Finding", "RulesDiffRefused", "rules_diff"]
