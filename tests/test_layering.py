@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "engine" / "memkg"
 STAGES = ("validate", "events", "graph", "rules", "arbitration", "explain", "decisions",
-          "lifecycle", "llm", "evolution")  # fmt: skip
+          "lifecycle", "llm", "evolution", "semantic")  # fmt: skip
 SHARED = {"model", "errors", "clock", "config", "ontology", "postgres", "roots", "yamlfile"}
 ALLOWED = {
     # the lifecycle's model port lives in llm/ (the only place that imports openai)
@@ -17,6 +17,8 @@ ALLOWED = {
     ("lifecycle", "events"),
     # notes and facts share one text normalisation, so one invisible character fools neither
     ("lifecycle", "validate"),
+    # the embedding model's port lives in llm/ beside the chat model's
+    ("semantic", "llm"),
 }
 
 

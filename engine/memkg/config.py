@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memkg.model.settings import LifecycleConfig, LLMConfig
+from memkg.model.settings import EmbeddingConfig, LifecycleConfig, LLMConfig
 from memkg.model.weight import WeightParams
 from memkg.roots import Roots
 
@@ -47,6 +47,9 @@ class EngineConfig(BaseModel):
     lifecycle: LifecycleConfig = LifecycleConfig()
     llm: LLMConfig | None = None
     """The model for extraction and consolidation; None: consolidation merges deterministically."""
+    embedding: EmbeddingConfig | None = None
+    """The embeddings endpoint recall's semantic index uses; None: the embedded default (BM25
+    over memories expanded with the ontology's labels and synonyms, no network)."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
 

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
+from memkg import semantic
 from memkg.arbitration import Outcome, Resolution, Standing
 from memkg.arbitration.support import canon
 from memkg.engine.decisions import DecisionLayer
@@ -14,14 +15,17 @@ from memkg.errors import InvalidOperation
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
+from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
 from memkg.lifecycle.notes import Note, NoteBook, check_note_events
+from memkg.lifecycle.ports import SemanticIndex
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Scope
 from memkg.model.report import Problem
+from memkg.model.settings import RecallWeights
 from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
 from memkg.validate.limits import check_value
@@ -44,6 +48,13 @@ class LifecycleLayer(DecisionLayer):
             executor.shutdown(wait=True)
         if self._owns_llm and self._llm is not None:
             self._llm.close()
+        index = self.__dict__.get("_semantic_index")
+        if isinstance(index, semantic.VectorIndex):
+            index.embedder.close()
+        elif isinstance(index, semantic.Bm25Index):
+            index.close()
+        if (vectors := self.__dict__.get("_vector_store")) is not None:
+            vectors.close()
         super().close()
 
     @property
@@ -168,16 +179,73 @@ class LifecycleLayer(DecisionLayer):
         return consolidation.ConsolidationHandle(future)
 
     def recall(
-        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None
-    ) -> recall.RecallResult:
-        """The ``k`` memories most useful for ``query``, with the full ranking trace."""
+        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None,
+        weights: RecallWeights | None = None,
+    ) -> recall.RecallResult:  # fmt: skip
+        """The ``k`` memories most useful for ``query``, with the full ranking trace.
+
+        ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
+        ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
+        """
         self._check_args(user_id=user_id, query=query, domain=domain)
         return recall.recall(
             query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
-            now=self.clock.now(), weights=self.config.lifecycle.recall,
+            now=self.clock.now(), weights=weights or self.config.lifecycle.recall,
             credibility=lambda domain, source: self.reader.params(domain).credibility[source],
-            index=self._entity_index,
+            index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
+            key_title=self._key_title,
         )  # fmt: skip
+
+    def _key_title(self, domain: str, key: str) -> str | None:
+        spec = self.registry.spec(domain, key)
+        title = spec.schema.get("title") if spec is not None else None
+        return title if isinstance(title, str) else None
+
+    @cached_property
+    def _semantic_index(self) -> SemanticIndex:
+        """BM25 over FTS5 (no network), or ``config.embedding``'s vectors beside the store."""
+        config = self.config.embedding
+        if config is None:
+            entities = self._entity_index.entities.values()
+            return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
+        from memkg.llm.openai_adapter import OpenAIEmbedder
+
+        return semantic.VectorIndex(OpenAIEmbedder(config), self._vector_store)
+
+    @cached_property
+    def _vector_store(self) -> semantic.VectorStore:
+        """Where the events are: the SQLite file, the PostgreSQL schema, or memory."""
+        from memkg.events.postgres import PostgresEventStore
+        from memkg.events.sqlite import SqliteEventStore
+
+        if isinstance(self.store, SqliteEventStore):
+            from memkg.semantic.sqlite import SqliteVectorStore
+
+            return SqliteVectorStore(self.store.path)
+        if isinstance(self.store, PostgresEventStore):
+            from memkg.semantic.postgres import PostgresVectorStore
+
+            return PostgresVectorStore(self.store.dsn, schema=self.store.schema)
+        return semantic.MemoryVectorStore()
+
+    def erase(self, user_id: str) -> ErasureReceipt:
+        """Erasure reaches the user's memory vectors first, then everything else."""
+        with self._lock:
+            self._erase_vectors(user_id)
+            return super().erase(user_id)
+
+    def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
+        """The users whose facts carried the id lose their vectors (re-embedded on demand)."""
+        with self._lock:
+            receipts = super().erase_audit_id(audit_log_id)
+            for receipt in receipts:
+                self._erase_vectors(receipt.user_id)
+            return receipts
+
+    def _erase_vectors(self, user_id: str) -> None:
+        self._check_args(user_id=user_id)
+        if self.config.embedding is not None or _keeps_vectors(self.store):
+            self._vector_store.erase_user(user_id)
 
     @cached_property
     def _entity_index(self) -> EntityIndex:
@@ -215,6 +283,14 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
         stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
                            for f in resolution.stale if f not in stale),
     )  # fmt: skip
+
+
+def _keeps_vectors(store: object) -> bool:
+    """Whether vectors may be in the store's file or schema from an engine with embeddings."""
+    from memkg.events.postgres import PostgresEventStore
+    from memkg.events.sqlite import SqliteEventStore
+
+    return isinstance(store, SqliteEventStore | PostgresEventStore)
 
 
 def _message(message: Message | Mapping[str, Any], index: int) -> Message:

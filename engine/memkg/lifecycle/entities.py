@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rdflib import RDF, RDFS, Graph
+from rdflib.namespace import SKOS
 
 from memkg.model.vocab import MK, entity_ref
 
@@ -27,6 +28,10 @@ class Entity:
     labels: tuple[str, ...]
     links: dict[str, str] = field(default_factory=dict)
     """``brand`` and ``category`` of a product, when the knowledge states them."""
+    synonyms: tuple[str, ...] = ()
+    """``skos:altLabel``, ``skos:hiddenLabel`` and ``rdfs:comment`` texts: words people use
+    for it that its labels do not say. Recall's semantic documents carry them; mentions do not
+    use them (a synonym such as "breathing" does not name the condition)."""
 
 
 def _fold(text: str) -> str:
@@ -62,7 +67,14 @@ class EntityIndex:
                 if target_ref is not None:
                     links[role] = target_ref
             kind = str(cls_node).rpartition("#")[2]
-            found.append(Entity(ref=ref, type=kind, labels=labels, links=links))
+            synonyms = tuple(
+                sorted(
+                    str(text)
+                    for predicate in (SKOS.altLabel, SKOS.hiddenLabel, RDFS.comment)
+                    for text in graph.objects(node, predicate)
+                )
+            )
+            found.append(Entity(ref=ref, type=kind, labels=labels, links=links, synonyms=synonyms))
         return cls(found)
 
     def mentions(self, text: str) -> list[str]:
@@ -93,3 +105,17 @@ class EntityIndex:
             for each in (ref, *(entity.links.values() if entity else ())):
                 roles.setdefault(each.partition(":")[0], set()).add(each)
         return roles
+
+    def words(self, refs: Iterable[str]) -> list[str]:
+        """What the knowledge says of ``refs`` and the brands and categories they link to:
+        labels, then synonyms, each once."""
+        said: dict[str, None] = {}
+        for ref in refs:
+            entity = self.entities.get(ref)
+            if entity is None:
+                continue
+            linked = [self.entities[r] for r in entity.links.values() if r in self.entities]
+            for each in (entity, *linked):
+                said.update(dict.fromkeys(each.labels))
+            said.update(dict.fromkeys(entity.synonyms))
+        return list(said)

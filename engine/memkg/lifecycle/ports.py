@@ -80,3 +80,18 @@ class MemoryPort(Protocol):
         (default: the current version); anything else is refused (``notes.check_note_events``)
         and nothing is stored."""
         ...
+
+
+class SemanticIndex(Protocol):
+    """How close memories are to a query in meaning (``memkg.semantic`` implements it)."""
+
+    @property
+    def name(self) -> str:
+        """What scored (``bm25``, ``embedding:<model>``), for the trace."""
+        ...
+
+    def scores(
+        self, user_id: str, query: str, documents: Sequence[tuple[str, str]]
+    ) -> Mapping[str, float]:
+        """``{ref: score in [0, 1]}`` for documents ``(ref, text)``; a missing ref scores 0."""
+        ...

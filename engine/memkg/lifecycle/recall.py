@@ -1,19 +1,24 @@
 """Recall: the memories most useful for a query, ranked by a documented blend, with a trace.
 
-Each candidate (a live fact or note) gets four components in [0, 1]:
+Each candidate (a live fact or note) gets five components in [0, 1]:
 
+* semantic: how close it is to the query in meaning, from the engine's semantic index
+  (``memkg.semantic``: BM25 over FTS5 by default, embeddings when configured), over the
+  memory's document: its text, its key's title, and what the ontology says of the entities it
+  names (labels, synonyms, brand and category);
 * relevance: the share of the query's terms the memory contains (words, CJK bigrams, and the
-  entities both name, products expanded to their brand and category);
+  entities both name, products expanded to their brand and category): the lexical ranking;
 * recency: ``0.5 ** (age_days / half_life_days)`` since it was observed;
 * type match: whether the memory is about the kind of thing asked (same entity category or
   type as the query's entities; ``preference`` for "prefer/like/usually", ``state`` for
   "now/today"); 0.5 when the query gives no cue;
 * confidence: the memory's confidence times the credibility of its source.
 
-``total`` is their weighted sum (``LifecycleConfig.recall``). Entity validation comes first: a
-memory naming a product or brand (``exclusive`` types) other than the query's is rejected
-with the reason, whatever its score. The top ``k`` accepted candidates with enough relevance
-are injected.
+``total`` is their weighted sum (``LifecycleConfig.recall``; by default
+``0.5·semantic + 0.2·recency + 0.15·type_match + 0.15·confidence``). Entity validation comes
+first: a memory naming a product or brand (``exclusive`` types) other than the query's is
+rejected with the reason, whatever its score. The top ``k`` accepted candidates that match the
+query enough (``min_relevance``) are injected.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.inject import quote
 from memkg.lifecycle.notes import Note
+from memkg.lifecycle.ports import SemanticIndex
 from memkg.model.fact import Fact, Source
 from memkg.model.settings import RecallWeights
 
@@ -71,6 +77,7 @@ class Scores(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     relevance: float
+    semantic: float
     recency: float
     type_match: float
     confidence: float
@@ -98,6 +105,8 @@ class RecallResult(BaseModel):
     query: str
     query_entities: tuple[str, ...]
     weights: RecallWeights
+    semantic_index: str
+    """What gave the semantic scores (``bm25``, ``embedding:<model>``; ``none`` without one)."""
     candidates: tuple[RecallCandidate, ...]
     injected: tuple[str, ...]
 
@@ -136,6 +145,13 @@ def _document(item: Fact | Note, index: EntityIndex | None) -> tuple[str, list[s
     return text, refs
 
 
+def _meaning(text: str, refs: list[str], title: str | None, index: EntityIndex | None) -> str:
+    """The document the semantic index reads: the text, the key's title, and the ontology's
+    words for the entities named."""
+    said = [text, *([title] if title else []), *(index.words(refs) if index else [])]
+    return " ; ".join(said)
+
+
 def _distinct(facts: Sequence[Fact]) -> list[Fact | Note]:
     """One fact per (domain, key, value): a value restated in several scopes counts once."""
     best: dict[tuple[str, str, str], Fact] = {}
@@ -157,19 +173,35 @@ def recall(
     weights: RecallWeights,
     credibility: Callable[[str, Source], float],
     index: EntityIndex | None,
+    semantic: SemanticIndex | None = None,
+    user_id: str = "",
+    key_title: Callable[[str, str], str | None] | None = None,
 ) -> RecallResult:
     """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
-    uses it (``rules/policy.yaml`` over ``EngineConfig.weights``)."""
+    uses it (``rules/policy.yaml`` over ``EngineConfig.weights``); ``key_title(domain, key)``:
+    the key's title in its schema, for the semantic documents."""
     query_refs = index.mentions(query) if index else []
     asked = index.expand(query_refs) if index else {}
     wanted = _terms(query) | {r for refs in asked.values() for r in refs}
     cues = [kind for kind, pattern in _CUES.items() if pattern.search(query)]
-    scored: list[tuple[float, str, RecallCandidate]] = []
-    for item in [*_distinct(facts), *notes]:
-        text, refs = _document(item, index)
+    items = [*_distinct(facts), *notes]
+    documents = [_document(item, index) for item in items]
+    closeness: Mapping[str, float] = {}
+    if semantic is not None and items:
+        meanings = [
+            (item.id, _meaning(text, refs, _title(item, key_title), index))
+            for item, (text, refs) in zip(items, documents, strict=True)
+        ]
+        closeness = semantic.scores(user_id, _meaning(query, query_refs, None, index), meanings)
+    matchers = [w for w in ("semantic", "relevance") if getattr(weights, w) > 0]
+    scored: list[tuple[float, str, RecallCandidate, float]] = []
+    for item, (text, refs) in zip(items, documents, strict=True):
         roles = index.expand(refs) if index else {}
         have = _terms(text) | {r for found in roles.values() for r in found}
         relevance = len(wanted & have) / len(wanted) if wanted else 0.0
+        close = min(max(closeness.get(item.id, 0.0), 0.0), 1.0)
+        match = {"semantic": close, "relevance": relevance}
+        matched = max(match[m] for m in matchers or match)
         age_days = max((now - item.observed_at).total_seconds() / 86400, 0.0)
         recency = 0.5 ** (age_days / weights.half_life_days)
         kind = item.kind.value if isinstance(item, Fact) else "note"
@@ -182,7 +214,8 @@ def recall(
         type_match = sum(checks) / len(checks) if checks else 0.5
         confidence = item.confidence * credibility(item.domain, item.source)
         total = (
-            weights.relevance * relevance
+            weights.semantic * close
+            + weights.relevance * relevance
             + weights.recency * recency
             + weights.type_match * type_match
             + weights.confidence * confidence
@@ -194,6 +227,7 @@ def recall(
         ]
         scores = Scores(
             relevance=round(relevance, 4),
+            semantic=round(close, 4),
             recency=round(recency, 4),
             type_match=round(type_match, 4),
             confidence=round(confidence, 4),
@@ -208,12 +242,12 @@ def recall(
             injected=False,
             rejected="; ".join(clash) or None,
         )
-        scored.append((-total, item.id, candidate))
+        scored.append((-round(total, 4), item.id, candidate, matched))
     scored.sort(key=lambda entry: (entry[0], entry[1]))
     ranked: list[RecallCandidate] = []
     chosen: list[str] = []
-    for _, _, candidate in scored:
-        ok = candidate.rejected is None and candidate.scores.relevance >= weights.min_relevance
+    for _, _, candidate, matched in scored:
+        ok = candidate.rejected is None and matched >= weights.min_relevance
         if ok and len(chosen) < k:
             candidate = candidate.model_copy(update={"injected": True})
             chosen.append(candidate.ref)
@@ -222,6 +256,13 @@ def recall(
         query=query,
         query_entities=tuple(query_refs),
         weights=weights,
+        semantic_index=semantic.name if semantic is not None else "none",
         candidates=tuple(ranked),
         injected=tuple(chosen),
     )
+
+
+def _title(item: Fact | Note, key_title: Callable[[str, str], str | None] | None) -> str | None:
+    if isinstance(item, Note) or key_title is None:
+        return None
+    return key_title(item.domain, item.key)

@@ -58,12 +58,17 @@ def test_entity_validation_keeps_other_brands_out(shop: Engine) -> None:
 def test_trace_has_each_component_and_the_documented_total(shop: Engine) -> None:
     result = shop.recall(USER, "which printer do I usually prefer?", k=5)
     weights = result.weights
-    assert result.candidates
+    assert result.candidates and result.semantic_index == "bm25"
+    assert (weights.semantic, weights.recency, weights.type_match, weights.confidence) == (
+        0.5, 0.2, 0.15, 0.15,
+    )  # fmt: skip
     for candidate in result.candidates:
         s = candidate.scores
-        assert all(0.0 <= v <= 1.0 for v in (s.relevance, s.recency, s.type_match, s.confidence))
+        parts = (s.semantic, s.relevance, s.recency, s.type_match, s.confidence)
+        assert all(0.0 <= v <= 1.0 for v in parts)
         blend = (
-            weights.relevance * s.relevance
+            weights.semantic * s.semantic
+            + weights.relevance * s.relevance
             + weights.recency * s.recency
             + weights.type_match * s.type_match
             + weights.confidence * s.confidence
@@ -82,7 +87,7 @@ def test_irrelevant_memories_are_not_injected(shop: Engine) -> None:
 
 def test_weights_come_from_configuration(clock: FrozenClock) -> None:
     recency_only = RecallWeights(
-        relevance=0, recency=1, type_match=0, confidence=0, min_relevance=0
+        semantic=0, relevance=0, recency=1, type_match=0, confidence=0, min_relevance=0
     )
     config = EngineConfig(lifecycle=LifecycleConfig(recall=recency_only))
     with Engine(clock=clock, config=config) as engine:
@@ -93,3 +98,34 @@ def test_weights_come_from_configuration(clock: FrozenClock) -> None:
     assert result.injected == (new.id,)
     assert [c.ref for c in result.candidates] == [new.id, old.id]
     assert result.candidates[1].scores.recency == pytest.approx(0.25, abs=1e-3)
+
+
+def test_the_semantic_default_bridges_words_the_ontology_knows(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    """No word of the query is in the stored fact: the ontology's synonyms of asthma are."""
+    plain.ingest(
+        {"user_id": USER, "domain": "health", "key": "medical.conditions",
+         "value": ["condition:asthma"], "source": "profile", "confidence": 0.95,
+         "provenance": {"consent_granted": True, "consent_version": "v1"}}
+    )  # fmt: skip
+    plain.ingest(
+        {"user_id": USER, "domain": "health", "key": "child.age", "value": 4,
+         "source": "dialogue", "confidence": 0.9}
+    )  # fmt: skip
+    assert plain.save_memory_note(USER, "health", "Likes morning appointments", "global").saved
+    query = "the thing I said about my kid's breathing"
+    hybrid = plain.recall(USER, query, k=5)
+    lexical = plain.recall(USER, query, k=5, weights=RecallWeights(semantic=0, relevance=0.5))
+    asthma = next(c for c in hybrid.candidates if "condition:asthma" in c.entities)
+    assert hybrid.injected[0] == asthma.ref
+    assert asthma.scores.semantic == 1.0 and asthma.scores.relevance == 0.0
+    assert asthma.ref not in lexical.injected  # words alone find nothing
+    note = next(c for c in hybrid.candidates if c.kind == "note")
+    assert note.scores.semantic == 0.0 and note.ref not in hybrid.injected
+
+
+def test_entity_validation_holds_whatever_the_semantic_score(shop: Engine) -> None:
+    result = shop.recall(USER, "HP LaserJet 1020 printer ink", k=5)
+    canon = next(c for c in result.candidates if c.text.startswith("Canon"))
+    assert canon.scores.semantic > 0 and canon.rejected and not canon.injected
