@@ -42,8 +42,9 @@ def test_every_error_subclasses_the_root_and_has_a_code() -> None:
 EXPECTED = [
     "ClaimScore", "Clock", "CompatibilityReport", "ConcurrencyConflict", "ConfigError",
     "ConsolidationHandle", "ConsolidationReport", "Decision", "DecisionLog", "DecisionStatus",
-    "DryRunReport", "Edge", "Engine", "EngineConfig", "ErasureReceipt", "Event", "EventStore",
-    "EventType", "Explanation", "ExtractionReport", "Fact", "FactStatus", "Factor",
+    "DryRunReport", "Edge", "EmbeddingConfig", "Engine", "EngineConfig", "ErasureReceipt",
+    "Event", "EventStore", "EventType", "Explanation", "ExtractionReport", "Fact", "FactStatus",
+    "Factor",
     "FrozenClock", "GraphPath", "Hop", "IngestOutcome", "IngestResult", "InvalidOperation",
     "Kind", "LLM", "LLMBadResponse", "LLMConfig", "LLMError", "LLMUnavailable",
     "LifecycleConfig", "Limits", "MemkgError", "MemoryDecisionLog", "MemoryLLM", "Message",

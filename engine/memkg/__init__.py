@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     )
     from memkg.model.decision import Decision, DecisionStatus, Urgency
     from memkg.model.explanation import Explanation
-    from memkg.model.settings import LifecycleConfig, RecallWeights
+    from memkg.model.settings import EmbeddingConfig, LifecycleConfig, RecallWeights
     from memkg.model.weight import Factor, Weight, WeightParams
     from memkg.rules.diff import RulesDiffReport
     from memkg.rules.runner import RuleEvaluationError
@@ -102,6 +102,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "LLMError": ("memkg.errors", "LLMError"),
     "LLMUnavailable": ("memkg.errors", "LLMUnavailable"),
     "LifecycleConfig": ("memkg.model.settings", "LifecycleConfig"),
+    "EmbeddingConfig": ("memkg.model.settings", "EmbeddingConfig"),
     "Limits": ("memkg.config", "Limits"),
     "MemkgError": ("memkg.errors", "MemkgError"),
     "MemoryDecisionLog": ("memkg.decisions", "MemoryDecisionLog"),
@@ -173,6 +174,7 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "DecisionStatus",
     "DryRunReport",
     "Edge",
+    "EmbeddingConfig",
     "Engine",
     "EngineConfig",
     "ErasureReceipt",

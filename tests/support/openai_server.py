@@ -2,9 +2,12 @@
 
 It serves ``POST /v1/chat/completions`` (tools and ``response_format`` json_schema) from a
 deterministic *script*: a function of the request body returning a scripted reply (see
-``memkg.llm.memory``). Structured answers are checked against the request's schema, and the
-schema against the strict subset, as the real endpoint would. ``fail_next`` and
-``garbage_next`` make the next answers errors or junk; ``close`` takes the server down.
+``memkg.llm.memory``), and ``POST /v1/embeddings`` with deterministic vectors
+(``embedding``: words folded into concepts by a small table, the rest hashed; ``float`` or
+``base64`` encoding, as the real endpoint). Structured answers are checked against the
+request's schema, and the schema against the strict subset, as the real endpoint would.
+``fail_next`` and ``garbage_next`` make the next answers errors or junk; ``close`` takes the
+server down.
 
     with OpenAIServer(script) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -12,7 +15,12 @@ schema against the strict subset, as the real endpoint would. ``fail_next`` and
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
+import re
+import struct
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -42,10 +50,45 @@ def _strict_problems(schema: Any, path: str = "$") -> Iterator[str]:
             yield from _strict_problems(value, f"{path}.{key}")
 
 
-class OpenAIServer:
-    """Serves scripted chat completions until ``close``; ``requests`` keeps every body."""
+DIMENSIONS = 64
+CONCEPTS = {
+    word: group
+    for group, words in enumerate(
+        (
+            "asthma breathing breath wheezing wheeze inhaler 哮喘",
+            "kid kids child children son daughter boy girl",
+            "weekend weekends saturday saturdays sunday",
+            "retire retires retirement pension working",
+            "spend budget afford money price",
+            "calm quiet peaceful",
+            "airport lounge lounges boarding gate",
+        )
+    )
+    for word in words.split()
+}
+"""Words one concept stands for: the test double of a model that knows paraphrases."""
 
-    def __init__(self, script: Script, *, model: str = "scripted-model") -> None:
+
+def embedding(text: str, dimensions: int = DIMENSIONS) -> list[float]:
+    """A deterministic unit vector: one bucket per concept of the table, other words hashed."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.casefold()):
+        group = CONCEPTS.get(word, CONCEPTS.get(word.rstrip("s")))
+        if group is not None:
+            bucket = group
+        else:
+            digest = hashlib.sha256(word.encode()).digest()
+            bucket = len(set(CONCEPTS.values())) + digest[0] % (dimensions - 8)
+        vector[bucket] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+class OpenAIServer:
+    """Serves scripted chat completions and embeddings until ``close``; ``requests`` keeps
+    every body."""
+
+    def __init__(self, script: Script | None = None, *, model: str = "scripted-model") -> None:
         self.script = script
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -89,13 +132,17 @@ class OpenAIServer:
             fault = self._faults.popleft() if self._faults else None
             self._count += 1
             number = self._count
-        if path != "/v1/chat/completions":
+        if path not in ("/v1/chat/completions", "/v1/embeddings"):
             return 404, json.dumps({"error": {"message": f"no route {path}"}}).encode()
         if fault is not None:
             kind, status = fault
             if kind == "garbage":
                 return 200, b"<html>surprise</html>"
             return status, json.dumps({"error": {"message": "scripted failure"}}).encode()
+        if path == "/v1/embeddings":
+            return self._embeddings(body)
+        if self.script is None:
+            return 404, json.dumps({"error": {"message": "no chat script"}}).encode()
         schema = (body.get("response_format") or {}).get("json_schema", {})
         loose = list(_strict_problems(schema.get("schema", {}))) if schema.get("strict") else []
         if loose:
@@ -115,6 +162,24 @@ class OpenAIServer:
                 self.errors.append(f"scripted answer breaks {schema['name']}: {found[0].message}")
                 return 500, json.dumps({"error": {"message": self.errors[-1]}}).encode()
         return 200, json.dumps(completion, ensure_ascii=False).encode()
+
+    def _embeddings(self, body: dict[str, Any]) -> tuple[int, bytes]:
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            message = "input must be a string or a non-empty list of strings"
+            return 400, json.dumps({"error": {"message": message}}).encode()
+        size = body.get("dimensions", DIMENSIONS)
+        data = []
+        for index, text in enumerate(texts):
+            vector: Any = embedding(text, size)
+            if body.get("encoding_format") == "base64":
+                vector = base64.b64encode(struct.pack(f"<{size}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": vector})
+        tokens = sum(len(t.split()) for t in texts)
+        answer = {"object": "list", "data": data, "model": body.get("model", self.model),
+                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
+        return 200, json.dumps(answer).encode()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

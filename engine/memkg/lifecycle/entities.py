@@ -50,7 +50,11 @@ class EntityIndex:
                 if len(folded) >= 2:
                     names.append((folded, entity.ref))
         names.sort(key=lambda item: (-len(item[0]), item[0]))  # longest first
-        self._names = names
+        self._names = [
+            (name, ref, re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])" if name.isascii()
+                                   else re.escape(name)))
+            for name, ref in names
+        ]  # fmt: skip
 
     @classmethod
     def from_graph(cls, graph: Graph) -> EntityIndex:
@@ -85,10 +89,10 @@ class EntityIndex:
         for token in re.findall(r"\b[a-z][a-z_]{1,31}:[a-z0-9][a-z0-9_.\-]*", text):
             if token in self.entities and token not in found:
                 found.append(token)
-        for name, ref in self._names:
-            ascii_name = name.isascii()
-            pattern = rf"(?<![\w]){re.escape(name)}(?![\w])" if ascii_name else re.escape(name)
-            for match in re.finditer(pattern, folded):
+        for name, ref, pattern in self._names:
+            if name not in folded:  # most names are absent: skip the regex
+                continue
+            for match in pattern.finditer(folded):
                 span = match.span()
                 if any(s < span[1] and span[0] < e for s, e in taken):
                     continue

@@ -106,6 +106,12 @@ class OpenAIEmbedder:
     def close(self) -> None:
         self._client.close()
 
+    def __enter__(self) -> OpenAIEmbedder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def _batch(self, texts: list[str]) -> list[list[float]]:
         where = f"{self.config.base_url} (embedding model {self.config.model})"
         extra: dict[str, Any] = {}
