@@ -125,3 +125,25 @@ def test_a_dead_endpoint_fails_recall_with_a_clear_error(
         engine.save_memory_note(USER, "travel", "Prefers aisle seats", "global")
         with pytest.raises(LLMUnavailable, match="cannot reach"):
             engine.recall(USER, "aisle", k=3)
+
+
+def test_erasing_an_audit_id_drops_that_user_s_vectors(
+    server: OpenAIServer, clock: FrozenClock
+) -> None:
+    config = EngineConfig(embedding=_config(server, max_retries=0))
+    with Engine(clock=clock, config=config) as engine:
+        engine.ingest({"user_id": USER, "domain": "travel", "key": "seat.preference",
+                       "value": "aisle", "source": "dialogue",
+                       "provenance": {"audit_log_id": "audit-77"}})  # fmt: skip
+        engine.save_memory_note(USER, "travel", "Likes quiet lounges", "global")
+        engine.save_memory_note("someone-else", "travel", "Likes quiet lounges", "global")
+        for user in (USER, "someone-else"):
+            engine.recall(user, "lounge", k=3)
+        vectors = engine._vector_store
+        assert (vectors.count(USER), vectors.count("someone-else")) == (2, 1)
+        [receipt] = engine.erase_audit_id("audit-77")
+        assert receipt.user_id == USER
+        assert (vectors.count(USER), vectors.count("someone-else")) == (0, 1)
+        again = engine.recall(USER, "lounge", k=3)  # what is left is embedded again
+        assert [c.text for c in again.candidates] == ["Likes quiet lounges"]
+        assert vectors.count(USER) == 1

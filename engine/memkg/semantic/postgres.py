@@ -3,8 +3,9 @@
 pgvector is not packaged for the PostgreSQL this is built on (Debian 12 has no
 ``postgresql-15-pgvector``), so vectors are ``bytea`` (float32) rows and cosine is computed in
 the process over the user's rows, as on SQLite: recall scores every candidate of one user, so
-an approximate index across users would buy nothing. Erasure deletes the rows in one
-statement; as for the event store, dead tuples stay until ``VACUUM`` (the operator's job).
+an approximate index across users would buy nothing. The table is made on the first write.
+Erasure deletes the rows in one statement; as for the event store, dead tuples stay until
+``VACUUM`` (the operator's job).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ class PostgresVectorStore(PgAdapter):
 
     def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
         super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)
-        with self._tx() as db:
-            self._create(db, _SCHEMA)
+        self._ready = False
 
     def get(self, user_id: str, model: str, digests: Collection[str]) -> dict[str, list[float]]:
+        if not self._table():
+            return {}
         rows = self._read(
             f"SELECT digest, vector FROM {self._s}.vectors"
             " WHERE user_id = %s AND model = %s AND digest = ANY(%s)",
@@ -45,10 +47,13 @@ class PostgresVectorStore(PgAdapter):
         if not rows:
             return
         with self._tx() as db, db.cursor() as cursor:
+            if not self._ready:
+                self._create(db, _SCHEMA)
             cursor.executemany(
                 f"INSERT INTO {self._s}.vectors VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 rows,
             )
+        self._ready = True
 
     def similarities(
         self, user_id: str, model: str, query: Sequence[float], digests: Collection[str]
@@ -56,13 +61,25 @@ class PostgresVectorStore(PgAdapter):
         return {d: cosine(query, v) for d, v in self.get(user_id, model, digests).items()}
 
     def erase_user(self, user_id: str) -> int:
+        if not self._table():
+            return 0
         with self._tx() as db:
             done = db.execute(f"DELETE FROM {self._s}.vectors WHERE user_id = %s", (user_id,))
             return int(done.rowcount)
 
     def count(self, user_id: str) -> int:
+        if not self._table():
+            return 0
         rows = self._read(f"SELECT count(*) FROM {self._s}.vectors WHERE user_id = %s", (user_id,))
         return int(rows[0][0])
 
     def files(self) -> list[Path]:
         return []
+
+    def _table(self) -> bool:
+        """Whether the table exists: it is made on the first write, so an engine that never
+        embedded leaves the schema as it was."""
+        if not self._ready:
+            found = self._read("SELECT to_regclass(%s)", (f"{self._s}.vectors",))
+            self._ready = found[0][0] is not None
+        return self._ready
