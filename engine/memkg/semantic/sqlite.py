@@ -5,7 +5,8 @@ of its own with ``secure_delete=ON``. Erasing a user deletes the rows, then rewr
 (``VACUUM``) and empties the WAL, as the event store does, so no byte of the vectors or the
 user id stays behind. Cosine is computed in the process over the user's rows (see
 ``semantic.store``): sqlite-vec would add a loadable extension for a brute-force scan the
-process does as well at one user's scale, and its shadow tables would need scrubbing too.
+process does as well at one user's scale, its shadow tables would need scrubbing too, and a
+Python whose ``sqlite3`` lacks ``enable_load_extension`` (pyenv's default build) cannot load it.
 """
 
 from __future__ import annotations
