@@ -39,7 +39,7 @@ def test_the_image_is_slim_builds_the_wheel_and_runs_as_a_user() -> None:
     steps = instructions()
     stages = [rest for word, rest in steps if word == "FROM"]
     assert len(stages) == 2 and all(re.match(r"python:3\.1[12]-slim\b", s) for s in stages)
-    final = steps[max(i for i, (word, _) in enumerate(steps) if word == "FROM"):]
+    final = steps[max(i for i, (word, _) in enumerate(steps) if word == "FROM") :]
     runs = " ".join(rest for word, rest in final if word == "RUN")
     assert "--no-index --find-links /wheels" in runs and "-e " not in runs
     assert "build-essential" not in runs  # the compiler stays in the build stage

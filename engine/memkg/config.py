@@ -50,6 +50,18 @@ class EngineConfig(BaseModel):
     embedding: EmbeddingConfig | None = None
     """The embeddings endpoint recall's semantic index uses; None: the embedded default (BM25
     over memories expanded with the ontology's labels and synonyms, no network)."""
+    db: str | None = None
+    """Where memory lives when ``Engine`` is given no store: a SQLite file, ``:memory:``, or a
+    ``postgresql://`` URL (several engine processes may share one schema); None: in memory."""
+    pg_schema: str = Field("memkg", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    """The PostgreSQL schema of memkg's tables, when ``db`` is a PostgreSQL URL."""
+    write_retries: int = Field(10, ge=0, le=100)
+    """How often an unconditional write (no ``expected_version``) is computed again on the
+    fresh state after another writer appended first, before ``ConcurrencyConflict`` reaches
+    the caller. Conditional writes never retry."""
+    vacuum_after_erase: bool = True
+    """On PostgreSQL, ``VACUUM`` the tables an erasure touched, so the erased rows leave the
+    heap pages (see README, "Erasure on PostgreSQL"); SQLite always vacuums its file."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
 

@@ -88,6 +88,30 @@ def test_errors_map_to_statuses_with_the_cli_json(client: TestClient) -> None:
     assert client.delete("/v1/health").status_code == 405
 
 
+def test_reads_and_writes_return_the_version_a_conditional_write_sends(
+    client: TestClient,
+) -> None:
+    empty = client.get("/v1/users/u1/facts").json()
+    assert empty["version"] == 0
+    first = client.post("/v1/observations", params={"expected_version": 0}, json=obs()).json()
+    read = client.get("/v1/users/u1/facts").json()
+    assert read["version"] == first["version"] == 1
+    avoided = client.post("/v1/observations", json=obs(key="airline.avoided",
+                                                       value=["airline:CA"])).json()  # fmt: skip
+    assert avoided["version"] == 2
+    stale = client.post("/v1/observations", params={"expected_version": read["version"]},
+                        json=obs(value="airline:CA"))  # fmt: skip
+    assert stale.status_code == 409 and "version 2, not 1" in stale.json()["message"]
+    fresh = client.get("/v1/users/u1/facts").json()["version"]
+    ok = client.post("/v1/observations", params={"expected_version": fresh},
+                     json=obs(value="airline:CA"))  # fmt: skip
+    assert ok.status_code == 201 and ok.json()["version"] > fresh
+    retracted = client.post(f"/v1/users/u1/facts/{avoided['fact_id']}/retract",
+                            json={"reason": "asked"}).json()  # fmt: skip
+    assert retracted["version"] == client.get("/v1/users/u1/facts").json()["version"]
+    assert client.get("/v1/users/u1/facts", params={"as_of": 1}).json()["version"] is None
+
+
 def test_hostile_bodies_are_refused_before_parsing(client: TestClient) -> None:
     json_type = {"content-type": "application/json"}
     big = client.post("/v1/observations", content=b"[" + b" " * (1 << 20) + b"]",

@@ -15,6 +15,7 @@ mcp = pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, TextContent  # noqa: E402
 
+from memkg import Engine  # noqa: E402
 from support.observations import obs  # noqa: E402
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
@@ -32,10 +33,10 @@ def without_user(observation: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in observation.items() if k != "user_id"}
 
 
-async def agent_session(db: Path) -> None:
+async def agent_session(*db: str) -> None:
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memkg.service.mcp", "--db", str(db), "--user", "u1"],
+        args=["-m", "memkg.service.mcp", "--db", *db, "--user", "u1"],
         env={"PYTHONPATH": str(ENGINE)},
     )  # fmt: skip
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
@@ -90,4 +91,11 @@ async def agent_session(db: Path) -> None:
 
 
 def test_an_agent_remembers_recalls_and_decides_over_stdio(tmp_path: Path) -> None:
-    anyio.run(agent_session, tmp_path / "memkg.db")
+    anyio.run(agent_session, str(tmp_path / "memkg.db"))
+
+
+@pytest.mark.postgres
+def test_the_same_session_runs_on_postgresql(postgres_dsn: str, pg_schema: str) -> None:
+    anyio.run(agent_session, postgres_dsn, "--pg-schema", pg_schema)
+    with Engine.connect(postgres_dsn, schema=pg_schema) as engine:
+        assert [e.type.value for e in engine.read_events("u1")][-1] == "fact.retracted"

@@ -16,7 +16,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import CallToolResult, TextContent  # noqa: E402
 
-from memkg import Engine, MemkgError  # noqa: E402
+from memkg import Engine, EngineConfig, MemkgError  # noqa: E402
 from memkg.service.mcp import build_server, local_subject  # noqa: E402
 from support.observations import CONSENTED, obs  # noqa: E402
 
@@ -50,7 +50,8 @@ def test_a_session_cannot_reach_another_user(tmp_path: Path) -> None:
         async with stdio_client(server) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             mine = await s.call_tool("recall_facts", {})
-            assert mine.structured_content == {"user_id": "u2", "as_of": None, "facts": []}
+            assert mine.structured_content == {"user_id": "u2", "as_of": None, "version": 1,
+                                           "facts": []}  # fmt: skip
             asked = error_of(await s.call_tool("recall_facts", {"user_id": "u1"}))
             assert asked["error"] == "tool.arguments"
             assert asked["problems"][0]["code"] == "argument.unknown"
@@ -122,3 +123,22 @@ def test_a_keyed_stdio_session_serves_the_keys_user_and_is_audited(tmp_path: Pat
         with pytest.raises(MemkgError) as other:
             subject_from(engine, db, "u2", [], issued.token)
         assert other.value.code == "access.user"
+
+
+@pytest.mark.postgres
+def test_a_keyed_session_finds_its_key_in_the_postgresql_schema(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    from memkg.access import Keyring
+    from memkg.access.postgres import PostgresAccessStore
+    from memkg.service.mcp import subject_from
+
+    config = EngineConfig(pg_schema=pg_schema)
+    keys = PostgresAccessStore(postgres_dsn, schema=pg_schema)
+    with Engine.connect(postgres_dsn, config=config) as engine:
+        issued = Keyring(keys, engine.clock).create("agent", ["read"], ["travel"], user_id="u7")
+        subject, audit = subject_from(engine, postgres_dsn, None, [], issued.token, store=keys)
+        assert subject.user_id == "u7" and audit is not None
+        audit(subject, "recall_facts", "travel", None, 200)
+    assert [r.action for r in Keyring(keys, engine.clock).audit()] == ["mcp.recall_facts"]
+    keys.close()

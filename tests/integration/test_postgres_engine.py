@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 import pytest
 
-from memkg import Engine, FrozenClock
+from memkg import ConcurrencyConflict, Engine, EngineConfig, FrozenClock
 from memkg.decisions.postgres import PostgresDecisionLog
+from memkg.events.postgres import PostgresEventStore
 from support.observations import CONSENTED, obs
 
 pytestmark = pytest.mark.postgres
@@ -31,3 +33,70 @@ def test_two_engines_share_facts_and_decisions(postgres_dsn: str, pg_schema: str
         receipt = reader.erase("u1")
         assert receipt.removed["decisions"] == 1
         assert writer.facts("u1") == [] and writer.decisions("u1") == []
+
+
+def test_the_configuration_names_the_database(postgres_dsn: str, pg_schema: str) -> None:
+    config = EngineConfig(db=postgres_dsn, pg_schema=pg_schema)
+    with Engine(config=config) as engine, Engine.open(postgres_dsn, config=config) as other:
+        assert isinstance(engine.store, PostgresEventStore)
+        assert engine.store.schema == other.store.schema == pg_schema  # type: ignore[attr-defined]
+        written = engine.ingest(obs(value="airline:CA"))
+        assert other.version("u1") == written.version == 1
+    with pytest.raises(ValueError, match="pg_schema"):
+        EngineConfig(db=postgres_dsn, pg_schema="Robert'); DROP")
+
+
+def test_concurrent_plain_writes_to_one_user_never_surface_a_conflict(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """Two engines (two connections), four threads, all writing to the same two users:
+    without retries most of these writes met ``store.conflict``; now every one lands."""
+    engines = [Engine.connect(postgres_dsn, schema=pg_schema) for _ in range(2)]
+    values = ["airline:CA", "airline:MU", "airline:CZ", "airline:HO", "airline:SQ"]
+    written: list[str] = []
+    failed: list[BaseException] = []
+
+    def work(engine: Engine, worker: int) -> None:
+        for i in range(15):
+            try:
+                source = ("dialogue", "behavior", "profile")[(worker + i) % 3]
+                user = f"u{i % 2}"
+                result = engine.ingest(obs(user_id=user, value=values[i % 5], source=source))
+                written.append(result.fact_id)
+            except BaseException as exc:  # collected, asserted below
+                failed.append(exc)
+
+    threads = [threading.Thread(target=work, args=(engines[w % 2], w)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert failed == []
+        assert len(set(written)) == 60
+        stored = {e.fact_id for u in ("u0", "u1") for e in engines[0].read_events(u)
+                  if e.type.value == "fact.asserted"}  # fmt: skip
+        assert set(written) <= stored
+        for user in ("u0", "u1"):
+            versions = [e.version for e in engines[0].read_events(user)]
+            assert versions == list(range(1, len(versions) + 1))
+        assert sum(e.conflicts.surfaced for e in engines) == 0
+    finally:
+        for engine in engines:
+            engine.close()
+
+
+def test_a_conditional_write_on_postgres_still_fails_fast(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    with (
+        Engine.connect(postgres_dsn, schema=pg_schema) as one,
+        Engine.connect(postgres_dsn, schema=pg_schema) as two,
+    ):
+        seen = one.version("u1")
+        two.ingest(obs(value="airline:CA"))
+        with pytest.raises(ConcurrencyConflict):
+            one.ingest(obs(value="airline:MU"), expected_version=seen)
+        assert one.conflicts.retried == 0
+        again = one.ingest(obs(value="airline:MU"), expected_version=one.version("u1"))
+        assert again.version == two.version("u1") == 3  # asserted, and superseded the other

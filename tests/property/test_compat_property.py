@@ -145,8 +145,12 @@ def _compound(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         ),
         st.fixed_dictionaries(
             {"type": st.just("array")},
-            optional={"items": children, "minItems": st.integers(0, 2),
-                      "maxItems": st.integers(0, 3), "uniqueItems": st.booleans()},
+            optional={
+                "items": children,
+                "minItems": st.integers(0, 2),
+                "maxItems": st.integers(0, 3),
+                "uniqueItems": st.booleans(),
+            },
         ),
         st.lists(children, min_size=1, max_size=3).map(lambda s: {"anyOf": s}),
         st.lists(children, min_size=1, max_size=2).map(lambda s: {"allOf": s}),

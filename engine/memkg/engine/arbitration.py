@@ -29,6 +29,7 @@ from memkg.engine.facts import IngestResult
 from memkg.engine.graph import GraphLayer
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.projection import preview
+from memkg.events.retry import unconditional
 from memkg.graph.projection import UserGraph
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType, NewEvent
@@ -121,6 +122,7 @@ class ArbitrationLayer(GraphLayer):
         found = [r for r in reviews if include_resolved or r.status is ReviewStatus.OPEN]
         return sorted(found, key=lambda r: (r.opened_at, r.review_id))
 
+    @unconditional
     def resolve_review(
         self, review_id: str, value: Any, note: str, reviewer: str = "reviewer"
     ) -> Review:

@@ -20,6 +20,7 @@ from memkg.decisions.log import DecisionLog, MemoryDecisionLog
 from memkg.errors import NotFound
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
+from memkg.events.retry import Attempts
 from memkg.events.store import EventStore
 from memkg.llm.port import LLM
 from memkg.model.event import Event, EventType, NewEvent
@@ -46,6 +47,8 @@ class EngineBase:
         decision_log: DecisionLog | None = None,
     ) -> None:
         self.config = config or EngineConfig()
+        if store is None and self.config.db is not None:
+            store, decision_log = _open_db(self.config, decision_log)
         self.store: EventStore = store if store is not None else MemoryEventStore()
         self.clock: Clock = clock or SystemClock()
         if decision_log is None:
@@ -54,18 +57,23 @@ class EngineBase:
         self._llm, self._owns_llm = llm, False
         self._memories: dict[str, UserMemory] = {}
         self._lock = threading.RLock()
+        self.conflicts = Attempts()
+        """Conflicts unconditional writes met: ``retried`` internally, ``surfaced`` to callers."""
 
     @classmethod
     def open(cls, path: str | Path = "memkg.db", **kwargs: Any) -> Self:
         """An engine on the embedded default: one SQLite file for events and decisions.
 
-        ``":memory:"`` gives the in-memory store and decision log: nothing outlives the engine.
+        ``":memory:"`` gives the in-memory store and decision log: nothing outlives the engine;
+        a ``postgresql://`` URL is ``Engine.connect(path)``.
         """
         from memkg.decisions.sqlite import SqliteDecisionLog
         from memkg.events.sqlite import SqliteEventStore
 
         if str(path) == ":memory:":
             return cls(**kwargs)
+        if is_postgres_url(str(path)):
+            return cls.connect(str(path), **kwargs)
 
         store = SqliteEventStore(path)
         if "decision_log" not in kwargs:
@@ -73,11 +81,15 @@ class EngineBase:
         return cls(store, **kwargs)
 
     @classmethod
-    def connect(cls, dsn: str, *, schema: str = "memkg", **kwargs: Any) -> Self:
-        """An engine on PostgreSQL, for several engine processes sharing one memory."""
+    def connect(cls, dsn: str, *, schema: str | None = None, **kwargs: Any) -> Self:
+        """An engine on PostgreSQL, for several engine processes sharing one memory.
+
+        ``schema`` defaults to ``config.pg_schema`` (``memkg``).
+        """
         from memkg.events.postgres import PostgresEventStore
 
-        return cls(PostgresEventStore(dsn, schema=schema), **kwargs)
+        config = kwargs.get("config") or EngineConfig()
+        return cls(PostgresEventStore(dsn, schema=schema or config.pg_schema), **kwargs)
 
     @staticmethod
     def _decision_log_beside(store: EventStore) -> DecisionLog:
@@ -139,6 +151,12 @@ class EngineBase:
                 cached.version = version
                 self._memories[user_id] = cached
             return cached
+
+    def version(self, user_id: str) -> int:
+        """The user's stream version now: pass it as ``expected_version`` to make a write
+        conditional on nothing having been appended since (0: no events yet)."""
+        self._check_args(user_id=user_id)
+        return self.store.stream_version(user_id)
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         """Fold newly appended events into the cached projections (layers add theirs)."""
@@ -213,3 +231,25 @@ class EngineBase:
 
     def _salt(self, user_id: str) -> bytes:
         return self.store.subject_salt(user_id)
+
+
+def is_postgres_url(db: str) -> bool:
+    """``db`` names a PostgreSQL server (``postgresql://...``) rather than a SQLite file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def _open_db(
+    config: EngineConfig, decision_log: DecisionLog | None
+) -> tuple[EventStore | None, DecisionLog | None]:
+    """The store (and decision log beside it) ``config.db`` names."""
+    from memkg.decisions.sqlite import SqliteDecisionLog
+    from memkg.events.sqlite import SqliteEventStore
+
+    db = str(config.db)
+    if db == ":memory:":
+        return None, decision_log
+    if is_postgres_url(db):
+        from memkg.events.postgres import PostgresEventStore
+
+        return PostgresEventStore(db, schema=config.pg_schema), decision_log
+    return SqliteEventStore(db), decision_log or SqliteDecisionLog(db)

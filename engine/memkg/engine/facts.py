@@ -18,6 +18,7 @@ from memkg.arbitration.support import canon
 from memkg.engine.base import EngineBase
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory, fold_all
+from memkg.events.retry import unconditional
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
@@ -50,6 +51,9 @@ class IngestResult(BaseModel):
     status: FactStatus
     superseded: tuple[str, ...] = ()
     duplicate: bool = False
+    version: int | None = None
+    """The user's stream version this write left (for a duplicate: the original write's);
+    pass it as ``expected_version`` to make the next write conditional on it."""
 
 
 class IngestOutcome(BaseModel):
@@ -116,6 +120,7 @@ class FactLayer(EngineBase):
             return IngestOutcome(index=index, accepted=False, report=exc.report)
         return IngestOutcome(index=index, accepted=True, result=stored)
 
+    @unconditional
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
         obs = checked.observation
         with self._lock:
@@ -154,6 +159,7 @@ class FactLayer(EngineBase):
                     seq=first.seq,
                     status=FactStatus(first.payload["fact"]["status"]),
                     duplicate=True,
+                    version=appended.events[-1].version,
                 )
             self._apply(obs.user_id, appended.events)
             first = appended.events[0]
@@ -163,6 +169,7 @@ class FactLayer(EngineBase):
                 seq=first.seq,
                 status=fact.status if outdated_by is None else FactStatus.SUPERSEDED,
                 superseded=tuple(old.id for old, _ in replaced),
+                version=appended.events[-1].version,
             )
 
     def _request_digest(self, obs: Observation) -> str:
@@ -319,6 +326,7 @@ class FactLayer(EngineBase):
             audit_log_id=fact.provenance.audit_log_id,
         )
 
+    @unconditional
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
         """The user confirmed a ``pending_confirmation`` fact: decisions may use it now."""
         self._check_args(user_id=user_id, fact_id=fact_id, by=by)
@@ -330,6 +338,7 @@ class FactLayer(EngineBase):
             )
         return self._transition(fact, EventType.FACT_CONFIRMED, {"fact_id": fact_id, "by": by})
 
+    @unconditional
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
         """Forget a fact: a soft delete that keeps its history."""
         self._check_args(user_id=user_id, fact_id=fact_id, reason=reason)
@@ -343,6 +352,7 @@ class FactLayer(EngineBase):
         payload = {"fact_id": fact_id, "reason": reason}
         return self._transition(fact, EventType.FACT_RETRACTED, payload)
 
+    @unconditional
     def expire_due(self, user_id: str) -> list[Event]:
         """Write ``fact.expired`` for the user's facts whose ``valid_until`` has passed."""
         self._check_args(user_id=user_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from memkg.engine.facts import FactLayer
 from memkg.events.projection import UserMemory
+from memkg.events.retry import unconditional
 from memkg.graph import export, queries
 from memkg.graph.cache import GraphCache
 from memkg.graph.claims import EntityKeys
@@ -49,6 +50,7 @@ class GraphLayer(FactLayer):
     def _new_graph(self, user_id: str) -> UserGraph:
         return UserGraph(UserMemory(user_id), self.knowledge, self.entity_keys)
 
+    @unconditional
     def signal(
         self, user_id: str, domain: str, key: str, value: Any, kind: str,
         *, session_id: str | None = None,

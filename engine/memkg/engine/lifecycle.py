@@ -12,6 +12,7 @@ from memkg.arbitration import Outcome, Resolution, Standing
 from memkg.arbitration.support import canon
 from memkg.engine.decisions import DecisionLayer
 from memkg.errors import InvalidOperation
+from memkg.events.retry import unconditional
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
@@ -87,6 +88,7 @@ class LifecycleLayer(DecisionLayer):
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""
         return save_memory_note_tool(self.registry.keys(domain))
 
+    @unconditional
     def append_notes(
         self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
     ) -> list[Event]:

@@ -67,11 +67,16 @@ def _keyring(args: argparse.Namespace) -> Keyring:
 
 def access_store(args: argparse.Namespace) -> AccessStore:
     """The key store beside the memory: the same SQLite file or PostgreSQL schema."""
-    if is_postgres(args.db):
+    return access_store_at(str(args.db), getattr(args, "pg_schema", "memkg"))
+
+
+def access_store_at(db: str, pg_schema: str = "memkg") -> AccessStore:
+    """The key store in the SQLite file ``db``, or in ``pg_schema`` of the PostgreSQL ``db``."""
+    if is_postgres(db):
         from memkg.access.postgres import PostgresAccessStore
 
-        return PostgresAccessStore(args.db, schema=getattr(args, "pg_schema", "memkg"))
-    return SqliteAccessStore(args.db)
+        return PostgresAccessStore(db, schema=pg_schema)
+    return SqliteAccessStore(db)
 
 
 def _when(text: str | None, days: float | None) -> datetime | None:

@@ -141,9 +141,11 @@ def subject_from(
     store (default: the SQLite file ``db``)."""
     token = key or os.environ.get("MEMKG_API_KEY")
     if token:
-        from memkg.access.sqlite import SqliteAccessStore
+        from memkg.service.commands import access_store_at
 
-        keyring = Keyring(store if store is not None else SqliteAccessStore(db), engine.clock)
+        if store is None:
+            store = access_store_at(str(db), engine.config.pg_schema)
+        keyring = Keyring(store, engine.clock)
         principal = keyring.authenticate(token)
         subject = keyed_subject(principal, user)
         for domain in domains:
@@ -254,9 +256,10 @@ class MemoryTools:
             visible = None if domain or subject.principal.all_domains else \
                 subject.principal.domains(ApiScope.READ, self.engine.registry.domains(),
                                           subject.user_id)  # fmt: skip
+            version = self.gate(self.engine.version, subject.user_id)
             facts = self.gate(self.engine.facts, subject.user_id, domain)
             kept = [f for f in facts if visible is None or f.domain in visible]
-            return FactsOut(user_id=subject.user_id, facts=kept)
+            return FactsOut(user_id=subject.user_id, version=version, facts=kept)
 
         return _reply(recall)
 
@@ -473,9 +476,12 @@ def build_server(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m memkg.service.mcp --user U [--domain D] [--db PATH] [--root DIR]...``."""
+    """``python -m memkg.service.mcp --user U [--domain D] [--db PATH|URL] [--root DIR]...``."""
     parser = argparse.ArgumentParser(prog="python -m memkg.service.mcp", description=__doc__)
-    parser.add_argument("--db", default="memkg.db", help="SQLite store (default ./memkg.db)")
+    parser.add_argument("--db", default="memkg.db",
+                        help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
+    parser.add_argument("--pg-schema", default="memkg",
+                        help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip
     parser.add_argument("--root", type=Path, action="append", default=[], metavar="DIR",
                         help="a folder of your own domains; repeat for several")  # fmt: skip
     parser.add_argument("--no-examples", action="store_true",
@@ -484,14 +490,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--domain", action="append", default=[], help="a domain it may use")
     parser.add_argument("--key", help="an API key (default: $MEMKG_API_KEY)")
     args = parser.parse_args(argv)
-    config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples)
+    try:
+        config = EngineConfig(roots=tuple(args.root), examples=not args.no_examples,
+                              pg_schema=args.pg_schema)  # fmt: skip
+    except ValueError as exc:
+        print(dumps({"error": "usage", "message": f"--pg-schema: {exc}"}), file=sys.stderr)
+        return 2
+    from memkg.service.commands import access_store_at
+
+    keyed = args.key or os.environ.get("MEMKG_API_KEY")
     with Engine.open(args.db, config=config) as engine:
+        store = access_store_at(args.db, args.pg_schema) if keyed else None
         try:
-            subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key)
+            subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key,
+                                          store=store)  # fmt: skip
+            build_server(engine, subject, audit=audit).run("stdio")
         except MemkgError as exc:  # standard output is the protocol's: the error goes to stderr
             print(dumps(exc.to_dict()), file=sys.stderr)
             return 2
-        build_server(engine, subject, audit=audit).run("stdio")
+        finally:
+            if store is not None:
+                store.close()
     return 0
 
 

@@ -274,9 +274,12 @@ class Routes:
     async def facts(self, call: Call) -> Response:
         user, query = call.path["user"], call.query
         visible = await self._scoped_read(call, query.domain, user)
+        # the version first: the facts read next include at least every write it counts
+        version = None if query.as_of is not None else await self._run(self.engine.version, user)
         found = await self._run(self.engine.facts, user, query.domain, as_of=query.as_of)
         found = [f for f in found if visible is None or f.domain in visible]
-        return _json({"user_id": user, "as_of": query.as_of, "facts": _dump_all(found)})
+        return _json({"user_id": user, "as_of": query.as_of, "version": version,
+                      "facts": _dump_all(found)})  # fmt: skip
 
     async def history(self, call: Call) -> Response:
         user, key, domain = call.path["user"], call.path["key"], call.query.domain
@@ -296,13 +299,15 @@ class Routes:
         await self._fact_domain(call, WRITE)
         user, fact_id = call.path["user"], call.path["fact_id"]
         event = await self._run(self.engine.confirm, user, fact_id, by=call.body.by)
-        return _json({"status": "confirmed", "fact_id": fact_id, "event_id": event.event_id})
+        return _json({"status": "confirmed", "fact_id": fact_id, "event_id": event.event_id,
+                      "version": event.version})  # fmt: skip
 
     async def retract(self, call: Call) -> Response:
         await self._fact_domain(call, WRITE)
         user, fact_id = call.path["user"], call.path["fact_id"]
         event = await self._run(self.engine.retract, user, fact_id, call.body.reason)
-        return _json({"status": "retracted", "fact_id": fact_id, "event_id": event.event_id})
+        return _json({"status": "retracted", "fact_id": fact_id, "event_id": event.event_id,
+                      "version": event.version})  # fmt: skip
 
     async def erase(self, call: Call) -> Response:
         user = call.path["user"]

@@ -58,6 +58,9 @@ Observations = Observation | list[Observation]
 class FactsOut(_Out):
     user_id: str
     as_of: int | None = None
+    version: int | None = None
+    """The user's stream version these facts include (read before them): send it as
+    ``expected_version`` to make a write conditional on nothing having changed since."""
     facts: list[Fact]
 
 
@@ -71,6 +74,8 @@ class EventOut(_Out):
     status: str
     fact_id: str
     event_id: str
+    version: int | None = None
+    """The user's stream version this write left."""
 
 
 class DecisionOut(_Out):

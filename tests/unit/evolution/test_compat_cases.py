@@ -33,8 +33,13 @@ CASES = _load()
 
 def _valid(schema: Any, doc: Any) -> bool:
     cls = validator_for(schema, default=Draft202012Validator)
-    assert cls in (Draft4Validator, Draft6Validator, Draft7Validator, Draft201909Validator,
-                   Draft202012Validator)
+    assert cls in (
+        Draft4Validator,
+        Draft6Validator,
+        Draft7Validator,
+        Draft201909Validator,
+        Draft202012Validator,
+    )
     return bool(cls(schema, format_checker=cls.FORMAT_CHECKER).is_valid(doc))
 
 
