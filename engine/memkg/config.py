@@ -59,9 +59,11 @@ class EngineConfig(BaseModel):
     """How often an unconditional write (no ``expected_version``) is computed again on the
     fresh state after another writer appended first, before ``ConcurrencyConflict`` reaches
     the caller. Conditional writes never retry."""
-    vacuum_after_erase: bool = True
-    """On PostgreSQL, ``VACUUM`` the tables an erasure touched, so the erased rows leave the
-    heap pages (see README, "Erasure on PostgreSQL"); SQLite always vacuums its file."""
+    erase_vacuum: Literal["off", "vacuum", "full"] = "vacuum"
+    """On PostgreSQL, what runs on the tables an erasure touched once it has committed:
+    ``vacuum`` (dead rows gone, their space reusable, bytes may linger in free space until
+    overwritten), ``full`` (``VACUUM FULL``: tables rewritten under an exclusive lock, no page
+    keeps them) or ``off``; see README, "Erasure on PostgreSQL". SQLite always vacuums."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
 

@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memkg.errors import ConfigError, StoreError
 
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     import psycopg
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+Vacuum = Literal["off", "vacuum", "full"]
+"""What runs on the tables an erasure touched once it committed (``EngineConfig.erase_vacuum``)."""
 
 
 def lock_key(name: str) -> int:
@@ -52,6 +55,19 @@ class PgAdapter:
     @property
     def schema(self) -> str:
         return self._schema
+
+    @property
+    def database(self) -> str:
+        """Server, database and schema (never the user or password): adapters that name the
+        same one share a transaction's tables (``events.store.Companion``)."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            parts = conninfo_to_dict(self._dsn)
+        except self._psycopg.ProgrammingError:
+            parts = {}
+        host, port = parts.get("host", ""), parts.get("port", "5432")
+        return f"postgresql://{host}:{port}/{parts.get('dbname', '')}#{self._schema}"
 
     def close(self) -> None:
         with self._lock:

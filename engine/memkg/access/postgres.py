@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import AUDIT_LIMIT, pseudonym, revoked_grant, revoked_key
 from memkg.postgres import PgAdapter
+
+if TYPE_CHECKING:
+    import psycopg
 
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -107,20 +111,26 @@ class PostgresAccessStore(PgAdapter):
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 
+    tables = ("access_audit", "access_keys", "access_grants")
+
     def pseudonymise(self, user_id: str) -> int:
+        with self._tx() as db:
+            return self.erase_rows(db, user_id)
+
+    def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
+        """Pseudonymise the user through ``db`` (the event store's open transaction)."""
         alias = pseudonym(self._secret, user_id)
         changed = 0
         tables = (("access_audit", "subject", AccessRecord, "seq"),
                   ("access_keys", "user_id", ApiKey, "key_id"),
                   ("access_grants", "user_id", Grant, "grant_id"))  # fmt: skip
-        with self._tx() as db:
-            for table, column, model, ident in tables:
-                rows = db.execute(f"SELECT {ident}, body FROM {self._s}.{table}"
-                                  f" WHERE {column} = %s", (user_id,)).fetchall()  # fmt: skip
-                for row_id, body in rows:
-                    value = model.model_validate_json(body).model_copy(update={column: alias})
-                    db.execute(f"UPDATE {self._s}.{table} SET {column} = %s, body = %s"
-                               f" WHERE {ident} = %s",
-                               (alias, value.model_dump_json(), row_id))  # fmt: skip
-                changed += len(rows)
+        for table, column, model, ident in tables:
+            rows = db.execute(f"SELECT {ident}, body FROM {self._s}.{table}"
+                              f" WHERE {column} = %s", (user_id,)).fetchall()  # fmt: skip
+            for row_id, body in rows:
+                value = model.model_validate_json(body).model_copy(update={column: alias})
+                db.execute(f"UPDATE {self._s}.{table} SET {column} = %s, body = %s"
+                           f" WHERE {ident} = %s",
+                           (alias, value.model_dump_json(), row_id))  # fmt: skip
+            changed += len(rows)
         return changed

@@ -141,21 +141,32 @@ class SqliteAccessStore:
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 
+    tables = ("access_audit", "access_keys", "access_grants")
+
+    @property
+    def database(self) -> str:
+        """Where keys and audit live: beside the memory, an erasure rewrites them with it."""
+        return f"sqlite:{self.path.resolve()}"
+
     def pseudonymise(self, user_id: str) -> int:
+        with self._write() as db:
+            return self.erase_rows(db, user_id)
+
+    def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
+        """Pseudonymise the user through ``db`` (the event store's open transaction)."""
         alias = pseudonym(self._secret, user_id)
         changed = 0
-        with self._write() as db:
-            for table, column, model in (("access_audit", "subject", AccessRecord),
-                                         ("access_keys", "user_id", ApiKey),
-                                         ("access_grants", "user_id", Grant)):  # fmt: skip
-                rows = db.execute(f"SELECT rowid, body FROM {table} WHERE {column} = ?",
-                                  (user_id,)).fetchall()  # fmt: skip
-                field = "subject" if column == "subject" else "user_id"
-                for rowid, body in rows:
-                    value = model.model_validate_json(body).model_copy(update={field: alias})
-                    db.execute(f"UPDATE {table} SET {column} = ?, body = ? WHERE rowid = ?",
-                               (alias, value.model_dump_json(), rowid))  # fmt: skip
-                changed += len(rows)
+        for table, column, model in (("access_audit", "subject", AccessRecord),
+                                     ("access_keys", "user_id", ApiKey),
+                                     ("access_grants", "user_id", Grant)):  # fmt: skip
+            rows = db.execute(f"SELECT rowid, body FROM {table} WHERE {column} = ?",
+                              (user_id,)).fetchall()  # fmt: skip
+            field = "subject" if column == "subject" else "user_id"
+            for rowid, body in rows:
+                value = model.model_validate_json(body).model_copy(update={field: alias})
+                db.execute(f"UPDATE {table} SET {column} = ?, body = ? WHERE rowid = ?",
+                           (alias, value.model_dump_json(), rowid))  # fmt: skip
+            changed += len(rows)
         return changed
 
     def close(self) -> None:

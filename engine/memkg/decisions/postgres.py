@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memkg.decisions.log import citation_needles, duplicate, not_found
 from memkg.errors import StoreError
@@ -21,7 +21,7 @@ from memkg.model.decision import Decision
 from memkg.postgres import PgAdapter
 
 if TYPE_CHECKING:
-    pass
+    import psycopg
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -117,6 +117,13 @@ class PostgresDecisionLog(PgAdapter):
         query = f"SELECT sources::text FROM {self._s}.rule_bundles WHERE digest = %s"
         rows = self._read(query, (digest,))
         return dict(json.loads(rows[0][0])) if rows else None
+
+    tables = ("decisions",)
+
+    def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
+        """The user's decisions, removed through the event store's open transaction."""
+        query = f"DELETE FROM {self._s}.decisions WHERE user_id = %s"
+        return db.execute(query, (user_id,)).rowcount
 
     def erase_user(self, user_id: str) -> int:
         with self._tx() as db:

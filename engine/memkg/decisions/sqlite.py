@@ -177,6 +177,17 @@ class SqliteDecisionLog:
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
+    tables = ("decisions",)
+
+    @property
+    def database(self) -> str:
+        """Where the log lives: beside the events in one file, an erasure removes both at once."""
+        return f"sqlite:{self.path.resolve()}"
+
+    def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
+        """The user's decisions, removed through the event store's open transaction."""
+        return db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,)).rowcount
+
     def erase_user(self, user_id: str) -> int:
         with self._guard("erasure"):
             removed = self._db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,))

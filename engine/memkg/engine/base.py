@@ -89,7 +89,10 @@ class EngineBase:
         from memkg.events.postgres import PostgresEventStore
 
         config = kwargs.get("config") or EngineConfig()
-        return cls(PostgresEventStore(dsn, schema=schema or config.pg_schema), **kwargs)
+        store = PostgresEventStore(
+            dsn, schema=schema or config.pg_schema, vacuum=config.erase_vacuum
+        )
+        return cls(store, **kwargs)
 
     @staticmethod
     def _decision_log_beside(store: EventStore) -> DecisionLog:
@@ -251,5 +254,6 @@ def _open_db(
     if is_postgres_url(db):
         from memkg.events.postgres import PostgresEventStore
 
-        return PostgresEventStore(db, schema=config.pg_schema), decision_log
+        store = PostgresEventStore(db, schema=config.pg_schema, vacuum=config.erase_vacuum)
+        return store, decision_log
     return SqliteEventStore(db), decision_log or SqliteDecisionLog(db)

@@ -19,6 +19,7 @@ from memkg.engine.base import EngineBase
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory, fold_all
 from memkg.events.retry import unconditional
+from memkg.events.store import Companion, beside
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
@@ -387,15 +388,27 @@ class FactLayer(EngineBase):
             self._apply(fact.user_id, appended.events)
             return appended.events[0]
 
-    def erase(self, user_id: str) -> ErasureReceipt:
-        """Remove every trace of the user from every file memkg writes; return the receipt."""
+    def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
+        """Remove every trace of the user from every file memkg writes; return the receipt.
+
+        Events, salts, idempotency keys and decisions go in one transaction when the decision
+        log lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
+        stores kept there too (the access store: keys and audit pseudonymised), counted in
+        the receipt by their first table's name.
+        """
         self._check_args(user_id=user_id)
         with self._lock:
-            decisions = self.decision_log.erase_user(user_id)
-            receipt = erase_subject(self.store, user_id, self.clock)
+            log = self.decision_log
+            joined = isinstance(log, Companion) and beside(self.store, log)
+            decisions = 0 if joined else log.erase_user(user_id)
+            companions: list[Companion] = (
+                [log, *also] if isinstance(log, Companion) and joined else [*also]
+            )
+            receipt = erase_subject(self.store, user_id, self.clock, companions=companions)
             self._forget(user_id)
-            files = tuple(dict.fromkeys([*receipt.files, *map(str, self.decision_log.files())]))
-            removed = {**receipt.removed, "decisions": decisions}
+            files = tuple(dict.fromkeys([*receipt.files, *map(str, log.files())]))
+            removed = dict(receipt.removed)
+            removed["decisions"] = decisions + removed.get("decisions", 0)
             return receipt.model_copy(update={"removed": removed, "files": files})
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:

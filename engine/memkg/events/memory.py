@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
-from memkg.events.store import AppendResult, ErasureCounts
+from memkg.events.store import AppendResult, Companion, ErasureCounts
 from memkg.model.event import Event, EventType, NewEvent
 
 _BATCH = 5_000
@@ -221,8 +221,14 @@ class MemoryEventStore:
                 del self._keys[k]
         return purge_counts(enumerate(removed), len(keys))
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+    def erase_subject(
+        self, user_id: str, *, erasure_id: str, at_iso: str,
+        companions: Sequence[Companion] = (),
+    ) -> ErasureCounts:  # fmt: skip
         with self._lock:
+            # in memory there is no transaction: the companions go first, so one that fails
+            # leaves the log untouched
+            others = tuple(c.erase_rows(None, user_id) for c in companions)
             removed = self._remove(lambda e: e.user_id == user_id)
             salts = 1 if self._salts.pop(user_id, None) is not None else 0
             keys = [k for k in self._keys if k[0] == user_id]
@@ -235,8 +241,9 @@ class MemoryEventStore:
                 (at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
         return ErasureCounts(
-            events=len(removed), salts=salts, idempotency_keys=len(keys), digest=digest
-        )
+            events=len(removed), salts=salts, idempotency_keys=len(keys), digest=digest,
+            companions=others,
+        )  # fmt: skip
 
     def was_erased(self, user_id: str) -> bool:
         """Whether a tombstone records this user's erasure."""

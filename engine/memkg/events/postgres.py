@@ -31,14 +31,16 @@ from memkg.events.memory import (
     subject_digest,
     utc_instant,
 )
-from memkg.events.store import AppendResult, ErasureCounts
+from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
 from memkg.model.event import Event, NewEvent
-from memkg.postgres import PgAdapter, lock_key
+from memkg.postgres import PgAdapter, Vacuum, lock_key
 
 if TYPE_CHECKING:
     import psycopg
 
 SCHEMA_VERSION = 1
+_ERASED = ("events", "streams", "idempotency", "subject_salts")
+"""The tables an erasure deletes from (``erasures`` only gains a tombstone)."""
 _BATCH = 5_000
 _MAX_SEQ = 2**63 - 1
 _COLUMNS = (
@@ -74,9 +76,14 @@ class PostgresEventStore(PgAdapter):
 
     what = "event store"
 
-    def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
+    def __init__(
+        self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10,
+        vacuum: Vacuum = "vacuum",
+    ) -> None:  # fmt: skip
         super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)
         self._log_lock = lock_key(f"memkg.log:{schema}")
+        self.vacuum_mode: Vacuum = vacuum
+        """What runs after an erasure commits (``EngineConfig.erase_vacuum``)."""
         with self._tx() as db:
             self._create(db, _SCHEMA)
             db.execute(
@@ -214,10 +221,15 @@ class PostgresEventStore(PgAdapter):
             ).rowcount
         return purge_counts(removed, keys)
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+    def erase_subject(
+        self, user_id: str, *, erasure_id: str, at_iso: str,
+        companions: Sequence[Companion] = (),
+    ) -> ErasureCounts:  # fmt: skip
+        check_companions(self.database, companions)
         s = self._s
         with self._tx() as db:
             db.execute(f"SELECT 1 FROM {s}.streams WHERE user_id = %s FOR UPDATE", (user_id,))
+            others = tuple(c.erase_rows(db, user_id) for c in companions)
             removed = db.execute(
                 f"DELETE FROM {s}.events WHERE user_id = %s RETURNING seq, event_id", (user_id,)
             ).fetchall()
@@ -230,9 +242,40 @@ class PostgresEventStore(PgAdapter):
                 f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
+        if self.vacuum_mode != "off":
+            tables = [*_ERASED, *(t for c in companions for t in c.tables)]
+            self.vacuum(tables, full=self.vacuum_mode == "full")
         return ErasureCounts(
-            events=len(removed), salts=counts[0], idempotency_keys=counts[1], digest=digest
-        )
+            events=len(removed), salts=counts[0], idempotency_keys=counts[1], digest=digest,
+            companions=others,
+        )  # fmt: skip
+
+    def vacuum(self, tables: Sequence[str] = (), *, full: bool = False) -> list[str]:
+        """``VACUUM`` (``FULL``: rewrite) these tables of the schema (default: every table
+        memkg keeps there), so deleted rows leave them; returns the tables vacuumed.
+
+        Not inside an open transaction (a ``batch``): VACUUM cannot run there, so it is left
+        to the next erasure or to the operator. ``FULL`` holds an exclusive lock on each
+        table while it is rewritten: writers and readers of that table wait.
+        """
+        from psycopg import sql
+
+        names = list(dict.fromkeys(tables)) or self._tables()
+        command = sql.SQL("VACUUM (FULL) {}.{}" if full else "VACUUM {}.{}")
+        with self._lock:
+            try:
+                db = self._connection()
+                if db.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                    return []
+                for name in names:
+                    db.execute(command.format(sql.Identifier(self._schema), sql.Identifier(name)))
+            except self._psycopg.Error as exc:
+                raise StoreError(f"event store {self._schema!r}: VACUUM failed: {exc}") from exc
+        return names
+
+    def _tables(self) -> list[str]:
+        query = "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename"
+        return [r[0] for r in self._read(query, (self._schema,))]
 
     def was_erased(self, user_id: str) -> bool:
         """Whether a tombstone records this user's erasure."""

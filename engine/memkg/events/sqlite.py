@@ -36,7 +36,7 @@ from memkg.events.memory import (
     subject_digest,
     utc_instant,
 )
-from memkg.events.store import AppendResult, ErasureCounts
+from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
 from memkg.model.event import Event, NewEvent
 
 SCHEMA_VERSION = 1
@@ -234,8 +234,18 @@ class SqliteEventStore:
             self._compact()
         return purge_counts(removed, keys)
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+    @property
+    def database(self) -> str:
+        """Where the log lives, for stores kept in the same file (``Companion``)."""
+        return f"sqlite:{self.path.resolve()}"
+
+    def erase_subject(
+        self, user_id: str, *, erasure_id: str, at_iso: str,
+        companions: Sequence[Companion] = (),
+    ) -> ErasureCounts:  # fmt: skip
+        check_companions(self.database, companions)
         with self._write() as db:
+            others = tuple(c.erase_rows(db, user_id) for c in companions)
             ids = "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq"
             removed = [r[0] for r in db.execute(ids, (user_id,))]
             db.execute("DELETE FROM events WHERE user_id = ?", (user_id,))
@@ -247,9 +257,10 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
-        if removed or salts or keys:  # an unknown subject costs no VACUUM
+        if removed or salts or keys or any(others):  # an unknown subject costs no VACUUM
             self._compact()
-        return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys, digest=digest)
+        return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
+                             digest=digest, companions=others)  # fmt: skip
 
     def was_erased(self, user_id: str) -> bool:
         """Whether a tombstone records this user's erasure."""

@@ -13,6 +13,8 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
    keys whose first event it removes, so a retry of a purged write stores it anew.
 4. ``erase_subject`` removes every row about the user (events, salts, idempotency keys) so
    that no byte of it remains in the store's files, and records only an anonymous tombstone.
+   The ``companions`` it is given (stores in the same database: decisions, keys and audit)
+   lose their rows in the same transaction: when one fails, nothing is removed anywhere.
 5. Inside ``with store.batch():`` appends share one durable commit (bulk ingest pays one
    fsync, not one per write); each append stays atomic on its own: a conflicting one stores
    nothing and raises, the others still commit when the block ends; an exception escaping
@@ -27,10 +29,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.errors import ConfigError
 from memkg.model.event import Event, NewEvent
 
 
@@ -55,6 +58,48 @@ class ErasureCounts(BaseModel):
     idempotency_keys: int
     digest: str
     """sha256 over the removed events' ids, in log order: proves what was removed."""
+    companions: tuple[int, ...] = ()
+    """Rows each companion store removed or rewrote, in the order they were given."""
+
+
+@runtime_checkable
+class Companion(Protocol):
+    """A store kept in the event log's own database (the decision log, the access store):
+    ``erase_subject(..., companions=...)`` removes its rows about the subject inside the
+    event log's transaction, so an erasure that fails or is killed midway leaves nothing
+    partial behind."""
+
+    @property
+    def database(self) -> str:
+        """Where its rows live (``sqlite:/abs/path``, ``postgresql:DSN#schema``): a companion
+        must name the event store's own database."""
+        ...
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """The tables ``erase_rows`` changes (PostgreSQL vacuums them after the erasure)."""
+        ...
+
+    def erase_rows(self, db: Any, user_id: str) -> int:
+        """Remove (or pseudonymise) the subject's rows through ``db``, the event store's
+        connection inside its open transaction; return how many rows."""
+        ...
+
+
+def beside(store: object, companion: object) -> bool:
+    """Whether ``companion`` keeps its rows in ``store``'s own database."""
+    where = getattr(store, "database", None)
+    return where is not None and where == getattr(companion, "database", None)
+
+
+def check_companions(database: str, companions: Sequence[Companion]) -> None:
+    """Refuse a companion kept elsewhere: one transaction cannot reach it."""
+    for companion in companions:
+        if companion.database != database:
+            raise ConfigError(
+                f"{type(companion).__name__} keeps its rows in {companion.database}, not in the "
+                f"event store's {database}: erase it on its own, or keep it beside the events"
+            )
 
 
 @runtime_checkable
@@ -93,7 +138,13 @@ class EventStore(Protocol):
         idempotency keys of the writes they began."""
         ...
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts: ...
+    def erase_subject(
+        self, user_id: str, *, erasure_id: str, at_iso: str,
+        companions: Sequence[Companion] = (),
+    ) -> ErasureCounts:  # fmt: skip
+        """Remove every event, salt and idempotency key of the user, and through
+        ``companions`` (stores in the same database) their rows too, in one transaction."""
+        ...
 
     def was_erased(self, user_id: str) -> bool:
         """Whether a tombstone shows this user was erased (the id itself is not stored)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.clock import Clock
-from memkg.events.store import EventStore
+from memkg.events.store import Companion, EventStore
 
 
 class ErasureReceipt(BaseModel):
@@ -29,9 +30,18 @@ class ErasureReceipt(BaseModel):
     files: tuple[str, ...]
 
 
-def erase_subject(store: EventStore, user_id: str, clock: Clock) -> ErasureReceipt:
+def erase_subject(
+    store: EventStore, user_id: str, clock: Clock, *, companions: Sequence[Companion] = ()
+) -> ErasureReceipt:
+    """Erase the subject from ``store`` and, in the same transaction, from ``companions``
+    (counted in ``removed`` by the name of their first table)."""
     erasure_id, at = clock.new_id("erasure"), clock.now()
-    counts = store.erase_subject(user_id, erasure_id=erasure_id, at_iso=at.isoformat())
+    if companions:
+        counts = store.erase_subject(user_id, erasure_id=erasure_id, at_iso=at.isoformat(),
+                                     companions=companions)  # fmt: skip
+    else:  # stores that predate companions take no such argument
+        counts = store.erase_subject(user_id, erasure_id=erasure_id, at_iso=at.isoformat())
+    beside = {c.tables[0]: n for c, n in zip(companions, counts.companions, strict=True)}
     return ErasureReceipt(
         erasure_id=erasure_id,
         user_id=user_id,
@@ -41,6 +51,7 @@ def erase_subject(store: EventStore, user_id: str, clock: Clock) -> ErasureRecei
             "events": counts.events,
             "salts": counts.salts,
             "idempotency_keys": counts.idempotency_keys,
+            **beside,
         },
         digest=counts.digest,
         files=tuple(str(path) for path in store.files()),

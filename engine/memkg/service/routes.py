@@ -22,6 +22,7 @@ from memkg.access.model import ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.errors import MemkgError, NotFound
+from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
@@ -312,9 +313,14 @@ class Routes:
     async def erase(self, call: Call) -> Response:
         user = call.path["user"]
         call.all_domains(ERASE, user)
-        receipt = await self._run(self.engine.erase, user)
-        if self.keyring is not None:
-            await run_in_threadpool(self.keyring.pseudonymise, user)
+        keys = None if self.keyring is None else self.keyring.store
+        if isinstance(keys, Companion) and beside(self.engine.store, keys):
+            # keys and audit live beside the memory: one transaction erases them all
+            receipt = await self._run(self.engine.erase, user, also=(keys,))
+        else:
+            receipt = await self._run(self.engine.erase, user)
+            if self.keyring is not None:
+                await run_in_threadpool(self.keyring.pseudonymise, user)
         call.extra["erased"] = True
         return _json(receipt_out(receipt))
 
