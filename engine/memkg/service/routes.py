@@ -433,7 +433,7 @@ class Routes:
         event = await self._run(self.engine.signal, user, domain, body.key, body.value,
                                 body.kind, session_id=body.session_id)  # fmt: skip
         return _json({"status": "recorded", "event_id": event.event_id, "seq": event.seq,
-                      **event.payload}, 201)  # fmt: skip
+                      "version": event.version, **event.payload}, 201)  # fmt: skip
 
     # -- graph ----------------------------------------------------------------------------
 
