@@ -100,3 +100,32 @@ def test_a_conditional_write_on_postgres_still_fails_fast(
         assert one.conflicts.retried == 0
         again = one.ingest(obs(value="airline:MU"), expected_version=one.version("u1"))
         assert again.version == two.version("u1") == 3  # asserted, and superseded the other
+
+
+def test_another_process_purge_or_erasure_reaches_every_cache(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """A replica that cached a user's memory and graph sees another replica's erasure by
+    audit id (which keeps the stream version) and a full erasure followed by new writes that
+    bring the stream back to the version it had cached."""
+    with (
+        Engine.connect(postgres_dsn, schema=pg_schema) as eraser,
+        Engine.connect(postgres_dsn, schema=pg_schema) as reader,
+    ):
+        audited = {"provenance": {"audit_log_id": "aud-7"}}
+        eraser.ingest(obs(value="airline:CA", source="profile", **audited))
+        eraser.ingest(obs(key="airline.avoided", value=["airline:MU"]))
+        assert len(reader.facts("u1")) == 2 and len(reader.edges("u1", "travel")) == 2
+
+        eraser.erase_audit_id("aud-7")
+        assert [f.key for f in reader.facts("u1")] == ["airline.avoided"]
+        assert [e.relation for e in reader.edges("u1", "travel")] == ["airline.avoided"]
+
+        assert reader.version("u1") == 2
+        eraser.erase("u1")
+        eraser.ingest(obs(key="airline.avoided", value=["airline:SQ"]))
+        eraser.ingest(obs(value="airline:HO"))
+        assert eraser.version("u1") == 2  # the version the reader cached, another stream
+        now = {f.key: f.value for f in reader.facts("u1")}
+        assert now == {"airline.avoided": ["airline:SQ"], "airline.preferred": "airline:HO"}
+        assert {e.target for e in reader.edges("u1", "travel")} == {"airline:SQ", "airline:HO"}

@@ -116,6 +116,9 @@ class FaultyStore:
     def stream_version(self, user_id: str) -> int:
         return self.inner.stream_version(user_id)
 
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        return self.inner.stream_mark(user_id)
+
     def head(self) -> int:
         return self.inner.head()
 

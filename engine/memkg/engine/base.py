@@ -56,6 +56,8 @@ class EngineBase:
         self.decision_log: DecisionLog = decision_log
         self._llm, self._owns_llm = llm, False
         self._memories: dict[str, UserMemory] = {}
+        self._purges: dict[str, int] = {}
+        """The store's purge count each cached projection was read at."""
         self._lock = threading.RLock()
         self.conflicts = Attempts()
         """Conflicts unconditional writes met: ``retried`` internally, ``surfaced`` to callers."""
@@ -145,14 +147,16 @@ class EngineBase:
             return UserMemory.from_events(user_id, self.store.read_stream(user_id, up_to_seq=as_of))
         with self._lock:
             cached = self._memories.get(user_id)
-            version = self.store.stream_version(user_id)
-            if cached is None or cached.version != version:
+            # the version and the store's purge count: another process's write or purge
+            version, purges = self.store.stream_mark(user_id)
+            if cached is None or (cached.version, self._purges.get(user_id)) != (version, purges):
                 cached = UserMemory.from_events(
                     user_id, self.store.read_stream(user_id), self._upcaster()
                 )
                 # a purge (erasure by audit id) leaves the stream's version past its last event
                 cached.version = version
                 self._memories[user_id] = cached
+                self._purges[user_id] = purges
             return cached
 
     def version(self, user_id: str) -> int:

@@ -26,7 +26,7 @@ class GraphLayer(FactLayer):
 
     @cached_property
     def _graphs(self) -> GraphCache:
-        return GraphCache(self.store.read_stream, self.store.stream_version, self._new_graph)
+        return GraphCache(self.store.read_stream, self.store.stream_mark, self._new_graph)
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         self._graphs.apply(user_id, events)

@@ -124,6 +124,7 @@ class MemoryEventStore:
         self._seqs: list[int] = []
         self._last_seq = 0
         self._versions: dict[str, int] = {}
+        self._purges = 0
         self._streams: dict[str, list[Event]] = {}
         self._event_ids: set[str] = set()
         self._keys: dict[tuple[str, str], tuple[int, int]] = {}
@@ -189,6 +190,10 @@ class MemoryEventStore:
         with self._lock:
             return self._versions.get(user_id, 0)
 
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        with self._lock:
+            return self._versions.get(user_id, 0), self._purges
+
     def head(self) -> int:
         with self._lock:
             return self._seqs[-1] if self._seqs else 0
@@ -219,6 +224,7 @@ class MemoryEventStore:
             ]
             for k in keys:
                 del self._keys[k]
+            self._purges += 1
         return purge_counts(enumerate(removed), len(keys))
 
     def erase_subject(
@@ -235,6 +241,7 @@ class MemoryEventStore:
             for k in keys:
                 del self._keys[k]
             self._versions.pop(user_id, None)
+            self._purges += 1
             digest = removal_digest(removed)
             self.erasures.setdefault(
                 erasure_id,

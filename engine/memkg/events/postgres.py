@@ -50,6 +50,15 @@ _INSERT = (
     f"INSERT INTO {{s}}.events ({_COLUMNS[5:]})"
     f" VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s) RETURNING {_COLUMNS}"
 )
+_MARK = (
+    "SELECT (SELECT version FROM {s}.streams WHERE user_id = %s),"
+    " (SELECT value FROM {s}.meta WHERE key = 'purges')"
+)
+_PURGED = (
+    "INSERT INTO {s}.meta VALUES ('purges', '1')"
+    " ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
+)
+"""Every purge and erasure counts, so that other processes' caches notice it."""
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -184,6 +193,10 @@ class PostgresEventStore(PgAdapter):
         rows = self._read(f"SELECT version FROM {self._s}.streams WHERE user_id = %s", (user_id,))
         return int(rows[0][0]) if rows else 0
 
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        row = self._read(_MARK.format(s=self._s), (user_id,))[0]
+        return int(row[0] or 0), int(row[1] or 0)
+
     def head(self) -> int:
         return int(self._read(f"SELECT coalesce(max(seq), 0) FROM {self._s}.events", ())[0][0])
 
@@ -219,6 +232,7 @@ class PostgresEventStore(PgAdapter):
                 f"DELETE FROM {self._s}.idempotency WHERE user_id = %s AND first_seq = ANY(%s)",
                 (user_id, [r[0] for r in removed]),
             ).rowcount
+            db.execute(_PURGED.format(s=self._s))
         return purge_counts(removed, keys)
 
     def erase_subject(
@@ -237,6 +251,7 @@ class PostgresEventStore(PgAdapter):
             keys = db.execute(f"DELETE FROM {s}.idempotency WHERE user_id = %s", (user_id,))
             counts = salts.rowcount, keys.rowcount
             db.execute(f"DELETE FROM {s}.streams WHERE user_id = %s", (user_id,))
+            db.execute(_PURGED.format(s=s))
             digest = removal_digest(r[1] for r in sorted(removed))
             db.execute(
                 f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",

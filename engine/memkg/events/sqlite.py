@@ -48,6 +48,15 @@ _COLUMNS = (
     "seq, event_id, user_id, version, type, domain, fact_id, audit_log_id, payload, recorded_at"
 )
 _MARKS = ", ".join("?" * 10)
+_MARK = (
+    "SELECT (SELECT version FROM streams WHERE user_id = ?),"
+    " (SELECT value FROM meta WHERE key = 'purges')"
+)
+_PURGED = (
+    "INSERT INTO meta VALUES ('purges', '1')"
+    " ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+)
+"""Every purge and erasure counts, so that other processes' caches notice it."""
 _STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM {table} WHERE user_id = ?"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -197,6 +206,10 @@ class SqliteEventStore:
         rows = self._read("SELECT version FROM streams WHERE user_id = ?", (user_id,))
         return int(rows[0][0]) if rows else 0
 
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        row = self._read(_MARK, (user_id,))[0]
+        return int(row[0] or 0), int(row[1] or 0)
+
     def head(self) -> int:
         return int(self._read("SELECT coalesce(max(seq), 0) FROM events", ())[0][0])
 
@@ -230,6 +243,7 @@ class SqliteEventStore:
                 keys += db.execute(
                     "DELETE FROM idempotency WHERE user_id = ? AND first_seq = ?", (user_id, seq)
                 ).rowcount
+            db.execute(_PURGED)
         if removed:  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
             self._compact()
         return purge_counts(removed, keys)
@@ -252,6 +266,7 @@ class SqliteEventStore:
             salts = db.execute("DELETE FROM subject_salts WHERE user_id = ?", (user_id,)).rowcount
             keys = db.execute("DELETE FROM idempotency WHERE user_id = ?", (user_id,)).rowcount
             db.execute("DELETE FROM streams WHERE user_id = ?", (user_id,))
+            db.execute(_PURGED)
             digest = removal_digest(removed)
             db.execute(
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",

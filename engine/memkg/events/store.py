@@ -22,6 +22,9 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
 6. ``recorded_at`` comes back in UTC; stream versions are never reused after a purge and start
    again at 0 after an erasure; ``head()`` is the highest seq stored now; ``users()`` lists the
    users with a non-empty stream, sorted.
+7. ``stream_mark`` changes whenever the user's stream does: an append raises its version,
+   ``purge_facts`` and ``erase_subject`` (which keep or reset versions) raise the store-wide
+   purge count, so a process caching projections sees another process's purge too.
 """
 
 from __future__ import annotations
@@ -118,6 +121,11 @@ class EventStore(Protocol):
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]: ...
 
     def stream_version(self, user_id: str) -> int: ...
+
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        """The stream version and how many purges and erasures the store has seen, read
+        together: a cached projection that still matches both is current (contract item 7)."""
+        ...
 
     def head(self) -> int:
         """The highest ``seq`` stored (0 for an empty log)."""

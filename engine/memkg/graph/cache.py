@@ -1,4 +1,4 @@
-"""Per-user graphs, cached by the user's stream version and kept current event by event.
+"""Per-user graphs, cached by the user's stream mark and kept current event by event.
 
 Work is per user: a write folds its events into that user's cached graph only; a read
 rebuilds a user's graph from that user's stream when the cached one is behind (another process
@@ -7,8 +7,9 @@ time, domain, weight parameters) at a time, since weights move with time; a view
 time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic.
 The cache holds at most ``max_users`` graphs, least recently used first out.
 
-The owner must call ``forget`` when a user's stream is rewritten (erasure, purge by audit id):
-a purge keeps the stream version, so the version alone cannot tell.
+A graph is current while the store's ``stream_mark`` (the stream version and the store's
+purge count) is what it was read at: another process's append or purge changes it. The owner
+still calls ``forget`` when it rewrites a stream itself (erasure, purge by audit id).
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ class GraphCache:
     def __init__(
         self,
         read_stream: ReadStream,
-        stream_version: Callable[[str], int],
+        stream_mark: Callable[[str], tuple[int, int]],
         new_graph: Callable[[str], UserGraph],
         *,
         max_users: int = 1024,
     ) -> None:
         self._read = read_stream
-        self._version = stream_version
+        self._mark = stream_mark
+        self._purges: dict[str, int] = {}
+        """The store's purge count each cached graph was read at (``EventStore.stream_mark``)."""
         self._new = new_graph
         self._max = max_users
         self._graphs: OrderedDict[str, UserGraph] = OrderedDict()
@@ -50,13 +53,14 @@ class GraphCache:
         """The user's current graph (callers must not mutate it)."""
         with self._lock:
             graph = self._graphs.get(user_id)
-            version = self._version(user_id)
-            if graph is None or graph.version != version:
+            version, purges = self._mark(user_id)
+            if graph is None or (graph.version, self._purges.get(user_id)) != (version, purges):
                 graph = self._new(user_id)
                 for event in self._read(user_id):
                     graph.apply(event)
                 graph.memory.version = version  # a purge leaves the version past the last event
                 self._graphs[user_id] = graph
+                self._purges[user_id] = purges
                 self._views.pop(user_id, None)
             self._graphs.move_to_end(user_id)
             while len(self._graphs) > self._max:

@@ -271,3 +271,21 @@ def test_batch_that_fails_stores_nothing(store: EventStore, make_event: MakeEven
         raise RuntimeError("the caller failed half way")
     assert store.stream_version("bob") == 0
     assert list(store.read_all()) == []
+
+
+def test_the_stream_mark_moves_with_appends_purges_and_erasures(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    first = store.stream_mark("alice")
+    assert first[0] == 0
+    store.append("alice", [make_event(fact_id="f1"), make_event(fact_id="f2")])
+    appended = store.stream_mark("alice")
+    assert appended[0] == 2 == store.stream_version("alice") and appended[1] == first[1]
+    store.purge_facts("alice", ["f1"])
+    purged = store.stream_mark("alice")
+    assert purged[0] == 2 and purged[1] > appended[1]  # the version stays, the mark moves
+    assert store.stream_mark("bob")[1] == purged[1]  # a store-wide count
+    store.erase_subject("alice", erasure_id="e1", at_iso="2026-04-01T00:00:00+00:00")
+    store.append("alice", [make_event(), make_event()])
+    reborn = store.stream_mark("alice")
+    assert reborn[0] == 2 and reborn != purged  # the same version, a different stream
