@@ -120,3 +120,16 @@ def test_a_missing_input_file_and_bad_usage_are_clean_errors(tmp_path: Path) -> 
     assert code == 1 and error["error"] == "input.unreadable"
     code, [error] = run("--db", db, "erase")
     assert code == 2 and error["error"] == "usage"
+
+
+def test_erase_pseudonymises_the_keys_and_audit_beside_the_memory(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    code, [created] = run("--db", db, "access", "key", "create", "agent", "--scope", "read",
+                          "--domain", "travel", "--user", "u9")  # fmt: skip
+    assert code == 0 and created["key"]["user_id"] == "u9"
+    lines = write_jsonl(tmp_path / "in.jsonl", [json.dumps(obs(user_id="u9"))])
+    assert run("--db", db, "ingest", lines)[0] == 0
+    code, [receipt] = run("--db", db, "erase", "u9")
+    assert code == 0 and receipt["removed"]["access_audit"] == 1  # the key bound to u9
+    _, [keys] = run("--db", db, "access", "key", "list")
+    assert [k["user_id"][:5] for k in keys["keys"]] == ["hmac:"]

@@ -145,8 +145,16 @@ def cmd_erase(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     if args.audit_id is not None:
         receipts = engine.erase_audit_id(args.audit_id)
         emit(out, {"receipts": [r.model_dump(mode="json") for r in receipts]})
-    else:
+    elif getattr(engine.store, "database", None) is None:  # in memory: no keys beside it
         emit(out, engine.erase(args.user).model_dump(mode="json"))
+    else:  # keys, grants and the access audit go in the same transaction
+        from memkg.service.commands import access_store
+
+        keys = access_store(args)
+        try:
+            emit(out, engine.erase(args.user, also=(keys,)).model_dump(mode="json"))  # type: ignore[arg-type]
+        finally:
+            keys.close()
     return EXIT_OK
 
 
