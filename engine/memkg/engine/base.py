@@ -149,6 +149,8 @@ class EngineBase:
             cached = self._memories.get(user_id)
             # the version and the store's purge count: another process's write or purge
             version, purges = self.store.stream_mark(user_id)
+            if cached is not None and self._purges.get(user_id) != purges:
+                self._forget(user_id)  # every layer's projections of the user: rebuilt anew
             if cached is None or (cached.version, self._purges.get(user_id)) != (version, purges):
                 cached = UserMemory.from_events(
                     user_id, self.store.read_stream(user_id), self._upcaster()

@@ -461,11 +461,13 @@ class FactLayer(EngineBase):
         ``progress`` is called with the number of events applied so far, every 1,000.
         """
         start = time.perf_counter()
+        _, purges = self.store.stream_mark("")  # before the fold: a purge meanwhile is seen
         memories, count = fold_all(self.store.read_all(), self._upcaster(), progress)
         with self._lock:
             for user_id in set(self._memories) | set(memories):
                 self._forget(user_id)  # every layer's projections are rebuilt from here on
             self._memories = memories
+            self._purges = dict.fromkeys(memories, purges)
         log.info("projections rebuilt", extra={"users": len(memories), "events": count})
         return RebuildReport(
             users=len(memories),

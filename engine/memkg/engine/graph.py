@@ -26,7 +26,8 @@ class GraphLayer(FactLayer):
 
     @cached_property
     def _graphs(self) -> GraphCache:
-        return GraphCache(self.store.read_stream, self.store.stream_mark, self._new_graph)
+        return GraphCache(self.store.read_stream, self.store.stream_mark, self._new_graph,
+                          purged=self._forget)  # fmt: skip
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         self._graphs.apply(user_id, events)

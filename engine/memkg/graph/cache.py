@@ -36,9 +36,12 @@ class GraphCache:
         new_graph: Callable[[str], UserGraph],
         *,
         max_users: int = 1024,
+        purged: Callable[[str], None] = lambda _user: None,
     ) -> None:
         self._read = read_stream
         self._mark = stream_mark
+        self._purged = purged
+        """Told when another process purged (the owner drops what it derived from the graph)."""
         self._purges: dict[str, int] = {}
         """The store's purge count each cached graph was read at (``EventStore.stream_mark``)."""
         self._new = new_graph
@@ -54,6 +57,8 @@ class GraphCache:
         with self._lock:
             graph = self._graphs.get(user_id)
             version, purges = self._mark(user_id)
+            if graph is not None and self._purges.get(user_id) != purges:
+                self._purged(user_id)
             if graph is None or (graph.version, self._purges.get(user_id)) != (version, purges):
                 graph = self._new(user_id)
                 for event in self._read(user_id):
