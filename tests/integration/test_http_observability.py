@@ -53,6 +53,8 @@ def test_metrics_are_scraped_and_parsed(engine: Engine, caplog: pytest.LogCaptur
                if name == "memkg_arbitration_outcomes_total") == 1  # fmt: skip
     assert found[("memkg_review_queue_depth", ())] == 0
     assert found[("memkg_store_errors_total", ())] == 0
+    assert found[("memkg_write_conflicts", (("outcome", "retried"),))] == 0
+    assert found[("memkg_write_conflicts", (("outcome", "surfaced"),))] == 0
     assert "li-na" not in scraped.text and "airline:MU" not in scraped.text
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "memkg.access"]
     assert [(line["operation"], line["status"]) for line in lines][:3] == [

@@ -6,6 +6,7 @@ Labels never carry user ids, keys' secrets or values: the operation name, the st
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -14,7 +15,7 @@ _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 
 
 class Metrics:
-    def __init__(self, review_depth: Callable[[], float]) -> None:
+    def __init__(self, review_depth: Callable[[], float], conflicts: Any = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Histogram("memkg_request_seconds", "HTTP request latency",
@@ -34,6 +35,16 @@ class Metrics:
                                     registry=r)  # fmt: skip
         self.review_queue = Gauge("memkg_review_queue_depth", "Open reviews", registry=r)
         self.review_queue.set_function(review_depth)
+        self.conflicts = Gauge("memkg_write_conflicts", "Concurrency conflicts unconditional "
+                               "writes met since the process started: retried, or surfaced to "
+                               "the caller after the retries", ["outcome"], registry=r)  # fmt: skip
+        if conflicts is not None:
+            for outcome in ("retried", "surfaced"):
+                self.conflicts.labels(outcome).set_function(_reader(conflicts, outcome))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _reader(counts: Any, name: str) -> Callable[[], float]:
+    return lambda: float(getattr(counts, name))
