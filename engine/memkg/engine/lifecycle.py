@@ -13,6 +13,7 @@ from memkg.arbitration.support import canon
 from memkg.engine.decisions import DecisionLayer
 from memkg.errors import InvalidOperation
 from memkg.events.retry import unconditional
+from memkg.events.store import Companion, beside
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject, recall
 from memkg.lifecycle.entities import EntityIndex
@@ -230,11 +231,17 @@ class LifecycleLayer(DecisionLayer):
             return PostgresVectorStore(self.store.dsn, schema=self.store.schema)
         return semantic.MemoryVectorStore()
 
-    def erase(self, user_id: str) -> ErasureReceipt:
-        """Erasure reaches the user's memory vectors first, then everything else."""
+    def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
+        """Erasure reaches the user's memory vectors too: in the same transaction when they
+        live beside the events, first otherwise."""
         with self._lock:
-            self._erase_vectors(user_id)
-            return super().erase(user_id)
+            self._check_args(user_id=user_id)
+            if self.config.embedding is not None or _keeps_vectors(self.store):
+                vectors = self._vector_store
+                if isinstance(vectors, Companion) and beside(self.store, vectors):
+                    return super().erase(user_id, also=(*also, vectors))
+                vectors.erase_user(user_id)
+            return super().erase(user_id, also=also)
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
         """The users whose facts carried the id lose their vectors (re-embedded on demand)."""

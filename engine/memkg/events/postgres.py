@@ -275,7 +275,8 @@ class PostgresEventStore(PgAdapter):
         """
         from psycopg import sql
 
-        names = list(dict.fromkeys(tables)) or self._tables()
+        present = set(self._tables())  # a companion's table may not be made yet
+        names = [t for t in dict.fromkeys(tables) if t in present] if tables else sorted(present)
         command = sql.SQL("VACUUM (FULL) {}.{}" if full else "VACUUM {}.{}")
         with self._lock:
             try:

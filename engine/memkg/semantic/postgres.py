@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memkg.postgres import PgAdapter
 from memkg.semantic.store import cosine, pack, unpack
+
+if TYPE_CHECKING:
+    import psycopg
 
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -59,6 +63,16 @@ class PostgresVectorStore(PgAdapter):
         self, user_id: str, model: str, query: Sequence[float], digests: Collection[str]
     ) -> dict[str, float]:
         return {d: cosine(query, v) for d, v in self.get(user_id, model, digests).items()}
+
+    tables = ("vectors",)
+
+    def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
+        """The user's vectors, removed through the event store's open erasure transaction."""
+        found = db.execute("SELECT to_regclass(%s)", (f"{self._s}.vectors",)).fetchone()
+        if found is None or found[0] is None:
+            return 0
+        query = f"DELETE FROM {self._s}.vectors WHERE user_id = %s"
+        return int(db.execute(query, (user_id,)).rowcount)
 
     def erase_user(self, user_id: str) -> int:
         if not self._table():

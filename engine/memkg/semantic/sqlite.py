@@ -76,6 +76,20 @@ class SqliteVectorStore:
     ) -> dict[str, float]:
         return {d: cosine(query, v) for d, v in self.get(user_id, model, digests).items()}
 
+    tables = ("vectors",)
+
+    @property
+    def database(self) -> str:
+        """The event store's file: an erasure removes the vectors in its own transaction."""
+        return f"sqlite:{self.path.resolve()}"
+
+    def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
+        """The user's vectors, removed through the event store's open erasure transaction
+        (which vacuums the file afterwards)."""
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is None:
+            return 0
+        return int(db.execute("DELETE FROM vectors WHERE user_id = ?", (user_id,)).rowcount)
+
     def erase_user(self, user_id: str) -> int:
         if not self._table():
             return 0
