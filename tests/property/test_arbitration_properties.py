@@ -56,7 +56,7 @@ def facts(draw: st.DrawFn, shape: str, user: str = "u1", key: str | None = None)
                 key=key or spec.key,
                 value=draw(st.sampled_from(VALUES[shape])),
                 kind=spec.kind,
-                source=draw(st.sampled_from([s for s in Source if s is not Source.RULE])),
+                source=draw(st.sampled_from([s for s in Source.BUILTIN if s is not Source.RULE])),
                 confidence=draw(st.sampled_from([0.2, 0.5, 0.6, 0.9, 1.0])),
                 scope=scope,
                 session_id=None if scope is Scope.GLOBAL else "s1",

@@ -150,7 +150,7 @@ def resolve(
         reason, newer = claim.fact.status_reason, by_id[claim.fact.superseded_by or ""].fact
         sheet.put(claim, Standing.LOST, f"superseded ({reason}) by {newer.id}", newer.id)
         explicit = claim.fact.supersede_reason is SupersedeReason.EXPLICIT_CHANGE
-        if explicit and claim.fact.source is not newer.source:
+        if explicit and claim.fact.source != newer.source:
             stale.append(stale_flag(claim, "superseded_by_change", _STALE))
 
     # 4. weighted evidence

@@ -9,13 +9,20 @@ domain overrides::
       silent_below: 0.2           # below: adopt silently
       freeze_above: 0.5           # above: freeze and queue for review; between: ask
     credibility: {dialogue: 0.7}  # per source; overrides EngineConfig.weights.credibility
+    sources:                      # sources beyond the built-in ones (memkg.model.source)
+      sensor: {credibility: 0.8}  # credibility required; confirmed: true for verified records
     staleness_days: {location.city: 365}   # per key; overrides the schema's staleness_days
     domains:
       health:
         bands: {silent_below: 0.1, freeze_above: 0.4}
         staleness_days: {diet.restrictions: 180}
 
-A wrong file raises ``ConfigError`` naming the file and the field.
+A wrong file raises ``ConfigError`` naming the file and the field. The ``credibility`` maps
+(top level and per domain) may name only sources in force: the built-ins and ``sources``.
+
+>>> policy = parse_policy({"sources": {"sensor": {"credibility": 0.8}}}, "rules/policy.yaml")
+>>> policy.for_domain("travel").credibility
+{Source('sensor'): 0.8}
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memkg.errors import ConfigError
-from memkg.model.fact import Source
+from memkg.model.source import Source, SourceDeclaration, Sources
 
 Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Days = Annotated[int, Field(gt=0)]
@@ -81,6 +88,30 @@ class PolicyFile(BaseModel):
     credibility: dict[Source, Share] = Field(default_factory=dict)
     staleness_days: dict[str, Days] = Field(default_factory=dict)
     domains: dict[str, PolicyOverride] = Field(default_factory=dict)
+    sources: dict[Source, SourceDeclaration] = Field(default_factory=dict)
+    """Sources beyond the built-in ones, each with its credibility."""
+
+    @model_validator(mode="after")
+    def _known_sources(self) -> PolicyFile:
+        builtin = [name for name in self.sources if name.builtin]
+        if builtin:
+            raise ValueError(
+                f"sources: {', '.join(builtin)} is built in; set a built-in source's weight "
+                "under credibility, and declare only new sources under sources"
+            )
+        known = self.in_force()
+        for where, credibility in (
+            ("credibility", self.credibility),
+            *((f"domains.{d}.credibility", o.credibility) for d, o in self.domains.items()),
+        ):
+            for name in credibility:
+                if name not in known:
+                    raise ValueError(f"{where}.{name}: {known.unknown(name)}")
+        return self
+
+    def in_force(self) -> Sources:
+        """The sources this policy puts in force: the built-ins and ``sources``."""
+        return Sources.of(self.sources)
 
     def for_domain(self, domain: str) -> Policy:
         """The defaults with ``domain``'s overrides applied.
@@ -92,7 +123,11 @@ class PolicyFile(BaseModel):
         return Policy(
             language=over.language or self.language,
             bands=over.bands or self.bands,
-            credibility={**self.credibility, **over.credibility},
+            credibility={
+                **{name: declared.credibility for name, declared in self.sources.items()},
+                **self.credibility,
+                **over.credibility,
+            },
             staleness_days={**self.staleness_days, **over.staleness_days},
         )
 
@@ -101,6 +136,7 @@ def parse_policy(data: Any, where: str) -> PolicyFile:
     """Validate parsed YAML; ``where`` names the file in the error."""
     if data is None:
         return PolicyFile()
+    _check_declarations(data, where)
     try:
         return PolicyFile.model_validate(data)
     except ValidationError as exc:
@@ -109,6 +145,21 @@ def parse_policy(data: Any, where: str) -> PolicyFile:
             for err in exc.errors(include_url=False)
         )
         raise ConfigError(f"{where}: {problems}", code="policy.invalid") from exc
+
+
+def _check_declarations(data: Any, where: str) -> None:
+    """A declared source without a credibility: refused with what to write."""
+    sources = data.get("sources") if isinstance(data, dict) else None
+    if not isinstance(sources, dict):
+        return
+    for name, body in sources.items():
+        if not isinstance(body, dict) or "credibility" not in body:
+            raise ConfigError(
+                f"{where}: sources.{name}: a declared source needs its credibility (0..1), the "
+                f"base weight of its claims against the others' (dialogue 0.7, behavior 0.9, "
+                f"profile 0.95); e.g. sources: {{{name}: {{credibility: 0.8}}}}",
+                code="policy.source_credibility",
+            )
 
 
 def load_policy(path: Path) -> PolicyFile:

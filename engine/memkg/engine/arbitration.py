@@ -20,7 +20,6 @@ from memkg.arbitration import (
     hour_patterns,
     is_hours_key,
     labels_from,
-    load_policy,
 )
 from memkg.arbitration.claims import SignalLookup, slot
 from memkg.arbitration.review import fold_review, frozen_payload, reviews_from
@@ -47,13 +46,12 @@ class ArbitrationLayer(GraphLayer):
     def reader(self) -> MemoryReader:
         """The arbitration policy, questions and role defaults under the roots' ``rules/``."""
         rules = self.layers.rule_dirs()
-        policy = self.layers.file("rules/policy.yaml")
         labels = self.ontology.knowledge.subject_objects(RDFS.label)
         return MemoryReader(
-            policy=load_policy(policy or self.layers.paths[0] / "rules" / "policy.yaml"),
+            policy=self.policy,
             questions=QuestionBook.load(rules),
             defaults=RoleDefaults.load(rules, self.registry.spec),
-            weights=self.config.weights,
+            weights=self.weights,
             labels=labels_from((str(s), str(o), getattr(o, "language", None)) for s, o in labels),
         )
 

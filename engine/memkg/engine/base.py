@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Self
 
+from memkg.arbitration.policy import PolicyFile, load_policy
 from memkg.clock import Clock, SystemClock
 from memkg.config import EngineConfig
 from memkg.decisions.log import DecisionLog, MemoryDecisionLog
@@ -26,6 +27,8 @@ from memkg.llm.port import LLM
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
+from memkg.model.source import Sources
+from memkg.model.weight import WeightParams
 from memkg.ontology import Ontology
 from memkg.roots import Roots
 from memkg.validate.limits import check_text
@@ -134,11 +137,33 @@ class EngineBase:
         return SchemaRegistry(self.layers.schema_dirs())
 
     @cached_property
+    def policy(self) -> PolicyFile:
+        """``rules/policy.yaml`` of the last root that has one (``memkg.arbitration.policy``)."""
+        found = self.layers.file("rules/policy.yaml")
+        return load_policy(found or self.layers.paths[0] / "rules" / "policy.yaml")
+
+    @cached_property
+    def sources(self) -> Sources:
+        """The sources in force: the built-ins and those the policy declares."""
+        return self.policy.in_force()
+
+    @cached_property
+    def weights(self) -> WeightParams:
+        """``EngineConfig.weights`` with the credibility of every source the roots declare."""
+        declared = {name: d.credibility for name, d in self.sources.declared.items()}
+        if not declared:
+            return self.config.weights
+        merged = {**self.config.weights.credibility, **declared}
+        return self.config.weights.model_copy(update={"credibility": merged})
+
+    @cached_property
     def validator(self) -> Validator:
         shacl = None
         if self.config.shacl:
-            shacl = ShaclChecker(self.ontology.fact_shapes, self.ontology.entity_types)
-        return Validator(self.registry, shacl, self.config.limits, self.config.state_valid_for)
+            shacl = ShaclChecker(self.ontology.fact_shapes, self.ontology.entity_types,
+                                 sources=self.sources.names)  # fmt: skip
+        return Validator(self.registry, shacl, self.config.limits, self.config.state_valid_for,
+                         self.sources)  # fmt: skip
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
         """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""

@@ -28,7 +28,6 @@ from memkg.model.fact import (
     Kind,
     Observation,
     Scope,
-    Source,
     SupersedeReason,
 )
 from memkg.model.report import Problem, ValidationReport
@@ -36,7 +35,6 @@ from memkg.validate.validator import Checked
 
 log = logging.getLogger(__name__)
 
-_SELF_CONFIRMED = (Source.PROFILE, Source.SYSTEM)
 """``fact``-kind claims from these sources are records the user entered or a system verified:
 active at once. From any other source a ``fact`` waits for the user's confirmation."""
 
@@ -256,7 +254,7 @@ class FactLayer(EngineBase):
                 continue
             if obs.change:
                 found.append((claim, SupersedeReason.EXPLICIT_CHANGE))
-            elif claim.source is obs.source:
+            elif claim.source == obs.source:
                 found.append((claim, SupersedeReason.RESTATED))
         return sorted(found, key=lambda item: item[0].id)
 
@@ -291,7 +289,7 @@ class FactLayer(EngineBase):
 
     def _new_fact(self, checked: Checked) -> Fact:
         obs = checked.observation
-        pending = checked.kind is Kind.FACT and obs.source not in _SELF_CONFIRMED
+        pending = checked.kind is Kind.FACT and not self.sources.confirmed(obs.source)
         return Fact(
             id=self.clock.new_id("fact"),
             user_id=obs.user_id,
@@ -495,7 +493,7 @@ def _concurrent(claim: Fact, fact: Fact, why: SupersedeReason) -> bool:
     return (
         why is SupersedeReason.EXPLICIT_CHANGE
         and claim.observed_at == fact.observed_at
-        and claim.source is not fact.source
+        and claim.source != fact.source
     )
 
 

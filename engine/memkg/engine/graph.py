@@ -87,10 +87,10 @@ class GraphLayer(FactLayer):
         """The user's graph (of one domain, or all) with weights: JSON data or Turtle text."""
         self._check_args(user_id=user_id, domain=domain)
         if as_of is None:
-            graph, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+            graph, view = self._graphs.view(user_id, self.clock.now(), self.weights, domain)
         else:
             graph = self._graphs.as_of(user_id, seq=as_of)
-            view = weighted_view(graph, self.clock.now(), self.config.weights, domain)
+            view = weighted_view(graph, self.clock.now(), self.weights, domain)
         return export.to_turtle(graph, view) if fmt == "turtle" else export.to_json(graph, view)
 
     def edges(
@@ -99,7 +99,7 @@ class GraphLayer(FactLayer):
     ) -> list[Edge]:  # fmt: skip
         """The user's claims in ``domain``, heaviest first, each with its weight breakdown."""
         self._check_args(user_id=user_id, domain=domain, relation=relation)
-        _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+        _, view = self._graphs.view(user_id, self.clock.now(), self.weights, domain)
         return queries.edges(view, relation, min_weight, decidable_only=decidable_only)
 
     def paths(
@@ -108,7 +108,7 @@ class GraphLayer(FactLayer):
     ) -> list[GraphPath]:  # fmt: skip
         """Paths from the user to ``concept`` (``protocol:immediate_hospital_visit``)."""
         self._check_args(user_id=user_id, concept=concept, domain=domain)
-        _, view = self._graphs.view(user_id, self.clock.now(), self.config.weights, domain)
+        _, view = self._graphs.view(user_id, self.clock.now(), self.weights, domain)
         return queries.paths(view, concept, max_depth, decidable_only=decidable_only)
 
     def recent_entities(
@@ -126,4 +126,4 @@ class GraphLayer(FactLayer):
         """The claims that held at ``at``, as memory stood then, weighted as of then."""
         self._check_args(user_id=user_id, domain=domain)
         graph = self._graphs.as_of(user_id, at=at)
-        return queries.edges(weighted_view(graph, at, self.config.weights, domain))
+        return queries.edges(weighted_view(graph, at, self.weights, domain))

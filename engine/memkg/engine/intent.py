@@ -201,7 +201,7 @@ class IntentLayer:
         plan = rules.evaluator.plan(table)
         keys = plan.keys | entity
         facts = self._live_facts(graph, table.domain)
-        view = WeightedGraphView(graph, now, engine.config.weights, table.domain)
+        view = WeightedGraphView(graph, now, engine.weights, table.domain)
         reviews = self._reviews(graph.user_id, graph.seq, as_of)
         resolutions = [
             engine._resolution(
@@ -348,4 +348,4 @@ def graph_view(
     domain: str,
     overrides: list[dict[str, Any]] | None = None,
 ) -> GraphView:
-    return WeightedGraphView(graph, now, engine.config.weights, domain, overrides or ())
+    return WeightedGraphView(graph, now, engine.weights, domain, overrides or ())

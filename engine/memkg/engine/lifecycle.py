@@ -28,7 +28,7 @@ from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Scope
 from memkg.model.report import Problem
 from memkg.model.settings import RecallWeights
-from memkg.model.weight import claim_weight
+from memkg.model.weight import claim_weight, credibility_of
 from memkg.validate.guards import text_problems
 from memkg.validate.limits import check_value
 
@@ -131,7 +131,7 @@ class LifecycleLayer(DecisionLayer):
     ) -> inject.Profile:  # fmt: skip
         """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
         self._check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
-        now, params = self.clock.now(), self.config.weights
+        now, params = self.clock.now(), self.weights
         resolved = self.resolved_facts(user_id, domain, session_id=session_id, language=language)
         facts = [item for r in resolved if (item := _profile_fact(r)) is not None]
         notes = [
@@ -194,7 +194,7 @@ class LifecycleLayer(DecisionLayer):
         return recall.recall(
             query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
             now=self.clock.now(), weights=weights or self.config.lifecycle.recall,
-            credibility=lambda domain, source: self.reader.params(domain).credibility[source],
+            credibility=lambda domain, source: credibility_of(self.reader.params(domain), source),
             index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
             key_title=self._key_title,
         )  # fmt: skip

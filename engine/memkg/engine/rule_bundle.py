@@ -56,7 +56,9 @@ def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, l
     """Everything the loader and lint find wrong with a bundle, against the engine's schemas."""
     bundle, findings = load_bundle(sources, root=engine.layers)
     findings += lint_bundle(
-        bundle, lambda d, k: s.schema if (s := engine.registry.spec(d, k)) else None
+        bundle,
+        lambda d, k: s.schema if (s := engine.registry.spec(d, k)) else None,
+        engine.sources,
     )
     return bundle, sorted(findings, key=lambda f: (f.file, f.line, f.code))
 

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from memkg.model.source import Source as Source  # the fact's field type, re-exported
+
 _IDENT = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
 _KEY = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}$"
 _CONTEXT_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -33,15 +35,6 @@ class Kind(StrEnum):
     PREFERENCE = "preference"
     STATE = "state"
     PATTERN = "pattern"
-
-
-class Source(StrEnum):
-    DIALOGUE = "dialogue"
-    BEHAVIOR = "behavior"
-    PROFILE = "profile"
-    THIRD_PARTY = "third_party"
-    SYSTEM = "system"
-    RULE = "rule"
 
 
 class SupersedeReason(StrEnum):

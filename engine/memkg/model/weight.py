@@ -31,7 +31,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memkg.model.fact import Source
+from memkg.errors import ConfigError
+from memkg.model.source import Source
 
 
 class SignalKind(StrEnum):
@@ -61,7 +62,8 @@ class WeightParams(BaseModel):
             Source.RULE: 1.0,
         }
     )
-    """Per source, every source: a source without one would silently weigh nothing."""
+    """Per source, every built-in one (a source without one would silently weigh nothing);
+    sources a root declares bring theirs (``rules/policy.yaml``, ``sources``)."""
     monthly_decay: float = Field(0.05, ge=0, lt=1)
     signal_scores: dict[SignalKind, float] = Field(
         default_factory=lambda: {
@@ -81,11 +83,17 @@ class WeightParams(BaseModel):
     @field_validator("credibility")
     @classmethod
     def _every_source(cls, value: dict[Source, float]) -> dict[Source, float]:
-        missing = [s.value for s in Source if s not in value]
+        missing = [s.value for s in Source.BUILTIN if s not in value]
         if missing:
             raise ValueError(
                 f"credibility gives no weight for source {', '.join(missing)}: "
                 "give every source one (0..1)"
+            )
+        extra = [s for s in value if not Source(s).builtin]
+        if extra:
+            raise ValueError(
+                f"credibility names {', '.join(extra)}, not a built-in source: a new source is "
+                "declared in a root's rules/policy.yaml under sources, with its credibility"
             )
         wrong = [s.value for s, v in value.items() if not 0 <= v <= 1]
         if wrong:
@@ -131,7 +139,7 @@ def claim_weight(
     now: datetime,
     params: WeightParams,
 ) -> Weight:
-    credibility = params.credibility[Source(source)]
+    credibility = credibility_of(params, source)
     age_days = max((now - observed_at).total_seconds() / 86400, 0.0)
     aging = (1 - params.monthly_decay) ** (age_days / 30)
     base = confidence * credibility * aging
@@ -168,6 +176,21 @@ def claim_weight(
     if value != raw:
         factors.append(Factor(name="clamp", value=value, detail=f"{raw:.3f} clamped to [0, 1]"))
     return Weight(value=value, usable=value >= params.threshold, base=base, factors=tuple(factors))
+
+
+def credibility_of(params: WeightParams, source: str) -> float:
+    """The credibility of ``source``; a source no root declares (any more) is an error, never
+    a silent weight of 0."""
+    found = params.credibility.get(source)  # type: ignore[call-overload]
+    if found is None:
+        raise ConfigError(
+            f"source {source!r} has no credibility: no root in force declares it (a stored "
+            f"claim may name a source whose declaration was removed); the sources with one are "
+            f"{', '.join(sorted(params.credibility))}. Declare it again in a root's "
+            "rules/policy.yaml under sources, with its credibility",
+            code="source.undeclared",
+        )
+    return float(found)
 
 
 def _signal_order(signal: Signal) -> tuple[datetime, str]:
@@ -223,7 +246,11 @@ class ClaimWeight:
         # min/max spelled out: the same comparisons, without the calls
         age_days = (now - observed_at).total_seconds() / 86400
         age_days = 0.0 if age_days < 0.0 else age_days
-        raw = confidence * params.credibility[Source(source)] * (
+        try:
+            credibility = params.credibility[source]  # type: ignore[index]
+        except KeyError:
+            credibility = credibility_of(params, source)
+        raw = confidence * credibility * (
             (1 - params.monthly_decay) ** (age_days / 30))  # fmt: skip
         if signals:
             gain = 0.0

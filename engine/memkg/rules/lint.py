@@ -14,6 +14,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from memkg.model.source import Sources
 from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
 from memkg.rules.overlap import overlap_findings
@@ -31,7 +32,11 @@ from memkg.rules.text import placeholders
 __all__ = ["KeySchema", "lint_bundle"]
 
 
-def lint_bundle(bundle: RuleBundle, key_schema: KeySchema) -> list[Finding]:
+def lint_bundle(
+    bundle: RuleBundle, key_schema: KeySchema, sources: Sources | None = None
+) -> list[Finding]:
+    """Every finding of ``bundle``; ``sources``: those in force (default: the built-ins)."""
+    sources = sources or Sources()
     findings: list[Finding] = []
     for _, declared in sorted(bundle.domains.items()):
         for status, output in sorted(declared.status_actions.items()):
@@ -60,7 +65,7 @@ def lint_bundle(bundle: RuleBundle, key_schema: KeySchema) -> list[Finding]:
                     )
                 )
             seen.setdefault(rule.id, rule)
-            findings += _lint_rule(table, rule, spec, key_schema)
+            findings += _lint_rule(table, rule, spec, key_schema, sources)
         findings += _lint_table(table, spec)
         if table.hit_policy.kind == "unique":
             keys = {c.key for r in table.rules for c in r.conditions if c.key}
@@ -169,7 +174,7 @@ def _lint_output(
 
 
 def _lint_rule(
-    table: RuleTable, rule: Rule, spec: DomainSpec | None, key_schema: KeySchema
+    table: RuleTable, rule: Rule, spec: DomainSpec | None, key_schema: KeySchema, sources: Sources
 ) -> list[Finding]:
     found: list[Finding] = []
     if spec is not None:
@@ -177,7 +182,7 @@ def _lint_rule(
     if rule.effective_from and rule.effective_until and rule.effective_from > rule.effective_until:
         found.append(_at(rule, "rule.effective", "effective `from` is after `until`"))
     aliases: dict[str, Condition] = {}
-    scope = LintScope(table, rule, spec, key_schema)
+    scope = LintScope(table, rule, spec, key_schema, sources)
     for cond in rule.conditions:
         for ref in cond.refs:
             target = aliases.get(ref.alias)

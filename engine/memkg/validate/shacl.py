@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -35,6 +35,7 @@ from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.term import Node
 
 from memkg.model.report import Problem
+from memkg.model.source import Source
 from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
 from memkg.validate.shape_checks import DataGraph as CheckedGraph
 from memkg.validate.shape_checks import NotCompilable, Shapes, compile_shapes
@@ -125,12 +126,16 @@ class ShaclChecker:
         entity_types: dict[URIRef, tuple[URIRef, ...]],
         *,
         compiled: bool = True,
+        sources: Iterable[str] = Source.BUILTIN,
     ) -> None:
+        """``sources``: the sources in force; a candidate's source is typed ``mk:Source`` only
+        if it is one of them (``sh:class mk:Source`` in the fact shape)."""
         self._compiled = _compiled(shapes) if compiled else None
         self._shapes = ShapesGraph(shapes)
         if self._compiled is None:
             self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
         self._types = entity_types
+        self._source_types = {_term(name): (_SOURCE_CLASS,) for name in sources}
         self._value_paths = _value_paths(shapes)
         self._memo: dict[tuple[object, ...], list[Problem]] = {}
         # pySHACL copies blank property shapes into its report: name them by their node shape
@@ -260,13 +265,14 @@ class ShaclChecker:
                 )
             iris.append(entity_iri(ref))
         user = user_iri(c.user_id)
+        source = _term(c.source)
         g: list[Triple] = [
             (user, _TYPE, _USER),
             (node, _TYPE, _FACT),
             (node, _SUBJECT, user),
             (node, _KEY, _literal(c.key, None)),
             (node, _KIND, _term(c.kind)),
-            (node, _SOURCE, _term(c.source)),
+            (node, _SOURCE, source),
             (node, _SENSITIVITY, _term(c.sensitivity)),
             (node, _CONFIDENCE, _literal(Decimal(repr(c.confidence)), _DECIMAL)),
             (node, _OBSERVED_AT, _literal(c.observed_at, _DATETIME)),
@@ -274,6 +280,7 @@ class ShaclChecker:
         if c.valid_until is not None:
             g.append((node, _VALID_UNTIL, _literal(c.valid_until, _DATETIME)))
         g.append((node, _CONSENT, _literal(c.consent_granted, None)))
+        g.extend((source, _TYPE, cls) for cls in self._source_types.get(source, ()))
         if iris:
             by_key = _key_term(c.key)
             for iri in iris:
@@ -291,6 +298,7 @@ _VIOLATION, _TYPE, _DECIMAL, _DATETIME = SH.Violation, RDF.type, XSD.decimal, XS
 _USER, _FACT, _SUBJECT, _KEY, _KIND, _SOURCE = (
     MK.User, MK.Fact, MK.subject, MK.key, MK.kind, MK.source,
 )  # fmt: skip
+_SOURCE_CLASS = MK.Source
 _SENSITIVITY, _CONFIDENCE, _OBSERVED_AT, _VALID_UNTIL, _CONSENT, _OBJECT, _LITERAL = (
     MK.sensitivity, MK.confidence, MK.observedAt, MK.validUntil, MK.consentGranted, MK.object,
     MK.literalValue,

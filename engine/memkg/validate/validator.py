@@ -3,7 +3,8 @@
 Order, per observation:
 
 1. limits: size, depth, item counts and valid Unicode of the value (no recursion);
-2. envelope: the observation's own fields (pydantic), then the key declared by the domain;
+2. envelope: the observation's own fields (pydantic), then the key declared by the domain and
+   the source among the sources in force;
 3. the key's JSON Schema on the value (skipped when limits failed: it recurses);
 4. SHACL shapes on the fact's own small graph (one pySHACL run per batch; skipped when the
    schema failed: shapes assume a value of the declared type);
@@ -26,6 +27,7 @@ from memkg.config import Limits
 from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
+from memkg.model.source import Sources
 from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
@@ -141,11 +143,13 @@ class Validator:
         shacl: ShaclChecker | None,
         limits: Limits,
         state_valid_for: timedelta,
+        sources: Sources | None = None,
     ) -> None:
         self.registry = registry
         self.shacl = shacl
         self.limits = limits
         self.state_valid_for = state_valid_for
+        self.sources = sources or Sources()
 
     def check_many(
         self,
@@ -201,6 +205,8 @@ class Validator:
             except ValidationError as exc:
                 problems += _envelope_problems(exc)
                 return problems + self._salvage(item, within_limits, problems), None
+        if obs.source not in self.sources:
+            problems.append(self._unknown_source(obs.source))
         spec = self.registry.spec(obs.domain, obs.key)
         if spec is None:
             return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None
@@ -232,10 +238,24 @@ class Validator:
         )
         return problems, (obs, spec, kind, sensitivity, valid_until)
 
+    def _unknown_source(self, source: object) -> Problem:
+        message = self.sources.unknown(source)
+        return Problem(code="source.undeclared", path="$.source", message=message,
+                       stage="envelope")  # fmt: skip
+
     def _salvage(
         self, raw: Mapping[str, Any], within_limits: bool, found: list[Problem]
     ) -> list[Problem]:
-        """With a broken envelope, still check what can be: key, value schema, guards."""
+        """With a broken envelope, still check what can be: source, key, value schema, guards."""
+        source = raw.get("source")
+        problems = []
+        if "$.source" not in {p.path for p in found} and source not in self.sources:
+            problems.append(self._unknown_source(source))
+        return problems + self._salvage_value(raw, within_limits, found)
+
+    def _salvage_value(
+        self, raw: Mapping[str, Any], within_limits: bool, found: list[Problem]
+    ) -> list[Problem]:
         domain, key = raw.get("domain"), raw.get("key")
         if not (isinstance(domain, str) and isinstance(key, str)):
             return []
@@ -266,8 +286,8 @@ class Validator:
             if ready is None or any(p.stage in ("limits", "schema") for p in problems[index]):
                 continue  # refused already; shapes assume a value of the declared type
             obs, spec, kind, sensitivity, valid_until = ready
-            if sensitivity is Sensitivity.PROHIBITED:
-                continue  # refused by policy; the shape would only repeat it
+            if sensitivity is Sensitivity.PROHIBITED or obs.source not in self.sources:
+                continue  # refused already; the shape would only repeat it
             indexes.append(index)
             candidates.append(
                 Candidate(

@@ -77,7 +77,7 @@ def test_prose_no_protocol_value_stood_for_is_shown_never_compared() -> None:
 
 def test_credibility_is_keyed_by_source_and_every_source_needs_one() -> None:
     params = WeightParams()
-    assert set(params.credibility) == set(Source)
+    assert set(params.credibility) == set(Source.BUILTIN)
     with pytest.raises(ValidationError, match=r"no weight for source .*third_party"):
         WeightParams(credibility={"dialogue": 0.7, "behavior": 0.9, "profile": 0.95,
                                   "system": 1.0, "rule": 1.0})  # fmt: skip

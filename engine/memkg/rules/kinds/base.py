@@ -11,9 +11,10 @@ names rule files use to kinds; nothing else branches on a kind's name.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from memkg.model.source import Sources
 from memkg.rules.kinds.compare import CompileOperand, Resolve
 from memkg.rules.spec import OPS, Condition, DomainSpec, Finding, Ref, Rule, RuleTable, Test
 
@@ -33,6 +34,8 @@ class LintScope:
     rule: Rule
     spec: DomainSpec | None
     key_schema: KeySchema
+    sources: Sources = field(default_factory=Sources)
+    """The sources in force (``source:`` lists may name only these)."""
 
     def finding(self, code: str, message: str, line: int | None = None) -> Finding:
         return Finding(code, message, self.rule.file, line or self.rule.line, self.rule.id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memkg.model.fact import Source
+from memkg.model.source import SOURCE_PATTERN
 from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
 from memkg.rules.kinds.checks import MAX_PROPERTIES, declared_key, type_check
 from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
@@ -60,7 +60,7 @@ class FactKind(ConditionKind):
                     "type": "array",
                     "minItems": 1,
                     "uniqueItems": True,
-                    "items": {"enum": [s.value for s in Source]},
+                    "items": {"type": "string", "pattern": SOURCE_PATTERN},
                 },
                 **ops,
                 "in": {"$ref": "#/$defs/values"},
@@ -142,7 +142,11 @@ class FactKind(ConditionKind):
 
     def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
         key = cond.key or ""
+        unknown = [s for s in cond.sources if s not in scope.sources]
         schema, found = declared_key(scope, key, cond.line)
+        if unknown:
+            found.insert(0, scope.finding("rule.unknown_source", scope.sources.unknown(unknown[0]),
+                                          cond.line))  # fmt: skip
         if schema is None:
             return found
         if len(schema.get("properties", {})) + _MESSAGE_PROPS > MAX_PROPERTIES:
