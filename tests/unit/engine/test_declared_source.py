@@ -110,8 +110,15 @@ def _root(tmp_path: Path, policy: str | None = DECLARED, rules: str = TABLE) -> 
 
 
 def _said(source: str, value: str, confidence: float) -> dict[str, Any]:
-    return {"user_id": "ana", "domain": "home", "key": "room.climate", "value": value,
-            "source": source, "confidence": confidence, "observed_at": T0.isoformat()}  # fmt: skip
+    return {
+        "user_id": "ana",
+        "domain": "home",
+        "key": "room.climate",
+        "value": value,
+        "source": source,
+        "confidence": confidence,
+        "observed_at": T0.isoformat(),
+    }
 
 
 def test_a_declared_source_goes_end_to_end(tmp_path: Path) -> None:
@@ -195,8 +202,10 @@ def test_a_rule_naming_an_undeclared_source_is_refused_with_its_line(tmp_path: P
     ):
         engine.decide("ana", "home")
     found = [(f.code, f.line, f.rule_id) for f in caught.value.findings]
-    assert found == [("rule.unknown_source", 8, "home.measured_cool"),
-                     ("rule.unknown_source", 16, "home.measured_warm")]  # fmt: skip
+    assert found == [
+        ("rule.unknown_source", 8, "home.measured_cool"),
+        ("rule.unknown_source", 16, "home.measured_warm"),
+    ]
     assert "'sensor' is not declared" in caught.value.findings[0].message
 
 
@@ -259,8 +268,11 @@ def test_a_stored_claim_whose_declaration_was_removed_is_a_clear_error(tmp_path:
 def test_a_confirmed_source_holds_its_facts_at_once(tmp_path: Path) -> None:
     schema = json.loads(json.dumps(SCHEMA))
     schema["properties"]["room.climate"]["x-memkg"]["kind"] = "fact"
-    root = _root(tmp_path, policy="sources:\n  registry: {credibility: 0.95, confirmed: true}\n"
-                 "  sensor: {credibility: 0.9}\n")  # fmt: skip
+    root = _root(
+        tmp_path,
+        policy="sources:\n  registry: {credibility: 0.95, confirmed: true}\n"
+        "  sensor: {credibility: 0.9}\n",
+    )
     (root / "schemas" / "home" / "comfort@1.json").write_text(json.dumps(schema))
     config = EngineConfig(roots=(root,), examples=False)
     with Engine(config=config, clock=FrozenClock(T0)) as engine:
