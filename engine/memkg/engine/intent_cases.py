@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkg.clock import FrozenClock
 from memkg.engine.decision_graph import fixture_graph
+from memkg.errors import ConfigError
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
 from memkg.rules.loader import RuleFolders
@@ -24,6 +25,11 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
     clock = FrozenClock(case.now)
     facts = []
     for raw in case.facts:
+        source = raw.get("source", "profile")
+        if source not in engine.sources:
+            where = f"{case.file}:{case.line}: case {case.name!r}"
+            unknown = engine.sources.unknown(source)
+            raise ConfigError(f"{where}: {unknown}", code="source.undeclared")
         spec = engine.registry.spec(case.table.domain, raw["key"])
         observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
         valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
@@ -35,7 +41,7 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
                 key=raw["key"],
                 value=raw["value"],
                 kind=spec.kind if spec else "fact",
-                source=Source(raw.get("source", "profile")),
+                source=Source(source),
                 confidence=raw.get("confidence", 1.0),
                 scope=Scope.GLOBAL,
                 observed_at=observed,

@@ -25,9 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from memkg.lifecycle.ports import MemoryPort
-from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, Source
-
-_SELF_CONFIRMED = (Source.PROFILE, Source.SYSTEM)
+from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope
+from memkg.model.source import CONFIRMED_BUILTIN
 
 
 def canon(value: Any) -> str:
@@ -59,7 +58,7 @@ def lasting(fact: Fact, history: Sequence[Fact]) -> str | None:
         return "explicit change"
     if fact.kind is Kind.FACT:
         # active: the user confirmed it, or it is a record the user entered or a system verified
-        return "confirmed by the user" if fact.source not in _SELF_CONFIRMED else "confirmed record"
+        return "confirmed record" if fact.source in CONFIRMED_BUILTIN else "confirmed by the user"
     said = {
         f.id
         for f in history

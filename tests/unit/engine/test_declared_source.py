@@ -194,6 +194,20 @@ def test_an_undeclared_source_is_refused_with_the_sources_in_force(tmp_path: Pat
         assert {p.code for p in report.problems} == {"source.undeclared", "schema.enum"}
 
 
+def test_a_rule_case_naming_an_undeclared_source_is_refused_with_its_line(
+    tmp_path: Path, capsys: Any
+) -> None:
+    root = _root(tmp_path)
+    cases = root / "rules" / "home" / "climate.cases.yaml"
+    cases.write_text(CASES.replace("source: sensor", "source: gossip"))
+    assert main(["--root", str(root), "--no-examples", "rules", "test"]) != 0
+    said = capsys.readouterr()
+    error = json.loads(said.out or said.err)
+    assert error["error"] == "source.undeclared"
+    assert error["message"].startswith("rules/home/climate.cases.yaml:2: case \"the thermostat")
+    assert "source 'gossip' is not declared" in error["message"]
+
+
 def test_a_rule_naming_an_undeclared_source_is_refused_with_its_line(tmp_path: Path) -> None:
     config = EngineConfig(roots=(_root(tmp_path, policy=None),), examples=False)
     with (
