@@ -7,6 +7,7 @@ Every error carries a stable ``code`` and points at what caused it::
     ├── ConcurrencyConflict                 append with a stale expected version
     ├── NotFound (LookupError)              unknown fact, user, decision
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
+    │   └── MemoryDisabled                    the user turned memory off: writes are refused
     ├── ConfigError (ValueError)            a schema, shape or config file is wrong (names the file)
     │   └── RulesRefused                      a rule bundle failed lint or its cases
     │       └── RulesDiffRefused                a reload's rules diff BLOCKed
@@ -83,6 +84,20 @@ class NotFound(MemkgError, LookupError):
 
 class InvalidOperation(MemkgError, ValueError):
     code = "invalid_operation"
+
+
+class MemoryDisabled(InvalidOperation):
+    """The user turned memory off: nothing is written for them until they turn it back on."""
+
+    code = "memory.disabled"
+
+    def __init__(self, user_id: str) -> None:
+        super().__init__(
+            f"memory is off for user {user_id!r}: writes are refused and stored data is left "
+            "as it is; the user can turn memory back on (enable_memory, "
+            "`memkg memory on USER`)"
+        )
+        self.user_id = user_id
 
 
 class ConfigError(MemkgError, ValueError):

@@ -89,3 +89,21 @@ def test_views_escape_what_memory_holds(served: dict[str, Any]) -> None:
     assert hostile not in body and "&lt;img src=x onerror=" in body
     explained = served["admin"].get("/inspect/views/decision", params={"id": hostile}).text
     assert hostile not in explained and "decision.not_found" in explained
+
+
+def test_the_rights_view_shows_and_offers_the_memory_switch(served: dict[str, Any]) -> None:
+    engine: Engine = served["engine"]
+    app, keyring = served["app"], served["keyring"]
+    engine.ingest({"user_id": "ren", "domain": "travel", "key": "seat.preference",
+                   "value": "aisle", "source": "dialogue"})  # fmt: skip
+    admin = served["admin"]
+    on = admin.get("/inspect/views/rights", params={"user": "ren"}).text
+    assert 'data-action="memory-off"' in on and "<strong>on</strong>" in on
+    engine.disable_memory("ren", reason="asked at the desk")
+    off = admin.get("/inspect/views/rights", params={"user": "ren"}).text
+    assert "<strong>off</strong> for ren (keep" in off and 'data-action="memory-on"' in off
+    blind = client(app, token(keyring, ("decide",)))
+    hidden = blind.get("/inspect/views/rights", params={"user": "ren"}).text
+    assert "may not read whether memory is on" in hidden
+    engine.enable_memory("ren")
+    assert engine.facts("ren")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from memkg.cli import arbitration, authoring, decisions, facts, graph, schema
+from memkg.cli import arbitration, authoring, decisions, facts, graph, identity, schema
 from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit, is_postgres
 from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     _root_options(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (facts, graph, arbitration, decisions, schema, authoring):
+    for commands in (facts, graph, arbitration, decisions, schema, authoring, identity):
         commands.add_commands(sub)
     add_service_commands(sub)
     for command in _subparsers(parser):

@@ -40,6 +40,8 @@ def summary(decision: Decision) -> dict[str, Any]:
         "problems": list(decision.problems),
         "decided_at": decision.decided_at.isoformat(),
         "as_of_seq": decision.as_of_seq,
+        "memory_off": decision.memory_off,
+        "merged_ids": list(decision.merged_ids),
     }
 
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from memkg.engine.evolution import EvolutionLayer
 from memkg.engine.facts import IngestOutcome, IngestResult, RebuildReport
+from memkg.engine.identity import SwitchReceipt
+from memkg.model.identity import MemoryState, SwitchMode
 
-__all__ = ["Engine", "IngestOutcome", "IngestResult", "RebuildReport"]
+__all__ = ["Engine", "IngestOutcome", "IngestResult", "RebuildReport", "SwitchReceipt"]
 
 
 class Engine(EvolutionLayer):
@@ -45,3 +47,29 @@ class Engine(EvolutionLayer):
 
         self._check_args(domain=domain)
         return keys(self, domain)
+
+    # -- the memory switch ----------------------------------------------------------------
+
+    def memory_state(self, user_id: str) -> MemoryState:
+        """Whether memory is on for the user, and how and since when it was turned off."""
+        from memkg.engine.identity import memory_state
+
+        self._check_args(user_id=user_id)
+        return memory_state(self, user_id)
+
+    def disable_memory(
+        self, user_id: str, *, mode: str | SwitchMode = "keep", by: str = "user",
+        reason: str = "",
+    ) -> SwitchReceipt:  # fmt: skip
+        """Turn memory off: writes are refused (``memory.disabled``), reads see only role
+        defaults, decisions record that they ran without memory. ``mode="keep"`` freezes
+        what is stored; ``mode="erase"`` erases it (the receipt is in the answer)."""
+        from memkg.engine.identity import disable_memory
+
+        return disable_memory(self, user_id, mode=mode, by=by, reason=reason)
+
+    def enable_memory(self, user_id: str, *, by: str = "user", reason: str = "") -> SwitchReceipt:
+        """Turn memory back on (an event): kept memory is read again."""
+        from memkg.engine.identity import enable_memory
+
+        return enable_memory(self, user_id, by=by, reason=reason)

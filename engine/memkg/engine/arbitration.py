@@ -208,7 +208,7 @@ class ArbitrationLayer(GraphLayer):
     def _review_index(self, user_id: str, seq: int) -> _ReviewIndex:
         cached = self._review_cache.get(user_id)
         if cached is None or cached[0] != seq:
-            found = reviews_from(self.store.read_stream(user_id))
+            found = reviews_from(self._read_stream(user_id))
             by_key: dict[tuple[str, str], dict[str, Review]] = {}
             for review in found.values():
                 by_key.setdefault((review.domain, review.key), {})[review.review_id] = review

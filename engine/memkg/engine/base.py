@@ -18,11 +18,12 @@ from memkg.arbitration.policy import PolicyFile, load_policy
 from memkg.clock import Clock, SystemClock
 from memkg.config import EngineConfig
 from memkg.decisions.log import DecisionLog, MemoryDecisionLog
-from memkg.errors import NotFound
+from memkg.errors import MemoryDisabled, NotFound
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts
 from memkg.events.store import EventStore
+from memkg.identity import visible
 from memkg.llm.port import LLM
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
@@ -61,6 +62,8 @@ class EngineBase:
         self._memories: dict[str, UserMemory] = {}
         self._purges: dict[str, int] = {}
         """The store's purge count each cached projection was read at."""
+        self._joined_by: dict[str, set[str]] = {}
+        """user → the users whose cached views join that user's events (merged ids)."""
         self._lock = threading.RLock()
         self.conflicts = Attempts()
         """Conflicts unconditional writes met: ``retried`` internally, ``surfaced`` to callers."""
@@ -169,7 +172,7 @@ class EngineBase:
         """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
         self._check_args(user_id=user_id)
         if as_of is not None:
-            return UserMemory.from_events(user_id, self.store.read_stream(user_id, up_to_seq=as_of))
+            return UserMemory.from_events(user_id, self._read_stream(user_id, up_to_seq=as_of))
         with self._lock:
             cached = self._memories.get(user_id)
             # the version and the store's purge count: another process's write or purge
@@ -178,7 +181,7 @@ class EngineBase:
                 self._forget(user_id)  # every layer's projections of the user: rebuilt anew
             if cached is None or (cached.version, self._purges.get(user_id)) != (version, purges):
                 cached = UserMemory.from_events(
-                    user_id, self.store.read_stream(user_id), self._upcaster()
+                    user_id, self._read_stream(user_id), self._upcaster()
                 )
                 # a purge (erasure by audit id) leaves the stream's version past its last event
                 cached.version = version
@@ -192,13 +195,39 @@ class EngineBase:
         self._check_args(user_id=user_id)
         return self.store.stream_version(user_id)
 
+    def _read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        """The events reads of the user fold: the memory switch and merged ids applied
+        (``memkg.identity.stream``); writes append to the user's own stream."""
+        events = visible(user_id, self.store.read_stream, up_to_seq)
+        if up_to_seq is None:
+            for event in events:
+                if event.type is EventType.USERS_MERGED:
+                    for other in (event.payload["primary"], event.payload["other"]):
+                        if other != user_id:
+                            self._joined_by.setdefault(other, set()).add(user_id)
+        return events
+
+    def _writable(self, user_id: str) -> UserMemory:
+        """The user's memory, or ``MemoryDisabled`` when the user turned memory off."""
+        memory = self.memory(user_id)
+        if memory.memory_off is not None:
+            raise MemoryDisabled(user_id)
+        return memory
+
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         """Fold newly appended events into the cached projections (layers add theirs)."""
+        if self._joined_by:
+            self._forget_joined(user_id)
         memory = self._memories.get(user_id)
         if memory is None:
             return
         for event in events:
             memory.apply(event)
+
+    def _forget_joined(self, user_id: str) -> None:
+        """Drop the cached views that join this user's events (merged ids of one person)."""
+        for other in self._joined_by.pop(user_id, ()):
+            self._forget(other)
 
     def _forget(self, user_id: str) -> None:
         """Drop every cached projection of an erased user (layers add theirs)."""
@@ -218,7 +247,8 @@ class EngineBase:
         """Append ``events`` atomically (after ``expected_version``, default: the current);
         callers have checked them (stages write through their own narrow ports)."""
         with self._lock:
-            version = self.memory(user_id).version if expected_version is None else expected_version
+            memory = self._writable(user_id)
+            version = memory.version if expected_version is None else expected_version
             appended = self.store.append(user_id, events, expected_version=version)
             self._apply(user_id, appended.events)
             return list(appended.events)
@@ -237,7 +267,7 @@ class EngineBase:
         ``subject_id`` (a review id, a note id) goes where a fact id would, so that erasure
         by fact id can find the event.
         """
-        memory = self.memory(user_id)
+        memory = self._writable(user_id)
         event = NewEvent(
             event_id=self.clock.new_id("evt"),
             type=kind,

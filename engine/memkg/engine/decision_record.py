@@ -34,6 +34,9 @@ def record_decision(
     problems: list[str],
     timings: dict[str, float],
     memory: Sequence[MemoryNode] = (),
+    *,
+    memory_off: bool = False,
+    merged_ids: Sequence[str] = (),
 ) -> Decision:
     """Statuses: ``invalid_input`` (problems with the request), ``hit_policy_violation``,
     ``decided`` (a rule or the table's default), ``no_match``; ``needs_review`` replaces
@@ -116,6 +119,8 @@ def record_decision(
         status_action=f"{spec.file}: status_actions.{result.status.value}"
         if safe and spec
         else None,
+        memory_off=memory_off,
+        merged_ids=merged_ids,
     )
     return Decision(
         decision_id=decision_id,
@@ -129,5 +134,7 @@ def record_decision(
         explanation=explanation,
         left_out=inp.left_out if inp else (),
         problems=tuple(problems),
+        memory_off=memory_off,
+        merged_ids=tuple(merged_ids),
         timings=timings,
     )

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.support import canon
 from memkg.engine.base import EngineBase
-from memkg.errors import InvalidOperation, NotFound, ValidationFailed
+from memkg.errors import InvalidOperation, MemoryDisabled, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory, fold_all
 from memkg.events.retry import unconditional
 from memkg.events.store import Companion, beside
@@ -117,13 +117,18 @@ class FactLayer(EngineBase):
             stored = self._store_checked(item, None)
         except ValidationFailed as exc:
             return IngestOutcome(index=index, accepted=False, report=exc.report)
+        except MemoryDisabled as exc:
+            problem = Problem(code=exc.code, path="$.user_id", message=exc.message,
+                              stage="envelope")  # fmt: skip
+            report = ValidationReport(problems=(problem,))
+            return IngestOutcome(index=index, accepted=False, report=report)
         return IngestOutcome(index=index, accepted=True, result=stored)
 
     @unconditional
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
         obs = checked.observation
         with self._lock:
-            memory = self.memory(obs.user_id)
+            memory = self._writable(obs.user_id)
             fact = self._new_fact(checked)
             replaced, outdated_by = self._ordered_by_time(
                 fact, self._replaced_claims(memory, checked), checked
@@ -329,6 +334,7 @@ class FactLayer(EngineBase):
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
         """The user confirmed a ``pending_confirmation`` fact: decisions may use it now."""
         self._check_args(user_id=user_id, fact_id=fact_id, by=by)
+        self._writable(user_id)
         fact = self.fact(user_id, fact_id)
         if fact.status is not FactStatus.PENDING_CONFIRMATION:
             raise InvalidOperation(
@@ -341,6 +347,7 @@ class FactLayer(EngineBase):
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
         """Forget a fact: a soft delete that keeps its history."""
         self._check_args(user_id=user_id, fact_id=fact_id, reason=reason)
+        self._writable(user_id)
         fact = self.fact(user_id, fact_id)
         if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
             raise InvalidOperation(
@@ -464,8 +471,9 @@ class FactLayer(EngineBase):
         with self._lock:
             for user_id in set(self._memories) | set(memories):
                 self._forget(user_id)  # every layer's projections are rebuilt from here on
-            self._memories = memories
-            self._purges = dict.fromkeys(memories, purges)
+            # views the memory switch or a merge shape are folded on first read instead
+            self._memories = {u: m for u, m in memories.items() if m.plain}
+            self._purges = dict.fromkeys(self._memories, purges)
         log.info("projections rebuilt", extra={"users": len(memories), "events": count})
         return RebuildReport(
             users=len(memories),

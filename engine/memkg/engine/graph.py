@@ -26,7 +26,7 @@ class GraphLayer(FactLayer):
 
     @cached_property
     def _graphs(self) -> GraphCache:
-        return GraphCache(self.store.read_stream, self.store.stream_mark, self._new_graph,
+        return GraphCache(self._read_stream, self.store.stream_mark, self._new_graph,
                           purged=self._forget)  # fmt: skip
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
@@ -61,7 +61,7 @@ class GraphLayer(FactLayer):
             user_id=user_id, domain=domain, key=key, value=value, session_id=session_id
         )
         with self._lock:
-            memory = self.memory(user_id)
+            memory = self._writable(user_id)
             event = signal_event(
                 user_id=user_id, domain=domain, key=key, value=value, kind=kind,
                 session_id=session_id, live_facts=memory.current(domain, self.clock.now()),

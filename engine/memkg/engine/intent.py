@@ -157,7 +157,8 @@ class IntentLayer:
         timings = {"evaluate_ms": round((time.perf_counter() - started) * 1000, 3)}
         return self._record(
             rules, decision_id, request, as_of, now, table, inp, evaluation, problems, timings,
-            memory,
+            memory, memory_off=graph.memory.memory_off is not None,
+            merged_ids=graph.memory.merged_ids,
         )  # fmt: skip
 
     def _input(
@@ -248,7 +249,7 @@ class IntentLayer:
         """
         if as_of >= self.engine.store.head():
             return self.engine._reviews(user_id, seq)
-        return list(reviews_from(self.engine.store.read_stream(user_id, up_to_seq=as_of)).values())
+        return list(reviews_from(self.engine._read_stream(user_id, up_to_seq=as_of)).values())
 
     def _record(
         self,
@@ -263,6 +264,9 @@ class IntentLayer:
         problems: list[str],
         timings: dict[str, float],
         memory: tuple[MemoryNode, ...] = (),
+        *,
+        memory_off: bool = False,
+        merged_ids: tuple[str, ...] = (),
     ) -> Decision:
         return record_decision(
             rules.bundle,
@@ -277,6 +281,8 @@ class IntentLayer:
             problems,
             timings,
             memory,
+            memory_off=memory_off,
+            merged_ids=merged_ids,
         )
 
     # -- after the fact ---------------------------------------------------------------------

@@ -40,6 +40,11 @@ class UserMemory:
         self.facts_read = 0
         """Facts handed out by the per-key reads (``of_key``, ``live_claims``) so far: what
         a read of one key cost, for tests and benchmarks to count."""
+        self.memory_off: dict[str, Any] | None = None
+        """The ``memory.disabled`` payload while the user's memory is off, else ``None``."""
+        self._links: dict[str, tuple[str, str]] = {}
+        self.plain = True
+        """No switch or link event was folded: the user's own stream is the whole view."""
 
     @classmethod
     def from_events(
@@ -68,7 +73,27 @@ class UserMemory:
                     self._live.setdefault(slot, {})[fact_id] = None
                 elif fact_id in self._live.get(slot, ()):
                     del self._live[slot][fact_id]
+        elif event.type in _IDENTITY:
+            self._identity(event)
         self.version, self.seq = event.version, event.seq
+
+    def _identity(self, event: Event) -> None:
+        self.plain = False
+        payload = event.payload
+        if event.type is EventType.MEMORY_DISABLED:
+            self.memory_off = dict(payload)
+        elif event.type is EventType.MEMORY_ENABLED:
+            self.memory_off = None
+        elif event.type is EventType.USERS_MERGED:
+            self._links[payload["merge_id"]] = (payload["primary"], payload["other"])
+        elif event.type is EventType.USERS_SPLIT:
+            self._links.pop(payload["merge_id"], None)
+
+    @property
+    def merged_ids(self) -> tuple[str, ...]:
+        """The other ids of the same person whose memory this view joins, sorted."""
+        ids = {i for pair in self._links.values() for i in pair}
+        return tuple(sorted(ids - {self.user_id}))
 
     def current(self, domain: str | None = None, at: datetime | None = None) -> list[Fact]:
         """Facts that hold now: active, pending confirmation or frozen; states not yet expired.
@@ -156,6 +181,9 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+_IDENTITY = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED,
+                       EventType.MERGE_PROPOSED, EventType.USERS_MERGED,
+                       EventType.USERS_SPLIT})  # fmt: skip
 _NO_PROVENANCE = Provenance()
 _NO_PROVENANCE_STORED = _NO_PROVENANCE.model_dump(mode="json")
 _SHARED_TEXT = ("user_id", "domain", "key", "session_id")

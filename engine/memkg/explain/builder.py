@@ -69,6 +69,8 @@ def build_explanation(
     memory: Sequence[MemoryNode] = (),
     proposed: str | None = None,
     status_action: str | None = None,
+    memory_off: bool = False,
+    merged_ids: Sequence[str] = (),
 ) -> Explanation:
     """``describe`` maps action names to the words the domain declares for them."""
     by_id = {node.rule_id: node for node in fired}
@@ -109,6 +111,8 @@ def build_explanation(
         left_out=tuple(LeftOutNode(**lo.model_dump()) for lo in left_out),
         memory=tuple(memory),
         problems=tuple(problems),
+        memory_off=memory_off,
+        merged_ids=tuple(merged_ids),
         status_action=result.action if status_action else None,
         as_of_seq=as_of_seq,
         rule_bundle=rule_bundle,

@@ -118,6 +118,12 @@ def _body(
             f"Local time {exp.local_time} ({exp.timezone}); decided "
             f"{_when(exp.decided_at)}; hit policy: {exp.policy or '-'}"
         )
+    if exp.memory_off:
+        lines.append("Decided without memory: the user turned memory off; only role defaults "
+                     "were read.")  # fmt: skip
+    if exp.merged_ids:
+        lines.append(f"Memory of {exp.user_id} read with the merged ids "
+                     f"{', '.join(exp.merged_ids)} (one person).")  # fmt: skip
     if exp.selected:
         lines += ["", heading("Why")]
         for rule in exp.selected:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from rdflib import Dataset, Graph
 
@@ -68,6 +68,11 @@ class FactFold(Protocol):
     facts: dict[str, Fact]
     version: int
     seq: int
+    memory_off: dict[str, Any] | None
+    """Set while the user has turned memory off (the view then holds no facts)."""
+
+    @property
+    def merged_ids(self) -> tuple[str, ...]: ...
 
     def apply(self, event: Event) -> None: ...
 

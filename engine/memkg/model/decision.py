@@ -186,6 +186,10 @@ class Decision(BaseModel):
     left_out: tuple[LeftOut, ...] = ()
     problems: tuple[str, ...] = ()
     """Why the input was invalid or the decision needs review."""
+    memory_off: bool = False
+    """The user had turned memory off: the decision read no memory, only role defaults."""
+    merged_ids: tuple[str, ...] = ()
+    """Other ids of the same person whose memory the decision read (merged into one)."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Milliseconds per stage; the one part of the record replay does not reproduce."""
 

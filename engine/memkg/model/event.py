@@ -25,6 +25,16 @@ class EventType(StrEnum):
     """A strong conflict froze a key; it waits on the review queue."""
     REVIEW_RESOLVED = "review.resolved"
     """A reviewer settled a frozen key (value, note, reviewer): the key is usable again."""
+    MEMORY_DISABLED = "memory.disabled"
+    """The person turned memory off (``mode``: ``keep`` freezes memory, ``erase`` erased it)."""
+    MEMORY_ENABLED = "memory.enabled"
+    """The person turned memory back on."""
+    MERGE_PROPOSED = "identity.merge_proposed"
+    """Two ids may be one person: pending until ``merge_users`` is called with its id."""
+    USERS_MERGED = "identity.merged"
+    """Two ids are one person (in both streams): reads of either join their memories."""
+    USERS_SPLIT = "identity.split"
+    """A merge was undone (in both streams): the two memories are separate again."""
 
 
 class NewEvent(BaseModel):

@@ -184,6 +184,10 @@ class Explanation(BaseModel):
     memory: tuple[MemoryNode, ...] = ()
     """How arbitration resolved each key the rules read (claims, scores, the deciding step)."""
     problems: tuple[str, ...] = ()
+    memory_off: bool = False
+    """The user had turned memory off: no memory was read, only role defaults."""
+    merged_ids: tuple[str, ...] = ()
+    """Other ids of the same person whose memory was read with this one."""
     status_action: str | None = None
     """The safe action the domain declares for a status other than ``decided`` (the action
     carried), or None: such a decision then carries no action."""

@@ -2,10 +2,10 @@
 
 Bodies are the CLI's JSON. Errors are ``MemkgError.to_dict()`` with a status: no or a bad API
 key 401, a key without the scope, domain or user 403, too many requests 429, refused
-observation 422, unknown fact, decision or domain 404, stale write 409, inapplicable operation
-or bad request 400, a body that is not JSON 415, store or model down 503. Bodies over
-``max_body_bytes`` get 413; stack traces never leave the server. Engine calls run in the
-threadpool, one at a time (``Gate``).
+observation 422, unknown fact, decision or domain 404, stale write or memory off 409,
+inapplicable operation or bad request 400, a body that is not JSON 415, store or model down
+503. Bodies over ``max_body_bytes`` get 413; stack traces never leave the server. Engine
+calls run in the threadpool, one at a time (``Gate``).
 
 Every call about a user's memory is recorded in the access audit (key, operation, subject,
 domain, target, purpose, grant, status); the access log (logger ``memkg.access``, one JSON
@@ -40,6 +40,7 @@ from memkg.errors import (
     InvalidOperation,
     LLMError,
     MemkgError,
+    MemoryDisabled,
     NotFound,
     RateLimited,
     StoreError,
@@ -67,6 +68,7 @@ _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
     (ValidationFailed, 422),
     (NotFound, 404),
     (ConcurrencyConflict, 409),
+    (MemoryDisabled, 409),
     (InvalidOperation, 400),
     (StoreError, 503),
     (LLMError, 503),

@@ -37,10 +37,11 @@ from memkg.access.store import AccessStore
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
-from memkg.engine import Engine, IngestResult
+from memkg.engine import Engine, IngestResult, SwitchReceipt
 from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
+from memkg.model.identity import MemoryState
 from memkg.service.gate import Gate, dumps, note_refusal
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
@@ -87,9 +88,14 @@ FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 _READ = ToolAnnotations(read_only_hint=True)
 TOOLS = ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
-         "explain_decision", "claims", "forget", "list_domains", "list_keys")  # fmt: skip
-_READS = {"recall_facts", "render_profile", "explain_decision", "claims", "list_domains",
-          "list_keys"}  # fmt: skip
+         "explain_decision", "claims", "forget", "memory_status", "set_memory", "list_domains",
+         "list_keys")  # fmt: skip
+_READS = {"recall_facts", "render_profile", "explain_decision", "claims", "memory_status",
+          "list_domains", "list_keys"}  # fmt: skip
+Enabled = Annotated[bool, Field(description="False turns memory off, True turns it back on.")]
+SwitchModeArg = Annotated[str, Field(description="When turning off: keep (frozen, the default) "
+                                     "or erase (needs the erase scope).")]  # fmt: skip
+SwitchReason = Annotated[str, Field(description="Why, e.g. the user asked.", max_length=500)]
 
 
 @dataclass(frozen=True)
@@ -352,6 +358,37 @@ class MemoryTools:
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 
         return _reply(retract)
+
+    def memory_status(self, ctx: Context[Any, Any]) -> Annotated[CallToolResult, MemoryState]:
+        """Whether memory is on for the user (off: nothing is remembered or recalled)."""
+
+        def state() -> MemoryState:
+            subject = self._allow(ctx, ApiScope.READ, None)
+            return self.gate(self.engine.memory_state, subject.user_id)
+
+        return _reply(state)
+
+    def set_memory(
+        self, ctx: Context[Any, Any], enabled: Enabled, mode: SwitchModeArg = "keep",
+        reason: SwitchReason = "",
+    ) -> Annotated[CallToolResult, SwitchReceipt]:  # fmt: skip
+        """Turn the user's memory off or on, only when the user asks for it."""
+
+        def switch() -> SwitchReceipt:
+            subject = self.subject_of(ctx)
+            scope = ApiScope.ERASE if not enabled and mode == "erase" else ApiScope.WRITE
+            subject.principal.check(scope, None, subject.user_id)
+            if not subject.principal.all_domains:
+                raise AccessDenied("turning memory off or on reaches every domain of the user:"
+                                   " use a key whose domains are '*'",
+                                   code="access.domain")  # fmt: skip
+            if enabled:
+                return self.gate(self.engine.enable_memory, subject.user_id, by="user",
+                                 reason=reason)  # fmt: skip
+            return self.gate(self.engine.disable_memory, subject.user_id, mode=mode, by="user",
+                             reason=reason)  # fmt: skip
+
+        return _reply(switch)
 
     def list_domains(self, ctx: Context[Any, Any]) -> Annotated[CallToolResult, DomainsOut]:
         """The memory domains you may use in this session."""

@@ -21,11 +21,13 @@ from memkg.access import ApiKey, Grant, Keyring
 from memkg.access.model import ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
+from memkg.engine.identity import SwitchReceipt
 from memkg.errors import MemkgError, NotFound
 from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
+from memkg.model.identity import MemoryState
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
@@ -147,11 +149,20 @@ class Routes:
                self.history, READ, query=DomainQuery, response=s.HistoryOut),
             op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
                self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
-               response=s.EventOut, errors=(404,)),
+               response=s.EventOut, errors=(404, 409)),
             op("POST", f"{user}/facts/{{fact_id}}/retract", "retract", "Retract (forget) a fact",
-               self.retract, WRITE, body=s.RetractBody, response=s.EventOut, errors=(404,)),
+               self.retract, WRITE, body=s.RetractBody, response=s.EventOut,
+               errors=(404, 409)),
             op("DELETE", user, "erase", "Erase every trace of the user", self.erase, ERASE,
                response=s.ErasureOut),
+            op("GET", f"{user}/memory", "memory_state", "Whether memory is on for the user",
+               self.memory_state, READ, response=MemoryState),
+            op("POST", f"{user}/memory/disable", "disable_memory", "Turn the user's memory off "
+               "(keep it frozen, or erase it: the erase scope)", self.disable_memory, WRITE,
+               body=s.MemoryOffBody, body_optional=True, response=SwitchReceipt),
+            op("POST", f"{user}/memory/enable", "enable_memory", "Turn the user's memory back on",
+               self.enable_memory, WRITE, body=s.MemoryOnBody, body_optional=True,
+               response=SwitchReceipt),
             op("DELETE", "/v1/audit-ids/{audit_log_id}", "erase_audit_id", "Erase the facts "
                "recorded under an audit id", self.erase_audit_id, ERASE,
                response=s.ErasuresOut),
@@ -168,9 +179,9 @@ class Routes:
             op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
                self.profile, READ, query=ProfileQuery, response=Profile),
             op("POST", f"{user}/notes", "note", "Save a memory note", self.note, WRITE,
-               body=s.NoteBody, response=NoteResult, status=201, errors=(422,)),
+               body=s.NoteBody, response=NoteResult, status=201, errors=(409, 422)),
             op("POST", f"{user}/signals", "signal", "Record an interaction signal", self.signal,
-               WRITE, body=s.SignalBody, response=s.SignalOut, status=201),
+               WRITE, body=s.SignalBody, response=s.SignalOut, status=201, errors=(409,)),
             op("GET", f"{user}/graph", "graph", "The user's weighted graph", self.graph, READ,
                query=FactsQuery, response=dict[str, Any]),
             op("GET", f"{user}/paths/{{concept}}", "paths", "Paths from the user to a concept",
@@ -323,6 +334,35 @@ class Routes:
                 await run_in_threadpool(self.keyring.pseudonymise, user)
         call.extra["erased"] = True
         return _json(receipt_out(receipt))
+
+    async def memory_state(self, call: Call) -> Response:
+        user = call.path["user"]
+        call.allow(READ, None, user)
+        state = await self._run(self.engine.memory_state, user)
+        return _json(state.model_dump(mode="json"))
+
+    async def disable_memory(self, call: Call) -> Response:
+        user, body = call.path["user"], call.body
+        erase = body.mode == "erase"
+        call.all_domains(WRITE, user)
+        if erase:  # it erases too: the strongest scope besides
+            call.all_domains(ERASE, user)
+        receipt = await self._run(self.engine.disable_memory, user, mode=body.mode, by=body.by,
+                                  reason=body.reason)  # fmt: skip
+        if erase and self.keyring is not None:
+            await run_in_threadpool(self.keyring.pseudonymise, user)
+        data = receipt.model_dump(mode="json")
+        if receipt.erasure is not None:
+            data["erasure"] = receipt_out(receipt.erasure)
+            call.extra["erased"] = True
+        return _json(data)
+
+    async def enable_memory(self, call: Call) -> Response:
+        user, body = call.path["user"], call.body
+        call.all_domains(WRITE, user)
+        receipt = await self._run(self.engine.enable_memory, user, by=body.by,
+                                  reason=body.reason)  # fmt: skip
+        return _json(receipt.model_dump(mode="json"))
 
     async def erase_audit_id(self, call: Call) -> Response:
         call.all_domains(ERASE, None)

@@ -92,6 +92,10 @@ class DecisionOut(_Out):
     problems: list[str]
     decided_at: str
     as_of_seq: int
+    memory_off: bool = Field(False, description="the user had turned memory off: no memory "
+                             "was read, only role defaults")  # fmt: skip
+    merged_ids: list[str] = Field(default_factory=list, description="other ids of the same "
+                                  "person whose memory was read")  # fmt: skip
 
 
 class DecisionsOut(_Out):
@@ -133,6 +137,20 @@ class ConfirmBody(_In):
 
 class RetractBody(_In):
     reason: str = Field(min_length=1, max_length=500)
+
+
+class MemoryOffBody(_In):
+    mode: Literal["keep", "erase"] = Field(
+        "keep", description="keep: memory is frozen as it is; erase: it is erased (needs the "
+        "erase scope)",
+    )  # fmt: skip
+    by: str = Field("user", min_length=1, max_length=128)
+    reason: str = Field("", max_length=500)
+
+
+class MemoryOnBody(_In):
+    by: str = Field("user", min_length=1, max_length=128)
+    reason: str = Field("", max_length=500)
 
 
 class DecideBody(_In):

@@ -215,5 +215,7 @@ class Views:
         items.sort(key=lambda r: (r["status"] != "open", r["opened_at"]))
         return self._render("reviews.html", user=user, reviews=reviews, items=items)
 
-    async def rights(self, _api: ApiClient, q: dict[str, str]) -> Response:
-        return self._render("rights.html", user=q["user"])
+    async def rights(self, api: ApiClient, q: dict[str, str]) -> Response:
+        user = q["user"]
+        state = await api.get(f"/v1/users/{user}/memory")
+        return self._render("rights.html", user=user, memory=state.data if state.ok else None)

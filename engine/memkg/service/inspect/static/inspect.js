@@ -96,6 +96,13 @@ async function onSubmit(event) {
     if (!answer.ok) { say(refused(answer)); return; }
     await show("Resolved " + answer.data.key + " to " + JSON.stringify(answer.data.value) +
                " by " + answer.data.reviewer);
+  } else if (act === "memory-off") {
+    const mode = form.elements.mode.value;
+    const body = {mode, by: "inspector", reason: form.elements.reason.value.trim()};
+    const answer = await api("POST", "/v1/users/" + enc(form.dataset.user) + "/memory/disable",
+                             body);
+    if (!answer.ok) { say(refused(answer)); return; }
+    await show("Memory off for " + form.dataset.user + " (" + mode + ")");
   } else if (act === "erase") {
     const user = form.dataset.user;
     if (form.elements.confirm.value !== user) {
@@ -150,6 +157,11 @@ async function onClick(event) {
     const answer = await api("POST", "/v1/users/" + enc(button.dataset.user) + "/decisions", body);
     if (!answer.ok) { say(refused(answer)); return; }
     await show("New decision " + answer.data.decision_id + ": " + answer.data.status);
+  } else if (act === "memory-on") {
+    const answer = await api("POST", "/v1/users/" + enc(button.dataset.user) + "/memory/enable",
+                             {by: "inspector"});
+    if (!answer.ok) { say(refused(answer)); return; }
+    await show("Memory on for " + button.dataset.user);
   } else if (act === "export") {
     await exportJson(button.dataset.user);
   }
