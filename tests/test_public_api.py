@@ -47,15 +47,15 @@ EXPECTED = [
     "Factor",
     "FrozenClock", "GraphPath", "Hop", "IngestOutcome", "IngestResult", "InvalidOperation",
     "Kind", "LLM", "LLMBadResponse", "LLMConfig", "LLMError", "LLMUnavailable",
-    "LifecycleConfig", "Limits", "MemkgError", "MemoryDecisionLog", "MemoryLLM", "Message",
-    "NotFound", "Note", "NoteResult", "Observation", "Problem", "Profile", "Provenance",
-    "Question", "RebuildReport", "RecallResult", "RecallWeights", "RecentEntity",
-    "ReplayReport", "Reply", "Resolution", "Review", "RuleEvaluationError",
-    "RulesDiffRefused", "RulesDiffReport", "RulesRefused",
+    "LifecycleConfig", "Limits", "MemkgError", "MemoryDecisionLog", "MemoryDisabled",
+    "MemoryLLM", "MemoryState", "Merge", "Message", "NotFound", "Note", "NoteResult",
+    "Observation", "Problem", "Profile", "Provenance", "Question", "RebuildReport",
+    "RecallResult", "RecallWeights", "RecentEntity", "ReplayReport", "Reply", "Resolution",
+    "Review", "RuleEvaluationError", "RulesDiffRefused", "RulesDiffReport", "RulesRefused",
     "Scope", "Sensitivity", "Source", "SqliteDecisionLog", "StaleFlag", "StoreError",
-    "SystemClock", "Tool", "ToolCall", "Urgency", "ValidationFailed", "ValidationReport",
-    "Weight", "WeightParams", "Window", "__version__", "check_schema_change",
-    "render_explanation",
+    "SwitchReceipt", "SystemClock", "Tool", "ToolCall", "Urgency", "ValidationFailed",
+    "ValidationReport", "Weight", "WeightParams", "Window", "__version__",
+    "check_schema_change", "render_explanation",
 ]  # fmt: skip
 
 

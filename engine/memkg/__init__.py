@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from memkg.clock import Clock, FrozenClock, SystemClock
     from memkg.config import EngineConfig, Limits
     from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
-    from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport
+    from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport, SwitchReceipt
     from memkg.engine.intent import ReplayReport, RulesRefused
     from memkg.engine.rules_diff import RulesDiffRefused
     from memkg.errors import (
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         LLMError,
         LLMUnavailable,
         MemkgError,
+        MemoryDisabled,
         NotFound,
         StoreError,
         ValidationFailed,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     )
     from memkg.model.decision import Decision, DecisionStatus, Urgency
     from memkg.model.explanation import Explanation
+    from memkg.model.identity import MemoryState, Merge
     from memkg.model.settings import EmbeddingConfig, LifecycleConfig, RecallWeights
     from memkg.model.weight import Factor, Weight, WeightParams
     from memkg.rules.diff import RulesDiffReport
@@ -105,6 +107,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "EmbeddingConfig": ("memkg.model.settings", "EmbeddingConfig"),
     "Limits": ("memkg.config", "Limits"),
     "MemkgError": ("memkg.errors", "MemkgError"),
+    "SwitchReceipt": ("memkg.engine", "SwitchReceipt"),
+    "Merge": ("memkg.model.identity", "Merge"),
+    "MemoryState": ("memkg.model.identity", "MemoryState"),
+    "MemoryDisabled": ("memkg.errors", "MemoryDisabled"),
     "MemoryDecisionLog": ("memkg.decisions", "MemoryDecisionLog"),
     "MemoryLLM": ("memkg.llm", "MemoryLLM"),
     "Message": ("memkg.llm", "Message"),
@@ -202,7 +208,10 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "Limits",
     "MemkgError",
     "MemoryDecisionLog",
+    "MemoryDisabled",
     "MemoryLLM",
+    "MemoryState",
+    "Merge",
     "Message",
     "NotFound",
     "Note",
@@ -230,6 +239,7 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "SqliteDecisionLog",
     "StaleFlag",
     "StoreError",
+    "SwitchReceipt",
     "SystemClock",
     "Tool",
     "ToolCall",

@@ -1,4 +1,5 @@
-"""Identity commands: the user's memory switch, and merging ids of one person."""
+"""Identity commands: the user's memory switch (``memory``), and ids of one person (``merge``,
+``split``, ``merges``)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,46 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--by", default="user", help="who asked (default: user)")
     p.add_argument("--reason", default="")
     p.set_defaults(run=cmd_memory)
+    add_merge_commands(sub)
+
+
+def cmd_merge(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    merge = engine.merge_users(args.primary, args.other, by=args.by, reason=args.reason,
+                               confirm=args.confirm)  # fmt: skip
+    emit(out, merge.model_dump(mode="json"))
+    return EXIT_OK
+
+
+def cmd_split(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    merge = engine.split_users(args.primary, args.other, by=args.by, reason=args.reason)
+    emit(out, merge.model_dump(mode="json"))
+    return EXIT_OK
+
+
+def cmd_merges(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    found = engine.merges(args.user)
+    emit(out, {"user_id": args.user, "merges": [m.model_dump(mode="json") for m in found]})
+    return EXIT_OK
+
+
+def add_merge_commands(sub: Any) -> None:
+    p = sub.add_parser(
+        "merge", help="two ids of one person: propose (prints the merge_id), then --confirm it"
+    )
+    p.add_argument("primary")
+    p.add_argument("other")
+    p.add_argument("--by", required=True, help="who asked or confirmed")
+    p.add_argument("--reason", required=True, help="why they are one person")
+    p.add_argument("--confirm", metavar="MERGE_ID", help="the proposal's merge_id: merge now")
+    p.set_defaults(run=cmd_merge)
+
+    p = sub.add_parser("split", help="undo a merge: each id reads its own memory again")
+    p.add_argument("primary")
+    p.add_argument("other")
+    p.add_argument("--by", required=True)
+    p.add_argument("--reason", required=True)
+    p.set_defaults(run=cmd_split)
+
+    p = sub.add_parser("merges", help="the merges an id's stream records")
+    p.add_argument("user")
+    p.set_defaults(run=cmd_merges)

@@ -22,7 +22,7 @@ from typing import Any
 from memkg.engine.evolution import EvolutionLayer
 from memkg.engine.facts import IngestOutcome, IngestResult, RebuildReport
 from memkg.engine.identity import SwitchReceipt
-from memkg.model.identity import MemoryState, SwitchMode
+from memkg.model.identity import MemoryState, Merge, SwitchMode
 
 __all__ = ["Engine", "IngestOutcome", "IngestResult", "RebuildReport", "SwitchReceipt"]
 
@@ -73,3 +73,29 @@ class Engine(EvolutionLayer):
         from memkg.engine.identity import enable_memory
 
         return enable_memory(self, user_id, by=by, reason=reason)
+
+    # -- one person, several ids ------------------------------------------------------------
+
+    def merge_users(
+        self, primary: str, other: str, *, by: str, reason: str, confirm: str | None = None
+    ) -> Merge:
+        """Two ids of one person, in two steps: without ``confirm`` a proposal is recorded and
+        its ``merge_id`` returned (nothing joined); with ``confirm=merge_id`` the merge is
+        made: reads and decisions of either id join both memories (arbitration runs over the
+        joined claims) until ``split_users``; erasing either id erases both."""
+        from memkg.engine.identity import merge_users
+
+        return merge_users(self, primary, other, by=by, reason=reason, confirm=confirm)
+
+    def split_users(self, primary: str, other: str, *, by: str, reason: str) -> Merge:
+        """Undo a merge (an event in both streams): each id reads its own memory again."""
+        from memkg.engine.identity import split_users
+
+        return split_users(self, primary, other, by=by, reason=reason)
+
+    def merges(self, user_id: str) -> list[Merge]:
+        """The merges the user's stream records (proposed, merged, split), oldest first."""
+        from memkg.engine.identity import merges
+
+        self._check_args(user_id=user_id)
+        return merges(self, user_id)

@@ -23,7 +23,7 @@ from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts
 from memkg.events.store import EventStore
-from memkg.identity import visible
+from memkg.identity import view
 from memkg.llm.port import LLM
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
@@ -198,13 +198,10 @@ class EngineBase:
     def _read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
         """The events reads of the user fold: the memory switch and merged ids applied
         (``memkg.identity.stream``); writes append to the user's own stream."""
-        events = visible(user_id, self.store.read_stream, up_to_seq)
+        events, ids = view(user_id, self.store.read_stream, up_to_seq)
         if up_to_seq is None:
-            for event in events:
-                if event.type is EventType.USERS_MERGED:
-                    for other in (event.payload["primary"], event.payload["other"]):
-                        if other != user_id:
-                            self._joined_by.setdefault(other, set()).add(user_id)
+            for other in ids - {user_id}:
+                self._joined_by.setdefault(other, set()).add(user_id)
         return events
 
     def _writable(self, user_id: str) -> UserMemory:

@@ -399,9 +399,16 @@ class FactLayer(EngineBase):
         Events, salts, idempotency keys and decisions go in one transaction when the decision
         log lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
         stores kept there too (the access store: keys and audit pseudonymised), counted in
-        the receipt by their first table's name.
+        the receipt by their first table's name. Ids merged into one person with the user
+        are erased with them (``merged_ids``).
         """
+        from memkg.engine.identity import erase_person
+
         self._check_args(user_id=user_id)
+        with self._lock:
+            return erase_person(self, user_id, also=also)  # type: ignore[arg-type]
+
+    def _erase_one(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
         with self._lock:
             log = self.decision_log
             joined = isinstance(log, Companion) and beside(self.store, log)

@@ -83,7 +83,8 @@ class LifecycleLayer(DecisionLayer):
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
         """The user's live free-text notes, oldest first."""
         self._check_args(user_id=user_id, domain=domain)
-        return NoteBook.from_events(self.read_events(user_id)).live(domain, self.clock.now())
+        # the notes a read sees: none while memory is off, merged ids' notes too
+        return NoteBook.from_events(self._read_stream(user_id)).live(domain, self.clock.now())
 
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""

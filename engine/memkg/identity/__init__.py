@@ -6,7 +6,7 @@ handed to it and depends on ``model`` only.
 """
 
 from memkg.identity.links import IDENTITY_EVENTS, Links, fold_links, merges_from
-from memkg.identity.stream import ReadStream, relabel, switch_state, visible
+from memkg.identity.stream import ReadStream, relabel, switch_state, view, visible
 
 __all__ = [
     "IDENTITY_EVENTS",
@@ -16,5 +16,6 @@ __all__ = [
     "merges_from",
     "relabel",
     "switch_state",
+    "view",
     "visible",
 ]

@@ -6,7 +6,8 @@
    stored memory is not read (``keep``) or no longer there (``erase``).
 2. A primary with merged ids: its own events and, for each merge both streams record, the
    other id's events (not its own switch and link events), in log order, all read as the
-   primary's. An other id whose memory is off adds nothing.
+   primary's (``relabel``: the events and their facts carry the primary's id). An other id
+   whose memory is off adds nothing.
 3. An id merged into a primary: the primary's joined view, read as this id's.
 4. Anything else: the user's own events.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from memkg.identity.links import IDENTITY_EVENTS, Links, fold_links
@@ -29,6 +31,15 @@ ReadStream = Callable[..., Sequence[Event]]
 
 SWITCH_EVENTS = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED})
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
+_TYPE = attrgetter("type")
+
+
+def holds_any(events: Sequence[Event], types: Iterable[EventType]) -> bool:
+    """Whether an event of one of ``types`` is in ``events``. Most streams hold no switch or
+    link event, and their view is the stream as it is: this looks in C (a list's ``in``
+    compares by identity first; hashing an enum member runs Python code)."""
+    kinds = list(map(_TYPE, events))
+    return any(kind in kinds for kind in types)
 
 
 def last_switch(events: Sequence[Event]) -> Event | None:
@@ -51,39 +62,58 @@ def switch_state(user_id: str, events: Sequence[Event]) -> MemoryState:
 
 
 def _own(user_id: str, read: ReadStream, up_to_seq: int | None) -> tuple[list[Event], bool]:
+    """The user's own events, or only the switch event while memory is off (and whether it is)."""
+    events, off, _ = _own_plain(user_id, read, up_to_seq)
+    return events, off
+
+
+def _own_plain(
+    user_id: str, read: ReadStream, up_to_seq: int | None
+) -> tuple[list[Event], bool, bool]:
+    """``_own``, and whether the stream holds no switch or link event at all."""
     events = list(read(user_id, up_to_seq=up_to_seq))
+    if not holds_any(events, _OWN_ONLY):
+        return events, False, True
     last = last_switch(events)
     if last is not None and last.type is EventType.MEMORY_DISABLED:
-        return [last], True
-    return events, False
+        return [last], True, False
+    return events, False, False
 
 
 def visible(user_id: str, read: ReadStream, up_to_seq: int | None = None) -> list[Event]:
     """The events a read of ``user_id`` folds (see the module docstring)."""
-    own, off = _own(user_id, read, up_to_seq)
-    if off:
-        return own
+    return view(user_id, read, up_to_seq)[0]
+
+
+def view(
+    user_id: str, read: ReadStream, up_to_seq: int | None = None
+) -> tuple[list[Event], frozenset[str]]:
+    """``visible``'s events, and the ids whose streams they were read from."""
+    own, off, plain = _own_plain(user_id, read, up_to_seq)
+    alone = frozenset({user_id})
+    if plain or off or not holds_any(own, IDENTITY_EVENTS):
+        return own, alone
     links = fold_links(user_id, own)
     into = links.merged_into
     if into is not None:
         primary, primary_off = _own(into.primary, read, up_to_seq)
         primary_links = fold_links(into.primary, primary)
         if not primary_off and primary_links.holds(into):
-            joined = _joined(primary, primary_links, read, up_to_seq, {user_id: own})
-            return relabel(user_id, joined)
+            joined, ids = _joined(primary, primary_links, read, up_to_seq, {user_id: own})
+            return relabel(user_id, joined), ids
     if into is None and not links.others:
-        return own
+        return own, alone
     return _joined(own, links, read, up_to_seq, {})
 
 
 def _joined(
     own: list[Event], links: Links, read: ReadStream, up_to_seq: int | None,
     known: dict[str, list[Event]],
-) -> list[Event]:  # fmt: skip
-    """A primary's events with those of every other id whose stream holds the merge too;
-    link events of merges the other side does not hold are left out."""
+) -> tuple[list[Event], frozenset[str]]:  # fmt: skip
+    """A primary's events with those of every other id whose stream holds the merge too (and
+    the ids read); link events of merges the other side does not hold are left out."""
     parts: list[Iterable[Event]] = []
-    agreed = set()
+    agreed, ids = set(), {links.user_id}
     for merge in links.others:
         if merge.other in known:
             theirs, off = known[merge.other], False
@@ -92,11 +122,12 @@ def _joined(
         if off or not fold_links(merge.other, theirs).holds(merge):
             continue
         agreed.add(merge.merge_id)
-        parts.append([e for e in theirs if e.type not in _OWN_ONLY])
+        ids.add(merge.other)
+        parts.append(relabel(links.user_id, (e for e in theirs if e.type not in _OWN_ONLY)))
     mine = [e for e in own if not _unagreed(e, agreed)]
     if not parts:
-        return mine
-    return list(heapq.merge(mine, *parts, key=lambda e: e.seq))
+        return mine, frozenset(ids)
+    return list(heapq.merge(mine, *parts, key=lambda e: e.seq)), frozenset(ids)
 
 
 def _unagreed(event: Event, agreed: set[str]) -> bool:

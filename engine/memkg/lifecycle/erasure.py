@@ -28,6 +28,8 @@ class ErasureReceipt(BaseModel):
     removed: dict[str, int]
     digest: str
     files: tuple[str, ...]
+    merged_ids: tuple[str, ...] = ()
+    """Other ids of the same person, erased with this one (counts and digest cover them)."""
 
 
 def erase_subject(

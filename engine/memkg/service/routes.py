@@ -27,7 +27,7 @@ from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
-from memkg.model.identity import MemoryState
+from memkg.model.identity import MemoryState, Merge
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
@@ -163,6 +163,13 @@ class Routes:
             op("POST", f"{user}/memory/enable", "enable_memory", "Turn the user's memory back on",
                self.enable_memory, WRITE, body=s.MemoryOnBody, body_optional=True,
                response=SwitchReceipt),
+            op("GET", f"{user}/merges", "merges", "The merges the user's id records",
+               self.merges, READ, response=s.MergesOut),
+            op("POST", f"{user}/merges", "merge_users", "Propose that another id is this person, "
+               "or confirm a proposal (write over every domain, for both ids)", self.merge_users,
+               WRITE, body=s.MergeBody, response=Merge, errors=(404, 409)),
+            op("POST", f"{user}/merges/{{other}}/split", "split_users", "Undo a merge",
+               self.split_users, WRITE, body=s.SplitBody, response=Merge, errors=(404,)),
             op("DELETE", "/v1/audit-ids/{audit_log_id}", "erase_audit_id", "Erase the facts "
                "recorded under an audit id", self.erase_audit_id, ERASE,
                response=s.ErasuresOut),
@@ -331,7 +338,8 @@ class Routes:
         else:
             receipt = await self._run(self.engine.erase, user)
             if self.keyring is not None:
-                await run_in_threadpool(self.keyring.pseudonymise, user)
+                for erased in (user, *receipt.merged_ids):
+                    await run_in_threadpool(self.keyring.pseudonymise, erased)
         call.extra["erased"] = True
         return _json(receipt_out(receipt))
 
@@ -349,8 +357,9 @@ class Routes:
             call.all_domains(ERASE, user)
         receipt = await self._run(self.engine.disable_memory, user, mode=body.mode, by=body.by,
                                   reason=body.reason)  # fmt: skip
-        if erase and self.keyring is not None:
-            await run_in_threadpool(self.keyring.pseudonymise, user)
+        if erase and self.keyring is not None and receipt.erasure is not None:
+            for erased in (user, *receipt.erasure.merged_ids):
+                await run_in_threadpool(self.keyring.pseudonymise, erased)
         data = receipt.model_dump(mode="json")
         if receipt.erasure is not None:
             data["erasure"] = receipt_out(receipt.erasure)
@@ -363,6 +372,30 @@ class Routes:
         receipt = await self._run(self.engine.enable_memory, user, by=body.by,
                                   reason=body.reason)  # fmt: skip
         return _json(receipt.model_dump(mode="json"))
+
+    async def merges(self, call: Call) -> Response:
+        user = call.path["user"]
+        call.allow(READ, None, user)
+        found = await self._run(self.engine.merges, user)
+        return _json({"user_id": user, "merges": [m.model_dump(mode="json") for m in found]})
+
+    async def merge_users(self, call: Call) -> Response:
+        user, body = call.path["user"], call.body
+        call.all_domains(WRITE, body.other)  # both ids: either's memory joins the other's
+        call.all_domains(WRITE, user)
+        call.target = body.other
+        merge = await self._run(self.engine.merge_users, user, body.other, by=body.by,
+                                reason=body.reason, confirm=body.confirm)  # fmt: skip
+        return _json(merge.model_dump(mode="json"))
+
+    async def split_users(self, call: Call) -> Response:
+        user, other, body = call.path["user"], call.path["other"], call.body
+        call.all_domains(WRITE, other)
+        call.all_domains(WRITE, user)
+        call.target = other
+        merge = await self._run(self.engine.split_users, user, other, by=body.by,
+                                reason=body.reason)  # fmt: skip
+        return _json(merge.model_dump(mode="json"))
 
     async def erase_audit_id(self, call: Call) -> Response:
         call.all_domains(ERASE, None)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
 from memkg.model.fact import Fact, Observation, Provenance
+from memkg.model.identity import Merge
 
 DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
@@ -146,6 +147,24 @@ class MemoryOffBody(_In):
     )  # fmt: skip
     by: str = Field("user", min_length=1, max_length=128)
     reason: str = Field("", max_length=500)
+
+
+class MergeBody(_In):
+    other: str = Field(min_length=1, max_length=128, description="the id to merge into this one")
+    by: str = Field(min_length=1, max_length=128, description="who asked or confirmed")
+    reason: str = Field(min_length=1, max_length=500, description="why they are one person")
+    confirm: str | None = Field(None, max_length=128, description="the proposal's merge_id: "
+                                "merge now (without it, a proposal is recorded)")  # fmt: skip
+
+
+class SplitBody(_In):
+    by: str = Field(min_length=1, max_length=128)
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class MergesOut(_Out):
+    user_id: str
+    merges: list[Merge]
 
 
 class MemoryOnBody(_In):
