@@ -1,9 +1,10 @@
 """After random operations and the erasure of a subject (a user, or an audit id), no file memkg
 wrote (database, WAL, shared memory, journals) holds a byte of it.
 
-An erased user leaves no id at all. Facts erased by audit id leave no byte of their own record
-(audit id, provenance, values, idempotency keys); an older fact they superseded keeps its
-history, which names the superseding fact's opaque id.
+An erased user leaves no id at all; nor do the ids merged into one person with them. Facts
+erased by audit id leave no byte of their own record (audit id, provenance, values,
+idempotency keys); an older fact they superseded keeps its history, which names the
+superseding fact's opaque id.
 
 ``MEMKG_RESIDUE_SEEDS`` sets the number of random sequences per kind of subject.
 """
@@ -56,7 +57,7 @@ def _ids(ack: dict[str, Any]) -> set[str]:
     return found | set(ack.get("events", []))
 
 
-@pytest.mark.parametrize("subject", ["user", "audit_id"])
+@pytest.mark.parametrize("subject", ["user", "person", "audit_id"])
 def test_erasure_leaves_no_byte_of_the_subject(tmp_path: Path, subject: str) -> None:
     scanned = residue = 0
     for seed in range(SEEDS):
@@ -64,12 +65,20 @@ def test_erasure_leaves_no_byte_of_the_subject(tmp_path: Path, subject: str) -> 
         folder.mkdir()
         engine, acks = _run(folder, seed)
         with engine:
-            if subject == "user":
-                target = Counter(a["user"] for a in acks).most_common(1)[0][0]
-                mine = [a for a in acks if a["user"] == target]
-                needles = {target} | {a["op"].args["text"] for a in mine if a.get("note")}
+            if subject in ("user", "person"):
+                ranked = [u for u, _ in Counter(a["user"] for a in acks).most_common(2)]
+                person = set(ranked if subject == "person" else ranked[:1])
+                # the person is erased through the other id
+                target = ranked[1] if subject == "person" else ranked[0]
+                if subject == "person":
+                    merge = engine.merge_users(ranked[0], ranked[1], by="desk", reason="same")
+                    engine.merge_users(ranked[0], ranked[1], by="desk", reason="same",
+                                       confirm=merge.merge_id)  # fmt: skip
+                    engine.decide(target, "travel", {})
+                mine = [a for a in acks if a["user"] in person]
+                needles = person | {a["op"].args["text"] for a in mine if a.get("note")}
                 needles |= set().union(*map(_ids, mine))
-                others = {a["user"] for a in acks} - {target}
+                others = {a["user"] for a in acks} - person
             else:
                 ingests = [a for a in acks if a["kind"] == "ingest" and not a["duplicate"]]
                 audit = ingests[0]["op"].args["observation"]["provenance"]["audit_log_id"]
@@ -83,7 +92,7 @@ def test_erasure_leaves_no_byte_of_the_subject(tmp_path: Path, subject: str) -> 
                 others = {a["user"] for a in acks}
             before = {u: len(engine.read_events(u)) for u in others}
             assert _scan(folder, needles), "the scan cannot see the subject before erasure"
-            if subject == "user":
+            if subject in ("user", "person"):
                 engine.erase(target)
             else:
                 engine.erase_audit_id(audit)
@@ -92,7 +101,7 @@ def test_erasure_leaves_no_byte_of_the_subject(tmp_path: Path, subject: str) -> 
         scanned += sum(p.stat().st_size for p in folder.iterdir())
         residue += sum(len(n.encode()) * len(files) for n, files in found.items())
         assert found == {}, f"seed {seed}: residue of the erased {subject}: {found}"
-        if subject == "user":
+        if subject in ("user", "person"):
             assert left == before  # nobody else lost anything
         else:
             assert all(left[u] <= before[u] for u in others)

@@ -284,3 +284,31 @@ def test_merges_over_http_need_write_on_both_ids(engine: Engine) -> None:
     subjects = {r.subject for r in keyring.audit(limit=1000)}
     assert WEB not in subjects and PHONE not in subjects  # both pseudonymised
     assert engine.facts(WEB) == [] and engine.facts(PHONE) == []
+
+
+@pytest.mark.postgres
+def test_on_postgresql_another_engine_reads_the_person_and_erases_every_row(
+    postgres_dsn: str, pg_schema: str, clock: FrozenClock
+) -> None:
+    import psycopg
+
+    with (
+        Engine.connect(postgres_dsn, schema=pg_schema, clock=clock) as desk,
+        Engine.connect(postgres_dsn, schema=pg_schema, clock=clock) as agent,
+    ):
+        _seed(desk)
+        assert "seat.preference" not in _values(agent, WEB)  # cached alone before the merge
+        merge = desk.merge_users(WEB, PHONE, by="desk", reason="same person")
+        desk.merge_users(WEB, PHONE, by="desk", reason="same person", confirm=merge.merge_id)
+        assert "seat.preference" in _values(agent, WEB)
+        assert agent.decide(PHONE, "travel", {}).merged_ids == (WEB,)
+        receipt = agent.erase(WEB)
+        assert receipt.merged_ids == (PHONE,) and desk.facts(PHONE) == []
+    with psycopg.connect(postgres_dsn) as db:
+        tables = [r[0] for r in db.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            (pg_schema,))]  # fmt: skip
+        assert tables
+        for table in tables:
+            rows = db.execute(f'SELECT t::text FROM "{pg_schema}"."{table}" t').fetchall()
+            assert not [r for r in rows if WEB in r[0] or PHONE in r[0]], table
