@@ -312,3 +312,20 @@ def test_on_postgresql_another_engine_reads_the_person_and_erases_every_row(
         for table in tables:
             rows = db.execute(f'SELECT t::text FROM "{pg_schema}"."{table}" t').fetchall()
             assert not [r for r in rows if WEB in r[0] or PHONE in r[0]], table
+
+
+def test_memory_off_for_a_merged_person_covers_every_id(engine: Engine) -> None:
+    _seed(engine)
+    merge = engine.merge_users(WEB, PHONE, by="desk", reason="same person")
+    engine.merge_users(WEB, PHONE, by="desk", reason="same person", confirm=merge.merge_id)
+    receipt = engine.disable_memory(PHONE, reason="asked")
+    assert sorted(s.user_id for s in receipt.states) == sorted([WEB, PHONE])
+    assert engine.facts(WEB) == [] and engine.facts(PHONE) == []
+    with pytest.raises(MemkgError) as refused:
+        engine.ingest(obs(user_id=WEB, key="seat.preference", value="window"))
+    assert refused.value.code == "memory.disabled"
+    erased = engine.disable_memory(WEB, mode="erase")  # kept, then erased: both ids, both off
+    assert erased.erasure is not None and erased.erasure.merged_ids == (PHONE,)
+    assert {s.user_id: s.mode for s in erased.states} == {WEB: "erase", PHONE: "erase"}
+    for user in (WEB, PHONE):
+        assert [e.type.value for e in engine.store.read_stream(user)] == ["memory.disabled"]

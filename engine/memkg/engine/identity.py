@@ -84,11 +84,10 @@ def disable_memory(
     chosen = _mode(mode)
     _words(by, reason)
     with engine._lock:
-        memory = engine.memory(user_id)
         now = memory_state(engine, user_id)
         if not now.enabled and (now.mode is chosen or now.mode is SwitchMode.ERASE):
             return SwitchReceipt(states=(now,))
-        ids = (user_id, *memory.merged_ids)
+        ids = tuple(person_ids(engine, user_id))
         if chosen is SwitchMode.KEEP:
             for one in ids:
                 payload = {"mode": chosen.value, "by": by, "reason": reason,
