@@ -329,3 +329,29 @@ def test_memory_off_for_a_merged_person_covers_every_id(engine: Engine) -> None:
     assert {s.user_id: s.mode for s in erased.states} == {WEB: "erase", PHONE: "erase"}
     for user in (WEB, PHONE):
         assert [e.type.value for e in engine.store.read_stream(user)] == ["memory.disabled"]
+
+
+def test_the_merged_person_s_memory_vectors_are_erased_with_every_id(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    from memkg import EmbeddingConfig, EngineConfig
+    from support.openai_server import OpenAIServer
+
+    with OpenAIServer() as server:
+        embedding = EmbeddingConfig(model="test-embed", base_url=server.base_url,
+                                    api_key="test-key", max_retries=0)  # fmt: skip
+        db = tmp_path / "memkg.db"
+        with Engine.open(db, clock=clock, config=EngineConfig(embedding=embedding)) as engine:
+            engine.save_memory_note(WEB, "finance", "Retires in 2031 Qv81", "global")
+            engine.save_memory_note(PHONE, "finance", "Pension paid monthly Qv82", "global")
+            engine.save_memory_note("bystander", "finance", "Likes quiet lounges", "global")
+            merge = engine.merge_users(WEB, PHONE, by="desk", reason="same person")
+            engine.merge_users(WEB, PHONE, by="desk", reason="same", confirm=merge.merge_id)
+            for user in (WEB, PHONE, "bystander"):
+                assert engine.recall(user, "pension", k=3).candidates
+            vectors = engine._vector_store
+            assert vectors.count(WEB) and vectors.count(PHONE)
+            engine.erase(PHONE)
+            assert vectors.count(WEB) == 0 and vectors.count(PHONE) == 0
+            assert vectors.count("bystander") == 1
+    assert _scan(list(tmp_path.iterdir()), [WEB, PHONE, "Qv81", "Qv82"]) == {}

@@ -326,9 +326,15 @@ def person_ids(engine: Engine, user_id: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def erase_person(
-    engine: Engine, user_id: str, *, also: Sequence[Companion] = ()
-) -> ErasureReceipt:
+def erasure_reach(engine: Engine, user_id: str) -> list[str]:
+    """Every id an erasure of ``user_id`` touches: the person's ids, then ids once linked."""
+    ids = person_ids(engine, user_id)
+    linked = {party for one in ids for merge in _links(engine, one).merges.values()
+              for party in (merge.primary, merge.other)}  # fmt: skip
+    return [*ids, *sorted(linked - set(ids))]
+
+
+def erase_person(engine: Engine, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
     """Erase the user and every id merged with them; scrub the links and the decisions that
     name them from ids once linked (a proposal, a split merge)."""
     ids = person_ids(engine, user_id)

@@ -233,15 +233,22 @@ class LifecycleLayer(DecisionLayer):
         return semantic.MemoryVectorStore()
 
     def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
-        """Erasure reaches the user's memory vectors too: in the same transaction when they
-        live beside the events, first otherwise."""
+        """Erasure reaches the memory vectors too: in the same transaction when they live
+        beside the events, first otherwise; for every id of the person, and for ids once
+        linked to it (their views may have read it; vectors are re-embedded on demand)."""
+        from memkg.engine.identity import erasure_reach
+
         with self._lock:
             self._check_args(user_id=user_id)
             if self.config.embedding is not None or _keeps_vectors(self.store):
                 vectors = self._vector_store
+                others = erasure_reach(self, user_id)[1:]  # type: ignore[arg-type]
                 if isinstance(vectors, Companion) and beside(self.store, vectors):
+                    for one in others:  # the person's other ids go in the transaction too
+                        vectors.erase_user(one)
                     return super().erase(user_id, also=(*also, vectors))
-                vectors.erase_user(user_id)
+                for one in (user_id, *others):
+                    vectors.erase_user(one)
             return super().erase(user_id, also=also)
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
