@@ -122,17 +122,38 @@ def load_cases(
         problems = schema_findings(doc, "cases-file", root)
         findings += problems
         if not problems:
-            cases += [_case(doc, table, i, raw) for i, raw in enumerate(doc.data["cases"])]
+            for index, raw in enumerate(doc.data["cases"]):
+                now = _time(raw["now"])
+                if now is None:
+                    findings.append(
+                        Finding(
+                            "cases.now",
+                            f"case {raw['name']!r}: now {raw['now']!r} is not an ISO 8601 "
+                            "time; write it like '2026-05-01T09:00:00Z'",
+                            doc.file,
+                            doc.line(("cases", index, "now")),
+                        )
+                    )
+                    continue
+                cases.append(_case(doc, table, index, raw, now))
     return cases, findings
 
 
-def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any]) -> Case:
+def _time(text: str) -> datetime | None:
+    """``text`` as a time, or ``None`` when the schema's pattern let a non-time through."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any], now: datetime) -> Case:
     return Case(
         name=raw["name"],
         file=doc.file,
         line=doc.line(("cases", index)),
         table=table,
-        now=datetime.fromisoformat(raw["now"]),
+        now=now,
         facts=tuple(raw.get("facts", ())),
         graph=tuple(raw.get("graph", ())),
         context=dict(raw.get("context", {})),

@@ -118,3 +118,26 @@ def test_a_cases_file_not_in_utf8_is_a_finding(tmp_path: Path) -> None:
     assert cases == [] and [(f.code, f.file, f.line) for f in findings] == [
         ("cases.yaml", "rules/health/t.cases.yaml", 1)
     ]
+
+
+@pytest.mark.parametrize("now", ["0Z", "2026-13-01T09:00:00Z", "tomorrow+01:00"])
+def test_a_case_whose_now_is_no_time_is_a_finding(tmp_path: Path, now: str) -> None:
+    bundle, _ = load_bundle(
+        {
+            "health/domain.yaml": "actions: {go: {description: go}}\n",
+            "health/t.yaml": "hit_policy: first\nallow_no_match: true\nrules: []\n",
+        }
+    )
+    assert isinstance(bundle, RuleBundle)
+    (tmp_path / "health").mkdir()
+    (tmp_path / "health" / "t.cases.yaml").write_text(
+        "cases:\n"
+        "  - name: fine\n    now: '2026-05-01T09:00:00Z'\n    expect: {status: no_match}\n"
+        f"  - name: odd\n    now: '{now}'\n    expect: {{status: no_match}}\n"
+    )
+    cases, findings = load_cases(tmp_path, bundle)
+    assert [c.name for c in cases] == ["fine"]
+    assert [(f.code, f.file, f.line) for f in findings] == [
+        ("cases.now", "rules/health/t.cases.yaml", 6)
+    ]
+    assert repr(now) in findings[0].message and "ISO 8601" in findings[0].message
