@@ -14,11 +14,12 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
-from memkg.model.fact import Fact, FactStatus, Scope, SupersedeReason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Scope, SupersedeReason
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
 _REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
+"""Why a superseded claim is still listed by a read while what replaced it holds."""
 COUNTED = (FactStatus.ACTIVE, FactStatus.FROZEN)
 """Statuses of the claims that count as evidence (pending ones are listed, not counted)."""
 
@@ -95,9 +96,15 @@ def build_claims(
     signals: SignalLookup,
     session_id: str | None = None,
     turn: str | None = None,
+    turn_ids: set[str] | None = None,
 ) -> list[Claim]:
-    """Weighed claims for the facts that take part in a read (any status: the arbiter sorts)."""
-    turn_ids = current_turn(facts, session_id, turn)
+    """Weighed claims for the facts that take part in a read (any status: the arbiter sorts).
+
+    ``turn_ids`` are the current turn's claims when the caller found them among more facts
+    than it has weighed (``current_turn``); by default they are found among ``facts``.
+    """
+    if turn_ids is None:
+        turn_ids = current_turn(facts, session_id, turn)
     claims = []
     for fact in facts:
         tier = tier_of(fact, session_id, turn_ids)
@@ -113,6 +120,24 @@ def build_claims(
         )
         claims.append(Claim(fact=fact, weight=weight, tier=tier))
     return claims
+
+
+def may_take_part(facts: Sequence[Fact]) -> list[Fact]:
+    """The facts of one key a read can list (``taking_part``), in their order: those that
+    hold, and those superseded by an explicit change or a correction that holds. The rest of
+    the key's history (restated, outdated, retracted, expired claims) is never weighed.
+    """
+    holding = {f.id for f in facts if f.status in LIVE_STATUSES}
+    return [
+        f
+        for f in facts
+        if f.id in holding
+        or (
+            f.status is FactStatus.SUPERSEDED
+            and f.supersede_reason in _REPLACED
+            and f.superseded_by in holding
+        )
+    ]
 
 
 class Taking(NamedTuple):

@@ -9,7 +9,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memkg.arbitration.claims import COUNTED, SignalLookup, build_claims, slot, tier_of
+from memkg.arbitration.claims import (
+    COUNTED,
+    SignalLookup,
+    build_claims,
+    current_turn,
+    may_take_part,
+    slot,
+    tier_of,
+)
 from memkg.arbitration.defaults import RoleDefaults
 from memkg.arbitration.memory_arbiter import resolve
 from memkg.arbitration.policy import Policy, PolicyFile
@@ -71,12 +79,13 @@ class MemoryReader:
         mine, want = _slot_facts(facts, spec, context)
         policy, params = self._domain(spec.domain)
         claims = build_claims(
-            mine,
+            may_take_part(mine),
             now=now,
             params=params,
             signals=signals,
             session_id=session_id,
             turn=turn,
+            turn_ids=current_turn(mine, session_id, turn),
         )
         return resolve(
             claims,

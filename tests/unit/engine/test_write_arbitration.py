@@ -1,31 +1,37 @@
-"""Arbitration on write reads the written key's live claims only, and decides as a full recompute.
+"""Arbitration reads the claims that can take part, and answers as a full recompute does.
 
 A write supersedes what it replaces and freezes the key slots it leaves in a strong conflict
 (``_replaced_claims``, ``_freezes``). Both read the key's live claims from the projection's
-live index and the key's reviews only, and skip weighing slots that cannot freeze anew.
-``ReferenceEngine`` below is the full recompute those replace: every claim of the key, whatever
-its status, filtered; every review of the user; every slot weighed through ``resolve_key``. It
-is the oracle: the same generated writes must leave the same log, byte for byte.
+live index and the key's reviews only, and skip weighing slots that cannot freeze anew. A read
+(``resolve``, a decision) weighs only the claims that can take part (``may_take_part``), not
+the key's whole history. ``ReferenceEngine`` below is the full recompute these replace: every
+claim of the key, whatever its status, filtered and weighed; every review of the user; every
+slot resolved. It is the oracle: the same generated operations must leave the same log, byte
+for byte, and give the same answers.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 import orjson
 import pytest
 
 from memkg import Engine, FrozenClock
-from memkg.arbitration import Outcome, ReviewStatus
-from memkg.arbitration.claims import slot
-from memkg.arbitration.review import frozen_payload
+from memkg.arbitration import MemoryReader, Outcome, Resolution, Review, ReviewStatus
+from memkg.arbitration.claims import SignalLookup, build_claims, slot
+from memkg.arbitration.memory_arbiter import resolve
+from memkg.arbitration.review import frozen_payload, latest_review
 from memkg.engine.facts import IngestResult
 from memkg.events.projection import UserMemory, preview
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import LIVE_STATUSES, Fact
+from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, SignalKind
 from memkg.validate.validator import Checked
 from support.observations import T0, obs
@@ -54,8 +60,39 @@ class _FullScan:
         return [f for f in self._memory.of_key(domain, key) if f.status in LIVE_STATUSES]
 
 
+class ReferenceReader(MemoryReader):
+    """Resolves a key slot by weighing every claim of the key, whatever its status."""
+
+    def resolve_key(
+        self, facts: Sequence[Fact], signals: SignalLookup, reviews: Sequence[Review],
+        spec: KeySpec, now: datetime, *, user_id: str, session_id: str | None = None,
+        turn: str | None = None, context: Mapping[str, str] | None = None,
+        language: str | None = None,
+    ) -> Resolution:  # fmt: skip
+        mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
+        want = slot(context or {}, spec.context)
+        if want and not any(slot(f.context, spec.context) == want for f in mine):
+            want = {}
+        policy, params = self._domain(spec.domain)
+        claims = build_claims(mine, now=now, params=params, signals=signals,
+                              session_id=session_id, turn=turn)  # fmt: skip
+        return resolve(
+            claims, policy, now, spec, user_id=user_id, context=want,
+            default=None if want else self.defaults.get(spec.domain, spec.key),
+            review=latest_review(reviews, spec.domain, spec.key, want),
+            questions=self.questions, language=language, labels=self.labels,
+        )  # fmt: skip
+
+
 class ReferenceEngine(Engine):
-    """The full recompute arbitration on write replaced: the reference for its outcomes."""
+    """The full recompute arbitration replaced: the reference for its outcomes."""
+
+    @cached_property
+    def reader(self) -> MemoryReader:
+        loaded = Engine.reader.func(self)  # type: ignore[attr-defined]
+        return ReferenceReader(
+            **{f.name: getattr(loaded, f.name) for f in fields(loaded) if f.init}
+        )
 
     def _replaced_claims(self, memory: UserMemory, checked: Checked) -> Any:
         return super()._replaced_claims(_FullScan(memory), checked)  # type: ignore[arg-type]
@@ -149,13 +186,30 @@ def _observation(rng: random.Random, user: str, facts: list[Fact]) -> dict[str, 
     return made
 
 
-def _step(engine: Engine, rng: random.Random, users: list[str]) -> None:
-    """One generated operation; what it picks depends only on ``rng`` and the engine's state."""
+def _step(engine: Engine, rng: random.Random, users: list[str]) -> Any:
+    """One generated operation; what it picks depends only on ``rng`` and the engine's state.
+    Returns what a read answered (None for writes)."""
     user = rng.choice(users)
     facts = sorted(engine.memory(user).facts.values(), key=lambda f: f.id)
     draw = rng.random()
+    answer: Any = None
+    session = rng.choice([None, "s1", "s2"])
+    turn = rng.choice([None, "turn-1"]) if session == "s1" else None
     try:
-        if draw < 0.7 or not facts:
+        if draw < 0.08:
+            made = engine.decide(user, "travel", {"airline": rng.choice(AIRLINES)},
+                                 session_id=session, turn=turn)  # fmt: skip
+            answer = made.model_dump(mode="json", exclude={"timings"})
+        elif draw < 0.16:
+            key = rng.choice(list(VALUES))
+            context = (
+                {"trip_type": "business"} if key in CONTEXT_KEYS and rng.random() < 0.5 else None
+            )
+            held = engine.resolve(
+                user, "travel", key, session_id=session, turn=turn, context=context
+            )
+            answer = held.model_dump(mode="json")
+        elif draw < 0.7 or not facts:
             engine.ingest(_observation(rng, user, facts))
         elif draw < 0.8:
             fact = rng.choice(facts)
@@ -178,6 +232,7 @@ def _step(engine: Engine, rng: random.Random, users: list[str]) -> None:
     except (ValueError, LookupError):  # a refused write stores nothing in either engine
         pass
     engine.clock.advance(timedelta(minutes=rng.choice([1, 30, 600, 60 * 24 * 20])))  # type: ignore[attr-defined]
+    return answer
 
 
 def _log(engine: Engine) -> bytes:
@@ -185,15 +240,19 @@ def _log(engine: Engine) -> bytes:
 
 
 @pytest.mark.parametrize("seed", [3, 11, 29])
-def test_write_arbitration_leaves_the_log_the_full_recompute_leaves(seed: int) -> None:
+def test_arbitration_leaves_the_log_and_answers_the_full_recompute_leaves(seed: int) -> None:
     engines = [Engine(clock=FrozenClock(T0)), ReferenceEngine(clock=FrozenClock(T0))]
     rngs = [random.Random(seed), random.Random(seed)]
     users = ["u1", "u2", "u3"]
-    for _ in range(400):
-        for engine, rng in zip(engines, rngs, strict=True):
-            _step(engine, rng, users)
+    answers: list[list[Any]] = [[], []]
+    for _ in range(500):
+        for engine, rng, said in zip(engines, rngs, answers, strict=True):
+            said.append(_step(engine, rng, users))
     fast, reference = (_log(e) for e in engines)
     assert fast == reference
+    assert answers[0] == answers[1]
+    decided = [a for a in answers[0] if a is not None and "decision_id" in a]
+    assert len(decided) >= 20 and any(a["result"]["action"] for a in decided)
     frozen = sum(e.type is EventType.KEY_FROZEN for e in engines[0].store.read_all())
     resolved = sum(e.type is EventType.REVIEW_RESOLVED for e in engines[0].store.read_all())
     assert frozen >= 5 and resolved >= 2  # the workload freezes keys and settles reviews
@@ -236,9 +295,7 @@ def _write_cost(history: int) -> tuple[int, int, int]:
         return read_stream(*args, **kwargs)
 
     engine.store.read_stream = counted  # type: ignore[method-assign]
-    result: IngestResult = engine.ingest(
-        obs(value="airline:SQ", source="profile", confidence=0.95)
-    )
+    result: IngestResult = engine.ingest(obs(value="airline:SQ", source="profile", confidence=0.95))
     assert result.status.value == "active"
     assert engine.memory("u1").seq == result.seq + 1  # the write froze the key
     after = (sum(m.facts_read for m in memories), engine.weighed)
