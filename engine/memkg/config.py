@@ -44,6 +44,10 @@ class EngineConfig(BaseModel):
     weights: WeightParams = WeightParams()
     shacl: bool = True
     """Run the SHACL shapes on every write (turn off only to measure its cost)."""
+    memory_bound: int = Field(512 * 1024 * 1024, gt=0)
+    """Bytes the resident users' graphs may hold together, as estimated
+    (``UserGraph.estimated_bytes``): past it, the least recently used users leave memory and
+    are rebuilt from the log when next read."""
     lifecycle: LifecycleConfig = LifecycleConfig()
     llm: LLMConfig | None = None
     """The model for extraction and consolidation; None: consolidation merges deterministically."""

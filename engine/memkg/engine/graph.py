@@ -27,7 +27,7 @@ class GraphLayer(FactLayer):
     @cached_property
     def _graphs(self) -> GraphCache:
         return GraphCache(self._read_stream, self.store.stream_mark, self._new_graph,
-                          purged=self._forget)  # fmt: skip
+                          purged=self._forget, max_bytes=self.config.memory_bound)  # fmt: skip
 
     def _apply(self, user_id: str, events: Sequence[Event]) -> None:
         self._graphs.apply(user_id, events)

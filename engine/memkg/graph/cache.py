@@ -5,7 +5,10 @@ rebuilds a user's graph from that user's stream when the cached one is behind (a
 wrote) and touches no one else. The weighted view is memoised per user for one (version,
 time, domain, weight parameters) at a time, since weights move with time; a view for a new
 time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic.
-The cache holds at most ``max_users`` graphs, least recently used first out.
+The cache holds graphs whose estimated memory (``UserGraph.estimated_bytes``, refreshed each
+time a user's graph is read or written) stays within ``max_bytes``, and at most ``max_users``
+graphs: least recently used first out, never the graph being served. An evicted user's graph
+is rebuilt from the user's stream when next read.
 
 A graph is current while the store's ``stream_mark`` (the stream version and the store's
 purge count) is what it was read at: another process's append or purge changes it. The owner
@@ -37,6 +40,7 @@ class GraphCache:
         *,
         max_users: int = 1024,
         purged: Callable[[str], None] = lambda _user: None,
+        max_bytes: int | None = None,
     ) -> None:
         self._read = read_stream
         self._mark = stream_mark
@@ -46,7 +50,10 @@ class GraphCache:
         """The store's purge count each cached graph was read at (``EventStore.stream_mark``)."""
         self._new = new_graph
         self._max = max_users
+        self._max_bytes = max_bytes
         self._graphs: OrderedDict[str, UserGraph] = OrderedDict()
+        self._bytes: dict[str, int] = {}
+        self._total = 0
         self._views: dict[
             str, tuple[tuple[int, int, datetime, str | None, WeightParams], View]
         ] = {}
@@ -68,10 +75,27 @@ class GraphCache:
                 self._purges[user_id] = purges
                 self._views.pop(user_id, None)
             self._graphs.move_to_end(user_id)
-            while len(self._graphs) > self._max:
-                evicted, _ = self._graphs.popitem(last=False)
-                self._views.pop(evicted, None)
+            self._account(user_id, graph)
             return graph
+
+    @property
+    def estimated_bytes(self) -> int:
+        """The cached graphs' estimated memory, as last measured."""
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+    def _account(self, user_id: str, graph: UserGraph) -> None:
+        """Measure ``user_id``'s graph again, then evict others until the bounds hold."""
+        size = graph.estimated_bytes()
+        self._total += size - self._bytes.get(user_id, 0)
+        self._bytes[user_id] = size
+        while len(self._graphs) > 1 and (
+            len(self._graphs) > self._max
+            or (self._max_bytes is not None and self._total > self._max_bytes)
+        ):
+            self.forget(next(iter(self._graphs)))  # the served user is the newest
 
     def as_of(self, user_id: str, *, seq: int | None = None, at: datetime | None = None
               ) -> UserGraph:  # fmt: skip
@@ -93,11 +117,15 @@ class GraphCache:
                 return
             for event in events:
                 graph.apply(event)
+            self._graphs.move_to_end(user_id)
+            self._account(user_id, graph)
 
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._graphs.pop(user_id, None)
             self._views.pop(user_id, None)
+            self._total -= self._bytes.pop(user_id, 0)
+            self._purges.pop(user_id, None)
 
     def view(
         self, user_id: str, now: datetime, params: WeightParams, domain: str | None = None

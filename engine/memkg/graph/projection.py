@@ -39,6 +39,12 @@ from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import Signal
 
+_CLAIM_BYTES = 250
+"""What the graph adds to a folded fact: its targets, edge index and weighed claim."""
+_SIGNAL_BYTES = 1_300
+_RDF_FACT_BYTES, _RDF_SIGNAL_BYTES = 18_000, 9_000
+"""An rdflib dataset's cost per fact and signal (built only for export, SPARQL and SHACL)."""
+
 EdgeKey = tuple[str, str, str]
 """(domain, key, target value): one edge ``user ─key→ target`` of one domain."""
 
@@ -77,6 +83,8 @@ class FactFold(Protocol):
     def apply(self, event: Event) -> None: ...
 
     def of_key(self, domain: str, key: str) -> list[Fact]: ...
+
+    def estimated_bytes(self) -> int: ...
 
 
 class UserGraph:
@@ -211,6 +219,17 @@ class UserGraph:
         """Signals on the fact's edge recorded after the fact (see ``graph.signals``)."""
         found = self._signals_by_edge.get((fact.domain, fact.key, target.value), [])
         return [s for s in found if s.seq > fact.seq]
+
+    def estimated_bytes(self) -> int:
+        """About how much memory the graph holds, its facts' fold included (measured with
+        ``tracemalloc``; a test keeps the estimate within a factor of the count)."""
+        facts = len(self.memory.facts)
+        signals = len(self.signals)
+        rdf = 0
+        if self._dataset is not None:
+            rdf = _RDF_FACT_BYTES * facts + _RDF_SIGNAL_BYTES * signals
+        folded = self.memory.estimated_bytes()
+        return folded + _CLAIM_BYTES * facts + _SIGNAL_BYTES * signals + rdf
 
     def domains(self) -> list[str]:
         return sorted({f.domain for f in self.memory.facts.values()}

@@ -1,0 +1,56 @@
+"""The resident users' graphs stay within the configured memory bound, by estimated bytes."""
+
+from __future__ import annotations
+
+from memkg import Engine, FrozenClock
+from memkg.config import EngineConfig
+from support.observations import T0, obs
+
+SEATS = ["window", "aisle", "middle"]
+
+
+def _write(engine: Engine, user: str, count: int) -> None:
+    for index in range(count):
+        key = ["seat.preference", "cabin.class", "airline.preferred"][index % 3]
+        value = {"seat.preference": SEATS[index % 3], "cabin.class": "economy",
+                 "airline.preferred": "airline:MU"}[key]  # fmt: skip
+        engine.ingest(obs(user_id=user, key=key, value=value, source="behavior"))
+
+
+def test_the_graphs_of_resident_users_stay_within_the_bound() -> None:
+    bound = 300_000  # about four users of 20 facts each
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=bound))
+    users = [f"u{n}" for n in range(12)]
+    sizes = {}
+    for user in users:
+        _write(engine, user, 20)
+        sizes[user] = engine.user_graph(user).estimated_bytes()
+        assert engine._graphs.estimated_bytes <= bound
+    # the bound, not a user count, decides how many stay: the newest ones that fit
+    resident = len(engine._graphs)
+    assert 1 < resident < len(users)
+    assert sum(sizes[u] for u in users[-resident:]) <= bound
+    assert sum(sizes[u] for u in users[-resident - 1 :]) > bound
+    # a user who left memory is rebuilt from the log when read, with every fact
+    first = engine.user_graph("u0")
+    assert len(first.memory.facts) == 20
+    assert engine._graphs.estimated_bytes <= bound
+
+
+def test_a_user_larger_than_the_bound_is_served_alone() -> None:
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=50_000))
+    _write(engine, "small", 3)
+    _write(engine, "large", 30)
+    assert engine.user_graph("large").estimated_bytes() > 50_000
+    assert len(engine._graphs) == 1  # only the user being served stays
+    engine.user_graph("small")
+    assert len(engine._graphs) == 1 and engine._graphs.estimated_bytes <= 50_000
+
+
+def test_an_rdf_dataset_built_for_export_counts_against_the_bound() -> None:
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=10**6))
+    _write(engine, "u1", 12)
+    before = engine._graphs.estimated_bytes
+    engine.graph("u1", "travel", fmt="turtle")  # builds the user's rdflib dataset
+    engine.user_graph("u1")
+    assert engine._graphs.estimated_bytes > 5 * before
