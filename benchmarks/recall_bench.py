@@ -64,6 +64,7 @@ def quality(figures: Figures) -> None:
             ranks = [r for r, q in zip(score.ranks, queries, strict=True) if q.sort == sort]
             found += f"{sum(1 for r in ranks if r is not None and r <= 5):>16}"
         print(f"{name:10} {score.recall_at_k:9.3f} {score.mrr:7.3f}{'':30}{found}")
+    for name, score in scored.items():
         figures.add(f"recall.{name}.recall_at_5", score.recall_at_k, "")
         figures.add(f"recall.{name}.mrr", score.mrr, "")
 

@@ -115,16 +115,23 @@ def test_recall_ranks_by_the_endpoint_s_vectors_kept_beside_the_events(
         assert leftovers == []
 
 
-def test_a_dead_endpoint_fails_recall_with_a_clear_error(
+def test_while_the_endpoint_fails_the_embedded_default_scores_and_the_trace_says_why(
     server: OpenAIServer, clock: FrozenClock
 ) -> None:
-    url = server.base_url
-    server.close()
-    config = EngineConfig(embedding=EmbeddingConfig(model="m", base_url=url, max_retries=0))
+    config = EngineConfig(embedding=_config(server, max_retries=0))
     with Engine(clock=clock, config=config) as engine:
         engine.save_memory_note(USER, "travel", "Prefers aisle seats", "global")
-        with pytest.raises(LLMUnavailable, match="cannot reach"):
-            engine.recall(USER, "aisle", k=3)
+        server.fail_next(1, status=401)
+        refused = engine.recall(USER, "aisle", k=3)
+        assert refused.semantic_index == "bm25" and refused.injected
+        assert (refused.semantic_fallback or "").startswith("llm.rejected: ")
+        healthy = engine.recall(USER, "aisle", k=3)
+        assert healthy.semantic_index == "embedding:test-embed"
+        assert healthy.semantic_fallback is None
+        server.close()
+        down = engine.recall(USER, "aisle seat", k=3)
+        assert down.semantic_index == "bm25" and "cannot reach" in (down.semantic_fallback or "")
+        assert down.candidates[0].scores.semantic == 1.0
 
 
 def test_erasing_an_audit_id_drops_that_user_s_vectors(

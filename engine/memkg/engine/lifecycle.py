@@ -50,11 +50,10 @@ class LifecycleLayer(DecisionLayer):
             executor.shutdown(wait=True)
         if self._owns_llm and self._llm is not None:
             self._llm.close()
-        index = self.__dict__.get("_semantic_index")
-        if isinstance(index, semantic.VectorIndex):
+        if isinstance(index := self.__dict__.get("_semantic_index"), semantic.VectorIndex):
             index.embedder.close()
-        elif isinstance(index, semantic.Bm25Index):
-            index.close()
+        if (lexical := self.__dict__.get("_lexical_index")) is not None:
+            lexical.close()
         if (vectors := self.__dict__.get("_vector_store")) is not None:
             vectors.close()
         super().close()
@@ -197,7 +196,7 @@ class LifecycleLayer(DecisionLayer):
             now=self.clock.now(), weights=weights or self.config.lifecycle.recall,
             credibility=lambda domain, source: credibility_of(self.reader.params(domain), source),
             index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
-            key_title=self._key_title,
+            key_title=self._key_title, fallback=self._lexical_index,
         )  # fmt: skip
 
     def _key_title(self, domain: str, key: str) -> str | None:
@@ -210,11 +209,16 @@ class LifecycleLayer(DecisionLayer):
         """BM25 over FTS5 (no network), or ``config.embedding``'s vectors beside the store."""
         config = self.config.embedding
         if config is None:
-            entities = self._entity_index.entities.values()
-            return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
+            return self._lexical_index
         from memkg.llm.openai_adapter import OpenAIEmbedder
 
         return semantic.VectorIndex(OpenAIEmbedder(config), self._vector_store)
+
+    @cached_property
+    def _lexical_index(self) -> semantic.Bm25Index:
+        """The embedded default; with an embeddings endpoint, what scores while it fails."""
+        entities = self._entity_index.entities.values()
+        return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
 
     @cached_property
     def _vector_store(self) -> semantic.VectorStore:

@@ -24,6 +24,7 @@ query enough (``min_relevance``) are injected.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -31,12 +32,15 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.errors import LLMError
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.inject import quote
 from memkg.lifecycle.notes import Note
 from memkg.lifecycle.ports import SemanticIndex
 from memkg.model.fact import Fact, Source
 from memkg.model.settings import RecallWeights
+
+log = logging.getLogger(__name__)
 
 _STOP = {
     "the",
@@ -107,6 +111,9 @@ class RecallResult(BaseModel):
     weights: RecallWeights
     semantic_index: str
     """What gave the semantic scores (``bm25``, ``embedding:<model>``; ``none`` without one)."""
+    semantic_fallback: str | None = None
+    """Why the configured index did not score (its model failed: code and message), when the
+    fallback index did instead."""
     candidates: tuple[RecallCandidate, ...]
     injected: tuple[str, ...]
 
@@ -176,10 +183,13 @@ def recall(
     semantic: SemanticIndex | None = None,
     user_id: str = "",
     key_title: Callable[[str, str], str | None] | None = None,
+    fallback: SemanticIndex | None = None,
 ) -> RecallResult:
     """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
     uses it (``rules/policy.yaml`` over ``EngineConfig.weights``); ``key_title(domain, key)``:
-    the key's title in its schema, for the semantic documents."""
+    the key's title in its schema, for the semantic documents. When ``semantic``'s model
+    fails (``LLMError``: down, refusing, answering garbage), ``fallback`` scores instead and
+    the result says why; without a fallback the error propagates."""
     query_refs = index.mentions(query) if index else []
     asked = index.expand(query_refs) if index else {}
     wanted = _terms(query) | {r for refs in asked.values() for r in refs}
@@ -187,12 +197,22 @@ def recall(
     items = [*_distinct(facts), *notes]
     documents = [_document(item, index) for item in items]
     closeness: Mapping[str, float] = {}
+    used, why = semantic, None
     if semantic is not None and items:
         meanings = [
             (item.id, _meaning(text, refs, _title(item, key_title), index))
             for item, (text, refs) in zip(items, documents, strict=True)
         ]
-        closeness = semantic.scores(user_id, _meaning(query, query_refs, None, index), meanings)
+        asked_for = _meaning(query, query_refs, None, index)
+        try:
+            closeness = semantic.scores(user_id, asked_for, meanings)
+        except LLMError as exc:
+            if fallback is None:
+                raise
+            used, why = fallback, f"{exc.code}: {exc.message}"
+            log.warning("semantic index %s failed (%s); %s scored", semantic.name, exc.code,
+                        fallback.name)  # fmt: skip
+            closeness = fallback.scores(user_id, asked_for, meanings)
     matchers = [w for w in ("semantic", "relevance") if getattr(weights, w) > 0]
     scored: list[tuple[float, str, RecallCandidate, float]] = []
     for item, (text, refs) in zip(items, documents, strict=True):
@@ -256,7 +276,8 @@ def recall(
         query=query,
         query_entities=tuple(query_refs),
         weights=weights,
-        semantic_index=semantic.name if semantic is not None else "none",
+        semantic_index=used.name if used is not None else "none",
+        semantic_fallback=why,
         candidates=tuple(ranked),
         injected=tuple(chosen),
     )
