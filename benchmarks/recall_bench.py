@@ -14,7 +14,9 @@ of the first answer (0 when none is injected).
 Cost: CPU time per ``Engine.recall`` for a user with N notes, lexical against hybrid (their
 ratio is what the semantic index adds), and hybrid at the larger N against the smaller (per
 memory it should stay near 1).
-Run: ``python benchmarks/recall_bench.py [--quick] [--json FILE]``.
+``--readme`` rewrites the quality table in README.md (between ``<!-- recall:start -->`` and
+``<!-- recall:end -->``) from this run.
+Run: ``python benchmarks/recall_bench.py [--quick] [--json FILE] [--readme]``.
 """
 
 from __future__ import annotations
@@ -47,7 +49,16 @@ QUERIES = ("quiet lounge before the flight", "printer toner repair", "kid's brea
            "monthly pension savings", "morning clinic appointment")  # fmt: skip
 
 
-def quality(figures: Figures) -> None:
+README = Path(__file__).resolve().parents[1] / "README.md"
+NAMES = {
+    "lexical": "lexical (recall before the semantic index)",
+    "semantic": "semantic (the embedded default alone)",
+    "hybrid": "hybrid (the default blend)",
+}
+
+
+def quality(figures: Figures) -> list[str]:
+    """Print the table; return it as Markdown rows for the README."""
     users, queries = recall_set.load()
     clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
     with Engine(clock=clock) as engine:
@@ -64,9 +75,29 @@ def quality(figures: Figures) -> None:
             ranks = [r for r, q in zip(score.ranks, queries, strict=True) if q.sort == sort]
             found += f"{sum(1 for r in ranks if r is not None and r <= 5):>16}"
         print(f"{name:10} {score.recall_at_k:9.3f} {score.mrr:7.3f}{'':30}{found}")
+    counts = ", ".join(f"{s} {sum(q.sort == s for q in queries)}" for s in sorts)
+    table = [f"| ranking | recall@5 | MRR | found, by sort ({counts}) |", "|---|---|---|---|"]
     for name, score in scored.items():
         figures.add(f"recall.{name}.recall_at_5", score.recall_at_k, "")
         figures.add(f"recall.{name}.mrr", score.mrr, "")
+        found = [
+            sum(1 for r, q in zip(score.ranks, queries, strict=True)
+                if q.sort == s and r is not None and r <= 5)
+            for s in sorts
+        ]  # fmt: skip
+        table.append(f"| {NAMES.get(name, name)} | {score.recall_at_k:.3f} | {score.mrr:.3f} | "
+                     f"{', '.join(map(str, found))} |")  # fmt: skip
+    return table
+
+
+def rewrite_readme(table: list[str]) -> None:
+    text = README.read_text(encoding="utf-8")
+    start, end = "<!-- recall:start -->\n", "<!-- recall:end -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{README}: no {start.strip()} ... {end} block to rewrite")
+    head, rest = text.split(start, 1)
+    README.write_text(head + start + "\n".join(table) + "\n" + end + rest.split(end, 1)[1])
+    print(f"rewrote the recall table in {README.name}")
 
 
 def _cpu_per_query(engine: Engine, user: str, weights: RecallWeights,
@@ -124,12 +155,17 @@ def main(argv: list[str] | None = None) -> None:
         "--quick", action="store_true", help="a quick profile: 100 and 400 notes, fewer rounds"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument(
+        "--readme", action="store_true", help="rewrite the recall table in README.md"
+    )
     args = parser.parse_args(argv)
     print(__doc__.splitlines()[0].strip() + " " + __doc__.splitlines()[1].strip())
     figures = Figures()
-    quality(figures)
+    table = quality(figures)
     cost(figures, (100, 400) if args.quick else (100, 1_000), 2 if args.quick else 5)
     figures.save(args.json)
+    if args.readme:
+        rewrite_readme(table)
 
 
 if __name__ == "__main__":
