@@ -70,9 +70,6 @@ class EngineConfig(BaseModel):
     keeps them) or ``off``; see README, "Erasure on PostgreSQL". SQLite always vacuums."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
-    trace_retention: timedelta = Field(timedelta(days=7), ge=timedelta(0))
-    """How long the trace of each ``render_profile``, ``recall`` and ``decide`` is kept
-    (``Engine.trace``); zero turns tracing off."""
 
     @property
     def layers(self) -> Roots:

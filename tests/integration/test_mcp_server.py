@@ -34,8 +34,7 @@ def without_user(observation: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in observation.items() if k != "user_id"}
 
 
-async def agent_session(*db: str) -> list[str]:
-    traced: list[str] = []
+async def agent_session(*db: str) -> None:
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memkg.service.mcp", "--db", *db, "--user", "u1"],
@@ -74,7 +73,6 @@ async def agent_session(*db: str) -> list[str]:
         profile = await session.call_tool("render_profile", {"domain": "travel"})
         assert profile.structured_content is not None
         assert "airline:MU" in profile.structured_content["text"]
-        traced.append(profile.structured_content["trace_id"])
 
         made = await session.call_tool("decide", {"domain": "travel"})
         assert made.structured_content is not None
@@ -83,7 +81,6 @@ async def agent_session(*db: str) -> list[str]:
         )
         assert not scoped.is_error and scoped.structured_content is not None
         decision_id = made.structured_content["decision_id"]
-        traced.append(made.structured_content["trace_id"])
         why = await session.call_tool("explain_decision", {"decision_id": decision_id})
         [block] = why.content
         assert not why.is_error and isinstance(block, TextContent) and "Decision" in block.text
@@ -92,15 +89,10 @@ async def agent_session(*db: str) -> list[str]:
         assert unknown.is_error and text_of(unknown)["error"] == "fact.not_found"
         forgotten = await session.call_tool("forget", {"fact_id": fact_id, "reason": "asked"})
         assert not forgotten.is_error and text_of(forgotten)["status"] == "retracted"
-    return traced
 
 
 def test_an_agent_remembers_recalls_and_decides_over_stdio(tmp_path: Path) -> None:
-    traced = anyio.run(agent_session, str(tmp_path / "memkg.db"))
-    with Engine.open(tmp_path / "memkg.db") as engine:  # what was injected, found by its id
-        profile, decided = (engine.trace(t) for t in traced)
-    assert (profile.operation, decided.operation) == ("render_profile", "decide")
-    assert profile.user_id == decided.user_id == "u1" and profile.counts["used"] >= 1
+    anyio.run(agent_session, str(tmp_path / "memkg.db"))
 
 
 @pytest.mark.postgres

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -11,12 +11,8 @@ from memkg.engine.arbitration import ArbitrationLayer
 from memkg.engine.intent import IntentLayer, ReplayReport, RulesRefused
 from memkg.engine.intent_cases import run_rule_cases
 from memkg.engine.rules_diff import Bundle, RulesDiffRefused, rules_diff
-from memkg.engine.tracing import Traces, decision_trace, trace_store_beside
 from memkg.errors import ValidationFailed
-from memkg.events.store import Companion
-from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.decision import Decision
-from memkg.model.trace import Trace
 from memkg.rules.cases import CasesReport
 from memkg.rules.diff import RulesDiffReport
 from memkg.validate.validator import DecisionEnvelope, envelope_report
@@ -32,40 +28,6 @@ class DecisionLayer(ArbitrationLayer):
     def intent(self) -> IntentLayer:
         """Rule bundle, decisions and their log; rules are linted on first use."""
         return IntentLayer(self, self.decision_log)
-
-    @cached_property
-    def traces(self) -> Traces:
-        """Per-request traces, beside the decision log, kept ``config.trace_retention``."""
-        return Traces(trace_store_beside(self.decision_log), self.clock,
-                      self.config.trace_retention)  # fmt: skip
-
-    def trace(self, trace_id: str) -> Trace:
-        """What one ``render_profile``, ``recall`` or ``decide`` considered, scored, dropped
-        and used; ``NotFound`` once past the retention or after the user's erasure."""
-        self._check_args(trace_id=trace_id)
-        return self.traces.get(trace_id)
-
-    def close(self) -> None:
-        if "traces" in self.__dict__:
-            self.traces.store.close()
-        super().close()
-
-    def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
-        """Also every trace of the user's requests (first: a failure leaves it retryable)."""
-        self._check_args(user_id=user_id)
-        with self._lock:
-            traces = self.traces.store.erase_user(user_id)
-            receipt = super().erase(user_id, also=also)
-        return _with_traces(receipt, traces, self.traces)
-
-    def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
-        """Also the traces naming the purged facts."""
-        self._check_args(audit_log_id=audit_log_id)
-        with self._lock:
-            cited = self.store.fact_ids_with_audit_id(audit_log_id)
-            counts = {u: self.traces.store.erase_citing(u, ids) for u, ids in cited.items()}
-            receipts = super().erase_audit_id(audit_log_id)
-        return [_with_traces(r, counts.get(r.user_id, 0), self.traces) for r in receipts]
 
     def decide(
         self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
@@ -91,14 +53,9 @@ class DecisionLayer(ArbitrationLayer):
         )  # fmt: skip
         if not report.ok:
             raise ValidationFailed(report)
-        traces = self.traces
-        with traces.span("decide") as span:
-            trace_id = traces.new_id()
-            made = self.intent.decide(user_id, domain, context, decision, session_id=session_id,
-                                      turn=turn, trace_id=trace_id)  # fmt: skip
-            if trace_id is not None:
-                traces.keep(decision_trace(trace_id, made), span)
-        return made
+        return self.intent.decide(
+            user_id, domain, context, decision, session_id=session_id, turn=turn
+        )
 
     def explain(self, decision_id: str, fmt: str = "text") -> str:
         """A logged decision's explanation as ``text``, ``md`` or ``json``."""
@@ -154,9 +111,3 @@ class DecisionLayer(ArbitrationLayer):
                 raise RulesDiffRefused(diff)
         self.intent.swap(rules)
         return report
-
-
-def _with_traces(receipt: ErasureReceipt, count: int, traces: Traces) -> ErasureReceipt:
-    files = tuple(dict.fromkeys([*receipt.files, *map(str, traces.store.files())]))
-    return receipt.model_copy(update={"removed": {**receipt.removed, "traces": count},
-                                      "files": files})  # fmt: skip

@@ -103,7 +103,6 @@ class IntentLayer:
         *,
         session_id: str | None = None,
         turn: str | None = None,
-        trace_id: str | None = None,
     ) -> Decision:
         engine = self.engine
         with engine._lock:
@@ -123,8 +122,6 @@ class IntentLayer:
                 session_id=session_id,
                 turn=turn,
             )
-        if trace_id is not None:
-            made = made.model_copy(update={"trace_id": trace_id})
         self.log.append(made)
         return made
 

@@ -11,7 +11,6 @@ from memkg import semantic
 from memkg.arbitration import Outcome, Resolution, Standing
 from memkg.arbitration.support import canon
 from memkg.engine.decisions import DecisionLayer
-from memkg.engine.tracing import profile_trace, recall_trace
 from memkg.errors import InvalidOperation
 from memkg.events.retry import unconditional
 from memkg.events.store import Companion, beside
@@ -141,19 +140,10 @@ class LifecycleLayer(DecisionLayer):
             if n.scope is Scope.GLOBAL or n.session_id == session_id
         ]
         count, name = self._token_counter
-        with self.traces.span("render_profile") as span:
-            profile = inject.render_profile(
-                user_id, domain, facts, notes, now=now,
-                budget=budget or self.config.lifecycle.profile_budget, counter=count,
-                counter_name=name,
-            )  # fmt: skip
-            trace_id = self.traces.new_id()
-            if trace_id is None or not self.traces.keep(
-                profile_trace(trace_id, now, user_id, domain, session_id=session_id,
-                              profile=profile), span,
-            ):  # fmt: skip
-                return profile
-        return profile.model_copy(update={"trace_id": trace_id})
+        return inject.render_profile(
+            user_id, domain, facts, notes, now=now,
+            budget=budget or self.config.lifecycle.profile_budget, counter=count, counter_name=name,
+        )  # fmt: skip
 
     def extract(
         self, user_id: str, domain: str, dialogue: Sequence[Message | Mapping[str, Any]],
@@ -201,21 +191,13 @@ class LifecycleLayer(DecisionLayer):
         ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
         """
         self._check_args(user_id=user_id, query=query, domain=domain)
-        now, reader = self.clock.now(), self.reader
-        with self.traces.span("recall") as span:
-            found = recall.recall(
-                query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
-                now=now, weights=weights or self.config.lifecycle.recall,
-                credibility=lambda domain, source: credibility_of(reader.params(domain), source),
-                index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
-                key_title=self._key_title, fallback=self._lexical_index,
-            )  # fmt: skip
-            trace_id = self.traces.new_id()
-            if trace_id is None or not self.traces.keep(
-                recall_trace(trace_id, now, user_id, domain, query=query, k=k, result=found), span
-            ):
-                return found
-        return found.model_copy(update={"trace_id": trace_id})
+        return recall.recall(
+            query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
+            now=self.clock.now(), weights=weights or self.config.lifecycle.recall,
+            credibility=lambda domain, source: credibility_of(self.reader.params(domain), source),
+            index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
+            key_title=self._key_title, fallback=self._lexical_index,
+        )  # fmt: skip
 
     def _key_title(self, domain: str, key: str) -> str | None:
         spec = self.registry.spec(domain, key)

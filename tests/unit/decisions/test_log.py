@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +80,7 @@ def test_erase_citing_removes_only_the_decisions_that_cite_the_facts(
 def test_sqlite_erase_citing_leaves_no_byte_of_the_facts(tmp_path: Path) -> None:
     path = tmp_path / "decisions.db"
     log = SqliteDecisionLog(path)
-    # the decision log alone (no traces beside it in the file; the engine's erasure by audit
-    # id removes those too: tests/unit/engine/test_traces.py)
-    config = EngineConfig(shacl=False, trace_retention=timedelta(0))
-    engine = Engine(clock=FrozenClock(NOW), config=config, decision_log=log)
+    engine = Engine(clock=FrozenClock(NOW), config=EngineConfig(shacl=False), decision_log=log)
     risk = engine.ingest(profile("risk.profile", "risk:growth", "aud-1")).fact_id
     made = engine.decide("u", "finance", {"product_type": "bonds", "product_risk": "balanced"})
     kept = engine.decide("u", "finance", {"amount": 5}, decision="risk_flags")
