@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         cold_walls, cold_cpus = [], []
         for i in range(args.cold_runs):
             clock.advance(timedelta(seconds=1))
-            engine._forget("bench")
+            engine.projections.forget("bench")
             _decision, wall, cpu = timed(
                 lambda i=i: engine.decide(
                     "bench", "health", {"symptom": SYMPTOMS[i % len(SYMPTOMS)]}, decision="bench"

@@ -86,3 +86,66 @@ def _top_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
     return names
+
+
+ENGINE = PACKAGE / "engine"
+MAX_CLASS_LINES = 250
+
+
+def test_engine_services_do_not_import_the_front() -> None:
+    """Services get their collaborators in their constructors; only ``Engine`` wires them."""
+    wrong = []
+    for path in sorted(ENGINE.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [_absolute(path, node)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if "memkg.engine" in names:
+                wrong.append(f"engine/{path.name}:{node.lineno}")
+    assert wrong == []
+
+
+def _private_state(trees: dict[str, ast.Module]) -> set[str]:
+    """The private attributes engine classes keep on ``self``."""
+    return {
+        node.attr
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    }
+
+
+def test_no_engine_service_reads_another_private_state() -> None:
+    trees = {p.name: ast.parse(p.read_text(encoding="utf-8")) for p in ENGINE.glob("*.py")}
+    private = _private_state(trees)
+    wrong = [
+        f"engine/{name}:{node.lineno} {ast.unparse(node)}"
+        for name, tree in sorted(trees.items())
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr in private
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+    assert wrong == []
+
+
+def test_engine_classes_stay_small() -> None:
+    """Split a service by responsibility before it grows past the limit."""
+    large = [
+        f"engine/{path.name}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted(ENGINE.glob("*.py"))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ClassDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert large == []

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from memkg.config import EngineConfig, Limits
     from memkg.decisions import DecisionLog, MemoryDecisionLog, SqliteDecisionLog
     from memkg.engine import Engine, IngestOutcome, IngestResult, RebuildReport, SwitchReceipt
-    from memkg.engine.intent import ReplayReport, RulesRefused
+    from memkg.engine.intent import RulesRefused
+    from memkg.engine.replay import ReplayReport
     from memkg.engine.rules_diff import RulesDiffRefused
     from memkg.errors import (
         ConcurrencyConflict,
@@ -126,7 +127,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "RecallResult": ("memkg.lifecycle.recall", "RecallResult"),
     "RecallWeights": ("memkg.model.settings", "RecallWeights"),
     "RecentEntity": ("memkg.graph.queries", "RecentEntity"),
-    "ReplayReport": ("memkg.engine.intent", "ReplayReport"),
+    "ReplayReport": ("memkg.engine.replay", "ReplayReport"),
     "Reply": ("memkg.llm", "Reply"),
     "Resolution": ("memkg.arbitration", "Resolution"),
     "Review": ("memkg.arbitration", "Review"),

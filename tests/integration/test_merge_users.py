@@ -132,7 +132,7 @@ def test_a_merge_cut_off_half_way_joins_nothing_and_a_retry_completes_it(engine:
     with pytest.raises(MemkgError):
         engine.merge_users(WEB, PHONE, by="a", reason="r", confirm=proposal.merge_id)
     engine.store.append = real  # type: ignore[method-assign]
-    engine._forget(WEB)
+    engine.projections.forget(WEB)
     assert "seat.preference" not in _values(engine, WEB)  # one side only: no link
     engine.merge_users(WEB, PHONE, by="a", reason="r", confirm=proposal.merge_id)
     assert "seat.preference" in _values(engine, WEB)
@@ -349,7 +349,7 @@ def test_the_merged_person_s_memory_vectors_are_erased_with_every_id(
             engine.merge_users(WEB, PHONE, by="desk", reason="same", confirm=merge.merge_id)
             for user in (WEB, PHONE, "bystander"):
                 assert engine.recall(user, "pension", k=3).candidates
-            vectors = engine._vector_store
+            vectors = engine.recalls.vector_store
             assert vectors.count(WEB) and vectors.count(PHONE)
             engine.erase(PHONE)
             assert vectors.count(WEB) == 0 and vectors.count(PHONE) == 0

@@ -100,7 +100,7 @@ def test_recall_ranks_by_the_endpoint_s_vectors_kept_beside_the_events(
         assert best.text == NOTE and best.injected and best.scores.semantic > 0.3
         assert best.scores.relevance == 0.0  # no shared word: the vectors found it
         assert len(_embedding_requests(server)) == 2  # the three memories, then the query
-        vectors = engine._vector_store
+        vectors = engine.recalls.vector_store
         assert vectors.count(USER) == 3
 
         engine.recall(USER, "aisle", k=3)  # stored vectors are reused: only the query is sent
@@ -146,7 +146,7 @@ def test_erasing_an_audit_id_drops_that_user_s_vectors(
         engine.save_memory_note("someone-else", "travel", "Likes quiet lounges", "global")
         for user in (USER, "someone-else"):
             engine.recall(user, "lounge", k=3)
-        vectors = engine._vector_store
+        vectors = engine.recalls.vector_store
         assert (vectors.count(USER), vectors.count("someone-else")) == (2, 1)
         [receipt] = engine.erase_audit_id("audit-77")
         assert receipt.user_id == USER

@@ -202,6 +202,23 @@ def test_a_rule_reading_a_retyped_value_blocks_and_decisions_that_would_change_w
     assert engine.migration_dry_run(root / PLAN, rules=fixed).verdict == "PASS"
 
 
+def test_a_dry_run_remakes_decisions_apart_from_the_engine_s_projections(tmp_path: Path) -> None:
+    root, old = _v1(tmp_path)
+    (root / "rules/health/diet_check.yaml").write_text(DIET_RULE, encoding="utf-8")
+    old.decide("u3", "health", {}, decision="diet_check")
+    _upgrade(root)
+    engine = reopen(old, root)
+    graph = engine.user_graph("u3")
+    stored = {f.key for f in engine.projections.live_facts(graph, "health")}
+    report = engine.migration_dry_run(root / PLAN)
+    # the decision was made again over memory as the plan would have left it ...
+    assert [f.code for f in report.findings].count("decision.outcome_changed") == 1
+    # ... while the engine's own projections still hold what is stored
+    assert engine.user_graph("u3") is graph
+    assert {f.key for f in engine.projections.live_facts(graph, "health")} == stored
+    assert stored == {"diet.restrictions"}
+
+
 def test_a_rule_reading_a_removed_key_blocks_naming_file_and_line(tmp_path: Path) -> None:
     root, old = _v1(tmp_path)
     rules = tmp_path / "rules"

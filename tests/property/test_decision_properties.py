@@ -46,8 +46,8 @@ CONTEXTS = [
 def engine(clock: FrozenClock) -> Engine:
     made = Engine(clock=clock, config=PROTOTYPE.config)
     for name in _SHARED:  # parsed once for the module: read-only
-        made.__dict__[name] = getattr(PROTOTYPE, name)
-    made.intent._rules = PROTOTYPE.intent.rules
+        made.setup.__dict__[name] = getattr(PROTOTYPE.setup, name)
+    made.intent.swap(PROTOTYPE.intent.rules)
     return made
 
 

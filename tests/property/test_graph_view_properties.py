@@ -51,7 +51,7 @@ _SHARED = ("ontology", "registry", "validator", "knowledge", "entity_keys")
 def _engine(clock: FrozenClock) -> Engine:
     engine = Engine(clock=clock, config=PROTOTYPE.config)
     for name in _SHARED:  # parsed once for the whole module: they are read-only
-        engine.__dict__[name] = getattr(PROTOTYPE, name)
+        engine.setup.__dict__[name] = getattr(PROTOTYPE.setup, name)
     return engine
 
 

@@ -13,14 +13,15 @@ from memkg.model.keyspec import KeySpec
 from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
 
 if TYPE_CHECKING:
-    from memkg.engine import Engine
+    from memkg.engine.rule_bundle import RuleBook
+    from memkg.engine.setup import Setup
 
 
-def domains(engine: Engine) -> list[dict[str, Any]]:
+def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
     """Every domain: the root it comes from, its key groups, decisions, actions and problems."""
-    layers, registry = engine.layers, engine.registry
+    layers, registry = setup.layers, setup.registry
     rule_dirs = layers.rule_dirs()
-    bundle = engine.intent.rules.bundle if _rules_load(engine) else None
+    bundle = book.rules.bundle if _rules_load(book) else None
     found = []
     for name, root in layers.domains().items():
         files = sorted(f for f in registry.files if f.startswith(f"schemas/{name}/"))
@@ -57,11 +58,11 @@ def domains(engine: Engine) -> list[dict[str, Any]]:
     return found
 
 
-def _rules_load(engine: Engine) -> bool:
+def _rules_load(book: RuleBook) -> bool:
     from memkg.errors import MemkgError
 
     try:
-        engine.intent.rules  # noqa: B018  (loads and lints the bundle once)
+        book.rules  # noqa: B018  (loads and lints the bundle once)
     except MemkgError:
         return False
     return True
@@ -85,9 +86,9 @@ def key_entry(spec: KeySpec) -> dict[str, Any]:
     }
 
 
-def keys(engine: Engine, domain: str) -> list[dict[str, Any]]:
+def keys(setup: Setup, domain: str) -> list[dict[str, Any]]:
     """The domain's current keys with kind, sensitivity, consent, schema and source file."""
-    registry = engine.registry
+    registry = setup.registry
     if domain not in registry.domains():
         raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
     return [key_entry(spec) for key in registry.keys(domain)

@@ -1,33 +1,44 @@
-"""The evolution layer: schema history, migration dry runs and applies, upcasting reads."""
+"""The evolution stage, wired: schema history, migration dry runs and applies; reads upcast
+old facts through ``Setup.upcasters``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memkg.engine.lifecycle import LifecycleLayer
+from memkg.clock import Clock
+from memkg.decisions.log import DecisionLog
+from memkg.engine.intent import Decider
+from memkg.engine.journal import Journal
 from memkg.engine.migrations import ApplyReport
 from memkg.engine.migrations import apply as apply_plan
 from memkg.engine.migrations import dry_run as dry_run_plan
+from memkg.engine.projections import Projections
+from memkg.engine.setup import Setup
+from memkg.events.store import EventStore
 from memkg.evolution.dry_run import DryRunReport
 from memkg.evolution.history import schema_history
-from memkg.evolution.migration import MigrationPlan, load_plan
-from memkg.evolution.upcast import Upcasters
-from memkg.model.fact import Fact
+from memkg.evolution.migration import MigrationPlan
 
 
-class EvolutionLayer(LifecycleLayer):
+@dataclass(eq=False, repr=False)
+class Evolution:
     """Schema evolution (logic in ``memkg.evolution``); see ``memkg.Engine``."""
 
-    def _upcaster(self) -> Callable[[Fact], Fact] | None:
-        return self.upcasters.upcast
+    setup: Setup
+    store: EventStore
+    projections: Projections
+    journal: Journal
+    decider: Decider
+    decision_log: DecisionLog
+    clock: Clock
 
     def schema_history(self, domain: str, key: str | None = None) -> dict[str, Any]:
         """Every version of the domain's key groups (or of one key) under ``schemas/``."""
-        root = self.layers.domains().get(domain, self.layers.paths[0])
-        return schema_history(root, domain, key)
+        layers = self.setup.layers
+        return schema_history(layers.domains().get(domain, layers.paths[0]), domain, key)
 
     def migration_dry_run(
         self, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
@@ -46,15 +57,3 @@ class EvolutionLayer(LifecycleLayer):
     ) -> ApplyReport:  # fmt: skip
         """Apply a plan whose dry run does not BLOCK; rerun it to resume after a crash."""
         return apply_plan(self, plan, rules=rules, waiver=waiver, progress=progress)
-
-    @cached_property
-    def upcasters(self) -> Upcasters:
-        """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
-        found = Upcasters()
-        for folder in self.layers.schema_dirs().values():
-            for path in sorted(folder.glob("migrations/*.yaml")):
-                plan = load_plan(path, self.layers.root_of(path))
-                old = self.registry.group(plan.domain, plan.group, plan.from_version)
-                new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
-                found.register(plan, old, new)
-        return found

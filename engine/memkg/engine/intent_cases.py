@@ -6,7 +6,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memkg.clock import FrozenClock
-from memkg.engine.decision_graph import fixture_graph
+from memkg.engine.decision_graph import WeightedGraphView, fixture_graph
+from memkg.engine.decision_record import record_decision
 from memkg.errors import ConfigError
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
@@ -15,22 +16,22 @@ from memkg.rules.snapshot import build_input
 from memkg.rules.validation import request_problems
 
 if TYPE_CHECKING:
-    from memkg.engine.decisions import DecisionLayer as Engine
-    from memkg.engine.intent import IntentLayer, Rules
+    from memkg.engine.intent import Decider, Rules
+    from memkg.engine.setup import Setup
 
 CASE_USER = "case-user"
 
 
-def case_facts(case: Case, engine: Engine) -> list[Fact]:
+def case_facts(case: Case, setup: Setup) -> list[Fact]:
     clock = FrozenClock(case.now)
     facts = []
     for raw in case.facts:
         source = raw.get("source", "profile")
-        if source not in engine.sources:
+        if source not in setup.sources:
             where = f"{case.file}:{case.line}: case {case.name!r}"
-            unknown = engine.sources.unknown(source)
+            unknown = setup.sources.unknown(source)
             raise ConfigError(f"{where}: {unknown}", code="source.undeclared")
-        spec = engine.registry.spec(case.table.domain, raw["key"])
+        spec = setup.registry.spec(case.table.domain, raw["key"])
         observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
         valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
         facts.append(
@@ -56,34 +57,32 @@ def case_facts(case: Case, engine: Engine) -> list[Fact]:
     return facts
 
 
-def run_rule_cases(layer: IntentLayer, rules: Rules, folder: RuleFolders) -> CasesReport:
-    from memkg.engine.intent import graph_view
-
-    engine = layer.engine
+def run_rule_cases(decider: Decider, rules: Rules, folder: RuleFolders) -> CasesReport:
+    """Every case under ``folder`` decided by ``rules``, recorded as a live decision is."""
+    setup, revisions = decider.setup, decider.revisions(rules)
 
     def run(case: Case) -> CaseOutcome:
-        facts = case_facts(case, engine)
+        facts = case_facts(case, setup)
         table = case.table
-        graph = fixture_graph(CASE_USER, facts, engine.knowledge, engine.entity_keys)
-        view = graph_view(graph, case.now, engine, table.domain, [dict(g) for g in case.graph])
-        entity = frozenset(k for d, k in engine.entity_keys if d == table.domain)
+        graph = fixture_graph(CASE_USER, facts, setup.knowledge, setup.entity_keys)
+        view = WeightedGraphView(graph, case.now, setup.weights, table.domain,
+                                 [dict(g) for g in case.graph])  # fmt: skip
+        entity = frozenset(k for d, k in setup.entity_keys if d == table.domain)
         context: dict[str, Any] = dict(case.context)
         problems = request_problems(rules.bundle, table.domain, table.name, table, context)
         if problems:
-            made = layer._record(
-                rules, "case", _request(case), 0, case.now, table, None, None, problems, {}
-            )
+            made = record_decision(rules.bundle, revisions, "case", _request(case), 0, case.now,
+                                   table, None, None, problems, {})  # fmt: skip
             return CaseOutcome(made.result, None, None)
         inp = build_input(
             table, CASE_USER, facts, context, case.now, view, keys=rules.keys(table, entity)
         )
         evaluation = rules.evaluator.evaluate(table, inp, walk_all=True)
-        made = layer._record(
-            rules, "case", _request(case), 0, case.now, table, inp, evaluation, [], {}
-        )
+        made = record_decision(rules.bundle, revisions, "case", _request(case), 0, case.now,
+                               table, inp, evaluation, [], {})  # fmt: skip
         return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
 
-    return run_cases(folder, rules.bundle, run, root=engine.layers)
+    return run_cases(folder, rules.bundle, run, root=setup.layers)
 
 
 def _request(case: Case) -> Any:

@@ -1,4 +1,7 @@
-"""The lifecycle layer: what agents do with memory (inject, distill, extract, prune...)."""
+"""The lifecycle stage, wired: what agents do with memory (inject, distill, extract, prune...).
+
+Lifecycle steps reach memory through ``MemoryPort`` (``lifecycle/ports.py``), which the
+``Engine`` implements; they write only through ``append_notes``, which checks every event."""
 
 from __future__ import annotations
 
@@ -7,61 +10,61 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
-from memkg import semantic
 from memkg.arbitration import Outcome, Resolution, Standing
 from memkg.arbitration.support import canon
-from memkg.engine.decisions import DecisionLayer
+from memkg.clock import Clock
+from memkg.config import EngineConfig
+from memkg.engine.arbitration import Arbiter
+from memkg.engine.journal import Journal
+from memkg.engine.setup import Setup, check_args
 from memkg.errors import InvalidOperation
-from memkg.events.retry import unconditional
-from memkg.events.store import Companion, beside
+from memkg.events.retry import Attempts, unconditional
 from memkg.lifecycle import consolidate as consolidation
-from memkg.lifecycle import distill, extract, inject, recall
-from memkg.lifecycle.entities import EntityIndex
-from memkg.lifecycle.erasure import ErasureReceipt
+from memkg.lifecycle import distill, extract, inject
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
 from memkg.lifecycle.notes import Note, NoteBook, check_note_events
-from memkg.lifecycle.ports import SemanticIndex
+from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Scope
 from memkg.model.report import Problem
-from memkg.model.settings import RecallWeights
-from memkg.model.weight import claim_weight, credibility_of
+from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
 from memkg.validate.limits import check_value
 
 
-class LifecycleLayer(DecisionLayer):
+class Lifecycle:
     """Memory for agents (logic in ``memkg.lifecycle``, model via ``memkg.llm``).
 
     See ``memkg.Engine``.
     """
 
-    _executor: ThreadPoolExecutor | None = None
-    _closed = False
+    def __init__(
+        self, port: MemoryPort, config: EngineConfig, setup: Setup, arbiter: Arbiter,
+        journal: Journal, clock: Clock, llm: LLM | None, conflicts: Attempts,
+    ) -> None:  # fmt: skip
+        self.port, self.config, self.setup, self.arbiter = port, config, setup, arbiter
+        self.journal, self.clock, self.lock = journal, clock, journal.lock
+        self._llm, self._owns_llm = llm, False
+        self.conflicts = conflicts
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def close(self) -> None:
-        """Wait for background consolidations, close a model the engine built, then the rest."""
-        with self._lock:
+        """Wait for background consolidations, close a model the engine built."""
+        with self.lock:
             executor, self._closed = self._executor, True
         if executor is not None:
             executor.shutdown(wait=True)
         if self._owns_llm and self._llm is not None:
             self._llm.close()
-        if isinstance(index := self.__dict__.get("_semantic_index"), semantic.VectorIndex):
-            index.embedder.close()
-        if (lexical := self.__dict__.get("_lexical_index")) is not None:
-            lexical.close()
-        if (vectors := self.__dict__.get("_vector_store")) is not None:
-            vectors.close()
-        super().close()
 
     @property
     def llm(self) -> LLM | None:
         """The model: the one given, else an adapter built from ``config.llm`` on first use."""
-        with self._lock:
+        with self.lock:
             if self._llm is None and self.config.llm is not None:
                 from memkg.llm.openai_adapter import OpenAIChat
 
@@ -73,21 +76,22 @@ class LifecycleLayer(DecisionLayer):
         return [*check_value(text, self.config.limits), *text_problems(text, (), prefix=path)]
 
     def declared_keys(self, domain: str) -> list[str]:
-        return self.registry.keys(domain)
+        return self.setup.registry.keys(domain)
 
     def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
-        spec = self.registry.spec(domain, key)
+        spec = self.setup.registry.spec(domain, key)
         return None if spec is None else spec.schema
 
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
         """The user's live free-text notes, oldest first."""
-        self._check_args(user_id=user_id, domain=domain)
+        check_args(user_id=user_id, domain=domain)
         # the notes a read sees: none while memory is off, merged ids' notes too
-        return NoteBook.from_events(self._read_stream(user_id)).live(domain, self.clock.now())
+        events = self.journal.projections.read(user_id)
+        return NoteBook.from_events(events).live(domain, self.clock.now())
 
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""
-        return save_memory_note_tool(self.registry.keys(domain))
+        return save_memory_note_tool(self.setup.registry.keys(domain))
 
     @unconditional
     def append_notes(
@@ -95,23 +99,21 @@ class LifecycleLayer(DecisionLayer):
     ) -> list[Event]:
         """The lifecycle's port for writing: note and consolidation events only, checked."""
         check_note_events(user_id, events)
-        return self._append_events(user_id, events, expected_version=expected_version)
+        return list(self.journal.append(user_id, events, expected_version=expected_version).events)
 
     def save_memory_note(
-        self, user_id: str, domain: str, note: str, scope: str = "session",
+        self, /, user_id: str, domain: str, note: str, scope: str = "session",
         key: str | None = None, value: Any = None, **where: Any,
     ) -> distill.NoteResult:  # fmt: skip
         """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
-        self._check_args(
-            user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value
-        )
+        check_args(user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value)
         return distill.save_memory_note(
-            self, self.config.lifecycle, user_id=user_id, domain=domain, note=note, scope=scope,
-            key=key, value=value, **where,
+            self.port, self.config.lifecycle, user_id=user_id, domain=domain, note=note,
+            scope=scope, key=key, value=value, **where,
         )  # fmt: skip
 
     def handle_note_call(
-        self, user_id: str, domain: str, arguments: str | Mapping[str, Any], **where: Any
+        self, /, user_id: str, domain: str, arguments: str | Mapping[str, Any], **where: Any
     ) -> distill.NoteResult:
         """Run a model's ``save_memory_note`` call (its raw JSON arguments)."""
         args = parse_arguments(arguments if isinstance(arguments, str) else dict(arguments))
@@ -130,9 +132,11 @@ class LifecycleLayer(DecisionLayer):
         session_id: str | None = None, language: str | None = None,
     ) -> inject.Profile:  # fmt: skip
         """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
-        self._check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
-        now, params = self.clock.now(), self.weights
-        resolved = self.resolved_facts(user_id, domain, session_id=session_id, language=language)
+        check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
+        now, params = self.clock.now(), self.setup.weights
+        resolved = self.arbiter.resolved_facts(
+            user_id, domain, session_id=session_id, language=language
+        )
         facts = [item for r in resolved if (item := _profile_fact(r)) is not None]
         notes = [
             (n, claim_weight(n.confidence, n.source.value, n.observed_at, [], now, params).value)
@@ -146,7 +150,7 @@ class LifecycleLayer(DecisionLayer):
         )  # fmt: skip
 
     def extract(
-        self, user_id: str, domain: str, dialogue: Sequence[Message | Mapping[str, Any]],
+        self, /, user_id: str, domain: str, dialogue: Sequence[Message | Mapping[str, Any]],
         **options: Any,
     ) -> extract.ExtractionReport:  # fmt: skip
         """Ask the model for candidate facts in ``dialogue`` and store those that validate.
@@ -154,123 +158,32 @@ class LifecycleLayer(DecisionLayer):
         ``dialogue``: ``Message`` values or OpenAI-style message dicts (``{"role": "user",
         "content": "..."}``). ``options``: session_id, provenance, write (False: validate only).
         """
-        self._check_args(user_id=user_id, domain=domain)
+        check_args(user_id=user_id, domain=domain)
         messages = [_message(m, i) for i, m in enumerate(dialogue)]
         llm = self.llm
         if llm is None:
             raise InvalidOperation("extraction needs a model: set EngineConfig.llm",
                                    code="llm.not_configured")  # fmt: skip
-        return extract.extract(self, llm, self.config.lifecycle, messages, user_id=user_id,
+        return extract.extract(self.port, llm, self.config.lifecycle, messages, user_id=user_id,
                                domain=domain, **options)  # fmt: skip
 
     def consolidate(
         self, user_id: str, domain: str, session_id: str
     ) -> consolidation.ConsolidationHandle:
         """Merge a finished session into long-term memory in the background (one at a time)."""
-        self._check_args(user_id=user_id, domain=domain, session_id=session_id)
-        with self._lock:
+        check_args(user_id=user_id, domain=domain, session_id=session_id)
+        with self.lock:
             if self._closed:
                 raise InvalidOperation("the engine is closed", code="engine.closed")
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="memkg-consolidate")
             future = self._executor.submit(
                 lambda: consolidation.consolidate(
-                    self, self.llm, self.config.lifecycle, user_id=user_id, domain=domain,
+                    self.port, self.llm, self.config.lifecycle, user_id=user_id, domain=domain,
                     session_id=session_id,
                 )
             )  # fmt: skip
         return consolidation.ConsolidationHandle(future)
-
-    def recall(
-        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None,
-        weights: RecallWeights | None = None,
-    ) -> recall.RecallResult:  # fmt: skip
-        """The ``k`` memories most useful for ``query``, with the full ranking trace.
-
-        ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
-        ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
-        """
-        self._check_args(user_id=user_id, query=query, domain=domain)
-        return recall.recall(
-            query, self.facts(user_id, domain), self.notes(user_id, domain), k=k,
-            now=self.clock.now(), weights=weights or self.config.lifecycle.recall,
-            credibility=lambda domain, source: credibility_of(self.reader.params(domain), source),
-            index=self._entity_index, semantic=self._semantic_index, user_id=user_id,
-            key_title=self._key_title, fallback=self._lexical_index,
-        )  # fmt: skip
-
-    def _key_title(self, domain: str, key: str) -> str | None:
-        spec = self.registry.spec(domain, key)
-        title = spec.schema.get("title") if spec is not None else None
-        return title if isinstance(title, str) else None
-
-    @cached_property
-    def _semantic_index(self) -> SemanticIndex:
-        """BM25 over FTS5 (no network), or ``config.embedding``'s vectors beside the store."""
-        config = self.config.embedding
-        if config is None:
-            return self._lexical_index
-        from memkg.llm.openai_adapter import OpenAIEmbedder
-
-        return semantic.VectorIndex(OpenAIEmbedder(config), self._vector_store)
-
-    @cached_property
-    def _lexical_index(self) -> semantic.Bm25Index:
-        """The embedded default; with an embeddings endpoint, what scores while it fails."""
-        entities = self._entity_index.entities.values()
-        return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
-
-    @cached_property
-    def _vector_store(self) -> semantic.VectorStore:
-        """Where the events are: the SQLite file, the PostgreSQL schema, or memory."""
-        from memkg.events.postgres import PostgresEventStore
-        from memkg.events.sqlite import SqliteEventStore
-
-        if isinstance(self.store, SqliteEventStore):
-            from memkg.semantic.sqlite import SqliteVectorStore
-
-            return SqliteVectorStore(self.store.path)
-        if isinstance(self.store, PostgresEventStore):
-            from memkg.semantic.postgres import PostgresVectorStore
-
-            return PostgresVectorStore(self.store.dsn, schema=self.store.schema)
-        return semantic.MemoryVectorStore()
-
-    def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
-        """Erasure reaches the memory vectors too: in the same transaction when they live
-        beside the events, first otherwise; for every id of the person, and for ids once
-        linked to it (their views may have read it; vectors are re-embedded on demand)."""
-        from memkg.engine.identity import erasure_reach
-
-        with self._lock:
-            self._check_args(user_id=user_id)
-            if self.config.embedding is not None or _keeps_vectors(self.store):
-                vectors = self._vector_store
-                others = erasure_reach(self, user_id)[1:]  # type: ignore[arg-type]
-                if isinstance(vectors, Companion) and beside(self.store, vectors):
-                    for one in others:  # the person's other ids go in the transaction too
-                        vectors.erase_user(one)
-                    return super().erase(user_id, also=(*also, vectors))
-                for one in (user_id, *others):
-                    vectors.erase_user(one)
-            return super().erase(user_id, also=also)
-
-    def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
-        """The users whose facts carried the id lose their vectors (re-embedded on demand)."""
-        with self._lock:
-            receipts = super().erase_audit_id(audit_log_id)
-            for receipt in receipts:
-                self._erase_vectors(receipt.user_id)
-            return receipts
-
-    def _erase_vectors(self, user_id: str) -> None:
-        self._check_args(user_id=user_id)
-        if self.config.embedding is not None or _keeps_vectors(self.store):
-            self._vector_store.erase_user(user_id)
-
-    @cached_property
-    def _entity_index(self) -> EntityIndex:
-        return EntityIndex.from_graph(self.ontology.knowledge)
 
     @cached_property
     def _token_counter(self) -> tuple[TokenCounter, str]:
@@ -304,14 +217,6 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
         stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
                            for f in resolution.stale if f not in stale),
     )  # fmt: skip
-
-
-def _keeps_vectors(store: object) -> bool:
-    """Whether vectors may be in the store's file or schema from an engine with embeddings."""
-    from memkg.events.postgres import PostgresEventStore
-    from memkg.events.sqlite import SqliteEventStore
-
-    return isinstance(store, SqliteEventStore | PostgresEventStore)
 
 
 def _message(message: Message | Mapping[str, Any], index: int) -> Message:

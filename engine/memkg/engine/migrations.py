@@ -8,15 +8,16 @@ recent logged decisions re-made with migrated facts and the new rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.clock import FrozenClock
+from memkg.engine.projections import Projections
+from memkg.engine.replay import graph_as_of
 from memkg.errors import ConcurrencyConflict, MemkgError
-from memkg.events.projection import UserMemory
 from memkg.evolution.apply import events_for, idempotency_key
 from memkg.evolution.dry_run import (
     DryRunReport,
@@ -29,9 +30,8 @@ from memkg.evolution.dry_run import (
 from memkg.evolution.migration import MigrationPlan, load_plan
 from memkg.evolution.outcome import migrate, plan_problems
 from memkg.evolution.waiver import Waiver, load_waiver
-from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, Result
-from memkg.model.event import Event
+from memkg.model.event import Event, NewEvent
 from memkg.model.fact import LIVE_STATUSES, Fact
 from memkg.model.keyspec import KeySpec
 from memkg.rules.cases import load_cases
@@ -41,10 +41,9 @@ from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import RuleBundle
 
 if TYPE_CHECKING:
-    from memkg.engine.evolution import EvolutionLayer as Engine
+    from memkg.engine.evolution import Evolution
     from memkg.engine.rule_bundle import Rules
 
-_SCRATCH = 10**15
 LIVE = LIVE_STATUSES
 Specs = dict[str, KeySpec]
 
@@ -82,12 +81,12 @@ class ApplyReport(BaseModel):
 
 
 def plan_and_specs(
-    engine: Engine, plan: MigrationPlan | str | Path
+    evo: Evolution, plan: MigrationPlan | str | Path
 ) -> tuple[MigrationPlan, Specs, Specs]:
     """The plan with the old and new key specs of its groups; checks the plan's keys."""
     if not isinstance(plan, MigrationPlan):
-        plan = load_plan(plan, engine.layers.root_of(Path(plan)))
-    registry = engine.registry
+        plan = load_plan(plan, evo.setup.layers.root_of(Path(plan)))
+    registry = evo.setup.registry
     old = registry.group(plan.domain, plan.group, plan.from_version)
     new = registry.group(plan.domain, plan.to_group, plan.to_version)
     for label, specs, group, version in (("from", old, plan.group, plan.from_version),
@@ -102,12 +101,12 @@ def plan_and_specs(
     return plan, old, new
 
 
-def live_facts(engine: Engine, user_id: str) -> list[Fact]:
-    return [f for f in engine.memory(user_id).facts.values() if f.status in LIVE]
+def live_facts(evo: Evolution, user_id: str) -> list[Fact]:
+    return [f for f in evo.projections.memory(user_id).facts.values() if f.status in LIVE]
 
 
 def dry_run(
-    engine: Engine,
+    evo: Evolution,
     plan: MigrationPlan | str | Path,
     *,
     rules: str | Path | None = None,
@@ -116,91 +115,85 @@ def dry_run(
     progress: Callable[[int], None] | None = None,
 ) -> DryRunReport:
     """``progress`` is called with the number of users read so far."""
-    plan, old, new = plan_and_specs(engine, plan)
+    plan, old, new = plan_and_specs(evo, plan)
     if waiver is not None and not isinstance(waiver, Waiver):
         waiver = load_waiver(waiver)
     facts: list[Fact] = []
-    for done, user in enumerate(engine.store.users(), 1):
-        facts += live_facts(engine, user)
+    for done, user in enumerate(evo.store.users(), 1):
+        facts += live_facts(evo, user)
         if progress is not None:
             progress(done)
     outcomes = migrate(plan, facts, old, new)
     changes = key_changes(plan, old, new)
-    folder: RuleFolders = Path(rules) if rules is not None else engine.layers.rule_dirs()
+    folder: RuleFolders = Path(rules) if rules is not None else evo.setup.layers.rule_dirs()
     found = [
         *policy_findings(plan, old, new),
-        *rule_findings(engine, plan, old, new, changes, folder),
+        *rule_findings(evo, plan, old, new, changes, folder),
     ]
-    found += decision_findings(engine, plan, old, new, folder, decisions)
-    return assess(plan, outcomes, changes, found, waiver=waiver, now=engine.clock.now())
+    found += decision_findings(evo, plan, old, new, folder, decisions)
+    return assess(plan, outcomes, changes, found, waiver=waiver, now=evo.clock.now())
 
 
-def apply(engine: Engine, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
+def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
           waiver: Waiver | str | Path | None = None,
           progress: Callable[[int], None] | None = None) -> ApplyReport:  # fmt: skip
     """Dry-run, refuse on BLOCK, then write each fact's events once (resumable)."""
-    plan, old, new = plan_and_specs(engine, plan)
-    report = dry_run(engine, plan, rules=rules, waiver=waiver, decisions=0)
+    plan, old, new = plan_and_specs(evo, plan)
+    report = dry_run(evo, plan, rules=rules, waiver=waiver, decisions=0)
     if report.verdict == "BLOCK":
         raise MigrationRefused(report)
     counts = {"migrated": 0, "resumed": 0, "left": 0, "events": 0}
     questions: list[dict[str, str]] = []
-    users = engine.store.users()
+    users = evo.store.users()
     for done, user in enumerate(users):
         if progress is not None:
             progress(done)
-        for outcome in migrate(plan, live_facts(engine, user), old, new):
+        for outcome in migrate(plan, live_facts(evo, user), old, new):
             if outcome.status in ("unmappable", "invalid"):
                 counts["left"] += 1
                 continue
             questions += [{"user_id": user, "fact_id": outcome.facts[0].id, "key": key,
                            "question": q} for key, q in outcome.questions]  # fmt: skip
-            written = _append(engine, user, events_for(plan, outcome, new, engine.clock),
+            written = _append(evo, user, events_for(plan, outcome, new, evo.clock),
                               idempotency_key(plan, outcome))  # fmt: skip
             if written is None:
                 counts["resumed"] += 1
             elif written:
                 counts["migrated"] += 1
                 counts["events"] += written
-    engine.upcasters.register(plan, old, new)
+    evo.setup.upcasters.register(plan, old, new)
     return ApplyReport(migration=plan.name, verdict=report.verdict, users=len(users),
                        questions=tuple(questions), **counts)  # fmt: skip
 
 
-def _append(engine: Engine, user: str, events: list[Any], key: str) -> int | None:
+def _append(evo: Evolution, user: str, events: list[Any], key: str) -> int | None:
     """Events appended (0: nothing to write), or None when an earlier run wrote them."""
     if not events:
         return 0
     for _ in range(3):
-        with engine._lock:
-            version = engine.memory(user).version
-            frozen = engine._freezes(user, events)  # same append: a conflict is queued with it
-            try:
-                appended = engine.store.append(user, [*events, *frozen], expected_version=version,
-                                               idempotency_key=key)  # fmt: skip
-            except ConcurrencyConflict:
-                continue  # another writer appended first: re-read and retry
-            if appended.duplicate:
-                return None
-            engine._apply(user, appended.events)
-            return len(appended.events)
-    raise ConcurrencyConflict(user, version, engine.store.stream_version(user))
+        try:  # a conflict the write creates is queued in the same append (``freeze``)
+            appended = evo.journal.append(user, events, idempotency_key=key, freeze=True)
+        except ConcurrencyConflict as exc:
+            conflict = exc  # another writer appended first: re-read and retry
+            continue
+        return None if appended.duplicate else len(appended.events)
+    raise conflict
 
 
 # -- rules and rule cases ----------------------------------------------------------------------
 
 
-def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
+def rule_findings(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
                   changes: list[KeyChange], folder: RuleFolders) -> list[Finding]:  # fmt: skip
     """Rules and cases that break under the new schemas (block) or read a changed key (warn)."""
-    bundle, _ = load_bundle(read_sources(folder), root=engine.layers)
+    bundle, _ = load_bundle(read_sources(folder), root=evo.setup.layers)
     mine = set(old) | set(new)
 
     def lookup(specs: Specs) -> Any:
         def schema(domain: str, key: str) -> dict[str, Any] | None:
             if domain == plan.domain and key in mine:
                 return specs[key].schema if key in specs else None
-            spec = engine.registry.spec(domain, key)
+            spec = evo.setup.registry.spec(domain, key)
             return spec.schema if spec is not None else None
 
         return schema
@@ -232,7 +225,7 @@ def rule_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
                                  message=f"rule {rule.id} reads {cond.key}, which the migration "
                                  f"{change.change}{_hint(change)}: check it still means what it "
                                  "says"))  # fmt: skip
-    return found + case_findings(plan, bundle, folder, new, changed, engine.layers)
+    return found + case_findings(plan, bundle, folder, new, changed, evo.setup.layers)
 
 
 def case_findings(plan: MigrationPlan, bundle: RuleBundle, folder: RuleFolders, new: Specs,
@@ -283,7 +276,7 @@ def _hint(change: KeyChange | None) -> str:
 # -- decisions ---------------------------------------------------------------------------------
 
 
-def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Specs,
+def decision_findings(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
                       folder: RuleFolders,
                       limit: int) -> list[Finding]:  # fmt: skip
     """Recent logged decisions of the domain whose outcome the migration would change.
@@ -306,18 +299,18 @@ def decision_findings(engine: Engine, plan: MigrationPlan, old: Specs, new: Spec
         ]
     bundles: dict[str, Rules | None] = {}
     found = []
-    for user in engine.store.users():
-        for decision in engine.decision_log.for_user(user, limit=limit):
+    for user in evo.store.users():
+        for decision in evo.decision_log.for_user(user, limit=limit):
             if decision.request.domain != plan.domain:
                 continue
             digest = decision.revisions.rule_bundle
             if digest not in bundles:
-                sources = engine.decision_log.bundle(digest)
+                sources = evo.decision_log.bundle(digest)
                 bundles[digest] = _unlinted(sources) if sources is not None else None
             baseline = bundles[digest]
             if baseline is None:
                 continue
-            before, after = _remake(engine, plan, old, new, decision, baseline, candidate)
+            before, after = _remake(evo, plan, old, new, decision, baseline, candidate)
             if _outcome(before) != _outcome(after):
                 found.append(Finding(
                     code="decision.outcome_changed", severity="warn", subject=decision.decision_id,
@@ -345,7 +338,7 @@ def _unlinted(sources: dict[str, str]) -> Rules | None:
 
 
 def _remake(
-    engine: Engine,
+    evo: Evolution,
     plan: MigrationPlan,
     old: Specs,
     new: Specs,
@@ -353,33 +346,41 @@ def _remake(
     baseline: Rules,
     candidate: Rules,
 ) -> tuple[Result, Result]:
-    request = decision.request
-    memory = engine.memory(request.user_id, as_of=decision.as_of_seq)
-    migrated = UserMemory(request.user_id)
-    migrated.facts = dict(memory.facts)
-    # positions no real stream reaches, so no cache takes this memory for a stored one
-    seq, clock = _SCRATCH + decision.as_of_seq, FrozenClock(decision.decided_at)
-    live = [f for f in memory.facts.values() if f.status in LIVE]
-    for outcome in migrate(plan, live, old, new):
-        for event in events_for(plan, outcome, new, clock):
-            seq += 1
-            migrated.apply(Event(**event.model_dump(), seq=seq, version=seq))
-    results = []
-    for rules, held in ((baseline, memory), (candidate, migrated)):
-        graph = UserGraph(held, engine.knowledge, engine.entity_keys)
-        made = engine.intent._decide(
-            rules,
-            request.user_id,
-            request.domain,
-            dict(request.context),
-            request.decision or None,
-            graph,
-            decision.as_of_seq,
-            decision.decided_at,
-            decision.decision_id,
-        )
-        results.append(made.result)
-    return results[0], results[1]
+    """The decision made again as memory stood, and as the plan would have left it then."""
+    user, at = decision.request.user_id, decision.as_of_seq
+    graph = graph_as_of(evo.setup, evo.projections, user, at)
+    before = evo.decider.redecide(baseline, decision, graph)
+    stored = evo.store.read_stream(user, up_to_seq=at) if at > 0 else []
+    live = [f for f in graph.memory.facts.values() if f.status in LIVE]
+    clock = FrozenClock(decision.decided_at)
+    added = [e for o in migrate(plan, live, old, new) for e in events_for(plan, o, new, clock)]
+    scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
+    migrated = scratch.graph(user)
+    after = evo.decider.redecide(candidate, decision, migrated,
+                                 reviews=scratch.reviews(user, migrated.version),
+                                 projections=scratch)  # fmt: skip
+    return before.result, after.result
+
+
+class _Scratch:
+    """One user's stream as of a position, with a plan's events after it: what a decision
+    would have read had the plan been applied then. Read by its own ``Projections``."""
+
+    def __init__(self, user_id: str, stored: Sequence[Event], added: Sequence[NewEvent]) -> None:
+        last = stored[-1] if stored else None
+        seq, version = (last.seq, last.version) if last is not None else (0, 0)
+        self._events = [*stored, *(Event(**e.model_dump(), seq=seq + i, version=version + i)
+                                   for i, e in enumerate(added, 1))]  # fmt: skip
+        self._user_id = user_id
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+        if user_id != self._user_id:
+            return []
+        return [e for e in self._events if up_to_seq is None or e.seq <= up_to_seq]
+
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        last = self._events[-1].version if user_id == self._user_id and self._events else 0
+        return last, 0
 
 
 def _outcome(result: Result) -> tuple[Any, ...]:

@@ -1,4 +1,5 @@
-"""A rule bundle as the engine uses it: linted against the engine's schemas, then compiled.
+"""A rule bundle as the engine uses it: linted against the engine's schemas, then compiled;
+and the ``RuleBook``: the bundle in force, and the recorded ones replays ask for.
 
 A bundle with any lint error is refused (``RulesRefused``, naming every finding).
 """
@@ -6,19 +7,42 @@ A bundle with any lint error is refused (``RulesRefused``, naming every finding)
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from memkg.errors import ConfigError
+from memkg.decisions.log import DecisionLog
+from memkg.engine.projections import Projections
+from memkg.errors import ConfigError, MemkgError
+from memkg.model.decision import Revisions
+from memkg.model.source import Sources
+from memkg.ontology import Ontology
+from memkg.roots import Roots
 from memkg.rules.evaluator import Evaluator
 from memkg.rules.lint import lint_bundle
-from memkg.rules.loader import load_bundle
+from memkg.rules.loader import RuleFolders, load_bundle, read_sources
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
+from memkg.validate.registry import SchemaRegistry
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from memkg.engine.decisions import DecisionLayer as Engine
+
+class Schemas(Protocol):
+    """What lint checks a bundle against (an ``Engine`` or its ``Setup``)."""
+
+    @property
+    def layers(self) -> Roots: ...
+
+    @property
+    def registry(self) -> SchemaRegistry: ...
+
+    @property
+    def sources(self) -> Sources: ...
+
+
+class BundleSetup(Schemas, Protocol):
+    @property
+    def ontology(self) -> Ontology: ...
 
 
 class RulesRefused(ConfigError):
@@ -52,7 +76,7 @@ class Rules:
         return self.evaluator.plan(table).keys | entity_keys
 
 
-def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, list[Finding]]:
+def lint_sources(sources: dict[str, str], engine: Schemas) -> tuple[RuleBundle, list[Finding]]:
     """Everything the loader and lint find wrong with a bundle, against the engine's schemas."""
     bundle, findings = load_bundle(sources, root=engine.layers)
     findings += lint_bundle(
@@ -63,7 +87,7 @@ def lint_sources(sources: dict[str, str], engine: Engine) -> tuple[RuleBundle, l
     return bundle, sorted(findings, key=lambda f: (f.file, f.line, f.code))
 
 
-def compile_rules(sources: dict[str, str], engine: Engine) -> Rules:
+def compile_rules(sources: dict[str, str], engine: Schemas) -> Rules:
     """Load, lint and compile; a bundle with any lint error is refused."""
     bundle, findings = lint_sources(sources, engine)
     errors = [f for f in findings if f.severity == "error"]
@@ -74,3 +98,59 @@ def compile_rules(sources: dict[str, str], engine: Engine) -> Rules:
     log.info("rule bundle compiled", extra={"digest": bundle.digest[:12],
                                             "tables": len(bundle.tables)})  # fmt: skip
     return Rules(bundle, Evaluator(bundle), bundle.digest)
+
+
+class RuleBook:
+    """The bundle decisions use (loaded from the roots on first use, replaced whole by
+    ``swap``), and the recorded bundles replays ask for by digest."""
+
+    def __init__(self, setup: BundleSetup, log: DecisionLog, projections: Projections) -> None:
+        self.setup = setup
+        self.log = log
+        self.projections = projections
+        self._lock = threading.Lock()
+        self._rules: Rules | None = None
+        self._replay_rules: dict[str, Rules] = {}
+
+    @property
+    def rules(self) -> Rules:
+        if self._rules is None:
+            with self._lock:
+                if self._rules is None:
+                    self._rules = self.load()
+                    self.log.save_bundle(self._rules.digest, self._rules.bundle.sources)
+        return self._rules
+
+    def load(self, path: RuleFolders | None = None) -> Rules:
+        return compile_rules(read_sources(path or self.setup.layers.rule_dirs()), self.setup)
+
+    def swap(self, rules: Rules) -> None:
+        self.log.save_bundle(rules.digest, rules.bundle.sources)
+        with self._lock:
+            self._rules = rules
+
+    def revisions(self, rules: Rules) -> Revisions:
+        """Kept per bundle: the schemas and the ontology are loaded once per engine."""
+        return self.projections.revisions(
+            rules.digest,
+            lambda: Revisions(
+                rule_bundle=rules.digest,
+                schema_versions=self.setup.registry.versions(),
+                ontology=self.setup.ontology.digest,
+            ),
+        )
+
+    def recorded(self, digest: str) -> Rules | None:
+        """The bundle a logged decision was made with, or None when it is gone or no longer
+        compiles."""
+        if digest == self.rules.digest:
+            return self.rules
+        if digest not in self._replay_rules:
+            sources = self.log.bundle(digest)
+            if sources is None:
+                return None
+            try:
+                self._replay_rules[digest] = compile_rules(sources, self.setup)
+            except MemkgError:
+                return None
+        return self._replay_rules[digest]

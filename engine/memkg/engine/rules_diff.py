@@ -11,8 +11,9 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memkg.engine.decision_graph import fixture_graph
+from memkg.engine.replay import graph_as_of
 from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
+from memkg.engine.setup import check_args
 from memkg.errors import ConfigError, InvalidOperation, MemkgError
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision
@@ -30,7 +31,7 @@ from memkg.rules.loader import DOMAIN_FILE, RuleFolders, read_sources
 from memkg.rules.spec import Finding as RuleFinding
 
 if TYPE_CHECKING:
-    from memkg.engine.decisions import DecisionLayer as Engine
+    from memkg.engine.intent import Decider
 
 Bundle = Rules | RuleFolders | str | None
 """Compiled rules, a rules folder, or None: the old side's rules in use, the new side's
@@ -57,7 +58,7 @@ class RulesDiffRefused(RulesRefused):
 
 
 def rules_diff(
-    engine: Engine,
+    decider: Decider,
     old: Bundle = None,
     new: Bundle = None,
     *,
@@ -75,27 +76,29 @@ def rules_diff(
         raise MemkgError(f"replay must be 0 or more decisions, not {replay}", code="usage")
     if replay is None and user is None:
         raise MemkgError("give how many decisions to replay, or a user", code="usage")
-    before, old_label, old_errors = _load(engine, old, "old")
-    after, new_label, new_errors = _load(engine, new, "new")
+    before, old_label, old_errors = _load(decider, old, "old")
+    after, new_label, new_errors = _load(decider, new, "new")
     _check_allow(allow, [r for r in (before, after) if r is not None])
     findings = [*bundle_findings("old", old_errors), *bundle_findings("new", new_errors)]
     digests = (before.digest if before else None, after.digest if after else None)
     if before is None or after is None:
         return assess(old_label, new_label, digests, [], [], findings, allow=allow)
     changes = rule_changes(before.bundle, after.bundle)
-    logged = _logged(engine, replay, user)
+    logged = _logged(decider, replay, user)
     return assess(old_label, new_label, digests, changes,
-                  _replayed(engine, logged, before, after, changes), findings,
+                  _replayed(decider, logged, before, after, changes), findings,
                   allow=allow)  # fmt: skip
 
 
-def _load(engine: Engine, which: Bundle, side: str) -> tuple[Rules | None, str, list[RuleFinding]]:
+def _load(
+    decider: Decider, which: Bundle, side: str
+) -> tuple[Rules | None, str, list[RuleFinding]]:
     if isinstance(which, Rules):
         return which, "rules in use" if side == "old" else "candidate rules", []
     if which is None:
         if side == "old":
-            return engine.intent.rules, "rules in use", []
-        folders: RuleFolders = engine.layers.rule_dirs()
+            return decider.rules, "rules in use", []
+        folders: RuleFolders = decider.setup.layers.rule_dirs()
         label = "configured rules"
     else:
         folders = Path(which) if isinstance(which, str) else which
@@ -110,7 +113,7 @@ def _load(engine: Engine, which: Bundle, side: str) -> tuple[Rules | None, str, 
             code="rules.missing",
         )
     try:
-        return compile_rules(sources, engine), label, []
+        return compile_rules(sources, decider.setup), label, []
     except RulesRefused as exc:
         return None, label, list(exc.findings)
 
@@ -128,17 +131,17 @@ def _check_allow(allow: Collection[str], loaded: list[Rules]) -> None:
             )
 
 
-def _logged(engine: Engine, replay: int | None, user: str | None) -> list[Decision]:
+def _logged(decider: Decider, replay: int | None, user: str | None) -> list[Decision]:
     if user is not None:
-        engine._check_args(user_id=user)
+        check_args(user_id=user)
         if replay == 0:
             return []
-        return engine.decision_log.for_user(user, limit=replay)
-    return engine.decision_log.recent(replay or 0) if replay else []
+        return decider.log.for_user(user, limit=replay)
+    return decider.log.recent(replay or 0) if replay else []
 
 
 def _replayed(
-    engine: Engine,
+    decider: Decider,
     logged: list[Decision],
     before: Rules,
     after: Rules,
@@ -146,39 +149,17 @@ def _replayed(
 ) -> Iterator[tuple[Decision, DecisionChange | None, str | None]]:
     graphs: dict[tuple[str, int], UserGraph] = {}
     for decision in logged:
-        request = decision.request
-        spot = (request.user_id, decision.as_of_seq)
+        spot = (decision.request.user_id, decision.as_of_seq)
         if spot not in graphs:
             if len(graphs) > 64:
                 graphs.clear()
-            graphs[spot] = (
-                engine.user_graph(request.user_id, as_of=decision.as_of_seq)
-                if decision.as_of_seq > 0  # position 0 is the empty log ("as of 0" reads all)
-                else fixture_graph(request.user_id, [], engine.knowledge, engine.entity_keys)
-            )
+            graphs[spot] = graph_as_of(decider.setup, decider.projections, *spot)
         try:
-            made = [_remake(engine, rules, decision, graphs[spot]) for rules in (before, after)]
+            made = [decider.redecide(rules, decision, graphs[spot]) for rules in (before, after)]
         except MemkgError as exc:
             yield decision, None, str(exc)
             continue
         yield decision, compare(decision, made[0], made[1], changes), None
-
-
-def _remake(engine: Engine, rules: Rules, decision: Decision, graph: UserGraph) -> Decision:
-    request = decision.request
-    return engine.intent._decide(
-        rules,
-        request.user_id,
-        request.domain,
-        dict(request.context),
-        request.decision or None,
-        graph,
-        decision.as_of_seq,
-        decision.decided_at,
-        decision.decision_id,
-        session_id=request.session_id,
-        turn=request.turn,
-    )
 
 
 __all__ = ["Finding", "RulesDiffRefused", "rules_diff"]

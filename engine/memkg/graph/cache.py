@@ -7,8 +7,9 @@ time, domain, weight parameters) at a time, since weights move with time; a view
 time reuses the graph's live claims (``UserGraph.claims_of``) and only redoes the arithmetic.
 The cache holds graphs whose estimated memory (``UserGraph.estimated_bytes``, refreshed each
 time a user's graph is read or written) stays within ``max_bytes``, and at most ``max_users``
-graphs: least recently used first out, never the graph being served. An evicted user's graph
-is rebuilt from the user's stream when next read.
+graphs (``None``: no count bound here, the owner evicts with ``forget``): least recently used
+first out, never the graph being served. An evicted user's graph is rebuilt from the user's
+stream when next read.
 
 A graph is current while the store's ``stream_mark`` (the stream version and the store's
 purge count) is what it was read at: another process's append or purge changes it. The owner
@@ -38,7 +39,7 @@ class GraphCache:
         stream_mark: Callable[[str], tuple[int, int]],
         new_graph: Callable[[str], UserGraph],
         *,
-        max_users: int = 1024,
+        max_users: int | None = 1024,
         purged: Callable[[str], None] = lambda _user: None,
         max_bytes: int | None = None,
     ) -> None:
@@ -92,7 +93,7 @@ class GraphCache:
         self._total += size - self._bytes.get(user_id, 0)
         self._bytes[user_id] = size
         while len(self._graphs) > 1 and (
-            len(self._graphs) > self._max
+            (self._max is not None and len(self._graphs) > self._max)
             or (self._max_bytes is not None and self._total > self._max_bytes)
         ):
             self.forget(next(iter(self._graphs)))  # the served user is the newest

@@ -1,13 +1,14 @@
 """Arbitration reads the claims that can take part, and answers as a full recompute does.
 
 A write supersedes what it replaces and freezes the key slots it leaves in a strong conflict
-(``_replaced_claims``, ``_freezes``). Both read the key's live claims from the projection's
-live index and the key's reviews only, and skip weighing slots that cannot freeze anew. A read
-(``resolve``, a decision) weighs only the claims that can take part (``may_take_part``), not
-the key's whole history. ``ReferenceEngine`` below is the full recompute these replace: every
-claim of the key, whatever its status, filtered and weighed; every review of the user; every
-slot resolved. It is the oracle: the same generated operations must leave the same log, byte
-for byte, and give the same answers.
+(``FactWriter.supersede``; ``Journal.freezes``, which the engine wires to
+``Arbiter.freezes``). Both read the key's live claims from the projection's live index and the
+key's reviews only, and skip weighing slots that cannot freeze anew. A read (``resolve``, a
+decision) weighs only the claims that can take part (``may_take_part``), not the key's whole
+history. ``reference_engine`` below is the full recompute these replace: every claim of the
+key, whatever its status, filtered and weighed; every review of the user; every slot resolved.
+It is the oracle: the same generated operations must leave the same log, byte for byte, and give
+the same answers.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime, timedelta
-from functools import cached_property
+from functools import partial
 from typing import Any
 
 import orjson
@@ -28,12 +29,12 @@ from memkg.arbitration.claims import SignalLookup, build_claims, slot
 from memkg.arbitration.memory_arbiter import resolve
 from memkg.arbitration.review import frozen_payload, latest_review
 from memkg.engine.facts import IngestResult
+from memkg.engine.supersede import replaced_claims
 from memkg.events.projection import UserMemory, preview
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import LIVE_STATUSES, Fact
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, SignalKind
-from memkg.validate.validator import Checked
 from support.observations import T0, obs
 
 AIRLINES = ["airline:MU", "airline:CA", "airline:CZ", "airline:SQ"]
@@ -84,79 +85,81 @@ class ReferenceReader(MemoryReader):
         )  # fmt: skip
 
 
-class ReferenceEngine(Engine):
-    """The full recompute arbitration replaced: the reference for its outcomes."""
+def reference_engine(clock: FrozenClock) -> Engine:
+    """An engine whose arbitration is the full recompute it replaced, on write and on read:
+    the reference for its outcomes."""
+    engine = Engine(clock=clock)
+    loaded = engine.setup.reader
+    engine.setup.reader = ReferenceReader(  # type: ignore[misc]
+        **{f.name: getattr(loaded, f.name) for f in fields(loaded) if f.init}
+    )
+    engine.writer.supersede = lambda memory, checked: replaced_claims(
+        _FullScan(memory),  # type: ignore[arg-type]
+        checked,
+    )
+    engine.journal.freezes = partial(_reference_freezes, engine)
+    return engine
 
-    @cached_property
-    def reader(self) -> MemoryReader:
-        loaded = Engine.reader.func(self)  # type: ignore[attr-defined]
-        return ReferenceReader(
-            **{f.name: getattr(loaded, f.name) for f in fields(loaded) if f.init}
-        )
 
-    def _replaced_claims(self, memory: UserMemory, checked: Checked) -> Any:
-        return super()._replaced_claims(_FullScan(memory), checked)  # type: ignore[arg-type]
+def _reference_freezes(engine: Engine, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
+    """``Arbiter.freezes`` as a full recompute: every claim and review of the key, every slot."""
+    graph, memory = engine.projections.graph(user_id), engine.projections.memory(user_id)
+    keys: set[tuple[str, str]] = set()
+    added: dict[tuple[str, str, str], list[Signal]] = {}
+    for event in pending:
+        if event.type is EventType.FACT_ASSERTED:
+            keys.add((event.domain or "", event.payload["fact"]["key"]))
+        elif event.type is EventType.SIGNAL_RECORDED:
+            edge = (event.domain or "", event.payload["key"], event.payload["target"])
+            added.setdefault(edge, []).append(
+                Signal(SignalKind(event.payload["kind"]), event.recorded_at, event.event_id)
+            )
+            keys.add(edge[:2])
+        elif (fact := memory.facts.get(event.fact_id or "")) is not None:
+            keys.add((fact.domain, fact.key))
+    if not keys:
+        return []
+    reviews = engine.projections.reviews(user_id, graph.version)
+    still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
+    known = graph.claim_signals
 
-    def _freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
-        graph, memory = self._graphs.get(user_id), self.memory(user_id)
-        keys: set[tuple[str, str]] = set()
-        added: dict[tuple[str, str, str], list[Signal]] = {}
-        for event in pending:
-            if event.type is EventType.FACT_ASSERTED:
-                keys.add((event.domain or "", event.payload["fact"]["key"]))
-            elif event.type is EventType.SIGNAL_RECORDED:
-                edge = (event.domain or "", event.payload["key"], event.payload["target"])
-                added.setdefault(edge, []).append(
-                    Signal(SignalKind(event.payload["kind"]), event.recorded_at, event.event_id)
-                )
-                keys.add(edge[:2])
-            elif (fact := memory.facts.get(event.fact_id or "")) is not None:
-                keys.add((fact.domain, fact.key))
-        if not keys:
-            return []
-        reviews = self._reviews(user_id, graph.seq)
-        still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
-        known = graph.claim_signals
+    def signals(fact: Fact) -> list[Signal]:
+        extra = [
+            s for t in graph.targets(fact) for s in added.get((fact.domain, fact.key, t.value), ())
+        ]
+        return [*known(fact), *extra]
 
-        def signals(fact: Fact) -> list[Signal]:
-            extra = [
-                s
-                for t in graph.targets(fact)
-                for s in added.get((fact.domain, fact.key, t.value), ())
-            ]
-            return [*known(fact), *extra]
-
-        now, found = self.clock.now(), []
-        for domain, key in sorted(keys):
-            spec = self.registry.spec(domain, key)
-            if spec is None:
+    now, found = engine.clock.now(), []
+    for domain, key in sorted(keys):
+        spec = engine.registry.spec(domain, key)
+        if spec is None:
+            continue
+        everything = [f for f in memory.of_key(domain, key) if f.status in LIVE_STATUSES]
+        live = [
+            f
+            for f in preview(everything, pending, memory.seq)
+            if (f.domain, f.key) == (domain, key)
+        ]
+        contexts = {tuple(sorted(slot(f.context, spec.context).items())) for f in live}
+        for items in sorted(contexts):
+            held = engine.reader.resolve_key(
+                live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
+            )
+            if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
                 continue
-            everything = [f for f in memory.of_key(domain, key) if f.status in LIVE_STATUSES]
-            live = [
-                f
-                for f in preview(everything, pending, memory.seq)
-                if (f.domain, f.key) == (domain, key)
-            ]
-            contexts = {tuple(sorted(slot(f.context, spec.context).items())) for f in live}
-            for items in sorted(contexts):
-                held = self.reader.resolve_key(
-                    live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
+            review_id = engine.clock.new_id("review")
+            found.append(
+                NewEvent(
+                    event_id=engine.clock.new_id("evt"),
+                    type=EventType.KEY_FROZEN,
+                    user_id=user_id,
+                    domain=domain,
+                    payload=frozen_payload(review_id, held),
+                    recorded_at=now,
+                    fact_id=review_id,
                 )
-                if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
-                    continue
-                review_id = self.clock.new_id("review")
-                found.append(
-                    NewEvent(
-                        event_id=self.clock.new_id("evt"),
-                        type=EventType.KEY_FROZEN,
-                        user_id=user_id,
-                        domain=domain,
-                        payload=frozen_payload(review_id, held),
-                        recorded_at=now,
-                        fact_id=review_id,
-                    )
-                )
-        return found
+            )
+    return found
 
 
 def _observation(rng: random.Random, user: str, facts: list[Fact]) -> dict[str, Any]:
@@ -241,7 +244,7 @@ def _log(engine: Engine) -> bytes:
 
 @pytest.mark.parametrize("seed", [3, 11, 29])
 def test_arbitration_leaves_the_log_and_answers_the_full_recompute_leaves(seed: int) -> None:
-    engines = [Engine(clock=FrozenClock(T0)), ReferenceEngine(clock=FrozenClock(T0))]
+    engines = [Engine(clock=FrozenClock(T0)), reference_engine(FrozenClock(T0))]
     rngs = [random.Random(seed), random.Random(seed)]
     users = ["u1", "u2", "u3"]
     answers: list[list[Any]] = [[], []]
@@ -258,25 +261,30 @@ def test_arbitration_leaves_the_log_and_answers_the_full_recompute_leaves(seed: 
     assert frozen >= 5 and resolved >= 2  # the workload freezes keys and settles reviews
 
 
-class CountingEngine(Engine):
-    """Counts the claims arbitration weighs, through the engine's own signal lookup hook."""
+class Weighed:
+    """Counts the claims arbitration weighs, through the arbiter's signal lookup."""
 
-    weighed = 0
+    def __init__(self, engine: Engine) -> None:
+        self.count = 0
+        lookup = engine.arbiter.edge_signals
 
-    def _edge_signals(self, graph: Any) -> Any:
-        lookup = super()._edge_signals(graph)
+        def edge_signals(graph: Any) -> Any:
+            signals = lookup(graph)
 
-        def counted(fact: Fact) -> Any:
-            self.weighed += 1
-            return lookup(fact)
+            def counted(fact: Fact) -> Any:
+                self.count += 1
+                return signals(fact)
 
-        return counted
+            return counted
+
+        engine.arbiter.edge_signals = edge_signals  # type: ignore[method-assign]
 
 
 def _write_cost(history: int) -> tuple[int, int, int]:
     """Facts read, claims weighed and stream reads of one contested write to
     ``airline.preferred`` after ``history`` writes of other keys and of the same key."""
-    engine = CountingEngine(clock=FrozenClock(T0))
+    engine = Engine(clock=FrozenClock(T0))
+    weighed = Weighed(engine)
     rng = random.Random(5)
     for index in range(history):
         key = ["seat.preference", "cabin.class", "airline.preferred"][index % 3]
@@ -285,7 +293,7 @@ def _write_cost(history: int) -> tuple[int, int, int]:
     engine.ingest(obs(value="airline:MU", source="behavior"))
     engine.ingest(obs(value="airline:CA", source="dialogue", confidence=0.5))
     memories = [engine.memory("u1"), engine.user_graph("u1").memory]
-    before = (sum(m.facts_read for m in memories), engine.weighed)
+    before = (sum(m.facts_read for m in memories), weighed.count)
     reads = 0
     read_stream = engine.store.read_stream
 
@@ -298,7 +306,7 @@ def _write_cost(history: int) -> tuple[int, int, int]:
     result: IngestResult = engine.ingest(obs(value="airline:SQ", source="profile", confidence=0.95))
     assert result.status.value == "active"
     assert engine.memory("u1").seq == result.seq + 1  # the write froze the key
-    after = (sum(m.facts_read for m in memories), engine.weighed)
+    after = (sum(m.facts_read for m in memories), weighed.count)
     return after[0] - before[0], after[1] - before[1], reads
 
 

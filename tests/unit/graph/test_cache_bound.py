@@ -25,16 +25,16 @@ def test_the_graphs_of_resident_users_stay_within_the_bound() -> None:
     for user in users:
         _write(engine, user, 20)
         sizes[user] = engine.user_graph(user).estimated_bytes()
-        assert engine._graphs.estimated_bytes <= bound
+        assert engine.projections.graph_bytes <= bound
     # the bound, not a user count, decides how many stay: the newest ones that fit
-    resident = len(engine._graphs)
+    resident = engine.projections.resident_graphs()
     assert 1 < resident < len(users)
     assert sum(sizes[u] for u in users[-resident:]) <= bound
     assert sum(sizes[u] for u in users[-resident - 1 :]) > bound
     # a user who left memory is rebuilt from the log when read, with every fact
     first = engine.user_graph("u0")
     assert len(first.memory.facts) == 20
-    assert engine._graphs.estimated_bytes <= bound
+    assert engine.projections.graph_bytes <= bound
 
 
 def test_a_user_larger_than_the_bound_is_served_alone() -> None:
@@ -42,15 +42,15 @@ def test_a_user_larger_than_the_bound_is_served_alone() -> None:
     _write(engine, "small", 3)
     _write(engine, "large", 30)
     assert engine.user_graph("large").estimated_bytes() > 50_000
-    assert len(engine._graphs) == 1  # only the user being served stays
+    assert engine.projections.resident_graphs() == 1  # only the user being served stays
     engine.user_graph("small")
-    assert len(engine._graphs) == 1 and engine._graphs.estimated_bytes <= 50_000
+    assert engine.projections.resident_graphs() == 1 and engine.projections.graph_bytes <= 50_000
 
 
 def test_an_rdf_dataset_built_for_export_counts_against_the_bound() -> None:
     engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=10**6))
     _write(engine, "u1", 12)
-    before = engine._graphs.estimated_bytes
+    before = engine.projections.graph_bytes
     engine.graph("u1", "travel", fmt="turtle")  # builds the user's rdflib dataset
     engine.user_graph("u1")
-    assert engine._graphs.estimated_bytes > 5 * before
+    assert engine.projections.graph_bytes > 5 * before

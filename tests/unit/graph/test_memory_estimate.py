@@ -57,7 +57,7 @@ def test_estimates_are_within_a_factor_of_two_of_what_is_allocated(
     memory, memory_bytes = _allocated(lambda: UserMemory.from_events("u1", events))
 
     def graph() -> UserGraph:
-        built = engine._new_graph("u1")
+        built = engine.setup.new_graph("u1")
         for event in events:
             built.apply(event)
         built.claims_of("travel")

@@ -1,0 +1,113 @@
+"""The one way events reach the store from the engine: appended atomically under the engine's
+lock, with the freezes arbitration says the write entails, then folded into the projections."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memkg.clock import Clock
+from memkg.engine.projections import Projections
+from memkg.errors import MemoryDisabled
+from memkg.events.projection import UserMemory
+from memkg.events.store import AppendResult, EventStore
+from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.fact import Fact
+
+Freezes = Callable[[str, Sequence[NewEvent]], list[NewEvent]]
+"""``(user_id, pending) → key.frozen`` events the pending write leaves in a strong conflict."""
+
+
+@dataclass(eq=False, repr=False)
+class Journal:
+    """Appends for every stage service; callers have checked the events they hand in."""
+
+    store: EventStore
+    projections: Projections
+    clock: Clock
+    lock: threading.RLock
+    freezes: Freezes
+
+    def append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        freeze: bool = False,
+    ) -> AppendResult:
+        """Append ``events`` after ``expected_version`` (default: the current); with
+        ``freeze``, the key freezes the write entails go in the same append."""
+        with self.lock:
+            memory = self.writable(user_id)
+            if expected_version is None:
+                expected_version = memory.version
+            if freeze:
+                events = [*events, *self.freezes(user_id, events)]
+            appended = self.store.append(
+                user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+            )
+            if not appended.duplicate:
+                self.projections.applied(user_id, appended.events)
+            return appended
+
+    def writable(self, user_id: str) -> UserMemory:
+        """The user's memory, or ``MemoryDisabled`` when the user turned memory off: the
+        guard every write passes but the switch's and the links' own events."""
+        memory = self.projections.memory(user_id)
+        if memory.memory_off is not None:
+            raise MemoryDisabled(user_id)
+        return memory
+
+    def unguarded(self, appends: Sequence[tuple[str, Sequence[NewEvent]]]) -> None:
+        """Switch and link events, each id's in one append to its own stream, all in one
+        commit, whatever the switch says; every view that reads those streams is dropped."""
+        with self.lock:
+            with self.store.batch():
+                for user, events in appends:
+                    if events:
+                        version = self.store.stream_version(user)
+                        self.store.append(user, events, expected_version=version)
+            for user, _ in appends:
+                self.projections.changed(user)
+
+    def plain(
+        self,
+        user_id: str,
+        domain: str,
+        kind: EventType,
+        payload: dict[str, Any],
+        *,
+        subject_id: str | None = None,
+    ) -> Event:
+        """Append one event that is about a key, not a fact.
+
+        ``subject_id`` (a review id, a note id) goes where a fact id would, so that erasure
+        by fact id can find the event.
+        """
+        event = NewEvent(
+            event_id=self.clock.new_id("evt"),
+            type=kind,
+            user_id=user_id,
+            domain=domain,
+            payload=payload,
+            recorded_at=self.clock.now(),
+            fact_id=subject_id,
+        )
+        return self.append(user_id, [event]).events[0]
+
+    def fact_event(self, kind: EventType, fact: Fact, payload: dict[str, Any]) -> NewEvent:
+        """An event about ``fact`` (not yet appended), carrying its audit id."""
+        return NewEvent(
+            event_id=self.clock.new_id("evt"),
+            type=kind,
+            user_id=fact.user_id,
+            domain=fact.domain,
+            payload=payload,
+            recorded_at=self.clock.now(),
+            fact_id=fact.id,
+            audit_log_id=fact.provenance.audit_log_id,
+        )

@@ -1,0 +1,287 @@
+"""Every per-user projection the engine keeps, owned by one object.
+
+The event log is the truth; what is kept here is disposable and rebuilt from it. Each read
+compares the user's stream version in the store with the cached one, so a write by another
+process is seen on the next read; appends made by this engine are folded in (``applied``);
+an erased or purged user leaves every cache at once (``forget``). At most ``max_users``
+users are resident: ``_evict`` is the one place that decides who goes.
+
+A separate instance over other data (a migration's scratch stream, a replay's past) shares
+nothing with the engine's: no position or version can be taken for another's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memkg.arbitration.review import Review, fold_review, reviews_from
+from memkg.events.projection import UserMemory
+from memkg.graph.cache import GraphCache
+from memkg.graph.projection import UserGraph
+from memkg.graph.view import View
+from memkg.identity import view
+from memkg.model.decision import Revisions
+from memkg.model.event import Event, EventType
+from memkg.model.fact import Fact, FactStatus
+from memkg.model.weight import WeightParams
+
+Upcast = Callable[[Fact], Fact]
+
+MAX_USERS = 1024
+"""Users resident at most by default (least recently read first out)."""
+
+
+class Stream(Protocol):
+    """What projections read: one user's events in order, and the stream's version."""
+
+    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> Sequence[Event]: ...
+
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        """The stream's version and the store's purge count, in one lookup."""
+        ...
+
+
+class Projections:
+    """The per-user caches: current memory, the contextual graph with its weighted views,
+    the review queue's entries, and the live facts decisions read; and the revision record
+    of each rule bundle used."""
+
+    def __init__(
+        self,
+        stream: Stream,
+        new_graph: Callable[[str], UserGraph],
+        *,
+        upcaster: Callable[[], Upcast | None] = lambda: None,
+        max_users: int = MAX_USERS,
+        max_bytes: int | None = None,
+    ) -> None:
+        self._stream = stream
+        self._new_graph = new_graph
+        self._upcaster = upcaster
+        self.max_users = max_users
+        self._lock = threading.RLock()
+        self._resident: OrderedDict[str, None] = OrderedDict()
+        self._memories: dict[str, UserMemory] = {}
+        self._purges: dict[str, int] = {}
+        """The store's purge count each user's projections were read at."""
+        self._joined_by: dict[str, set[str]] = {}
+        """user → the users whose cached views join that user's events (merged ids)."""
+        self._graphs = GraphCache(
+            self.read, stream.stream_mark, new_graph, max_users=None, purged=self.forget,
+            max_bytes=max_bytes,
+        )  # fmt: skip
+        self._reviews: dict[str, _ReviewIndex] = {}
+        self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
+        self._revisions: dict[str, Revisions] = {}
+
+    def read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
+        """The events reads of the user fold: the memory switch and merged ids applied
+        (``memkg.identity.view``); writes append to the user's own stream."""
+        events, ids = view(user_id, self._stream.read_stream, up_to_seq)
+        if up_to_seq is None and len(ids) > 1:
+            with self._lock:
+                for other in ids - {user_id}:
+                    self._joined_by.setdefault(other, set()).add(user_id)
+        return events
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
+        """The user's current memory, rebuilt when the stream moved (or as of ``as_of``,
+        not kept)."""
+        if as_of is not None:
+            return UserMemory.from_events(user_id, self.read(user_id, up_to_seq=as_of))
+        with self._lock:
+            # the version and the store's purge count: another process's write or purge
+            version, purges = self._stream.stream_mark(user_id)
+            self._check_purges(user_id, purges)
+            cached = self._memories.get(user_id)
+            if cached is None or cached.version != version:
+                cached = UserMemory.from_events(user_id, self.read(user_id), self._upcaster())
+                # a purge (erasure by audit id) leaves the stream's version past its last event
+                cached.version = version
+                self._memories[user_id] = cached
+                self._purges[user_id] = purges
+            self._touch(user_id)
+            return cached
+
+    def graph(self, user_id: str) -> UserGraph:
+        """The user's current contextual graph (callers must not change it)."""
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            self._touch(user_id)
+            return graph
+
+    def graph_as_of(
+        self, user_id: str, *, seq: int | None = None, at: datetime | None = None
+    ) -> UserGraph:
+        """The user's graph as of a log position, or as memory stood at a time; not kept."""
+        return self._graphs.as_of(user_id, seq=seq, at=at)
+
+    def view(
+        self, user_id: str, now: datetime, params: WeightParams, domain: str | None = None
+    ) -> tuple[UserGraph, View]:
+        """The current graph and its weighted view at ``now`` (kept for one time per user)."""
+        with self._lock:
+            found = self._graphs.view(user_id, now, params, domain)
+            self._touch(user_id)
+            return found
+
+    def reviews(self, user_id: str, version: int | None = None) -> list[Review]:
+        """The user's reviews at stream ``version`` (a graph just read gives it; default: the
+        store's), kept current event by event."""
+        return list(self._review_index(user_id, version)[1].values())
+
+    def key_reviews(self, user_id: str, version: int, domain: str, key: str) -> list[Review]:
+        """The reviews of one key, in the order ``reviews`` lists them."""
+        return list(self._review_index(user_id, version)[2].get((domain, key), {}).values())
+
+    def _review_index(self, user_id: str, version: int | None) -> _ReviewIndex:
+        with self._lock:
+            if version is None:
+                version, purges = self._stream.stream_mark(user_id)
+                self._check_purges(user_id, purges)
+            cached = self._reviews.get(user_id)
+            if cached is None or cached[0] != version:
+                found = reviews_from(self.read(user_id))
+                by_key: dict[tuple[str, str], dict[str, Review]] = {}
+                for review in found.values():
+                    by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
+                cached = self._reviews[user_id] = (version, found, by_key)
+            self._touch(user_id)
+            return cached
+
+    def live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
+        """The domain's facts in ``graph`` but superseded history, kept until the stream moves."""
+        key, mark = (graph.user_id, domain), (graph.version, graph.seq, len(graph.memory.facts))
+        with self._lock:
+            cached = self._live.get(key)
+            if cached is None or cached[0] != mark:
+                facts = [
+                    f
+                    for f in graph.memory.facts.values()
+                    if f.domain == domain and f.status is not FactStatus.SUPERSEDED
+                ]
+                cached = self._live[key] = (mark, facts)
+                self._touch(graph.user_id)
+            return cached[1]
+
+    def revisions(self, digest: str, build: Callable[[], Revisions]) -> Revisions:
+        """The revision record of a rule bundle (schemas and ontology are fixed per engine)."""
+        with self._lock:
+            found = self._revisions.get(digest)
+            if found is None:
+                found = self._revisions[digest] = build()
+            return found
+
+    def _check_purges(self, user_id: str, purges: int) -> None:
+        """Another process purged since the user was read: every projection is rebuilt."""
+        if user_id in self._purges and self._purges[user_id] != purges:
+            self.forget(user_id)
+        self._purges.setdefault(user_id, purges)
+
+    @property
+    def graph_bytes(self) -> int:
+        """The resident graphs' estimated memory (``EngineConfig.memory_bound`` bounds it)."""
+        return self._graphs.estimated_bytes
+
+    def resident_graphs(self) -> int:
+        """How many users' graphs are resident."""
+        return len(self._graphs)
+
+    def users(self) -> list[str]:
+        """The resident users, least recently read first."""
+        with self._lock:
+            return list(self._resident)
+
+    # -- what the owner tells ---------------------------------------------------------------
+
+    def applied(self, user_id: str, events: Sequence[Event]) -> None:
+        """Fold events just appended to the user's stream into every cache that holds them."""
+        if not events:
+            return
+        with self._lock:
+            self.forget_joined(user_id)
+            memory = self._memories.get(user_id)
+            if memory is not None:
+                if events[0].version != memory.version + 1:
+                    del self._memories[user_id]  # they do not follow: read again when asked
+                else:
+                    for event in events:
+                        memory.apply(event)
+            self._graphs.apply(user_id, events)
+            cached = self._reviews.get(user_id)
+            if cached is not None:
+                self._reviews[user_id] = _fold_reviews(cached, events)
+
+    def forget_joined(self, user_id: str) -> None:
+        """Drop the cached views that join this user's events (merged ids of one person)."""
+        with self._lock:
+            for other in self._joined_by.pop(user_id, ()):
+                self.forget(other)
+
+    def changed(self, user_id: str) -> None:
+        """The user's stream changed outside ``applied`` (a switch, a link): every view that
+        reads it is folded anew."""
+        self.forget_joined(user_id)
+        self.forget(user_id)
+
+    def forget(self, user_id: str) -> None:
+        """Drop every projection of the user (erased, purged, or evicted)."""
+        with self._lock:
+            self._resident.pop(user_id, None)
+            self._purges.pop(user_id, None)
+            self._memories.pop(user_id, None)
+            self._graphs.forget(user_id)
+            self._reviews.pop(user_id, None)
+            for key in [k for k in self._live if k[0] == user_id]:
+                del self._live[key]
+
+    def reset(self, memories: Mapping[str, UserMemory], purges: int) -> None:
+        """Start over from ``memories`` (a rebuild of the whole log, begun at the store's
+        purge count ``purges``): every other projection is rebuilt on its next read."""
+        with self._lock:
+            for user_id in [*self._resident, *self._memories]:
+                self.forget(user_id)
+            # views the memory switch or a merge shape are folded on first read instead
+            plain = {u: m for u, m in memories.items() if m.plain}
+            self._memories.update(plain)
+            for user_id in plain:
+                self._purges[user_id] = purges
+                self._touch(user_id)
+
+    def _touch(self, user_id: str) -> None:
+        self._resident[user_id] = None
+        self._resident.move_to_end(user_id)
+        if len(self._resident) > self.max_users:
+            self._evict()
+
+    def _evict(self) -> None:
+        """The eviction policy: the least recently read users go until ``max_users`` remain."""
+        while len(self._resident) > self.max_users:
+            user_id, _ = self._resident.popitem(last=False)
+            self.forget(user_id)
+
+
+_ReviewIndex = tuple[int, dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
+"""A user's reviews at a stream version: by id, and by (domain, key)."""
+
+_REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
+
+
+def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex:
+    _, reviews, by_key = cached
+    touched = [e for e in events if e.type in _REVIEW_EVENTS]
+    if touched:  # new dicts: a reader may hold the old ones
+        reviews, by_key = dict(reviews), dict(by_key)
+        for event in touched:
+            fold_review(reviews, event)
+            changed = reviews.get(event.payload["review_id"])
+            if changed is not None:
+                slot = (changed.domain, changed.key)
+                by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
+    return (events[-1].version, reviews, by_key)

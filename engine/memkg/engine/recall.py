@@ -1,0 +1,129 @@
+"""Recall, wired: the memories most useful for a query, ranked with a semantic index (BM25 over
+FTS5 by default, or an embeddings endpoint's vectors kept beside the events)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from memkg import semantic
+from memkg.clock import Clock
+from memkg.engine.setup import Setup, check_args
+from memkg.events.store import Companion, EventStore, beside
+from memkg.lifecycle import recall
+from memkg.lifecycle.entities import EntityIndex
+from memkg.lifecycle.notes import Note
+from memkg.lifecycle.ports import MemoryPort, SemanticIndex
+from memkg.model.settings import RecallWeights
+from memkg.model.weight import credibility_of
+
+
+@dataclass(eq=False, repr=False)
+class Recall:
+    """Ranked recall with its trace, and the index behind it; see ``memkg.Engine``."""
+
+    port: MemoryPort
+    notes: Callable[[str, str | None], list[Note]]
+    setup: Setup
+    store: EventStore
+    clock: Clock
+
+    def recall(
+        self, user_id: str, query: str, k: int = 5, *, domain: str | None = None,
+        weights: RecallWeights | None = None,
+    ) -> recall.RecallResult:  # fmt: skip
+        """The ``k`` memories most useful for ``query``, with the full ranking trace.
+
+        ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
+        ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
+        """
+        check_args(user_id=user_id, query=query, domain=domain)
+        reader = self.setup.reader
+        return recall.recall(
+            query, self.port.facts(user_id, domain), self.notes(user_id, domain), k=k,
+            now=self.clock.now(), weights=weights or self.setup.config.lifecycle.recall,
+            credibility=lambda domain, source: credibility_of(reader.params(domain), source),
+            index=self.entity_index, semantic=self.semantic_index, user_id=user_id,
+            key_title=self._key_title, fallback=self.lexical_index,
+        )  # fmt: skip
+
+    def _key_title(self, domain: str, key: str) -> str | None:
+        spec = self.setup.registry.spec(domain, key)
+        title = spec.schema.get("title") if spec is not None else None
+        return title if isinstance(title, str) else None
+
+    @cached_property
+    def entity_index(self) -> EntityIndex:
+        return EntityIndex.from_graph(self.setup.ontology.knowledge)
+
+    @cached_property
+    def semantic_index(self) -> SemanticIndex:
+        """BM25 over FTS5 (no network), or ``config.embedding``'s vectors beside the store."""
+        config = self.setup.config.embedding
+        if config is None:
+            return self.lexical_index
+        from memkg.llm.openai_adapter import OpenAIEmbedder
+
+        return semantic.VectorIndex(OpenAIEmbedder(config), self.vector_store)
+
+    @cached_property
+    def lexical_index(self) -> semantic.Bm25Index:
+        """The embedded default; with an embeddings endpoint, what scores while it fails."""
+        entities = self.entity_index.entities.values()
+        return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
+
+    @cached_property
+    def vector_store(self) -> semantic.VectorStore:
+        """Where the events are: the SQLite file, the PostgreSQL schema, or memory."""
+        from memkg.events.postgres import PostgresEventStore
+        from memkg.events.sqlite import SqliteEventStore
+
+        if isinstance(self.store, SqliteEventStore):
+            from memkg.semantic.sqlite import SqliteVectorStore
+
+            return SqliteVectorStore(self.store.path)
+        if isinstance(self.store, PostgresEventStore):
+            from memkg.semantic.postgres import PostgresVectorStore
+
+            return PostgresVectorStore(self.store.dsn, schema=self.store.schema)
+        return semantic.MemoryVectorStore()
+
+    def erase_vectors(self, user_id: str) -> None:
+        """The user's memory vectors go (after a purge by audit id: re-embedded on demand)."""
+        check_args(user_id=user_id)
+        if self.setup.config.embedding is not None or _keeps_vectors(self.store):
+            self.vector_store.erase_user(user_id)
+
+    def before_erasure(self, ids: Sequence[str]) -> tuple[Companion, ...]:
+        """Erasure reaches the memory vectors too: in the same transaction when they live
+        beside the events (returned to join it), first otherwise (erased now); for every id
+        an erasure reaches (a person's ids, and ids once linked to it: their views may have
+        read it; vectors are re-embedded on demand)."""
+        check_args(ids=list(ids))
+        if self.setup.config.embedding is not None or _keeps_vectors(self.store):
+            vectors = self.vector_store
+            if isinstance(vectors, Companion) and beside(self.store, vectors):
+                for one in ids[1:]:  # the person's other ids go in the transaction too
+                    vectors.erase_user(one)
+                return (vectors,)
+            for one in ids:
+                vectors.erase_user(one)
+        return ()
+
+    def close(self) -> None:
+        """Close the index and the vector store, if they were built."""
+        if isinstance(index := self.__dict__.get("semantic_index"), semantic.VectorIndex):
+            index.embedder.close()
+        if (lexical := self.__dict__.get("lexical_index")) is not None:
+            lexical.close()
+        if (vectors := self.__dict__.get("vector_store")) is not None:
+            vectors.close()
+
+
+def _keeps_vectors(store: object) -> bool:
+    """Whether vectors may be in the store's file or schema from an engine with embeddings."""
+    from memkg.events.postgres import PostgresEventStore
+    from memkg.events.sqlite import SqliteEventStore
+
+    return isinstance(store, SqliteEventStore | PostgresEventStore)

@@ -1,0 +1,74 @@
+"""After the fact: a logged decision's explanation, the user's decisions, and replay (the
+decision made again as of its position, clock and rules, compared with the record)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from memkg.decisions import DecisionLog, differences
+from memkg.engine.decision_graph import fixture_graph
+from memkg.engine.intent import Decider
+from memkg.engine.projections import Projections
+from memkg.engine.setup import Setup, check_args
+from memkg.explain import render
+from memkg.graph.projection import UserGraph
+from memkg.model.decision import Decision
+
+
+class ReplayReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    reproduced: bool
+    differences: tuple[str, ...] = ()
+    replayed: Decision | None = None
+
+
+def graph_as_of(setup: Setup, projections: Projections, user_id: str, as_of: int) -> UserGraph:
+    """The user's graph as it stood at log position ``as_of`` (0: the empty log)."""
+    if as_of > 0:
+        return projections.graph_as_of(user_id, seq=as_of)
+    return fixture_graph(user_id, [], setup.knowledge, setup.entity_keys)
+
+
+@dataclass(eq=False, repr=False)
+class Replayer:
+    """Explain, list and replay logged decisions; see ``memkg.Engine``."""
+
+    setup: Setup
+    projections: Projections
+    decider: Decider
+    log: DecisionLog
+
+    def explain(self, decision_id: str, fmt: str = "text") -> str:
+        """A logged decision's explanation as ``text``, ``md`` or ``json``."""
+        check_args(decision_id=decision_id)
+        return render(self.log.get(decision_id).explanation, fmt)
+
+    def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+        check_args(user_id=user_id)
+        return self.log.for_user(user_id, limit=limit)
+
+    def replay(self, decision_id: str) -> ReplayReport:
+        """Re-make a logged decision as of its log position, clock and rules; compare."""
+        check_args(decision_id=decision_id)
+        recorded = self.log.get(decision_id)
+        rules = self.decider.book.recorded(recorded.revisions.rule_bundle)
+        if rules is None:
+            return ReplayReport(
+                decision_id=decision_id,
+                reproduced=False,
+                differences=(
+                    f"$.revisions.rule_bundle: bundle {recorded.revisions.rule_bundle} "
+                    "is not in the decision log",
+                ),
+            )
+        user_id = recorded.request.user_id
+        graph = graph_as_of(self.setup, self.projections, user_id, recorded.as_of_seq)
+        replayed = self.decider.redecide(rules, recorded, graph)
+        found = tuple(str(d) for d in differences(recorded, replayed))
+        return ReplayReport(
+            decision_id=decision_id, reproduced=not found, differences=found, replayed=replayed
+        )

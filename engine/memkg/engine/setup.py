@@ -1,0 +1,130 @@
+"""What the engine reads from its roots: ontology, schemas, policy, plans; each built on first
+use and shared by every stage service."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from rdflib import RDFS
+
+from memkg.arbitration import MemoryReader, QuestionBook, RoleDefaults, labels_from
+from memkg.arbitration.policy import PolicyFile, load_policy
+from memkg.config import EngineConfig
+from memkg.errors import NotFound
+from memkg.events.projection import UserMemory
+from memkg.evolution.migration import load_plan
+from memkg.evolution.upcast import Upcasters
+from memkg.graph.claims import EntityKeys
+from memkg.graph.knowledge import Knowledge
+from memkg.graph.projection import UserGraph
+from memkg.model.keyspec import KeySpec
+from memkg.model.source import Sources
+from memkg.model.weight import WeightParams
+from memkg.ontology import Ontology
+from memkg.roots import Roots
+from memkg.validate.limits import check_text
+from memkg.validate.registry import SchemaRegistry
+from memkg.validate.shacl import ShaclChecker
+from memkg.validate.validator import Validator
+
+
+def check_args(**arguments: Any) -> None:
+    """Refuse arguments that hold text no store can encode (lone surrogates)."""
+    for name, value in arguments.items():
+        check_text(value, name)
+
+
+class Setup:
+    """The configuration and what it points at, parsed once per engine."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+
+    @cached_property
+    def layers(self) -> Roots:
+        """The roots this engine reads schemas, rules and ontology from (``memkg.roots``)."""
+        return self.config.layers
+
+    @cached_property
+    def ontology(self) -> Ontology:
+        return Ontology(self.layers)
+
+    @cached_property
+    def registry(self) -> SchemaRegistry:
+        return SchemaRegistry(self.layers.schema_dirs())
+
+    @cached_property
+    def policy(self) -> PolicyFile:
+        """``rules/policy.yaml`` of the last root that has one (``memkg.arbitration.policy``)."""
+        found = self.layers.file("rules/policy.yaml")
+        return load_policy(found or self.layers.paths[0] / "rules" / "policy.yaml")
+
+    @cached_property
+    def sources(self) -> Sources:
+        """The sources in force: the built-ins and those the policy declares."""
+        return self.policy.in_force()
+
+    @cached_property
+    def weights(self) -> WeightParams:
+        """``EngineConfig.weights`` with the credibility of every source the roots declare."""
+        declared = {name: d.credibility for name, d in self.sources.declared.items()}
+        if not declared:
+            return self.config.weights
+        merged = {**self.config.weights.credibility, **declared}
+        return self.config.weights.model_copy(update={"credibility": merged})
+
+    @cached_property
+    def validator(self) -> Validator:
+        shacl = None
+        if self.config.shacl:
+            shacl = ShaclChecker(self.ontology.fact_shapes, self.ontology.entity_types,
+                                 sources=self.sources.names)  # fmt: skip
+        return Validator(self.registry, shacl, self.config.limits, self.config.state_valid_for,
+                         self.sources)  # fmt: skip
+
+    @cached_property
+    def knowledge(self) -> Knowledge:
+        return Knowledge(self.ontology.knowledge)
+
+    @cached_property
+    def entity_keys(self) -> EntityKeys:
+        """(domain, key) → entity class, for every key whose schema declares one."""
+        specs = (self.registry.spec(d, k) for d in self.registry.domains()
+                 for k in self.registry.keys(d))  # fmt: skip
+        return {(s.domain, s.key): s.entity for s in specs if s is not None and s.entity}
+
+    @cached_property
+    def reader(self) -> MemoryReader:
+        """The arbitration policy, questions and role defaults under the roots' ``rules/``."""
+        rules = self.layers.rule_dirs()
+        labels = self.ontology.knowledge.subject_objects(RDFS.label)
+        return MemoryReader(
+            policy=self.policy,
+            questions=QuestionBook.load(rules),
+            defaults=RoleDefaults.load(rules, self.registry.spec),
+            weights=self.weights,
+            labels=labels_from((str(s), str(o), getattr(o, "language", None)) for s, o in labels),
+        )
+
+    @cached_property
+    def upcasters(self) -> Upcasters:
+        """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
+        found = Upcasters()
+        for folder in self.layers.schema_dirs().values():
+            for path in sorted(folder.glob("migrations/*.yaml")):
+                plan = load_plan(path, self.layers.root_of(path))
+                old = self.registry.group(plan.domain, plan.group, plan.from_version)
+                new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
+                found.register(plan, old, new)
+        return found
+
+    def new_graph(self, user_id: str) -> UserGraph:
+        """An empty contextual graph for the user, over the domain knowledge."""
+        return UserGraph(UserMemory(user_id), self.knowledge, self.entity_keys)
+
+    def key_spec(self, domain: str, key: str) -> KeySpec:
+        spec = self.registry.spec(domain, key)
+        if spec is None:
+            raise NotFound(self.registry.unknown_key(domain, key), code="key.unknown")
+        return spec

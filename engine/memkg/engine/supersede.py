@@ -1,0 +1,106 @@
+"""How a write supersedes older claims of its key: which claims it replaces, and in what
+order claims of one slot stand when observations arrive out of time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memkg.arbitration.support import canon
+from memkg.errors import ValidationFailed
+from memkg.events.projection import UserMemory
+from memkg.model.fact import Fact, FactStatus, SupersedeReason
+from memkg.model.report import Problem, ValidationReport
+from memkg.validate.validator import Checked
+
+
+def replaced_claims(memory: UserMemory, checked: Checked) -> list[tuple[Fact, SupersedeReason]]:
+    """Older claims this observation supersedes.
+
+    1. ``supersedes`` names a fact: a correction of exactly that fact;
+    2. ``change`` is set: an explicit change in the world ends every claim of the key
+       in the same scope, whatever its source;
+    3. otherwise the same source restating the key in the same scope, session and
+       context replaces its own earlier claim (other sources' claims stay: they compete).
+    """
+    obs = checked.observation
+    if obs.supersedes is not None:
+        target = memory.facts.get(obs.supersedes)
+        if target is None or target.key != obs.key or target.domain != obs.domain:
+            raise ValidationFailed(
+                ValidationReport(
+                    problems=(
+                        Problem(
+                            code="fact.unknown",
+                            path="$.supersedes",
+                            message=f"no fact {obs.supersedes} of key {obs.key} for this "
+                            "user; send the id of the fact being corrected",
+                            stage="envelope",
+                        ),
+                    )
+                )
+            )
+        return (
+            [] if target.status is FactStatus.SUPERSEDED else [(target, SupersedeReason.CORRECTION)]
+        )
+    found = []
+    for claim in memory.live_claims(obs.domain, obs.key):
+        same_slot = (claim.scope, claim.session_id, claim.context) == (
+            obs.scope,
+            obs.session_id,
+            obs.context,
+        )
+        if not same_slot:
+            continue
+        if obs.change:
+            found.append((claim, SupersedeReason.EXPLICIT_CHANGE))
+        elif claim.source == obs.source:
+            found.append((claim, SupersedeReason.RESTATED))
+    return sorted(found, key=lambda item: item[0].id)
+
+
+def ordered_by_time(
+    fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
+) -> tuple[list[tuple[Fact, SupersedeReason]], Fact | None]:
+    """Split replaced claims by observation time: a late-arriving older observation does
+    not overwrite a newer one; it goes to history, superseded by the newest claim.
+    Claims that say they were observed at the same instant are ordered on their content
+    (``_content``), never on arrival, so the same writes in any order leave the same claim
+    standing; an observation that gives no time was observed as it arrived, so it is the
+    newest at that instant.
+
+    A correction (``supersedes``) names its target and applies whatever the times.
+    """
+    if checked.observation.supersedes is not None:
+        return claims, None
+    if checked.observation.observed_at is None:
+        older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
+        newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
+    else:
+        mine = _content(fact)
+        # another source's claim of the same instant is concurrent, not older: an explicit
+        # change does not end it (arbitration weighs the two, as it does in any order)
+        claims = [(c, why) for c, why in claims if not _concurrent(c, fact, why)]
+        older = [(c, why) for c, why in claims if _content(c) <= mine]
+        newer = [c for c, _ in claims if _content(c) > mine]
+    return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
+
+
+def _concurrent(claim: Fact, fact: Fact, why: SupersedeReason) -> bool:
+    return (
+        why is SupersedeReason.EXPLICIT_CHANGE
+        and claim.observed_at == fact.observed_at
+        and claim.source != fact.source
+    )
+
+
+def _content(fact: Fact) -> tuple[datetime, bool, str, float, str, str]:
+    """The order of claims for one slot: observation time, then content (an explicit change,
+    the value, confidence, source, context), never the order they arrived in."""
+    return (
+        fact.observed_at,
+        fact.change,
+        canon(fact.value),
+        fact.confidence,
+        fact.source.value,
+        canon(fact.context),
+    )
