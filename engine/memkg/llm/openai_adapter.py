@@ -27,18 +27,23 @@ _NO_KEY = "not-needed"
 to reading ``OPENAI_API_KEY`` from the environment (configuration is a value)."""
 
 
+def _client(config: LLMConfig | EmbeddingConfig) -> openai.OpenAI:
+    """A client with the config's endpoint, key, timeouts and retries."""
+    key = config.api_key.get_secret_value() if config.api_key is not None else _NO_KEY
+    return openai.OpenAI(
+        api_key=key,
+        base_url=config.base_url,
+        timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+        max_retries=config.max_retries,
+    )
+
+
 class OpenAIChat:
     """Chat completions through ``openai.OpenAI``, with the config's timeouts and retries."""
 
     def __init__(self, config: LLMConfig, *, client: openai.OpenAI | None = None) -> None:
         self.config = config
-        key = config.api_key.get_secret_value() if config.api_key is not None else _NO_KEY
-        self._client = client or openai.OpenAI(
-            api_key=key,
-            base_url=config.base_url,
-            timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            max_retries=config.max_retries,
-        )
+        self._client = client or _client(config)
 
     def chat(self, messages: Sequence[Message], *, tools: Sequence[Tool] = ()) -> Reply:
         extra: dict[str, Any] = {"tools": _tools(tools)} if tools else {}
@@ -83,13 +88,7 @@ class OpenAIEmbedder:
 
     def __init__(self, config: EmbeddingConfig, *, client: openai.OpenAI | None = None) -> None:
         self.config = config
-        key = config.api_key.get_secret_value() if config.api_key is not None else _NO_KEY
-        self._client = client or openai.OpenAI(
-            api_key=key,
-            base_url=config.base_url,
-            timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
-            max_retries=config.max_retries,
-        )
+        self._client = client or _client(config)
 
     @property
     def model(self) -> str:
