@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH)
 	$(BIN)/python benchmarks/recall_bench.py $(filter --quick,$(BENCH))
 	$(BIN)/python benchmarks/scale_bench.py $(filter --quick,$(BENCH))
+	$(BIN)/python benchmarks/trace_bench.py $(filter --quick,$(BENCH))
 
 clean:
 	rm -rf $(VENV) build engine/*.egg-info

@@ -53,7 +53,7 @@ EXPECTED = [
     "RecallResult", "RecallWeights", "RecentEntity", "ReplayReport", "Reply", "Resolution",
     "Review", "RuleEvaluationError", "RulesDiffRefused", "RulesDiffReport", "RulesRefused",
     "Scope", "Sensitivity", "Source", "SqliteDecisionLog", "StaleFlag", "StoreError",
-    "SwitchReceipt", "SystemClock", "Tool", "ToolCall", "Urgency", "ValidationFailed",
+    "SwitchReceipt", "SystemClock", "Tool", "ToolCall", "Trace", "Urgency", "ValidationFailed",
     "ValidationReport", "Weight", "WeightParams", "Window", "__version__",
     "check_schema_change", "render_explanation",
 ]  # fmt: skip

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from memkg.model.explanation import Explanation
     from memkg.model.identity import MemoryState, Merge
     from memkg.model.settings import EmbeddingConfig, LifecycleConfig, RecallWeights
+    from memkg.model.trace import Trace
     from memkg.model.weight import Factor, Weight, WeightParams
     from memkg.rules.diff import RulesDiffReport
     from memkg.rules.runner import RuleEvaluationError
@@ -144,6 +145,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "SystemClock": ("memkg.clock", "SystemClock"),
     "Tool": ("memkg.llm", "Tool"),
     "ToolCall": ("memkg.llm", "ToolCall"),
+    "Trace": ("memkg.model.trace", "Trace"),
     "Urgency": ("memkg.model.decision", "Urgency"),
     "ValidationFailed": ("memkg.errors", "ValidationFailed"),
     "ValidationReport": ("memkg.model", "ValidationReport"),
@@ -244,6 +246,7 @@ __all__ = [  # noqa: RUF022 (plain sorted(), pinned by a test; isort style moves
     "SystemClock",
     "Tool",
     "ToolCall",
+    "Trace",
     "Urgency",
     "ValidationFailed",
     "ValidationReport",

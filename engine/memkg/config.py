@@ -73,6 +73,9 @@ class EngineConfig(BaseModel):
     resident_users: int = Field(1024, gt=0)
     """Users whose projections (memory, graph, reviews) stay cached; the least recently read
     go first and are rebuilt from the log when read again."""
+    trace_retention: timedelta = Field(timedelta(days=7), ge=timedelta(0))
+    """How long the trace of each ``render_profile``, ``recall`` and ``decide`` is kept
+    (``Engine.trace``); zero turns tracing off."""
 
     @property
     def layers(self) -> Roots:

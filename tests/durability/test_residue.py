@@ -48,11 +48,15 @@ def _run(folder: Path, seed: int) -> tuple[Engine, list[dict[str, Any]]]:
             continue
         ack["op"] = op
         acks.append(ack)
+    for user in sorted({a["user"] for a in acks}):  # what each user's agent was given
+        for kind, made in (("profile", engine.render_profile(user, "travel")),
+                           ("recall", engine.recall(user, "airline seat", domain="travel"))):
+            acks.append({"i": -1, "kind": kind, "user": user, "trace": made.trace_id})
     return engine, acks
 
 
 def _ids(ack: dict[str, Any]) -> set[str]:
-    keys = ("fact", "event", "decision", "note", "consolidation")
+    keys = ("fact", "event", "decision", "note", "consolidation", "trace")
     found = {str(ack[k]) for k in keys if ack.get(k)}
     return found | set(ack.get("events", []))
 

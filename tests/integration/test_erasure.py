@@ -56,8 +56,12 @@ def test_erase_leaves_no_byte_of_the_user(tmp_path: Path, clock: FrozenClock) ->
             )
         )
         engine.ingest(obs(user_id="someone-else", key="seat.preference", value="aisle"))
+        traces = [  # what the agent was given: traced, and erased with the user
+            engine.render_profile(SECRET_USER, "health").trace_id or "",
+            engine.recall(SECRET_USER, f"is {SECRET_VALUE} current", domain="health").trace_id,
+        ]
         files = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
-        assert _scan(files, [SECRET_USER, SECRET_VALUE])  # the scan can see them before
+        assert _scan(files, [SECRET_USER, SECRET_VALUE, *map(str, traces)])  # seen before
 
         receipt = engine.erase(SECRET_USER)
 
@@ -68,7 +72,8 @@ def test_erase_leaves_no_byte_of_the_user(tmp_path: Path, clock: FrozenClock) ->
         assert str(db) in receipt.files
         assert engine.facts(SECRET_USER) == []
         assert [f.value for f in engine.facts("someone-else")] == ["aisle"]
-        assert _scan(files, [SECRET_USER, SECRET_VALUE]) == {}
+        assert receipt.removed["traces"] == 2
+        assert _scan(files, [SECRET_USER, SECRET_VALUE, *map(str, traces)]) == {}
     assert _scan([p for p in tmp_path.iterdir()], [SECRET_USER, SECRET_VALUE]) == {}
 
 

@@ -91,6 +91,13 @@ def test_http_sessions_are_bound_to_their_keys_user(
         write = await call(url, u2.token, "remember",
                            {k: v for k, v in obs().items() if k != "user_id"})  # fmt: skip
         assert error_of(write)["error"] == "access.scope"
+        # what u1's agent was given, shown to u1's agent and to no one else's
+        profile = await call(url, u1.token, "render_profile", {"domain": "travel"})
+        traced = profile.structured_content["trace_id"]
+        shown = await call(url, u1.token, "trace", {"trace_id": traced})
+        assert shown.structured_content["user_id"] == "u1"
+        hidden = await call(url, u2.token, "trace", {"trace_id": traced})
+        assert error_of(hidden)["error"] == "trace.not_found"
 
     anyio.run(scenario)
     assert len(engine.facts("u1")) == 1 and engine.facts("u2") == []

@@ -21,7 +21,7 @@ from support.observations import obs  # noqa: E402
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 TOOLS = ["claims", "decide", "explain_decision", "forget", "list_domains", "list_keys",
          "memory_status", "recall_facts", "remember", "render_profile", "save_memory_note",
-         "set_memory"]  # fmt: skip
+         "set_memory", "trace"]  # fmt: skip
 
 
 def text_of(result: CallToolResult) -> Any:
@@ -34,7 +34,8 @@ def without_user(observation: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in observation.items() if k != "user_id"}
 
 
-async def agent_session(*db: str) -> None:
+async def agent_session(*db: str) -> list[str]:
+    traced: list[str] = []
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memkg.service.mcp", "--db", *db, "--user", "u1"],
@@ -73,6 +74,14 @@ async def agent_session(*db: str) -> None:
         profile = await session.call_tool("render_profile", {"domain": "travel"})
         assert profile.structured_content is not None
         assert "airline:MU" in profile.structured_content["text"]
+        traced.append(profile.structured_content["trace_id"])
+        shown = await session.call_tool("trace", {"trace_id": traced[0]})
+        assert not shown.is_error and shown.structured_content is not None
+        assert shown.structured_content["operation"] == "render_profile"
+        assert {i["ref"] for i in shown.structured_content["items"] if i["used"]} == {
+            i["ref"] for i in profile.structured_content["included"]}  # fmt: skip
+        unknown_trace = await session.call_tool("trace", {"trace_id": "trc_nope"})
+        assert unknown_trace.is_error and text_of(unknown_trace)["error"] == "trace.not_found"
 
         made = await session.call_tool("decide", {"domain": "travel"})
         assert made.structured_content is not None
@@ -81,6 +90,7 @@ async def agent_session(*db: str) -> None:
         )
         assert not scoped.is_error and scoped.structured_content is not None
         decision_id = made.structured_content["decision_id"]
+        traced.append(made.structured_content["trace_id"])
         why = await session.call_tool("explain_decision", {"decision_id": decision_id})
         [block] = why.content
         assert not why.is_error and isinstance(block, TextContent) and "Decision" in block.text
@@ -89,10 +99,15 @@ async def agent_session(*db: str) -> None:
         assert unknown.is_error and text_of(unknown)["error"] == "fact.not_found"
         forgotten = await session.call_tool("forget", {"fact_id": fact_id, "reason": "asked"})
         assert not forgotten.is_error and text_of(forgotten)["status"] == "retracted"
+    return traced
 
 
 def test_an_agent_remembers_recalls_and_decides_over_stdio(tmp_path: Path) -> None:
-    anyio.run(agent_session, str(tmp_path / "memkg.db"))
+    traced = anyio.run(agent_session, str(tmp_path / "memkg.db"))
+    with Engine.open(tmp_path / "memkg.db") as engine:  # what was injected, found by its id
+        profile, decided = (engine.trace(t) for t in traced)
+    assert (profile.operation, decided.operation) == ("render_profile", "decide")
+    assert profile.user_id == decided.user_id == "u1" and profile.counts["used"] >= 1
 
 
 @pytest.mark.postgres

@@ -18,6 +18,7 @@ from memkg import (
     LLMBadResponse,
     LLMError,
     LLMUnavailable,
+    NotFound,
 )
 from memkg.llm.openai_adapter import OpenAIEmbedder
 from memkg.semantic.store import cosine
@@ -109,7 +110,11 @@ def test_recall_ranks_by_the_endpoint_s_vectors_kept_beside_the_events(
         engine.recall("someone-else", "pension", k=3)
         engine.erase(USER)
         assert vectors.count(USER) == 0 and vectors.count("someone-else") == 1
-        assert engine.recall(USER, "pension", k=3).candidates == ()
+        after = engine.recall(USER, "pension", k=3)  # nothing stored: no trace either
+        assert after.candidates == () and after.trace_id is None
+        assert result.trace_id is not None
+        with pytest.raises(NotFound):
+            engine.trace(result.trace_id)
     if kind == "sqlite":
         leftovers = [p.name for p in tmp_path.iterdir() if USER.encode() in p.read_bytes()]
         assert leftovers == []

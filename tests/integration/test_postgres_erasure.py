@@ -33,6 +33,9 @@ def _fill(engine: Engine, user: str, marker: str) -> None:
     engine.save_memory_note(user, "travel", f"Prefers quiet hotels near {marker} station",
                             scope="global")  # fmt: skip
     engine.decide(user, "health", {"symptom": "fever"})
+    # what the agent was given: traced beside the events, erased in the same transaction
+    engine.render_profile(user, "travel")
+    engine.recall(user, f"quiet hotels near {marker}", domain="travel")
     engine.ingest(obs(user_id="bystander", value="airline:CA"))
 
 
@@ -101,6 +104,7 @@ def test_after_the_purge_no_page_holds_the_subject(
 
         assert receipt.removed["decisions"] == 1 and receipt.removed["access_audit"] == 2
         assert receipt.removed["events"] >= 3 and receipt.removed["salts"] == 1
+        assert receipt.removed["traces"] == 3  # decide, render_profile, recall
         left = _residue(pageinspect, pg_schema, needles)
         if mode == "full":
             assert left == {}

@@ -136,7 +136,8 @@ def run(engine: Engine, clock: FrozenClock, op: Op) -> dict[str, Any]:
         ack.update(event=event.event_id)
     elif op.kind == "decide":
         decision = engine.decide(op.user, "travel", op.args["context"])
-        ack.update(decision=decision.decision_id, action=decision.result.action)
+        ack.update(decision=decision.decision_id, action=decision.result.action,
+                   trace=decision.trace_id)  # fmt: skip
     elif op.kind == "note":
         note = engine.save_memory_note(op.user, "travel", op.args["text"], "session",
                                        session_id=op.args["session"])  # fmt: skip

@@ -20,12 +20,14 @@ import pytest
 from memkg.access.store import AccessStore
 from memkg.decisions.log import DecisionLog
 from memkg.events.store import EventStore
+from memkg.trace.store import TraceStore
 
 TESTS = Path(__file__).resolve().parents[1]
 PORTS = {
     EventStore: ("memkg.events", "unit/events/test_store_contract.py", "store"),
     DecisionLog: ("memkg.decisions", "unit/decisions/test_log.py", "log"),
     AccessStore: ("memkg.access", "unit/access/test_store_contract.py", "store"),
+    TraceStore: ("memkg.trace", "unit/engine/test_traces.py", "beside"),
 }
 
 

@@ -11,10 +11,20 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
-from memkg.cli import arbitration, authoring, decisions, facts, graph, identity, schema
+from memkg.cli import (
+    arbitration,
+    authoring,
+    decisions,
+    facts,
+    graph,
+    identity,
+    lifecycle,
+    schema,
+)
 from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit, is_postgres
 from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
@@ -41,9 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log memkg's work to standard error (never user data)")  # fmt: skip
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument(
+        "--trace-retention", type=float, metavar="DAYS",
+        help="keep each request's trace this long (default 7; 0: no traces)",
+    )  # fmt: skip
     _root_options(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for commands in (facts, graph, arbitration, decisions, schema, authoring, identity):
+    for commands in (facts, graph, arbitration, decisions, lifecycle, schema, authoring,
+                     identity):  # fmt: skip
         commands.add_commands(sub)
     add_service_commands(sub)
     for command in _subparsers(parser):
@@ -86,7 +101,14 @@ def config_from(args: argparse.Namespace) -> EngineConfig:
     """The engine configuration the global options describe."""
     roots = [*args.roots, *getattr(args, "late_roots", [])]
     examples = not (args.no_examples or getattr(args, "late_no_examples", False))
-    return EngineConfig(roots=tuple(roots), examples=examples)
+    config = EngineConfig(roots=tuple(roots), examples=examples)
+    days = getattr(args, "trace_retention", None)
+    if days is None:
+        return config
+    if not 0 <= days <= 36_500:
+        raise MemkgError(f"--trace-retention {days}: give days from 0 (no traces) to 36500",
+                         code="usage")  # fmt: skip
+    return config.model_copy(update={"trace_retention": timedelta(days=days)})
 
 
 def _version() -> str:

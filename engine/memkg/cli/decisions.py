@@ -1,4 +1,4 @@
-"""``memkg decide | explain | replay | decisions | rules lint | rules test | rules diff``."""
+"""``memkg decide | explain | replay | decisions | trace``, ``memkg rules lint | test | diff``."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def summary(decision: Decision) -> dict[str, Any]:
         "as_of_seq": decision.as_of_seq,
         "memory_off": decision.memory_off,
         "merged_ids": list(decision.merged_ids),
+        "trace_id": decision.trace_id,
     }
 
 
@@ -73,6 +74,11 @@ def cmd_replay(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     found = engine.decisions(args.user, limit=args.limit)
     emit(out, {"user_id": args.user, "decisions": [summary(d) for d in found]})
+    return EXIT_OK
+
+
+def cmd_trace(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
+    emit(out, engine.trace(args.trace_id).model_dump(mode="json"))
     return EXIT_OK
 
 
@@ -193,6 +199,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("user")
     p.add_argument("--limit", type=int)
     p.set_defaults(run=cmd_decisions)
+
+    p = sub.add_parser(
+        "trace", help="what a decide, profile or recall considered, scored, dropped and used"
+    )
+    p.add_argument("trace_id", help="the trace_id a decide (or a profile, a recall) returned")
+    p.set_defaults(run=cmd_trace)
 
     p = sub.add_parser("rules", help="check rule files: lint, or run their cases")
     rules = p.add_subparsers(dest="rules_command", required=True, metavar="ACTION")

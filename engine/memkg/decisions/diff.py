@@ -1,6 +1,6 @@
 """What differs between a recorded decision and its replay, field by field.
 
-Timings are left out: they are the one part of a record a replay cannot reproduce.
+Timings and the trace id are left out: a replay cannot reproduce the one and makes no trace.
 
 >>> [str(d) for d in differences({"a": {"b": 1}, "c": [1]}, {"a": {"b": 2}, "c": [1, 2]})]
 ['$.a.b: recorded 1, replayed 2', '$.c: recorded 1 items, replayed 2 items']
@@ -13,7 +13,7 @@ from typing import Any
 
 from memkg.model.decision import Decision
 
-IGNORED = frozenset({"timings"})
+IGNORED = frozenset({"timings", "trace_id"})
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 its constructor, and delegates every public method to one of them (``via``). The services,
 in pipeline order: ``Reads`` and ``FactWriter`` (facts), ``GraphService``, ``Arbiter`` and
 ``ReviewDesk`` (arbitration), ``Decider`` and ``Replayer`` (intent), ``Lifecycle``,
-``Evolution``; ``MemorySwitch`` and ``Identity`` (merged ids) say whose memory a read sees;
+``Evolution``; ``Tracer`` keeps what each profile, recall and decision read and used;
+``MemorySwitch`` and ``Identity`` (merged ids) say whose memory a read sees;
 ``Journal`` is the one way events are appended, ``Projections`` owns every per-user cache,
 ``Setup`` what the roots hold.
 
@@ -44,6 +45,7 @@ from memkg.engine.replay import Replayer
 from memkg.engine.reviews import ReviewDesk
 from memkg.engine.rule_bundle import RuleBook
 from memkg.engine.setup import Setup, check_args
+from memkg.engine.tracing import Tracer
 from memkg.events.memory import MemoryEventStore
 from memkg.events.retry import Attempts
 from memkg.events.store import EventStore
@@ -102,9 +104,12 @@ class Engine:
             self, config, setup, arbiter, journal, clock, llm, conflicts
         )
         self.recalls = recalls = Recall(self, lifecycle.notes, setup, store, clock)
+        self.tracer = tracer = Tracer(store, projections, lifecycle, recalls, decider, clock, lock,
+                                      config.trace_retention)  # fmt: skip
         self.eraser = eraser = Eraser(
-            store, log, projections, clock, lock, recalls.before_erasure, recalls.erase_vectors
-        )
+            store, log, projections, clock, lock, (recalls.before_erasure, tracer.before_erasure),
+            recalls.erase_vectors, tracer.erase_citing,
+        )  # fmt: skip
         self.switch = MemorySwitch(store, journal, clock, lock, eraser.erase)
         self.identity = Identity(setup, store, projections, journal, clock, lock)
         self.evolution = Evolution(setup, store, projections, journal, decider, log, clock)
@@ -150,9 +155,10 @@ class Engine:
 
     def close(self) -> None:
         """Wait for background consolidations, close a model and an index the engine built,
-        the decision log and the store."""
+        the trace store, the decision log and the store."""
         self.lifecycle.close()
         self.recalls.close()
+        self.tracer.close()
         self.decision_log.close()
         self.store.close()
 
@@ -221,7 +227,7 @@ class Engine:
 
     # -- decisions -----------------------------------------------------------------------------
 
-    decide = via("intent", Decider.decide)
+    decide = via("tracer", Tracer.decide)
     reload_rules = via("intent", Decider.reload_rules)
     rules_diff = via("intent", Decider.rules_diff)
     explain = via("replays", Replayer.explain)
@@ -239,10 +245,11 @@ class Engine:
     save_memory_note = via("lifecycle", Lifecycle.save_memory_note)
     handle_note_call = via("lifecycle", Lifecycle.handle_note_call)
     prune = via("lifecycle", Lifecycle.prune)
-    render_profile = via("lifecycle", Lifecycle.render_profile)
+    render_profile = via("tracer", Tracer.render_profile)
     extract = via("lifecycle", Lifecycle.extract)
     consolidate = via("lifecycle", Lifecycle.consolidate)
-    recall = via("recalls", Recall.recall)
+    recall = via("tracer", Tracer.recall)
+    trace = via("tracer", Tracer.trace)
 
     # -- the memory switch; one person, several ids ------------------------------------------
 

@@ -26,12 +26,15 @@ class Eraser:
     projections: Projections
     clock: Clock
     lock: threading.RLock
-    before: Callable[[Sequence[str]], Sequence[Companion]] = lambda _ids: ()
-    """What else keeps a user's data beside the logs (the recall index's vectors), told every
-    id the erasure reaches (``erasure_reach``): it erases theirs there now, or hands the store
-    back to join the erasure's transaction."""
+    before: Sequence[Callable[[Sequence[str]], Sequence[Companion]]] = ()
+    """What else keeps a user's data beside the logs (the recall index's vectors, the
+    request traces), each told every id the erasure reaches (``erasure_reach``): it erases
+    theirs there now, or hands the store back to join the erasure's transaction."""
     after_purge: Callable[[str], None] = lambda _user: None
     """Told of each user a purge by audit id touched (their vectors are dropped)."""
+    citing: Callable[[str, Sequence[str]], int] = lambda _user, _ids: 0
+    """Removes a user's records that name facts a purge by audit id removes (their traces),
+    before the purge (a failed purge is retried) and after it (one written meanwhile)."""
 
     def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt.
@@ -45,7 +48,8 @@ class Eraser:
         check_args(user_id=user_id)
         with self.lock:
             links = links_in(self.store)
-            also = (*also, *self.before(erasure_reach(links, user_id)))
+            reach = erasure_reach(links, user_id)
+            also = (*also, *(c for before in self.before for c in before(reach)))
             ids = person_ids(links, user_id)
             linked: dict[str, set[str]] = {}
             for one in ids:
@@ -97,12 +101,16 @@ class Eraser:
             self._purge_reviews(audit_log_id)
             cited = self.store.fact_ids_with_audit_id(audit_log_id)
             decisions = {u: self.decision_log.erase_citing(u, ids) for u, ids in cited.items()}
+            traces = {u: self.citing(u, ids) for u, ids in cited.items()}
             receipts = erase_audit_id(self.store, audit_log_id, self.clock)
+            for user, ids in cited.items():
+                traces[user] += self.citing(user, ids)
             log_files = [str(p) for p in self.decision_log.files()]
             out = []
             for receipt in receipts:
                 self.projections.forget(receipt.user_id)
-                removed = {**receipt.removed, "decisions": decisions.get(receipt.user_id, 0)}
+                removed = {**receipt.removed, "decisions": decisions.get(receipt.user_id, 0),
+                           "traces": traces.get(receipt.user_id, 0)}  # fmt: skip
                 files = tuple(dict.fromkeys([*receipt.files, *log_files]))
                 out.append(receipt.model_copy(update={"removed": removed, "files": files}))
             for receipt in receipts:

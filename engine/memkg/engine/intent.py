@@ -78,6 +78,7 @@ class Decider:
     def decide(
         self, user_id: str, domain: str, context: Mapping[str, Any] | None = None,
         *, decision: str | None = None, session_id: str | None = None, turn: str | None = None,
+        trace_id: str | None = None,
     ) -> Decision:  # fmt: skip
         """What the agent should do for the user now, with the reason; logged for replay.
 
@@ -88,7 +89,8 @@ class Decider:
 
         ``user_id``, ``domain``, ``decision``, ``session_id`` and ``turn`` meet the envelope
         rules of a write (refused with ``ValidationFailed``, nothing logged); a context the
-        rules refuse makes an ``invalid_input`` decision, logged in bounded form.
+        rules refuse makes an ``invalid_input`` decision, logged in bounded form. The record
+        carries ``trace_id``, the trace ``Engine.decide`` keeps of the request.
         """
         check_args(user_id=user_id, domain=domain, context=context, decision=decision,
                    session_id=session_id, turn=turn)  # fmt: skip
@@ -107,6 +109,8 @@ class Decider:
                                       context=bounded_context(context or {}),
                                       session_id=session_id, turn=turn)  # fmt: skip
             made = self._decide(self.rules, request, graph, max(head, graph.seq), now, decision_id)
+        if trace_id is not None:
+            made = made.model_copy(update={"trace_id": trace_id})
         self.log.append(made)
         return made
 

@@ -84,6 +84,8 @@ class Profile(BaseModel):
     counter: str
     included: tuple[ProfileItem, ...]
     dropped: tuple[ProfileItem, ...]
+    trace_id: str | None = None
+    """What this rendering considered and dropped (``Engine.trace``)."""
 
 
 def quote(value: Any) -> str:

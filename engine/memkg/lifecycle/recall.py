@@ -116,6 +116,8 @@ class RecallResult(BaseModel):
     fallback index did instead."""
     candidates: tuple[RecallCandidate, ...]
     injected: tuple[str, ...]
+    trace_id: str | None = None
+    """The stored trace of this recall (``Engine.trace``)."""
 
     def text(self) -> str:
         """The injected memories as quoted lines, for a prompt."""

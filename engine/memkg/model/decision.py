@@ -192,6 +192,8 @@ class Decision(BaseModel):
     """Other ids of the same person whose memory the decision read (merged into one)."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Milliseconds per stage; the one part of the record replay does not reproduce."""
+    trace_id: str | None = None
+    """The trace of the request that made it (``Engine.trace``); a replay makes none."""
 
     @property
     def status(self) -> DecisionStatus:

@@ -42,6 +42,7 @@ from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
+from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
@@ -83,15 +84,17 @@ TurnRef = Annotated[
     str | None, Field(description="This turn's source_ref: its instruction counts.")
 ]
 DecisionId = Annotated[str, Field(description="A decision_id from decide.")]
+TraceId = Annotated[str, Field(description="A trace_id from render_profile or decide.",
+                               max_length=128)]  # fmt: skip
 Format = Annotated[str, Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 _READ = ToolAnnotations(read_only_hint=True)
 TOOLS = ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
-         "explain_decision", "claims", "forget", "memory_status", "set_memory", "list_domains",
-         "list_keys")  # fmt: skip
-_READS = {"recall_facts", "render_profile", "explain_decision", "claims", "memory_status",
-          "list_domains", "list_keys"}  # fmt: skip
+         "explain_decision", "trace", "claims", "forget", "memory_status", "set_memory",
+         "list_domains", "list_keys")  # fmt: skip
+_READS = {"recall_facts", "render_profile", "explain_decision", "trace", "claims",
+          "memory_status", "list_domains", "list_keys"}  # fmt: skip
 Enabled = Annotated[bool, Field(description="False turns memory off, True turns it back on.")]
 SwitchModeArg = Annotated[str, Field(description="When turning off: keep (frozen, the default) "
                                      "or erase (needs the erase scope).")]  # fmt: skip
@@ -330,6 +333,19 @@ class MemoryTools:
         except MemkgError as exc:
             return error_result(exc.to_dict())
         return CallToolResult(content=[TextContent(type="text", text=text)])
+
+    def trace(self, ctx: Context[Any, Any], trace_id: TraceId) -> Annotated[CallToolResult, Trace]:
+        """What a render_profile or decide considered, scored, dropped and used, by its trace_id."""
+
+        def shown() -> Trace:
+            subject = self._allow(ctx, ApiScope.READ, None)
+            found = self.gate(self.engine.trace, trace_id)
+            if found.user_id != subject.user_id:
+                raise NotFound(f"no trace {trace_id}", code="trace.not_found")
+            subject.principal.check(ApiScope.READ, found.domain, subject.user_id)
+            return found
+
+        return _reply(shown)
 
     def claims(
         self, ctx: Context[Any, Any], key: Key, domain: AnyDomain = None,

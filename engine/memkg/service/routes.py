@@ -28,6 +28,7 @@ from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState, Merge
+from memkg.model.trace import Trace
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
@@ -185,6 +186,9 @@ class Routes:
                self.replay, DECIDE, response=s.ReplayOut, errors=(404,)),
             op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
                self.profile, READ, query=ProfileQuery, response=Profile),
+            op("GET", "/v1/traces/{trace_id}", "trace", "What a profile, recall or decision "
+               "considered, scored, dropped and used", self.trace, READ, response=Trace,
+               errors=(404,)),
             op("POST", f"{user}/notes", "note", "Save a memory note", self.note, WRITE,
                body=s.NoteBody, response=NoteResult, status=201, errors=(409, 422)),
             op("POST", f"{user}/signals", "signal", "Record an interaction signal", self.signal,
@@ -442,6 +446,14 @@ class Routes:
         call.allow(scope, decision.request.domain, decision.request.user_id)
         call.target = decision_id
         return decision_id
+
+    async def trace(self, call: Call) -> Response:
+        trace_id = call.path["trace_id"]
+        call.allow(READ, None, call.principal.key.user_id)
+        found = await self._run(self.engine.trace, trace_id)
+        call.allow(READ, found.domain, found.user_id)
+        call.target = trace_id
+        return _json(found.model_dump(mode="json"))
 
     async def explain(self, call: Call) -> Response:
         decision_id = await self._decision(call, READ)

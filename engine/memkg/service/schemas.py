@@ -97,6 +97,7 @@ class DecisionOut(_Out):
                              "was read, only role defaults")  # fmt: skip
     merged_ids: list[str] = Field(default_factory=list, description="other ids of the same "
                                   "person whose memory was read")  # fmt: skip
+    trace_id: str | None = None
 
 
 class DecisionsOut(_Out):
