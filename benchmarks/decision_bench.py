@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
             rules = engine.intent.rules
             graph = engine.user_graph("bench")
             inp = engine.intent._input(
-                rules, table, "bench", context, graph, graph.seq, clock.now()
+                rules, table, "bench", context, graph, clock.now()
             )
             messages = rules.evaluator.messages(table, inp)
             sid = f"raw{i}"

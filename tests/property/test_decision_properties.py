@@ -150,7 +150,7 @@ def test_python_walk_agrees_with_durable_rules(chosen: set[int], ctx: int, hour:
 
     graph = e.user_graph("u")
     inp = e.intent._input(
-        e.intent.rules, table, "u", dict(context), graph, graph.seq, e.clock.now()
+        e.intent.rules, table, "u", dict(context), graph, e.clock.now()
     )
     walked = {r.id for r in table.rules if check_rule(r, inp, pools(inp.items)).failing is None}
     assert walked == durable

@@ -68,7 +68,7 @@ def test_plan_keeps_every_evaluation(history: list[tuple[str, int]], request: in
     table = rules.bundle.table("health", name)
     assert table is not None
     graph = engine.user_graph("u")
-    inp = engine.intent._input(rules, table, "u", dict(context), graph, graph.seq, clock.now())
+    inp = engine.intent._input(rules, table, "u", dict(context), graph, clock.now())
     planned = rules.evaluator.evaluate(table, inp)
     walked = rules.evaluator.evaluate(table, inp, walk_all=True)
     assert planned.candidates == walked.candidates

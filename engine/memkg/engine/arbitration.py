@@ -56,7 +56,7 @@ class Arbiter:
         with self.lock:
             graph = self.projections.graph(user_id)
             return self.resolution(
-                graph, self.projections.reviews(user_id, graph.version), spec, self.clock.now(),
+                graph, self.projections.reviews(user_id, graph), spec, self.clock.now(),
                 session_id=session_id, turn=turn, context=context, language=language,
             )  # fmt: skip
 
@@ -85,7 +85,7 @@ class Arbiter:
         specs = [s for k in registry.keys(domain) if (s := registry.spec(domain, k))]
         with self.lock:
             graph = self.projections.graph(user_id)
-            reviews = self.projections.reviews(user_id, graph.version)
+            reviews = self.projections.reviews(user_id, graph)
             found = self.setup.reader.resolve_domain(
                 list(graph.memory.facts.values()), self.edge_signals(graph),
                 reviews, specs, self.clock.now(), user_id=user_id,
@@ -133,7 +133,7 @@ class Arbiter:
             spec = self.setup.registry.spec(domain, key)
             if spec is None:
                 continue
-            reviews = self.projections.key_reviews(user_id, graph.version, domain, key)
+            reviews = self.projections.key_reviews(graph, domain, key)
             live = [f for f in preview(memory.live_claims(domain, key), pending, memory.seq)
                     if (f.domain, f.key) == (domain, key)]  # fmt: skip
             for items in sorted({tuple(sorted(slot(f.context, spec.context).items()))

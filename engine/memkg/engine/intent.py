@@ -108,7 +108,10 @@ class Decider:
             request = DecisionRequest(user_id=user_id, domain=domain, decision=decision or "",
                                       context=bounded_context(context or {}),
                                       session_id=session_id, turn=turn)  # fmt: skip
-            made = self._decide(self.rules, request, graph, max(head, graph.seq), now, decision_id)
+            # the graph holds every event of the log up to ``head`` (read before it); its
+            # reviews are read to the same position, whatever another process writes meanwhile
+            made = self._decide(self.rules, request, graph, max(head, graph.seq), now, decision_id,
+                                reviews=self.projections.reviews(user_id, graph))  # fmt: skip
         if trace_id is not None:
             made = made.model_copy(update={"trace_id": trace_id})
         self.log.append(made)
@@ -200,11 +203,11 @@ class Decider:
 
     def _input(
         self, rules: Rules, table: RuleTable, user_id: str, context: dict[str, Any],
-        graph: UserGraph, as_of: int, now: datetime, *, session_id: str | None = None,
+        graph: UserGraph, now: datetime, *, session_id: str | None = None,
         turn: str | None = None,
     ) -> DecisionInput:  # fmt: skip
-        """What the rules may read of ``graph`` as of ``as_of``."""
-        reviews = self._reviews(graph, as_of)
+        """What the rules may read of ``graph`` (a current graph) at ``now``."""
+        reviews = self.projections.reviews(user_id, graph)
         return self._prepare(rules, table, user_id, context, graph, now, reviews,
                              session_id=session_id, turn=turn)[0]  # fmt: skip
 
@@ -240,11 +243,6 @@ class Decider:
         return inp, memory_nodes([r for r in resolutions if r.key in plan.keys])
 
     def _reviews(self, graph: UserGraph, as_of: int) -> list[Review]:
-        """The user's reviews as of a log position.
-
-        At the head of the log (every decision made now) they are the projections', kept
-        current event by event; only a replay reads the stream up to its position.
-        """
-        if as_of >= self.store.head():
-            return self.projections.reviews(graph.user_id, graph.version)
+        """The user's reviews as of a log position (a decision made now is handed the
+        projections' reviews of its graph instead)."""
         return list(reviews_from(self.projections.read(graph.user_id, up_to_seq=as_of)).values())

@@ -357,7 +357,7 @@ def _remake(
     scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
     migrated = scratch.graph(user)
     after = evo.decider.redecide(candidate, decision, migrated,
-                                 reviews=scratch.reviews(user, migrated.version),
+                                 reviews=scratch.reviews(user, migrated),
                                  projections=scratch)  # fmt: skip
     return before.result, after.result
 

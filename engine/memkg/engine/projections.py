@@ -131,27 +131,27 @@ class Projections:
             self._touch(user_id)
             return found
 
-    def reviews(self, user_id: str, version: int | None = None) -> list[Review]:
-        """The user's reviews at stream ``version`` (a graph just read gives it; default: the
-        store's), kept current event by event."""
-        return list(self._review_index(user_id, version)[1].values())
+    def reviews(self, user_id: str, graph: UserGraph | None = None) -> list[Review]:
+        """The user's reviews as ``graph`` holds the stream (a graph just read; default: the
+        current one), kept current event by event."""
+        return list(self._review_index(graph or self.graph(user_id))[1].values())
 
-    def key_reviews(self, user_id: str, version: int, domain: str, key: str) -> list[Review]:
+    def key_reviews(self, graph: UserGraph, domain: str, key: str) -> list[Review]:
         """The reviews of one key, in the order ``reviews`` lists them."""
-        return list(self._review_index(user_id, version)[2].get((domain, key), {}).values())
+        return list(self._review_index(graph)[2].get((domain, key), {}).values())
 
-    def _review_index(self, user_id: str, version: int | None) -> _ReviewIndex:
+    def _review_index(self, graph: UserGraph) -> _ReviewIndex:
+        """Reviews are read up to the graph's last position, never past it: a write another
+        process commits after the graph was read is not in the graph, nor in its reviews."""
         with self._lock:
-            if version is None:
-                version, purges = self._stream.stream_mark(user_id)
-                self._check_purges(user_id, purges)
+            user_id, mark = graph.user_id, (graph.version, graph.seq)
             cached = self._reviews.get(user_id)
-            if cached is None or cached[0] != version:
-                found = reviews_from(self.read(user_id))
+            if cached is None or cached[0] != mark:
+                found = reviews_from(self.read(user_id, up_to_seq=graph.seq))
                 by_key: dict[tuple[str, str], dict[str, Review]] = {}
                 for review in found.values():
                     by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
-                cached = self._reviews[user_id] = (version, found, by_key)
+                cached = self._reviews[user_id] = (mark, found, by_key)
             self._touch(user_id)
             return cached
 
@@ -216,7 +216,10 @@ class Projections:
             self._graphs.apply(user_id, events)
             cached = self._reviews.get(user_id)
             if cached is not None:
-                self._reviews[user_id] = _fold_reviews(cached, events)
+                if cached[0][0] + 1 != events[0].version:
+                    del self._reviews[user_id]  # they do not follow: read again when asked
+                else:
+                    self._reviews[user_id] = _fold_reviews(cached, events)
 
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
@@ -267,8 +270,10 @@ class Projections:
             self.forget(user_id)
 
 
-_ReviewIndex = tuple[int, dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
-"""A user's reviews at a stream version: by id, and by (domain, key)."""
+_ReviewIndex = tuple[
+    tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]
+]
+"""A user's reviews at a stream version and log position: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
 
@@ -284,4 +289,4 @@ def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex
             if changed is not None:
                 slot = (changed.domain, changed.key)
                 by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
-    return (events[-1].version, reviews, by_key)
+    return ((events[-1].version, events[-1].seq), reviews, by_key)

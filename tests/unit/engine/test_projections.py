@@ -3,10 +3,15 @@ erasure."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memkg import Engine, EngineConfig, FrozenClock
 from memkg.arbitration import Outcome
+from memkg.events.sqlite import SqliteEventStore
 
 CONSENT = {"provenance": {"consent_granted": True, "consent_version": "v1"}}
 PEANUT = {"allergen": "allergen:peanut"}
@@ -62,3 +67,60 @@ def test_an_erased_user_leaves_every_cache(engine: Engine) -> None:
     assert engine.projections.users() == []
     assert engine.facts("mei") == []
     assert engine.projections.reviews("mei") == []
+
+
+class _Interleave:
+    """Runs another process's write right after the ``at``-th read one engine makes of the
+    store (``head``, ``stream_mark``, ``read_stream``, however the engine holds them), and
+    counts the reads."""
+
+    READS = ("head", "stream_mark", "read_stream")
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store: object = None
+        self.at, self.calls = 0, list[str]()
+        self.write: Callable[[], object] = lambda: None
+        for name in self.READS:
+            read = getattr(SqliteEventStore, name)
+
+            def traced(store: Any, *args: Any, _read: Any = read, _name: str = name,
+                       **kwargs: Any) -> Any:  # fmt: skip
+                found = _read(store, *args, **kwargs)
+                if store is self.store:
+                    self.calls.append(_name)
+                    if len(self.calls) == self.at:
+                        self.write()
+                return found
+
+            monkeypatch.setattr(SqliteEventStore, name, traced)
+
+    def arm(self, engine: Engine, at: int, write: Callable[[], object]) -> None:
+        self.store, self.at, self.calls, self.write = engine.store, at, [], write
+
+
+def test_a_write_by_another_process_during_a_decision_leaves_it_replayable(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wherever another process's write lands among a decision's reads of the store, the
+    decision is made on one state of the user's stream: replaying it as of its log position
+    gives the same record (its graph, reviews and facts are never from different reads)."""
+    interleave = _Interleave(monkeypatch)
+    reads, at, saw = None, 1, set()
+    while reads is None or at <= reads:
+        path = tmp_path / f"memkg{at}.db"
+        with Engine.open(path, clock=clock) as reader, Engine.open(path, clock=clock) as writer:
+            _allergy(writer, ["allergen:peanut"], "profile")
+            reader.decide("mei", "health", PEANUT, decision="medication")
+            writer.ingest({"user_id": "mei", "domain": "travel", "key": "airline.preferred",
+                           "value": "airline:MU", "source": "dialogue"})  # fmt: skip
+            # the other process's strong conflict freezes the key, at the ``at``-th read
+            interleave.arm(reader, at, lambda: _allergy(writer, [], "system"))
+            made = reader.decide("mei", "health", PEANUT, decision="medication")
+            reads = len(interleave.calls) if reads is None else reads
+            interleave.arm(reader, 0, lambda: None)
+            report = reader.replay(made.decision_id)
+            assert report.reproduced, (at, report.differences)
+            saw.add(made.result.status.value)
+        at += 1
+    # the write landed before some decisions read the stream and after others
+    assert reads >= 3 and "needs_review" in saw and len(saw) == 2

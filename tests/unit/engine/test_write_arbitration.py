@@ -119,7 +119,7 @@ def _reference_freezes(engine: Engine, user_id: str, pending: Sequence[NewEvent]
             keys.add((fact.domain, fact.key))
     if not keys:
         return []
-    reviews = engine.projections.reviews(user_id, graph.version)
+    reviews = engine.projections.reviews(user_id, graph)
     still_open = {r.review_id for r in reviews if r.status is ReviewStatus.OPEN}
     known = graph.claim_signals
 
