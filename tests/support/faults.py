@@ -107,8 +107,10 @@ class FaultyStore:
 
     # -- everything else goes straight through ---------------------------------------------
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
-        return self.inner.read_stream(user_id, up_to_seq=up_to_seq)
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
+        return self.inner.read_stream(user_id, up_to_seq=up_to_seq, after_version=after_version)
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         return self.inner.read_all(after_seq=after_seq, up_to_seq=up_to_seq)

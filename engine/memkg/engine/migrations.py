@@ -373,10 +373,13 @@ class _Scratch:
                                    for i, e in enumerate(added, 1))]  # fmt: skip
         self._user_id = user_id
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
         if user_id != self._user_id:
             return []
-        return [e for e in self._events if up_to_seq is None or e.seq <= up_to_seq]
+        return [e for e in self._events if (up_to_seq is None or e.seq <= up_to_seq)
+                and e.version > after_version]  # fmt: skip
 
     def stream_mark(self, user_id: str) -> tuple[int, int]:
         last = self._events[-1].version if user_id == self._user_id and self._events else 0

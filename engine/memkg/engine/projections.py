@@ -2,7 +2,9 @@
 
 The event log is the truth; what is kept here is disposable and rebuilt from it. Each read
 compares the user's stream version in the store with the cached one, so a write by another
-process is seen on the next read; appends made by this engine are folded in (``applied``);
+process is seen on the next read, by folding only the events after the cached version
+(``tail``) when the view is the plain stream; a view that joins merged ids also checks the
+other ids' versions (``_joins``); appends made by this engine are folded in (``applied``);
 an erased or purged user leaves every cache at once (``forget``). At most ``max_users``
 users are resident: ``_evict`` is the one place that decides who goes.
 
@@ -21,9 +23,10 @@ from typing import Protocol
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
 from memkg.graph.cache import GraphCache
-from memkg.graph.projection import UserGraph
+from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
-from memkg.identity import view
+from memkg.identity import IDENTITY_EVENTS, view
+from memkg.identity.stream import SWITCH_EVENTS, holds_any
 from memkg.model.decision import Revisions
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus
@@ -38,7 +41,9 @@ MAX_USERS = 1024
 class Stream(Protocol):
     """What projections read: one user's events in order, and the stream's version."""
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> Sequence[Event]: ...
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> Sequence[Event]: ...
 
     def stream_mark(self, user_id: str) -> tuple[int, int]:
         """The stream's version and the store's purge count, in one lookup."""
@@ -70,23 +75,57 @@ class Projections:
         """The store's purge count each user's projections were read at."""
         self._joined_by: dict[str, set[str]] = {}
         """user → the users whose cached views join that user's events (merged ids)."""
+        self._joins: dict[str, dict[str, int]] = {}
+        """user → the stream version of each other id its cached view joins, as read: another
+        process's write to one of them is seen on the next read (``_joins_moved``)."""
         self._graphs = GraphCache(
-            self.read, stream.stream_mark, new_graph, max_users=None, purged=self.forget,
-            max_bytes=max_bytes,
+            self.read, self._mark, new_graph, max_users=None, purged=self.forget,
+            max_bytes=max_bytes, tail=self.tail,
         )  # fmt: skip
-        self._reviews: dict[str, _ReviewIndex] = {}
+        self._reviews = _ReviewCache(stream, self.read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self._revisions: dict[str, Revisions] = {}
 
     def read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
         """The events reads of the user fold: the memory switch and merged ids applied
         (``memkg.identity.view``); writes append to the user's own stream."""
-        events, ids = view(user_id, self._stream.read_stream, up_to_seq)
-        if up_to_seq is None and len(ids) > 1:
-            with self._lock:
+        if up_to_seq is not None:
+            return view(user_id, self._stream.read_stream, up_to_seq)[0]
+        with self._lock:
+            # the other ids' versions before the read: a write meanwhile is read again later
+            before = {o: self._stream.stream_mark(o)[0] for o in self._joins.get(user_id, ())}
+            events, ids = view(user_id, self._stream.read_stream, None)
+            if len(ids) > 1:
                 for other in ids - {user_id}:
                     self._joined_by.setdefault(other, set()).add(user_id)
+                self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
+            else:
+                self._joins.pop(user_id, None)
         return events
+
+    def tail(self, user_id: str, cached: FactFold, version: int) -> list[Event] | None:
+        """The events of the user's stream after ``cached`` (a projection of it), when they
+        can be folded onto it: the view is the plain stream and they follow. ``None``: read
+        the whole view again."""
+        if not cached.plain or version <= cached.version:
+            return None
+        tail = self._stream.read_stream(cached.user_id, after_version=cached.version)
+        if not tail or tail[0].version != cached.version + 1 or holds_any(tail, _OWN_ONLY):
+            return None
+        return list(tail)
+
+    def _mark(self, user_id: str) -> tuple[int, int]:
+        """The stream mark, after dropping the user's views if an id they join moved."""
+        with self._lock:
+            if self._joins_moved(user_id):
+                self.forget(user_id)
+        return self._stream.stream_mark(user_id)
+
+    def _joins_moved(self, user_id: str) -> bool:
+        joins = self._joins.get(user_id)
+        return bool(joins) and any(
+            self._stream.stream_mark(other)[0] != version for other, version in joins.items()
+        )
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -97,13 +136,19 @@ class Projections:
             return UserMemory.from_events(user_id, self.read(user_id, up_to_seq=as_of))
         with self._lock:
             # the version and the store's purge count: another process's write or purge
-            version, purges = self._stream.stream_mark(user_id)
+            version, purges = self._mark(user_id)
             self._check_purges(user_id, purges)
             cached = self._memories.get(user_id)
-            if cached is None or cached.version != version:
+            if cached is not None and cached.version != version:
+                tail = self.tail(user_id, cached, version)
+                if tail is None:
+                    cached = None
+                else:
+                    for event in tail:
+                        cached.apply(event)
+            if cached is None:
                 cached = UserMemory.from_events(user_id, self.read(user_id), self._upcaster())
-                # a purge (erasure by audit id) leaves the stream's version past its last event
-                cached.version = version
+                cached.settle(version)
                 self._memories[user_id] = cached
                 self._purges[user_id] = purges
             self._touch(user_id)
@@ -141,19 +186,10 @@ class Projections:
         return list(self._review_index(graph)[2].get((domain, key), {}).values())
 
     def _review_index(self, graph: UserGraph) -> _ReviewIndex:
-        """Reviews are read up to the graph's last position, never past it: a write another
-        process commits after the graph was read is not in the graph, nor in its reviews."""
         with self._lock:
-            user_id, mark = graph.user_id, (graph.version, graph.seq)
-            cached = self._reviews.get(user_id)
-            if cached is None or cached[0] != mark:
-                found = reviews_from(self.read(user_id, up_to_seq=graph.seq))
-                by_key: dict[tuple[str, str], dict[str, Review]] = {}
-                for review in found.values():
-                    by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
-                cached = self._reviews[user_id] = (mark, found, by_key)
-            self._touch(user_id)
-            return cached
+            found = self._reviews.of(graph)
+            self._touch(graph.user_id)
+            return found
 
     def live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
         """The domain's facts in ``graph`` but superseded history, kept until the stream moves."""
@@ -214,12 +250,7 @@ class Projections:
                     for event in events:
                         memory.apply(event)
             self._graphs.apply(user_id, events)
-            cached = self._reviews.get(user_id)
-            if cached is not None:
-                if cached[0][0] + 1 != events[0].version:
-                    del self._reviews[user_id]  # they do not follow: read again when asked
-                else:
-                    self._reviews[user_id] = _fold_reviews(cached, events)
+            self._reviews.applied(user_id, events)
 
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
@@ -238,9 +269,10 @@ class Projections:
         with self._lock:
             self._resident.pop(user_id, None)
             self._purges.pop(user_id, None)
+            self._joins.pop(user_id, None)
             self._memories.pop(user_id, None)
             self._graphs.forget(user_id)
-            self._reviews.pop(user_id, None)
+            self._reviews.forget(user_id)
             for key in [k for k in self._live if k[0] == user_id]:
                 del self._live[key]
 
@@ -270,12 +302,54 @@ class Projections:
             self.forget(user_id)
 
 
+_OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
+"""Events that make a view other than the plain stream (the memory switch, merged ids)."""
+
+
 _ReviewIndex = tuple[
     tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]
 ]
 """A user's reviews at a stream version and log position: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
+
+
+class _ReviewCache:
+    """Each user's reviews as of a graph's stream version and log position: read up to that
+    position, never past it (a write another process commits after the graph was read is in
+    neither), caught up by the events after it, and kept current event by event."""
+
+    def __init__(self, stream: Stream, read: Callable[..., list[Event]]) -> None:
+        self._stream, self._read = stream, read
+        self._index: dict[str, _ReviewIndex] = {}
+
+    def of(self, graph: UserGraph) -> _ReviewIndex:
+        user_id, mark = graph.user_id, (graph.version, graph.seq)
+        cached = self._index.get(user_id)
+        if cached is not None and cached[0] != mark and graph.memory.plain:
+            tail = self._stream.read_stream(user_id, up_to_seq=graph.seq,
+                                            after_version=cached[0][0])  # fmt: skip
+            follows = bool(tail) and tail[0].version == cached[0][0] + 1
+            cached = (mark, *_fold_reviews(cached, tail)[1:]) if follows else None
+        if cached is None or cached[0] != mark:
+            found = reviews_from(self._read(user_id, up_to_seq=graph.seq))
+            by_key: dict[tuple[str, str], dict[str, Review]] = {}
+            for review in found.values():
+                by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
+            cached = (mark, found, by_key)
+        self._index[user_id] = cached
+        return cached
+
+    def applied(self, user_id: str, events: Sequence[Event]) -> None:
+        cached = self._index.get(user_id)
+        if cached is not None:
+            if cached[0][0] + 1 != events[0].version:
+                del self._index[user_id]  # they do not follow: read again when asked
+            else:
+                self._index[user_id] = _fold_reviews(cached, events)
+
+    def forget(self, user_id: str) -> None:
+        self._index.pop(user_id, None)
 
 
 def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex:

@@ -168,10 +168,13 @@ class MemoryEventStore:
                 self._keys[user_id, idempotency_key] = (stored[0].seq, stored[-1].seq)
             return AppendResult(events=tuple(stored))
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
         with self._lock:
             stream = self._streams.get(user_id, [])
-            return [e for e in stream if up_to_seq is None or e.seq <= up_to_seq]
+            return [e for e in stream if (up_to_seq is None or e.seq <= up_to_seq)
+                    and e.version > after_version]  # fmt: skip
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         while True:

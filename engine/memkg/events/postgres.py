@@ -171,10 +171,13 @@ class PostgresEventStore(PgAdapter):
                 )
         return AppendResult(events=tuple(map(_event, stored_rows)))
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
-        query = f"SELECT {_COLUMNS} FROM {self._s}.events WHERE user_id = %s AND seq <= %s"
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
+        query = (f"SELECT {_COLUMNS} FROM {self._s}.events"
+                 " WHERE user_id = %s AND version > %s AND seq <= %s ORDER BY version")  # fmt: skip
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
-        return list(map(_event, self._read(f"{query} ORDER BY version", (user_id, limit))))
+        return list(map(_event, self._read(query, (user_id, after_version, limit))))
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq

@@ -93,6 +93,13 @@ class UserMemory:
         elif event.type is EventType.USERS_SPLIT:
             self._links.pop(payload["merge_id"], None)
 
+    def settle(self, version: int) -> None:
+        """Take the version just read from the store after a fold: it is the store's, which a
+        purge leaves past the last event; or the last event's, when the plain stream was read
+        after a write the version read before it did not count yet (the next read's tail
+        starts after it)."""
+        self.version = max(version, self.version) if self.plain else version
+
     @property
     def merged_ids(self) -> tuple[str, ...]:
         """The other ids of the same person whose memory this view joins, sorted."""

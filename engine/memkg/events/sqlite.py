@@ -184,10 +184,13 @@ class SqliteEventStore:
                 )
         return AppendResult(events=tuple(map(_event, numbered)))
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]:
-        query = f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND seq <= ? ORDER BY version"
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
+        query = (f"SELECT {_COLUMNS} FROM events WHERE user_id = ? AND version > ? AND seq <= ?"
+                 " ORDER BY version")  # fmt: skip
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
-        return list(map(_event, self._read(query, (user_id, limit))))
+        return list(map(_event, self._read(query, (user_id, after_version, limit))))
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq

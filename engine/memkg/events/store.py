@@ -116,7 +116,13 @@ class EventStore(Protocol):
         idempotency_key: str | None = None,
     ) -> AppendResult: ...
 
-    def read_stream(self, user_id: str, *, up_to_seq: int | None = None) -> list[Event]: ...
+    def read_stream(
+        self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
+    ) -> list[Event]:
+        """The user's events in order: those at or before log position ``up_to_seq`` (default:
+        all), after stream version ``after_version`` (default: from the first; a cached
+        projection at that version reads only what it lacks)."""
+        ...
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]: ...
 

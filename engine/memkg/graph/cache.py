@@ -12,8 +12,10 @@ first out, never the graph being served. An evicted user's graph is rebuilt from
 stream when next read.
 
 A graph is current while the store's ``stream_mark`` (the stream version and the store's
-purge count) is what it was read at: another process's append or purge changes it. The owner
-still calls ``forget`` when it rewrites a stream itself (erasure, purge by audit id).
+purge count) is what it was read at: another process's append changes the version, and the
+graph folds the events after its own (``tail``, from the owner) when they follow it, or is
+read again when they cannot (a switch or link event, a joined view); a purge drops it. The
+owner still calls ``forget`` when it rewrites a stream itself (erasure, purge by audit id).
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from memkg.graph.projection import UserGraph
+from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View, weighted_view
 from memkg.model.event import Event
 from memkg.model.weight import WeightParams
 
 ReadStream = Callable[..., Sequence[Event]]
 """``read_stream(user_id, up_to_seq=None)``: the user's events in order."""
+ReadTail = Callable[[str, FactFold, int], Sequence[Event] | None]
+"""``tail(user_id, cached, version)``: the events after a cached projection up to the
+stream's ``version``, or ``None`` when they cannot be folded onto it."""
 
 
 class GraphCache:
@@ -42,8 +47,10 @@ class GraphCache:
         max_users: int | None = 1024,
         purged: Callable[[str], None] = lambda _user: None,
         max_bytes: int | None = None,
+        tail: ReadTail = lambda _user, _cached, _version: None,
     ) -> None:
         self._read = read_stream
+        self._tail = tail
         self._mark = stream_mark
         self._purged = purged
         """Told when another process purged (the owner drops what it derived from the graph)."""
@@ -63,15 +70,24 @@ class GraphCache:
     def get(self, user_id: str) -> UserGraph:
         """The user's current graph (callers must not mutate it)."""
         with self._lock:
-            graph = self._graphs.get(user_id)
             version, purges = self._mark(user_id)
+            graph = self._graphs.get(user_id)
             if graph is not None and self._purges.get(user_id) != purges:
                 self._purged(user_id)
-            if graph is None or (graph.version, self._purges.get(user_id)) != (version, purges):
+                graph = None
+            if graph is not None and graph.version != version:
+                tail = self._tail(user_id, graph.memory, version)  # another process wrote
+                if tail is None:
+                    graph = None
+                else:
+                    for event in tail:
+                        graph.apply(event)
+                    self._views.pop(user_id, None)
+            if graph is None:
                 graph = self._new(user_id)
                 for event in self._read(user_id):
                     graph.apply(event)
-                graph.memory.version = version  # a purge leaves the version past the last event
+                graph.memory.settle(version)
                 self._graphs[user_id] = graph
                 self._purges[user_id] = purges
                 self._views.pop(user_id, None)

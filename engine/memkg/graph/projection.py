@@ -76,11 +76,15 @@ class FactFold(Protocol):
     seq: int
     memory_off: dict[str, Any] | None
     """Set while the user has turned memory off (the view then holds no facts)."""
+    plain: bool
+    """Whether the fold is of the user's own stream alone (no switch or link events)."""
 
     @property
     def merged_ids(self) -> tuple[str, ...]: ...
 
     def apply(self, event: Event) -> None: ...
+
+    def settle(self, version: int) -> None: ...
 
     def of_key(self, domain: str, key: str) -> list[Fact]: ...
 

@@ -15,6 +15,7 @@ from memkg.events.sqlite import SqliteEventStore
 
 CONSENT = {"provenance": {"consent_granted": True, "consent_version": "v1"}}
 PEANUT = {"allergen": "allergen:peanut"}
+AIRLINES = ("airline:MU", "airline:CA", "airline:CZ")
 
 
 def _allergy(engine: Engine, value: list[str], source: str) -> str:
@@ -124,3 +125,63 @@ def test_a_write_by_another_process_during_a_decision_leaves_it_replayable(
         at += 1
     # the write landed before some decisions read the stream and after others
     assert reads >= 3 and "needs_review" in saw and len(saw) == 2
+
+
+def test_after_another_process_writes_a_reader_reads_only_the_new_events(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cache catches up on another process's write by reading the events after its own
+    version: what the reader reads does not grow with the user's history."""
+    read, counted = SqliteEventStore.read_stream, {}
+
+    def counting(store: Any, user_id: str, **kwargs: Any) -> Any:
+        found = read(store, user_id, **kwargs)
+        counted[id(store)] = counted.get(id(store), 0) + len(found)
+        return found
+
+    monkeypatch.setattr(SqliteEventStore, "read_stream", counting)
+    caught_up = {}
+    for history in (10, 100):
+        path = tmp_path / f"memkg{history}.db"
+        with Engine.open(path, clock=clock) as reader, Engine.open(path, clock=clock) as writer:
+            _allergy(writer, ["allergen:peanut"], "profile")
+            for n in range(history):
+                writer.ingest({"user_id": "mei", "domain": "travel", "key": "airline.preferred",
+                               "value": AIRLINES[n % 3], "source": "dialogue"})  # fmt: skip
+            reader.decide("mei", "health", PEANUT, decision="medication")
+            reader.resolve("mei", "health", "medical.allergies")
+            _allergy(writer, [], "system")  # one write (a fact and the key's freeze)
+            counted[id(reader.store)] = 0
+            after = reader.decide("mei", "health", PEANUT, decision="medication")
+            assert after.result.status.value == "needs_review"
+            assert reader.resolve("mei", "health", "medical.allergies").outcome is Outcome.FROZEN
+            caught_up[history] = counted[id(reader.store)]
+            # and the caches hold what a fresh reader folds from the whole stream
+            with Engine.open(path, clock=clock) as fresh:
+                assert reader.facts("mei") == fresh.facts("mei")
+                assert reader.projections.reviews("mei") == fresh.projections.reviews("mei")
+                assert reader.replay(after.decision_id).reproduced
+    assert caught_up[10] == caught_up[100] > 0, caught_up
+
+
+def test_a_primary_sees_another_processs_write_to_an_id_merged_into_it(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    path = tmp_path / "memkg.db"
+    with Engine.open(path, clock=clock) as reader, Engine.open(path, clock=clock) as writer:
+        _allergy(writer, ["allergen:peanut"], "profile")
+        writer.ingest({"user_id": "mei-phone", "domain": "travel", "key": "airline.preferred",
+                       "value": "airline:MU", "source": "dialogue"})  # fmt: skip
+        proposal = writer.merge_users("mei", "mei-phone", by="desk", reason="one person")
+        writer.merge_users("mei", "mei-phone", by="user", reason="confirmed",
+                           confirm=proposal.merge_id)  # fmt: skip
+        assert {f.key for f in reader.facts("mei")} == {"medical.allergies", "airline.preferred"}
+        assert reader.user_graph("mei").memory.merged_ids == ("mei-phone",)
+
+        # the other process writes to the merged id: the primary's cached view reads it
+        writer.ingest({"user_id": "mei-phone", "domain": "health", "key": "child.age",
+                       "value": 7, "source": "profile", **CONSENT})  # fmt: skip
+        assert "child.age" in {f.key for f in reader.facts("mei")}
+        assert "child.age" in {f.key for f in reader.user_graph("mei").memory.facts.values()}
+        # and the merged id's own view, which is the person's, too
+        assert "child.age" in {f.key for f in reader.facts("mei-phone")}

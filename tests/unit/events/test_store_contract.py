@@ -158,6 +158,18 @@ def test_read_stream_up_to_seq(store: EventStore, make_event: MakeEvent) -> None
     assert len(store.read_stream("alice")) == 2
 
 
+def test_read_stream_after_version(store: EventStore, make_event: MakeEvent) -> None:
+    """A projection cached at a version reads only the events after it (its tail)."""
+    first = store.append("alice", [make_event(), make_event()]).events
+    store.append("bob", [make_event("bob")])
+    third = store.append("alice", [make_event()]).events[0]
+
+    assert store.read_stream("alice", after_version=2) == [third]
+    assert store.read_stream("alice", after_version=1) == [first[1], third]
+    assert store.read_stream("alice", after_version=3) == []
+    assert store.read_stream("alice", after_version=1, up_to_seq=first[1].seq) == [first[1]]
+
+
 def test_users_lists_streams_in_order(store: EventStore, make_event: MakeEvent) -> None:
     for user in ("carol", "alice", "bob", "alice"):
         store.append(user, [make_event(user)])
