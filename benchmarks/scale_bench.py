@@ -10,7 +10,8 @@ PostgreSQL server (a scratch schema per run, dropped afterwards). Prints ``name:
   ``scale.pN.surfaced``: conflicts that reached a caller.
 * ``cache.*``: one decision on a user with 100 events whose cached projection is current
   (``warm``), after the process's own write (``own_write``: folded in, nothing read), and
-  after another process's write (``other_write``: the stream is read again), in ms; the
+  after another process's write (``other_write``: the events after the cached version are
+  read and folded in), in ms; the
   version check every read makes (``version_check``, one indexed lookup); and, for the
   LISTEN/NOTIFY alternative, how long a notification takes to reach another connection
   (``notify_delivery``): a cache invalidated that way would serve stale reads that long.
