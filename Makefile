@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test check lint typecheck bench soak clean
+.PHONY: demo test check lint typecheck bench soak screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "need Python 3.11 or 3.12 on PATH" >&2; exit 1; }
@@ -45,6 +45,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/recall_bench.py $(filter --quick,$(BENCH))
 	$(BIN)/python benchmarks/scale_bench.py $(filter --quick,$(BENCH))
 	$(BIN)/python benchmarks/trace_bench.py $(filter --quick,$(BENCH))
+
+# Photograph every view of the memory inspector into docs/inspector/ (headless Chromium).
+screenshots: $(STAMP)
+	MEMKG_SCREENSHOTS=docs/inspector $(BIN)/python -m pytest -q tests/integration/test_inspector_browser.py
 
 clean:
 	rm -rf $(VENV) build engine/*.egg-info

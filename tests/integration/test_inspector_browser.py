@@ -3,8 +3,8 @@
 A seeded user is read (resolved value, weight breakdown, history plot), a decision explained
 and replayed, a frozen key settled and the waiting decision made again, a fact retracted, the
 memory exported and the user erased; a key without ``review`` gets no resolve control and
-is refused by the API. axe-core (vendored) checks every view; each view is photographed into
-``docs/inspector/``.
+is refused by the API. axe-core (vendored) checks every view; each view is photographed (into
+``docs/inspector/`` with ``make screenshots``).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -103,4 +104,8 @@ def chromium_or_skip() -> str:
     return CHROMIUM if os.path.exists(CHROMIUM) else str(shutil.which("chromium"))
 
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "inspector"
+SHOTS = Path(
+    os.environ.get("MEMKG_SCREENSHOTS") or Path(tempfile.gettempdir()) / "memkg-inspector-shots"
+)
+"""Where a run photographs the views: ``MEMKG_SCREENSHOTS`` (``make screenshots`` sets it to
+``docs/inspector``), else a scratch folder, so a test run leaves the checkout as it was."""
