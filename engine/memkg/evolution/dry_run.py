@@ -20,29 +20,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.model.gate import EXIT_STATUS, SEVERITY_ORDER, GateFinding, Verdict, verdict_of
+
 from .check import check_schema_change
 from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy, effective_steps
 from .waiver import Waiver
 
-Severity = Literal["block", "warn", "info"]
-Verdict = Literal["PASS", "WARN", "BLOCK"]
-EXIT_STATUS = {"PASS": 0, "WARN": 0, "BLOCK": 3}
 
-
-class Finding(BaseModel):
+class Finding(GateFinding):
     """One thing the dry run found; ``subject`` is a fact, rule or decision id."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    code: str
-    severity: Severity
-    message: str
     key: str | None = None
-    subject: str | None = None
-    file: str | None = None
-    line: int | None = None
     waived: bool = False
+
+    @property
+    def excused(self) -> bool:
+        return self.waived
 
 
 class KeyChange(BaseModel):
@@ -167,10 +161,8 @@ def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequen
     if waiver is not None:
         findings = [_waive(f, waiver) for f in findings]
         fact_findings = [_waive(f, waiver) for f in fact_findings]
-    blocking = [f for f in (*findings, *fact_findings) if f.severity == "block" and not f.waived]
-    warning = [f for f in (*findings, *fact_findings) if f.severity == "warn" or f.waived]
-    verdict: Verdict = "BLOCK" if blocking else "WARN" if warning else "PASS"
-    order = {"block": 0, "warn": 1, "info": 2}
+    verdict = verdict_of((*findings, *fact_findings))
+    order = SEVERITY_ORDER
     fact_findings.sort(key=lambda f: (order[f.severity], f.waived, f.code))
     ranked = sorted(findings, key=lambda f: (order[f.severity], f.file or "", f.line or 0, f.code))
     return DryRunReport(

@@ -25,31 +25,25 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.model.decision import Decision, Result
+from memkg.model.gate import EXIT_STATUS, SEVERITY_ORDER, GateFinding, Verdict, verdict_of
 from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import Rule, RuleBundle, RuleTable
 
-Severity = Literal["block", "warn", "info"]
-Verdict = Literal["PASS", "WARN", "BLOCK"]
-EXIT_STATUS = {"PASS": 0, "WARN": 0, "BLOCK": 3}
 Aspect = Literal["status", "action", "parameters", "urgency", "reason", "rules"]
 OUTCOME: tuple[Aspect, ...] = ("status", "action", "parameters", "urgency")
 TABLE_PARTS = frozenset({"table", "hit_policy", "default", "allow_no_match", "order"})
 
 
-class Finding(BaseModel):
+class Finding(GateFinding):
     """One thing the diff found; ``subject`` is a decision id or a rule id."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    code: str
-    severity: Severity
-    message: str
-    subject: str | None = None
     table: str | None = None
     rules: tuple[str, ...] = ()
-    file: str | None = None
-    line: int | None = None
     allowed: bool = False
+
+    @property
+    def excused(self) -> bool:
+        return self.allowed
 
 
 class RuleChange(BaseModel):
@@ -361,10 +355,8 @@ def assess(
         if not change.changed:
             counts["unchanged"] += 1
         findings += found
-    blocking = [f for f in findings if f.severity == "block" and not f.allowed]
-    warning = [f for f in findings if f.severity == "warn" or f.allowed]
-    verdict: Verdict = "BLOCK" if blocking else "WARN" if warning else "PASS"
-    order = {"block": 0, "warn": 1, "info": 2}
+    verdict = verdict_of(findings)
+    order = SEVERITY_ORDER
     findings.sort(key=lambda f: (order[f.severity], f.allowed, f.file or "", f.line or 0))
     return RulesDiffReport(
         old=old, new=new, old_digest=digests[0], new_digest=digests[1], verdict=verdict,
