@@ -355,3 +355,26 @@ def test_the_merged_person_s_memory_vectors_are_erased_with_every_id(
             assert vectors.count(WEB) == 0 and vectors.count(PHONE) == 0
             assert vectors.count("bystander") == 1
     assert _scan(list(tmp_path.iterdir()), [WEB, PHONE, "Qv81", "Qv82"]) == {}
+
+
+def test_erasing_an_id_keeps_the_decisions_of_a_once_linked_id_that_do_not_name_it(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """An id that merely contains the erased one (``mei2`` and ``mei``) keeps its own
+    decisions; those it made while merged with the erased id go."""
+    with Engine.open(tmp_path / "memkg.db", clock=clock) as engine:
+        engine.ingest(obs(user_id="mei", key="seat.preference", value="aisle"))
+        engine.ingest(obs(user_id="mei2", key="cabin.class", value="economy"))
+        merge = engine.merge_users("mei2", "mei", by="desk", reason="same person")
+        engine.merge_users("mei2", "mei", by="desk", reason="same person", confirm=merge.merge_id)
+        joined = engine.decide("mei2", "travel", {})
+        engine.split_users("mei2", "mei", by="desk", reason="two people")
+        own = engine.decide("mei2", "travel", {})
+        assert joined.merged_ids == ("mei",) and own.merged_ids == ()
+
+        engine.erase("mei")
+
+        kept = [d.decision_id for d in engine.decision_log.for_user("mei2")]
+        assert kept == [own.decision_id]
+        assert engine.merges("mei2") == [] and _values(engine, "mei2") == {
+            "cabin.class": ["economy"]}  # fmt: skip

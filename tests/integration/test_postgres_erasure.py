@@ -115,6 +115,33 @@ def test_after_the_purge_no_page_holds_the_subject(
     keys.close()
 
 
+@pytest.mark.postgres
+def test_after_an_audit_id_purge_no_page_holds_its_facts(
+    postgres_dsn: str, pg_schema: str, pageinspect: Any
+) -> None:
+    """The purge's VACUUM covers every table it touched: events, idempotency keys, the
+    decisions citing the facts and the users' vectors."""
+    marker = f"zqa{secrets.token_hex(5)}"
+    audit = {"provenance": {**CONSENTED["provenance"], "audit_log_id": f"aud-{marker}",
+                            "source_ref": f"ref-{marker}"}}  # fmt: skip
+    config = EngineConfig(pg_schema=pg_schema, erase_vacuum="full")
+    with Engine.connect(postgres_dsn, config=config) as engine:
+        for user in ("u1", "u2"):
+            engine.ingest(obs(user_id=user, domain="health", key="medication.current",
+                              value=[f"{marker} 5 mg"], idempotency_key=f"{marker}-{user}",
+                              **audit))  # fmt: skip
+            engine.ingest(obs(user_id=user, value="airline:MU"))
+            engine.decide(user, "health", {"symptom": "fever"})
+            engine.recalls.vector_store.put(user, "m", {marker: [1.0, 0.0]})
+        assert _residue(pageinspect, pg_schema, [marker.encode()])
+
+        receipts = engine.erase_audit_id(f"aud-{marker}")
+
+        assert [r.removed["facts"] for r in receipts] == [1, 1]
+        assert _residue(pageinspect, pg_schema, [marker.encode()]) == {}
+        assert [f.value for f in engine.facts("u1")] == ["airline:MU"]
+
+
 CHILD = """
 import os, sys, time
 from memkg import Engine, EngineConfig

@@ -12,6 +12,9 @@ For the faults the OS cannot produce on demand. Per append, one of:
 A fault is chosen by append number (``at={3: "fail"}``) or drawn from ``rng`` with ``rates``,
 so a seed fixes the whole schedule. ``salt`` replaces the store's random per-user salts so that
 a seeded run writes the same bytes every time. ``injected`` counts what was done.
+
+``StatementFaults`` fails one SQL statement of the real SQLite and PostgreSQL adapters (the
+``n``-th a run makes), for operations that must be all or nothing whichever statement fails.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
+from typing import Any
 
 from memkg.errors import ConcurrencyConflict, StoreError
-from memkg.events.store import AppendResult, ErasureCounts, EventStore
+from memkg.events.store import AppendResult, Companion, ErasureCounts, EventStore
 from memkg.model.event import Event, NewEvent
 
 KINDS = ("fail", "lost_ack", "duplicate", "delay", "drop")
@@ -130,17 +134,27 @@ class FaultyStore:
     def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
         return self.inner.fact_ids_with_audit_id(audit_log_id)
 
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
-        return self.inner.purge_facts(user_id, fact_ids)
+    def purge_facts(
+        self, user_id: str, fact_ids: Sequence[str], *, companions: Sequence[Companion] = ()
+    ) -> ErasureCounts:
+        return self.inner.purge_facts(user_id, fact_ids, companions=companions)
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
-        return self.inner.erase_subject(user_id, erasure_id=erasure_id, at_iso=at_iso)
+    def erase_subject(
+        self, user_id: str, *, erasure_id: str, at_iso: str,
+        companions: Sequence[Companion] = (),
+    ) -> ErasureCounts:  # fmt: skip
+        return self.inner.erase_subject(
+            user_id, erasure_id=erasure_id, at_iso=at_iso, companions=companions
+        )
 
     def was_erased(self, user_id: str) -> bool:
         return self.inner.was_erased(user_id)
 
     def batch(self) -> AbstractContextManager[None]:
         return self.inner.batch()
+
+    def erasing(self) -> AbstractContextManager[None]:
+        return self.inner.erasing()
 
     def files(self) -> list[Path]:
         return self.inner.files()
@@ -156,3 +170,86 @@ def _unstored(store: EventStore, user_id: str, events: Sequence[NewEvent]) -> Ap
         Event(**e.model_dump(), seq=head + i, version=version + i) for i, e in enumerate(events, 1)
     ]
     return AppendResult(events=tuple(made))
+
+
+class StatementFaults:
+    """Fails one SQL statement: the ``n``-th that SQLite or PostgreSQL connections run while
+    armed, as a disk or network error would, before it reaches the database.
+
+    ``install`` makes every SQLite file connection and every psycopg connection opened after
+    it count its statements (``execute``, ``executemany``, ``executescript``), so a test can
+    fail each statement of an operation in turn. ``seen`` counts the statements of the armed
+    run, ``fired`` tells whether the fault was met.
+    """
+
+    def __init__(self) -> None:
+        self.armed: int | None = None
+        self.seen = 0
+        self.fired = False
+
+    def arm(self, n: int) -> None:
+        self.armed, self.seen, self.fired = n, 0, False
+
+    def disarm(self) -> None:
+        self.armed = None
+
+    def statement(self, error: Callable[[], Exception]) -> None:
+        if self.armed is None:
+            return
+        self.seen += 1
+        if self.seen == self.armed:
+            self.fired = True
+            raise error()
+
+    def install(self, monkeypatch: Any) -> None:
+        import sqlite3
+
+        connect = sqlite3.connect
+        factory = _sqlite_connection(self)
+
+        def counted(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+            if str(database) == ":memory:":
+                return connect(database, *args, **kwargs)
+            return connect(database, *args, factory=factory, **kwargs)
+
+        monkeypatch.setattr(sqlite3, "connect", counted)
+        with suppress(ImportError):
+            import psycopg
+
+            monkeypatch.setattr(psycopg, "connect", _pg_connection(self).connect)
+
+
+def _sqlite_connection(faults: StatementFaults) -> type[Any]:
+    import sqlite3
+
+    def failure() -> Exception:
+        return sqlite3.OperationalError("disk I/O error (injected)")
+
+    class Connection(sqlite3.Connection):
+        def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+            faults.statement(failure)
+            return super().execute(sql, parameters)
+
+        def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+            faults.statement(failure)
+            return super().executemany(sql, parameters)
+
+        def executescript(self, script: str, /) -> sqlite3.Cursor:
+            faults.statement(failure)
+            return super().executescript(script)
+
+    return Connection
+
+
+def _pg_connection(faults: StatementFaults) -> type[Any]:
+    import psycopg
+
+    def failure() -> Exception:
+        return psycopg.OperationalError("server closed the connection (injected)")
+
+    class Connection(psycopg.Connection[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            faults.statement(failure)
+            return super().execute(query, params, **kwargs)
+
+    return Connection

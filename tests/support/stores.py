@@ -14,7 +14,7 @@ from typing import Any
 
 from memkg import Clock, Engine, SqliteDecisionLog
 from memkg.events.sqlite import SqliteEventStore
-from memkg.events.store import AppendResult, ErasureCounts
+from memkg.events.store import AppendResult
 from memkg.model.event import NewEvent
 
 
@@ -55,13 +55,9 @@ class EarlyAckStore(SqliteEventStore):
             self._open.__exit__(None, None, None)
             self._open, self._pending = None, 0
 
-    def erase_subject(self, user_id: str, *, erasure_id: str, at_iso: str) -> ErasureCounts:
+    def erasing(self) -> AbstractContextManager[None]:
         self.flush()  # VACUUM cannot run inside the open transaction
-        return super().erase_subject(user_id, erasure_id=erasure_id, at_iso=at_iso)
-
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
-        self.flush()
-        return super().purge_facts(user_id, fact_ids)
+        return super().erasing()
 
     def close(self) -> None:
         self.flush()

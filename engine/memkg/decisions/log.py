@@ -5,22 +5,30 @@ Contract: ``append`` stores a decision once (a second append of the same id is r
 ``recent`` lists the last decisions of every user, oldest first;
 ``save_bundle`` keeps the text of a rule bundle under its digest, so ``replay`` can rebuild
 the rules a decision was made with; ``erase_user`` removes every decision about the user;
-``erase_citing`` removes the user's decisions that cite any of a set of facts.
+``erase_citing`` removes the user's decisions that cite any of a set of facts or name any of
+a set of merged ids, and no other.
 
-A decision *cites* a fact when the fact's id appears anywhere in its JSON record: a fact node
-of the explanation, a binding (``fact:<id>#item``), an edge or path ref (``<id>>target``), a
-left-out entry. Matching the text rather than walking the tree keeps this true whatever part
-of the record a later version puts a fact in; fact ids are fixed-length, so one never matches
-inside another.
+A decision *cites* a fact when the fact's id stands whole in a string of its JSON record: a
+fact node of the explanation, a binding (``fact:<id>#item``), an edge or path ref
+(``<id>>target``), a left-out entry. Looking at every string rather than at chosen fields
+keeps this true whatever part of the record a later version puts a fact in; looking for the
+whole id (not followed or preceded by a letter, digit, ``_`` or ``-``) keeps ``fact_1`` from
+matching ``fact_10``. A decision *names* an id when its ``merged_ids`` list it: the decision
+read that id's memory. ``cites`` is the one test; adapters first narrow the rows by substring
+in SQL (an exact match is always a substring), then keep only those ``cites`` confirms.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
 
 from memkg.errors import InvalidOperation, NotFound
 from memkg.model.decision import Decision
@@ -46,13 +54,18 @@ class DecisionLog(Protocol):
         """Remove every decision about the user; return how many."""
         ...
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
-        """Remove the user's decisions that cite any of ``fact_ids``; return how many.
+    def erase_citing(
+        self, user_id: str, fact_ids: Collection[str], *, merged_ids: Collection[str] = ()
+    ) -> int:
+        """Remove the user's decisions that cite any of ``fact_ids`` or name any of
+        ``merged_ids`` (see the module docstring); return how many.
 
-        For erasure by audit id: the record holds the values of the facts it cites. The whole
+        For erasure by audit id (the record holds the values of the facts it cites) and of a
+        person (an id once linked keeps decisions that read the person's memory). The whole
         decision goes rather than a redacted copy: without those facts it can be neither
         replayed nor honestly explained, and an edited record would no longer be what was
-        decided. Decisions citing only other facts stay.
+        decided. Decisions citing only other facts, or merely containing the text of an id
+        inside a longer value, stay.
         """
         ...
 
@@ -69,9 +82,65 @@ def duplicate(decision_id: str) -> InvalidOperation:
     return InvalidOperation(f"decision {decision_id} is already logged", code="decision.duplicate")
 
 
-def citation_needles(fact_ids: Collection[str]) -> list[str]:
-    """The fact ids as they appear inside a JSON record; empty ids would match everything."""
-    return sorted({json.dumps(f, ensure_ascii=False)[1:-1] for f in fact_ids if f})
+def citation_needles(ids: Collection[str]) -> list[str]:
+    """The ids as they appear inside a JSON record (what SQL narrows rows by); empty ids
+    would match everything."""
+    return sorted({json.dumps(f, ensure_ascii=False)[1:-1] for f in ids if f})
+
+
+def cites(record: str | bytes, fact_ids: Collection[str], merged_ids: Collection[str]) -> bool:
+    """Whether the decision record (JSON) cites one of ``fact_ids`` or names one of
+    ``merged_ids`` (see the module docstring)."""
+    decision = orjson.loads(record)
+    named = set(decision.get("merged_ids") or ()) | set(
+        (decision.get("explanation") or {}).get("merged_ids") or ())  # fmt: skip
+    if named & {m for m in merged_ids if m}:
+        return True
+    wanted = sorted({f for f in fact_ids if f}, key=len, reverse=True)
+    if not wanted:
+        return False
+    whole = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, wanted))})(?![\w-])")
+    return any(whole.search(text) for text in _strings(decision))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON value, keys included (a stack, not recursion: records nest)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            yield from item.keys()
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+@dataclass(frozen=True)
+class Citing:
+    """The decisions that cite ``fact_ids`` or name ``merged_ids``, as a companion of the
+    event store (``events.store.Companion``): ``erase_rows`` removes a user's through the
+    store's connection, inside its open transaction. Built by the SQL adapters (``citing``),
+    which give the statements: ``find`` (a user's candidate rows, ``decision_id, record``,
+    narrowed by a JSON list of needles) and ``remove`` (the rows of a JSON list of ids)."""
+
+    database: str
+    find: str
+    remove: str
+    fact_ids: tuple[str, ...]
+    merged_ids: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ("decisions",)
+
+    def erase_rows(self, db: Any, user_id: str) -> int:
+        needles = citation_needles([*self.fact_ids, *self.merged_ids])
+        if not needles:
+            return 0
+        rows = db.execute(self.find, (user_id, json.dumps(needles))).fetchall()
+        doomed = [d for d, record in rows if cites(record, self.fact_ids, self.merged_ids)]
+        if doomed:
+            db.execute(self.remove, (json.dumps(doomed),))
+        return len(doomed)
 
 
 class MemoryDecisionLog:
@@ -122,11 +191,14 @@ class MemoryDecisionLog:
                 self._order.pop(decision_id, None)
             return len(ids)
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
-        needles = citation_needles(fact_ids)
+    def erase_citing(
+        self, user_id: str, fact_ids: Collection[str], *, merged_ids: Collection[str] = ()
+    ) -> int:
+        needles = citation_needles([*fact_ids, *merged_ids])
         with self._lock:
             ids = self._users.get(user_id, [])
-            citing = {i for i in ids if any(n in self._decisions[i] for n in needles)}
+            citing = {i for i in ids if any(n in self._decisions[i] for n in needles)
+                      and cites(self._decisions[i], fact_ids, merged_ids)}  # fmt: skip
             for decision_id in citing:
                 del self._decisions[decision_id]
                 del self._order[decision_id]

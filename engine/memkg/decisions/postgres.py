@@ -15,7 +15,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memkg.decisions.log import citation_needles, duplicate, not_found
+from memkg.decisions.log import Citing, duplicate, not_found
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
 from memkg.postgres import PgAdapter
@@ -33,9 +33,13 @@ CREATE TABLE IF NOT EXISTS {s}.decisions (
 CREATE INDEX IF NOT EXISTS decisions_user_seq ON {s}.decisions (user_id, seq);
 CREATE TABLE IF NOT EXISTS {s}.rule_bundles (digest TEXT PRIMARY KEY, sources JSONB NOT NULL)
 """
-_CITING = (
-    "user_id = %s AND EXISTS"
-    " (SELECT 1 FROM unnest(%s::text[]) AS n(needle) WHERE strpos(record::text, needle) > 0)"
+_CANDIDATES = (
+    "SELECT decision_id, record::text FROM {s}.decisions WHERE user_id = %s AND EXISTS"
+    " (SELECT 1 FROM jsonb_array_elements_text(%s::jsonb) AS n(needle)"
+    " WHERE strpos(record::text, needle) > 0)"
+)
+_REMOVE = (
+    "DELETE FROM {s}.decisions WHERE decision_id IN (SELECT jsonb_array_elements_text(%s::jsonb))"
 )
 
 
@@ -130,15 +134,17 @@ class PostgresDecisionLog(PgAdapter):
             removed = db.execute(f"DELETE FROM {self._s}.decisions WHERE user_id = %s", (user_id,))
             return removed.rowcount
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
-        needles = citation_needles(fact_ids)
-        if not needles:
-            return 0
+    def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Citing:
+        """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion that
+        removes a user's inside the event store's erasure transaction."""
+        find, remove = _CANDIDATES.format(s=self._s), _REMOVE.format(s=self._s)
+        return Citing(self.database, find, remove, tuple(fact_ids), tuple(merged_ids))
+
+    def erase_citing(
+        self, user_id: str, fact_ids: Collection[str], *, merged_ids: Collection[str] = ()
+    ) -> int:
         with self._tx() as db:
-            removed = db.execute(
-                f"DELETE FROM {self._s}.decisions WHERE {_CITING}", (user_id, needles)
-            )
-            return removed.rowcount
+            return self.citing(fact_ids, merged_ids).erase_rows(db, user_id)
 
     def files(self) -> list[Path]:
         return []

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memkg.decisions.log import citation_needles, duplicate, not_found
+from memkg.decisions.log import Citing, duplicate, not_found
 from memkg.errors import StoreError, sqlite_failure
 from memkg.model.decision import Decision
 
@@ -33,6 +33,11 @@ CREATE TABLE IF NOT EXISTS rule_bundles (digest TEXT PRIMARY KEY, sources TEXT N
 
 
 _INSERT = "INSERT INTO decisions VALUES (?, ?, ?, ?, ?)"
+_CANDIDATES = (
+    "SELECT decision_id, record FROM decisions WHERE user_id = ? AND EXISTS"
+    " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)"
+)
+_REMOVE = "DELETE FROM decisions WHERE decision_id IN (SELECT value FROM json_each(?))"
 
 
 class _Pending:
@@ -193,17 +198,25 @@ class SqliteDecisionLog:
             removed = self._db.execute("DELETE FROM decisions WHERE user_id = ?", (user_id,))
             return self._scrubbed(removed.rowcount)
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
-        needles = citation_needles(fact_ids)
-        if not needles:
-            return 0
+    def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Citing:
+        """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion that
+        removes a user's inside the event store's erasure transaction."""
+        return Citing(self.database, _CANDIDATES, _REMOVE, tuple(fact_ids), tuple(merged_ids))
+
+    def erase_citing(
+        self, user_id: str, fact_ids: Collection[str], *, merged_ids: Collection[str] = ()
+    ) -> int:
         with self._guard("erasure"):
-            removed = self._db.execute(
-                "DELETE FROM decisions WHERE user_id = ? AND EXISTS"
-                " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)",
-                (user_id, json.dumps(needles)),
-            )
-            return self._scrubbed(removed.rowcount)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = self.citing(fact_ids, merged_ids).erase_rows(self._db, user_id)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
+                raise
+            return self._scrubbed(removed)
 
     def _scrubbed(self, count: int) -> int:
         # Deleted rows linger in WAL frames and free pages until checkpointed and vacuumed.

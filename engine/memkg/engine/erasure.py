@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from memkg.clock import Clock
 from memkg.decisions.log import DecisionLog
@@ -17,9 +18,25 @@ from memkg.events.store import Companion, EventStore, beside
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 
 
+@runtime_checkable
+class SharedLog(Companion, Protocol):
+    """A decision log kept in the event store's database (``SqliteDecisionLog``,
+    ``PostgresDecisionLog``): its erasures join the store's transaction."""
+
+    def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Companion:
+        """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion."""
+        ...
+
+
 @dataclass(eq=False, repr=False)
 class Eraser:
-    """Erasure of a user or of an audit id; see ``memkg.Engine``."""
+    """Erasure of a user or of an audit id; see ``memkg.Engine``.
+
+    Each erasure is one transaction of the event store (``EventStore.erasing``): the decision
+    log, the vectors, the traces and the stores given in ``also`` join it as companions when
+    they live in the store's database; a decision log kept elsewhere loses its rows first, so
+    that a retry still finds the facts.
+    """
 
     store: EventStore
     decision_log: DecisionLog
@@ -28,28 +45,30 @@ class Eraser:
     lock: threading.RLock
     before: Sequence[Callable[[Sequence[str]], Sequence[Companion]]] = ()
     """What else keeps a user's data beside the logs (the recall index's vectors, the
-    request traces), each told every id the erasure reaches (``erasure_reach``): it erases
-    theirs there now, or hands the store back to join the erasure's transaction."""
+    request traces), each told every id a person's erasure reaches (``erasure_reach``): it
+    erases theirs there now, or hands its store back to join the erasure's transaction for
+    each of them."""
     after_purge: Callable[[str], None] = lambda _user: None
-    """Told of each user a purge by audit id touched (their vectors are dropped)."""
-    citing: Callable[[str, Sequence[str]], int] = lambda _user, _ids: 0
-    """Removes a user's records that name facts a purge by audit id removes (their traces),
-    before the purge (a failed purge is retried) and after it (one written meanwhile)."""
+    """Told of each user a purge by audit id touched, once it committed (their vectors are
+    dropped: any embedded while it ran go too)."""
+    purging: Sequence[Callable[[str, Sequence[str]], Sequence[Companion]]] = ()
+    """The same for a purge by audit id, each told a user and the facts removed: what
+    depends on them (the user's vectors, the traces naming the facts) goes now, or its
+    store is handed back to join the purge's transaction."""
 
     def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt.
 
-        Events, salts, idempotency keys and decisions go in one transaction when the decision
-        log lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
+        Events, salts, idempotency keys, decisions, vectors and traces of every id merged into one
+        person with the user (``merged_ids``), and the links and decisions naming them that
+        ids once linked to the person keep, go in one transaction when the decision log
+        lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
         stores kept there too (the access store: keys and audit pseudonymised), counted in
-        the receipt by their first table's name. Ids merged into one person with the user
-        are erased with them (``merged_ids``).
+        the receipt by their first table's name.
         """
         check_args(user_id=user_id)
         with self.lock:
             links = links_in(self.store)
-            reach = erasure_reach(links, user_id)
-            also = (*also, *(c for before in self.before for c in before(reach)))
             ids = person_ids(links, user_id)
             linked: dict[str, set[str]] = {}
             for one in ids:
@@ -57,71 +76,95 @@ class Eraser:
                     for party in (merge.primary, merge.other):
                         if party not in ids:
                             linked.setdefault(party, set()).add(merge.merge_id)
-            receipts = [self._erase_one(one, also) for one in ids]
-            # ids once linked (a proposal, a split merge) lose the links and the decisions
-            # that name the person
-            for party, merge_ids in sorted(linked.items()):
-                self.store.purge_facts(party, sorted(merge_ids))
-                self.decision_log.erase_citing(party, ids)
-                self.projections.changed(party)
-            first = receipts[0]
-            removed = dict(first.removed)
-            for receipt in receipts[1:]:
-                for name, count in receipt.removed.items():
-                    removed[name] = removed.get(name, 0) + count
-            digest = first.digest
-            if len(ids) > 1:
-                digest = hashlib.sha256("".join(r.digest for r in receipts).encode()).hexdigest()
-            return first.model_copy(update={"removed": removed, "merged_ids": tuple(ids[1:]),
-                                            "digest": digest})  # fmt: skip
+            reach = erasure_reach(links, user_id)
+            cached = tuple(c for before in self.before for c in before(reach))
+            log, shared = self.decision_log, self._shared()
+            apart = {one: 0 if shared else log.erase_user(one) for one in ids}
+            if shared is None:
+                for party in sorted(linked):
+                    log.erase_citing(party, (), merged_ids=ids)
+            mine = [*([shared] if shared else []), *also, *cached]
+            naming = [shared.citing((), ids)] if shared else []
+            with self.store.erasing():
+                receipts = [erase_subject(self.store, one, self.clock, companions=mine)
+                            for one in ids]  # fmt: skip
+                # ids once linked (a proposal, a split merge) lose the links and the decisions
+                # that name the person
+                for party, merge_ids in sorted(linked.items()):
+                    self.store.purge_facts(party, sorted(merge_ids), companions=[*naming, *cached])
+            for one in [*ids, *linked]:
+                self.projections.changed(one)
+            return self._receipt(ids, receipts, apart)
 
-    def _erase_one(self, user_id: str, also: Sequence[Companion]) -> ErasureReceipt:
+    def _shared(self) -> SharedLog | None:
+        """The decision log, when it lives in the store's database (it joins the erasure)."""
         log = self.decision_log
-        joined = isinstance(log, Companion) and beside(self.store, log)
-        decisions = 0 if joined else log.erase_user(user_id)
-        companions: list[Companion] = (
-            [log, *also] if isinstance(log, Companion) and joined else [*also]
-        )
-        receipt = erase_subject(self.store, user_id, self.clock, companions=companions)
-        self.projections.changed(user_id)
-        files = tuple(dict.fromkeys([*receipt.files, *map(str, log.files())]))
-        removed = dict(receipt.removed)
-        removed["decisions"] = decisions + removed.get("decisions", 0)
-        return receipt.model_copy(update={"removed": removed, "files": files})
+        return log if isinstance(log, SharedLog) and beside(self.store, log) else None
+
+    def _receipt(
+        self, ids: list[str], receipts: list[ErasureReceipt], apart: dict[str, int]
+    ) -> ErasureReceipt:
+        """One receipt for the person: counts summed over their ids, decisions kept apart
+        included; with several ids, the digest covers each id's."""
+        files = tuple(dict.fromkeys([*receipts[0].files, *map(str, self.decision_log.files())]))
+        removed: dict[str, int] = {}
+        for receipt in receipts:
+            for name, count in receipt.removed.items():
+                removed[name] = removed.get(name, 0) + count
+        removed["decisions"] = removed.get("decisions", 0) + sum(apart.values())
+        digest = receipts[0].digest
+        if len(ids) > 1:
+            digest = hashlib.sha256("".join(r.digest for r in receipts).encode()).hexdigest()
+        return receipts[0].model_copy(update={"removed": removed, "merged_ids": tuple(ids[1:]),
+                                              "digest": digest, "files": files})  # fmt: skip
 
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
-        """Remove exactly the facts whose provenance carries ``audit_log_id``.
+        """Remove exactly the facts whose provenance carries ``audit_log_id``, for every user.
 
         The reviews of contests those facts took part in go too (a reviewer's value may
-        repeat what the user said under that audit id); then the decisions citing them: if
-        the purge then fails, a retry still finds the facts.
+        repeat what the user said under that audit id), and the decisions and traces citing
+        them, and the users' vectors (re-embedded on demand), in one transaction when the
+        decision log lives in the store's database; a decision log kept elsewhere loses them
+        first, so that a retry still finds the facts.
         """
         check_args(audit_log_id=audit_log_id)
         with self.lock:
-            self._purge_reviews(audit_log_id)
             cited = self.store.fact_ids_with_audit_id(audit_log_id)
-            decisions = {u: self.decision_log.erase_citing(u, ids) for u, ids in cited.items()}
-            traces = {u: self.citing(u, ids) for u, ids in cited.items()}
-            receipts = erase_audit_id(self.store, audit_log_id, self.clock)
-            for user, ids in cited.items():
-                traces[user] += self.citing(user, ids)
-            log_files = [str(p) for p in self.decision_log.files()]
+            reviews = self._reviews(cited)
+            depending = {u: [c for hook in self.purging for c in hook(u, ids)]
+                         for u, ids in cited.items()}  # fmt: skip
+            log, shared = self.decision_log, self._shared()
+            apart = {u: 0 if shared else log.erase_citing(u, ids) for u, ids in cited.items()}
+
+            def companions(user: str, fact_ids: list[str]) -> list[Companion]:
+                return [*([shared.citing(fact_ids)] if shared else []), *depending.get(user, ())]
+
+            with self.store.erasing():
+                for user_id, review_ids in reviews.items():
+                    self.store.purge_facts(user_id, review_ids)
+                receipts = erase_audit_id(self.store, audit_log_id, self.clock,
+                                          companions=companions)  # fmt: skip
+            log_files = [str(p) for p in log.files()]
             out = []
             for receipt in receipts:
                 self.projections.forget(receipt.user_id)
-                removed = {**receipt.removed, "decisions": decisions.get(receipt.user_id, 0),
-                           "traces": traces.get(receipt.user_id, 0)}  # fmt: skip
+                removed = dict(receipt.removed)
+                removed["decisions"] = removed.get("decisions", 0) + apart.get(receipt.user_id, 0)
                 files = tuple(dict.fromkeys([*receipt.files, *log_files]))
                 out.append(receipt.model_copy(update={"removed": removed, "files": files}))
+            for user_id in reviews:
+                self.projections.forget(user_id)
             for receipt in receipts:
                 self.after_purge(receipt.user_id)
             return out
 
-    def _purge_reviews(self, audit_log_id: str) -> None:
-        for user_id, fact_ids in self.store.fact_ids_with_audit_id(audit_log_id).items():
+    def _reviews(self, cited: dict[str, list[str]]) -> dict[str, list[str]]:
+        """The reviews, by user, of contests the cited facts took part in."""
+        found = {}
+        for user_id, fact_ids in cited.items():
             purged = set(fact_ids)
             reviews = [r.review_id for r in self.projections.reviews(user_id)
                        if purged & {c.get("fact_id") for c in r.claims}]  # fmt: skip
             if reviews:
-                self.store.purge_facts(user_id, reviews)
-                self.projections.forget(user_id)
+                found[user_id] = reviews
+        return found

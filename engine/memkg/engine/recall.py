@@ -96,20 +96,23 @@ class Recall:
             self.vector_store.erase_user(user_id)
 
     def before_erasure(self, ids: Sequence[str]) -> tuple[Companion, ...]:
-        """Erasure reaches the memory vectors too: in the same transaction when they live
-        beside the events (returned to join it), first otherwise (erased now); for every id
-        an erasure reaches (a person's ids, and ids once linked to it: their views may have
-        read it; vectors are re-embedded on demand)."""
+        """Erasure reaches the memory vectors of every id it touches (a person's ids, and ids
+        once linked to it: their views may have read it; vectors are re-embedded on demand):
+        in its own transaction when they live beside the events (the store is returned to
+        join it), now otherwise."""
         check_args(ids=list(ids))
         if self.setup.config.embedding is not None or _keeps_vectors(self.store):
             vectors = self.vector_store
             if isinstance(vectors, Companion) and beside(self.store, vectors):
-                for one in ids[1:]:  # the person's other ids go in the transaction too
-                    vectors.erase_user(one)
                 return (vectors,)
             for one in ids:
                 vectors.erase_user(one)
         return ()
+
+    def before_purge(self, user_id: str, _fact_ids: Sequence[str]) -> tuple[Companion, ...]:
+        """A purge by audit id drops the user's vectors (re-embedded on demand), as an
+        erasure does (``before_erasure``)."""
+        return self.before_erasure([user_id])
 
     def close(self) -> None:
         """Close the index and the vector store, if they were built."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -161,22 +161,31 @@ class Tracer:
     # -- erasure ------------------------------------------------------------------------------
 
     def before_erasure(self, ids: Sequence[str]) -> tuple[Companion, ...]:
-        """Erasure reaches the traces: in its own transaction when they live beside the
-        events (returned to join it); ids once linked to the person lose theirs now."""
+        """Erasure reaches the traces of every id it touches: in its own transaction when
+        they live beside the events (the store is returned to join it), now otherwise."""
         check_args(ids=list(ids))
+        if (joined := self._joined()) is not None:
+            return (joined,)
+        for one in ids:
+            self.traces.erase_user(one)
+        return ()
+
+    def before_purge(self, user_id: str, fact_ids: Sequence[str]) -> tuple[Companion, ...]:
+        """A purge by audit id reaches the user's traces naming those facts: in its own
+        transaction when they live beside the events, now otherwise."""
+        if self._joined() is not None:
+            return (self.traces.citing(fact_ids),)
+        self.traces.erase_citing(user_id, fact_ids)
+        return ()
+
+    def _joined(self) -> Companion | None:
+        """The trace store, when it can join the event store's erasure transaction."""
         traces = self.traces
-        for one in ids[1:]:  # the person's other ids go in the transaction too
-            traces.erase_user(one)
         if isinstance(traces, Companion) and (
             beside(self.store, traces) or isinstance(self.store, MemoryEventStore)
         ):
-            return (traces,)
-        traces.erase_user(ids[0])
-        return ()
-
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
-        """The user's traces naming facts a purge by audit id removes."""
-        return self.traces.erase_citing(user_id, fact_ids)
+            return traces
+        return None
 
     def close(self) -> None:
         if (traces := self.__dict__.get("traces")) is not None:

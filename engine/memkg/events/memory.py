@@ -16,7 +16,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,13 +45,14 @@ def removal_digest(event_ids: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def purge_counts(removed: Iterable[tuple[int, str]], keys: int = 0) -> ErasureCounts:
+def purge_counts(
+    removed: Iterable[tuple[int, str]], keys: int = 0, companions: tuple[int, ...] = ()
+) -> ErasureCounts:
     """What ``purge_facts`` reports for the removed ``(seq, event_id)`` rows, in any order,
-    and the idempotency keys that went with them."""
+    the idempotency keys that went with them and the companions' rows."""
     ids = [event_id for _, event_id in sorted(removed)]
-    return ErasureCounts(
-        events=len(ids), salts=0, idempotency_keys=keys, digest=removal_digest(ids)
-    )
+    return ErasureCounts(events=len(ids), salts=0, idempotency_keys=keys,
+                         digest=removal_digest(ids), companions=companions)  # fmt: skip
 
 
 def subject_digest(secret: bytes, user_id: str) -> str:
@@ -217,9 +218,12 @@ class MemoryEventStore:
                 if e.audit_log_id == audit_log_id and e.fact_id is not None
             )
 
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+    def purge_facts(
+        self, user_id: str, fact_ids: Sequence[str], *, companions: Sequence[Companion] = ()
+    ) -> ErasureCounts:
         wanted = set(fact_ids)
         with self._lock:
+            others = tuple(c.erase_rows(None, user_id) for c in companions)  # first, as below
             firsts = {e.seq for e in self._streams.get(user_id, []) if e.fact_id in wanted}
             removed = self._remove(lambda e: e.user_id == user_id and e.fact_id in wanted)
             keys = [
@@ -228,7 +232,7 @@ class MemoryEventStore:
             for k in keys:
                 del self._keys[k]
             self._purges += 1
-        return purge_counts(enumerate(removed), len(keys))
+        return purge_counts(enumerate(removed), len(keys), others)
 
     def erase_subject(
         self, user_id: str, *, erasure_id: str, at_iso: str,
@@ -265,17 +269,29 @@ class MemoryEventStore:
     def batch(self) -> Iterator[None]:
         # Like a transaction: a failure escaping the block puts every append back.
         with self._lock:
-            saved = (
-                list(self._log), list(self._seqs), self._last_seq, dict(self._versions),
-                {user: list(events) for user, events in self._streams.items()},
-                set(self._event_ids), dict(self._keys),
-            )  # fmt: skip
+            saved = self._saved()
             try:
                 yield
             except BaseException:
-                (self._log, self._seqs, self._last_seq, self._versions, self._streams,
-                 self._event_ids, self._keys) = saved  # fmt: skip
+                self._restore(saved)
                 raise
+
+    def erasing(self) -> AbstractContextManager[None]:
+        """The erasures and purges of the block, put back when it fails (contract item 8;
+        companions' rows are theirs to keep)."""
+        return self.batch()
+
+    def _saved(self) -> tuple[Any, ...]:
+        return (
+            list(self._log), list(self._seqs), self._last_seq, dict(self._versions),
+            {user: list(events) for user, events in self._streams.items()},
+            set(self._event_ids), dict(self._keys), dict(self._salts), dict(self.erasures),
+            self._purges,
+        )  # fmt: skip
+
+    def _restore(self, saved: tuple[Any, ...]) -> None:
+        (self._log, self._seqs, self._last_seq, self._versions, self._streams,
+         self._event_ids, self._keys, self._salts, self.erasures, self._purges) = saved  # fmt: skip
 
     def files(self) -> list[Path]:
         return []

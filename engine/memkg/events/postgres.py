@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 _ERASED = ("events", "streams", "idempotency", "subject_salts")
 """The tables an erasure deletes from (``erasures`` only gains a tombstone)."""
+_PURGES = ("events", "idempotency")
+"""The tables a purge deletes from."""
 _BATCH = 5_000
 _MAX_SEQ = 2**63 - 1
 _COLUMNS = (
@@ -93,6 +95,9 @@ class PostgresEventStore(PgAdapter):
         self._log_lock = lock_key(f"memkg.log:{schema}")
         self.vacuum_mode: Vacuum = vacuum
         """What runs after an erasure commits (``EngineConfig.erase_vacuum``)."""
+        self._touched: list[str] | None = None
+        """Inside ``erasing``: the tables the block deleted from (vacuumed once it committed);
+        None outside."""
         with self._tx() as db:
             self._create(db, _SCHEMA)
             db.execute(
@@ -224,8 +229,12 @@ class PostgresEventStore(PgAdapter):
         query = f"SELECT user_id, fact_id FROM {self._s}.events WHERE {where} ORDER BY seq"
         return group_fact_ids(self._read(query, (audit_log_id,)))
 
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+    def purge_facts(
+        self, user_id: str, fact_ids: Sequence[str], *, companions: Sequence[Companion] = ()
+    ) -> ErasureCounts:
+        check_companions(self.database, companions)
         with self._tx() as db:
+            others = tuple(c.erase_rows(db, user_id) for c in companions)
             removed = db.execute(
                 f"DELETE FROM {self._s}.events WHERE user_id = %s AND fact_id = ANY(%s)"
                 " RETURNING seq, event_id",
@@ -236,7 +245,9 @@ class PostgresEventStore(PgAdapter):
                 (user_id, [r[0] for r in removed]),
             ).rowcount
             db.execute(_PURGED.format(s=self._s))
-        return purge_counts(removed, keys)
+        if removed or any(others):
+            self._vacuumed([*_PURGES, *(t for c in companions for t in c.tables)])
+        return purge_counts(removed, keys, others)
 
     def erase_subject(
         self, user_id: str, *, erasure_id: str, at_iso: str,
@@ -260,13 +271,35 @@ class PostgresEventStore(PgAdapter):
                 f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
-        if self.vacuum_mode != "off":
-            tables = [*_ERASED, *(t for c in companions for t in c.tables)]
-            self.vacuum(tables, full=self.vacuum_mode == "full")
+        self._vacuumed([*_ERASED, *(t for c in companions for t in c.tables)])
         return ErasureCounts(
             events=len(removed), salts=counts[0], idempotency_keys=counts[1], digest=digest,
             companions=others,
         )  # fmt: skip
+
+    @contextmanager
+    def erasing(self) -> Iterator[None]:
+        """One transaction for the erasures and purges of the block; the tables they touched
+        are vacuumed once, after it committed (contract item 8)."""
+        with self._lock:
+            if self._touched is not None:  # nested: the outer block commits and vacuums
+                yield
+                return
+            self._touched = []
+            try:
+                with self._tx():
+                    yield
+            finally:
+                touched, self._touched = self._touched, None
+            self._vacuumed(touched)
+
+    def _vacuumed(self, tables: Sequence[str]) -> None:
+        """After an erasure or purge committed: vacuum its tables as ``vacuum_mode`` says
+        (inside ``erasing``: noted, and vacuumed with the others once the block committed)."""
+        if self._touched is not None:
+            self._touched.extend(tables)
+        elif tables and self.vacuum_mode != "off":
+            self.vacuum(tables, full=self.vacuum_mode == "full")
 
     def vacuum(self, tables: Sequence[str] = (), *, full: bool = False) -> list[str]:
         """``VACUUM`` (``FULL``: rewrite) these tables of the schema (default: every table

@@ -84,6 +84,9 @@ class SqliteEventStore:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._batch_depth = 0
+        self._scrub: bool | None = None
+        """Inside ``erasing``: whether the block removed rows (the file is rewritten once it
+        committed); None outside."""
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -234,10 +237,14 @@ class SqliteEventStore:
         query = f"SELECT user_id, fact_id FROM events WHERE {where} ORDER BY seq"
         return group_fact_ids(self._read(query, (audit_log_id,)))
 
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+    def purge_facts(
+        self, user_id: str, fact_ids: Sequence[str], *, companions: Sequence[Companion] = ()
+    ) -> ErasureCounts:
+        check_companions(self.database, companions)
         removed: list[tuple[int, str]] = []
         keys = 0
         with self._write() as db:
+            others = tuple(c.erase_rows(db, user_id) for c in companions)
             for fact_id in dict.fromkeys(fact_ids):
                 where, key = "WHERE user_id = ? AND fact_id = ?", (user_id, fact_id)
                 removed += db.execute(f"SELECT seq, event_id FROM events {where}", key)
@@ -247,9 +254,9 @@ class SqliteEventStore:
                     "DELETE FROM idempotency WHERE user_id = ? AND first_seq = ?", (user_id, seq)
                 ).rowcount
             db.execute(_PURGED)
-        if removed:  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
+        if removed or any(others):  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
             self._compact()
-        return purge_counts(removed, keys)
+        return purge_counts(removed, keys, others)
 
     @property
     def database(self) -> str:
@@ -326,6 +333,23 @@ class SqliteEventStore:
                     self._batch_depth = 0
 
     @contextmanager
+    def erasing(self) -> Iterator[None]:
+        """One transaction for the erasures and purges of the block; the file is rewritten
+        once, after it committed (contract item 8)."""
+        with self._lock:
+            if self._scrub is not None:  # nested: the outer block commits and rewrites
+                yield
+                return
+            self._scrub = False
+            try:
+                with self.batch():
+                    yield
+            finally:
+                scrub, self._scrub = self._scrub, None
+            if scrub:
+                self._compact()
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._batch_depth:
@@ -367,8 +391,12 @@ class SqliteEventStore:
                 raise sqlite_failure(exc, f"event store {self.path}: read failed") from exc
 
     def _compact(self) -> None:
-        """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind."""
+        """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind
+        (inside ``erasing``: once the block committed)."""
         with self._lock:
+            if self._scrub is not None:
+                self._scrub = True
+                return
             try:
                 self._checkpoint()
                 self._db.execute("VACUUM")

@@ -13,8 +13,9 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
    keys whose first event it removes, so a retry of a purged write stores it anew.
 4. ``erase_subject`` removes every row about the user (events, salts, idempotency keys) so
    that no byte of it remains in the store's files, and records only an anonymous tombstone.
-   The ``companions`` it is given (stores in the same database: decisions, keys and audit)
-   lose their rows in the same transaction: when one fails, nothing is removed anywhere.
+   The ``companions`` it is given (stores in the same database: decisions, keys and audit,
+   vectors) lose their rows in the same transaction: when one fails, nothing is removed
+   anywhere. ``purge_facts`` takes companions the same way (the decisions citing the facts).
 5. Inside ``with store.batch():`` appends share one durable commit (bulk ingest pays one
    fsync, not one per write); each append stays atomic on its own: a conflicting one stores
    nothing and raises, the others still commit when the block ends; an exception escaping
@@ -25,6 +26,12 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
 7. ``stream_mark`` changes whenever the user's stream does: an append raises its version,
    ``purge_facts`` and ``erase_subject`` (which keep or reset versions) raise the store-wide
    purge count, so a process caching projections sees another process's purge too.
+8. Inside ``with store.erasing():`` every ``erase_subject`` and ``purge_facts`` (and their
+   companions' statements) is one transaction: all of them commit when the block ends, or,
+   when anything fails or the process dies first, none does. What follows a commit (SQLite
+   rewrites the file, PostgreSQL vacuums as ``erase_vacuum`` says) runs once, after it, over
+   every table the block touched. Reads inside the block see its changes. (The memory store
+   has no transaction: it puts its own state back when the block fails.)
 """
 
 from __future__ import annotations
@@ -147,9 +154,12 @@ class EventStore(Protocol):
         """Fact ids (by user) whose provenance carries ``audit_log_id``."""
         ...
 
-    def purge_facts(self, user_id: str, fact_ids: Sequence[str]) -> ErasureCounts:
+    def purge_facts(
+        self, user_id: str, fact_ids: Sequence[str], *, companions: Sequence[Companion] = ()
+    ) -> ErasureCounts:
         """Physically remove every event about these facts (erasure by audit id), and the
-        idempotency keys of the writes they began."""
+        idempotency keys of the writes they began; ``companions`` remove their rows about
+        the user in the same transaction (counted in ``ErasureCounts.companions``)."""
         ...
 
     def erase_subject(
@@ -166,6 +176,10 @@ class EventStore(Protocol):
 
     def batch(self) -> AbstractContextManager[None]:
         """Group appends into one commit (see contract item 5)."""
+        ...
+
+    def erasing(self) -> AbstractContextManager[None]:
+        """Make the erasures and purges of the block one transaction (contract item 8)."""
         ...
 
     def files(self) -> list[Path]:

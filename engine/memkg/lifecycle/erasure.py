@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -60,11 +60,20 @@ def erase_subject(
     )
 
 
-def erase_audit_id(store: EventStore, audit_log_id: str, clock: Clock) -> list[ErasureReceipt]:
-    """Remove exactly the facts whose provenance carries ``audit_log_id``, one receipt per user."""
+def erase_audit_id(
+    store: EventStore, audit_log_id: str, clock: Clock, *,
+    companions: Callable[[str, list[str]], Sequence[Companion]] = lambda _user, _ids: (),
+) -> list[ErasureReceipt]:  # fmt: skip
+    """Remove exactly the facts whose provenance carries ``audit_log_id``, one receipt per user;
+    ``companions(user, fact_ids)`` remove their rows in each purge's transaction (counted in
+    ``removed`` by the name of their first table)."""
     receipts = []
     for user_id, fact_ids in sorted(store.fact_ids_with_audit_id(audit_log_id).items()):
-        counts = store.purge_facts(user_id, fact_ids)
+        beside = companions(user_id, fact_ids)
+        if beside:
+            counts = store.purge_facts(user_id, fact_ids, companions=beside)
+        else:  # stores that predate companions take no such argument
+            counts = store.purge_facts(user_id, fact_ids)
         receipts.append(
             ErasureReceipt(
                 erasure_id=clock.new_id("erasure"),
@@ -75,6 +84,7 @@ def erase_audit_id(store: EventStore, audit_log_id: str, clock: Clock) -> list[E
                     "events": counts.events,
                     "facts": len(fact_ids),
                     "idempotency_keys": counts.idempotency_keys,
+                    **{c.tables[0]: n for c, n in zip(beside, counts.companions, strict=True)},
                 },
                 digest=counts.digest,
                 files=tuple(str(path) for path in store.files()),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkg.model.trace import Trace
 from memkg.postgres import PgAdapter
-from memkg.trace.store import duplicate, needles, not_found
+from memkg.trace.store import Citing, duplicate, needles, not_found
 
 if TYPE_CHECKING:
     import psycopg
@@ -86,8 +86,7 @@ class PostgresTraceStore(PgAdapter):
 
     def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
         """The user's traces, removed through the event store's open erasure transaction."""
-        found = db.execute("SELECT to_regclass(%s)", (f"{self._s}.traces",)).fetchone()
-        if found is None or found[0] is None:
+        if not self._present(db):
             return 0
         query = f"DELETE FROM {self._s}.traces WHERE user_id = %s"
         return int(db.execute(query, (user_id,)).rowcount)
@@ -98,12 +97,28 @@ class PostgresTraceStore(PgAdapter):
         with self._tx() as db:
             return self.erase_rows(db, user_id)
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+    def citing(self, fact_ids: Collection[str]) -> Citing:
+        return Citing(self, tuple(fact_ids))
+
+    def erase_citing_rows(
+        self, db: psycopg.Connection[tuple[Any, ...]], user_id: str, fact_ids: Collection[str]
+    ) -> int:
+        """The user's traces naming ``fact_ids``, removed through ``db`` (the event store's
+        open erasure transaction)."""
         ids = needles(fact_ids)
-        if not ids or not self._table():
+        if not ids or not self._present(db):
+            return 0
+        return int(db.execute(_CITING.format(s=self._s), (user_id, ids)).rowcount)
+
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        if not self._table():
             return 0
         with self._tx() as db:
-            return int(db.execute(_CITING.format(s=self._s), (user_id, ids)).rowcount)
+            return self.erase_citing_rows(db, user_id, fact_ids)
+
+    def _present(self, db: psycopg.Connection[tuple[Any, ...]]) -> bool:
+        found = db.execute("SELECT to_regclass(%s)", (f"{self._s}.traces",)).fetchone()
+        return found is not None and found[0] is not None
 
     def files(self) -> list[Path]:
         return []

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from memkg.errors import StoreError, sqlite_failure
 from memkg.model.trace import Trace
-from memkg.trace.store import duplicate, needles, not_found
+from memkg.trace.store import Citing, duplicate, needles, not_found
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -46,6 +46,7 @@ _CITING = (
     "DELETE FROM traces WHERE user_id = ? AND EXISTS"
     " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)"
 )
+_TABLE = "SELECT 1 FROM sqlite_master WHERE name = 'traces'"
 
 
 def _at(moment: datetime) -> str:
@@ -111,7 +112,7 @@ class SqliteTraceStore:
     def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
         """The user's traces, removed through the event store's open erasure transaction
         (which vacuums the file afterwards)."""
-        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'traces'").fetchone() is None:
+        if db.execute(_TABLE).fetchone() is None:
             return 0
         return int(db.execute("DELETE FROM traces WHERE user_id = ?", (user_id,)).rowcount)
 
@@ -123,12 +124,24 @@ class SqliteTraceStore:
                                      (user_id,)).rowcount)  # fmt: skip
         return self._scrubbed(removed)
 
-    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+    def citing(self, fact_ids: Collection[str]) -> Citing:
+        return Citing(self, tuple(fact_ids))
+
+    def erase_citing_rows(
+        self, db: sqlite3.Connection, user_id: str, fact_ids: Collection[str]
+    ) -> int:
+        """The user's traces naming ``fact_ids``, removed through ``db`` (the event store's
+        open erasure transaction, which vacuums the file afterwards)."""
         ids = needles(fact_ids)
-        if not ids or not self._table():
+        if not ids or db.execute(_TABLE).fetchone() is None:
+            return 0
+        return int(db.execute(_CITING, (user_id, json.dumps(ids))).rowcount)
+
+    def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
+        if not self._table():
             return 0
         with self._write("erasure") as db:
-            removed = int(db.execute(_CITING, (user_id, json.dumps(ids))).rowcount)
+            removed = self.erase_citing_rows(db, user_id, fact_ids)
         return self._scrubbed(removed)
 
     def files(self) -> list[Path]:

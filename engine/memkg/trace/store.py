@@ -14,13 +14,15 @@ Contract:
    decision log does. Both leave no byte of what they removed in the store's files.
 5. Adapters kept in the event store's database are erasure companions
    (``events.store.Companion``): ``erase_rows`` removes a user's traces inside the
-   erasure's own transaction.
+   erasure's own transaction; ``citing(fact_ids)`` is the companion that removes a user's
+   traces naming those facts there (``erase_citing_rows``), for a purge by audit id.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -46,6 +48,10 @@ class TraceStore(Protocol):
 
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int: ...
 
+    def citing(self, fact_ids: Collection[str]) -> Citing:
+        """The user's traces naming ``fact_ids``, as a companion of a purge (contract item 5)."""
+        ...
+
     def files(self) -> list[Path]: ...
 
     def close(self) -> None: ...
@@ -65,6 +71,33 @@ def duplicate(trace_id: str) -> InvalidOperation:
 def needles(fact_ids: Collection[str]) -> list[str]:
     """The ids to look for; an empty id would match every record."""
     return sorted({f for f in fact_ids if f})
+
+
+class CitingRows(Protocol):
+    """A trace store that removes a user's traces naming facts through a connection it is
+    handed (the event store's, inside its transaction)."""
+
+    @property
+    def database(self) -> str: ...
+
+    def erase_citing_rows(self, db: Any, user_id: str, fact_ids: Collection[str]) -> int: ...
+
+
+@dataclass(frozen=True)
+class Citing:
+    """A user's traces naming ``fact_ids``, as a companion of the event store's purge
+    (``events.store.Companion``): ``erase_rows`` removes them through its connection."""
+
+    store: CitingRows
+    fact_ids: tuple[str, ...]
+    tables: tuple[str, ...] = ("traces",)
+
+    @property
+    def database(self) -> str:
+        return self.store.database
+
+    def erase_rows(self, db: Any, user_id: str) -> int:
+        return self.store.erase_citing_rows(db, user_id, self.fact_ids)
 
 
 Mark = Callable[[str], tuple[int, int]]
@@ -125,6 +158,13 @@ class MemoryTraceStore:
             for trace_id in mine:
                 del self._traces[trace_id]
             return len(mine)
+
+    def citing(self, fact_ids: Collection[str]) -> Citing:
+        return Citing(self, tuple(fact_ids))
+
+    def erase_citing_rows(self, db: Any, user_id: str, fact_ids: Collection[str]) -> int:
+        """As ``erase_citing`` (there is no transaction to join in memory)."""
+        return self.erase_citing(user_id, fact_ids)
 
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
         ids = needles(fact_ids)

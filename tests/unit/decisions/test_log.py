@@ -12,6 +12,7 @@ from memkg import Engine, FrozenClock, NotFound
 from memkg.config import EngineConfig
 from memkg.decisions import DecisionLog, SqliteDecisionLog, differences
 from memkg.errors import InvalidOperation
+from memkg.model.decision import LeftOut
 
 NOW = datetime(2026, 5, 1, 9, tzinfo=UTC)
 
@@ -125,3 +126,37 @@ def test_differences_name_paths() -> None:
         {"result": {"action": "b"}, "timings": {"x": 2}},
     )
     assert [str(d) for d in found] == ["$.result.action: recorded a, replayed b"]
+
+
+def _variant(made: Any, decision_id: str, **update: Any) -> Any:
+    """``made`` as another decision of the same user, with ``update`` applied."""
+    explanation = made.explanation.model_copy(update={"decision_id": decision_id})
+    return made.model_copy(update={"decision_id": decision_id, "explanation": explanation,
+                                   **update})  # fmt: skip
+
+
+def test_erase_citing_matches_whole_fact_ids_and_merged_ids_only(
+    log: DecisionLog, logged_engine: Engine
+) -> None:
+    made = logged_engine.decide("mei2", "finance", {"product_type": "bonds", "amount": 1})
+    request = made.request.model_copy(update={"context": {"note": "meiosis", "peer": "mei2"}})
+    cites = [LeftOut(kind="fact", ref="fact_1", key="risk.profile", reason="superseded"),
+             LeftOut(kind="edge", ref="fact_7>risk:growth", key="risk.profile", reason="stale")]
+    decisions = {
+        "substring": _variant(made, "dec_substring", request=request),  # "mei" inside values
+        "merged": _variant(made, "dec_merged", merged_ids=("mei",)),
+        "prefix": _variant(made, "dec_prefix", left_out=(  # ids that merely start with fact_1
+            LeftOut(kind="fact", ref="fact_10", key="risk.profile", reason="superseded"),
+            LeftOut(kind="edge", ref="fact_1x>risk:growth", key="risk.profile", reason="stale"))),
+        "cites": _variant(made, "dec_cites", left_out=tuple(cites)),
+    }
+    for decision in decisions.values():
+        log.append(decision)
+
+    assert log.erase_citing("mei2", ["fact_1"]) == 1
+    assert log.erase_citing("mei2", ["fact_7"]) == 0  # already gone with fact_1
+    assert log.erase_citing("mei2", [], merged_ids=["mei"]) == 1
+    assert log.erase_citing("mei2", ["mei", "fact_"], merged_ids=["me", "mei2"]) == 0
+
+    kept = {d.decision_id for d in log.for_user("mei2")}
+    assert kept == {made.decision_id, "dec_substring", "dec_prefix"}

@@ -121,3 +121,31 @@ def test_a_companion_kept_elsewhere_is_refused(store: EventStore, make_event: Ma
     with pytest.raises(ConfigError, match=r"else\.db"):
         store.erase_subject("alice", erasure_id="e1", at_iso=AT, companions=[elsewhere])
     assert len(store.read_stream("alice")) == 1
+
+
+def test_erasures_and_purges_in_one_erasing_block_fail_together(
+    store: EventStore, make_event: MakeEvent, request: pytest.FixtureRequest
+) -> None:
+    alice = store.append("alice", [make_event(), make_event()], idempotency_key="k").events
+    bob = store.append("bob", [make_event("bob", fact_id="f1"), make_event("bob", fact_id="f2")])
+    salt = store.subject_salt("alice")
+    log = _decisions(store, request)
+    failing = Failing(_database(store))
+
+    with pytest.raises(Exception, match="disk on fire"), store.erasing():
+        store.erase_subject("alice", erasure_id="e1", at_iso=AT, companions=[log])
+        store.purge_facts("bob", ["f1"])
+        store.purge_facts("bob", ["f2"], companions=[failing])
+
+    assert store.read_stream("alice") == list(alice) and store.subject_salt("alice") == salt
+    assert store.read_stream("bob") == list(bob.events)
+    assert not store.was_erased("alice")  # type: ignore[attr-defined]
+    if not isinstance(store, MemoryEventStore):
+        assert _count(log, "alice") == 1
+
+    with store.erasing():
+        counts = store.erase_subject("alice", erasure_id="e2", at_iso=AT, companions=[log])
+        purged = store.purge_facts("bob", ["f1", "f2"], companions=[log])
+    assert counts.events == 2 and purged.events == 2 and purged.companions[0] == 1
+    assert store.read_stream("alice") == store.read_stream("bob") == []
+    assert store.was_erased("alice")  # type: ignore[attr-defined]
