@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
@@ -70,16 +70,13 @@ class Projections:
         self.max_users = max_users
         self._lock = threading.RLock()
         self._resident: OrderedDict[str, None] = OrderedDict()
-        self._memories: dict[str, UserMemory] = {}
-        self._purges: dict[str, int] = {}
-        """The store's purge count each user's projections were read at."""
         self._joined_by: dict[str, set[str]] = {}
         """user → the users whose cached views join that user's events (merged ids)."""
         self._joins: dict[str, dict[str, int]] = {}
         """user → the stream version of each other id its cached view joins, as read: another
         process's write to one of them is seen on the next read (``_joins_moved``)."""
         self._graphs = GraphCache(
-            self.read, self._mark, new_graph, max_users=None, purged=self.forget,
+            self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail,
         )  # fmt: skip
         self._reviews = _ReviewCache(stream, self.read)
@@ -130,29 +127,14 @@ class Projections:
     # -- reads --------------------------------------------------------------------------------
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
-        """The user's current memory, rebuilt when the stream moved (or as of ``as_of``,
-        not kept)."""
+        """The user's current memory: the fold the user's graph holds, one per user (or as of
+        ``as_of``, not kept)."""
         if as_of is not None:
             return UserMemory.from_events(user_id, self.read(user_id, up_to_seq=as_of))
         with self._lock:
-            # the version and the store's purge count: another process's write or purge
-            version, purges = self._mark(user_id)
-            self._check_purges(user_id, purges)
-            cached = self._memories.get(user_id)
-            if cached is not None and cached.version != version:
-                tail = self.tail(user_id, cached, version)
-                if tail is None:
-                    cached = None
-                else:
-                    for event in tail:
-                        cached.apply(event)
-            if cached is None:
-                cached = UserMemory.from_events(user_id, self.read(user_id), self._upcaster())
-                cached.settle(version)
-                self._memories[user_id] = cached
-                self._purges[user_id] = purges
-            self._touch(user_id)
-            return cached
+            memory = cast(UserMemory, self.graph(user_id).memory)
+            memory.upcast = self._upcaster()
+            return memory
 
     def graph(self, user_id: str) -> UserGraph:
         """The user's current contextual graph (callers must not change it)."""
@@ -214,12 +196,6 @@ class Projections:
                 found = self._revisions[digest] = build()
             return found
 
-    def _check_purges(self, user_id: str, purges: int) -> None:
-        """Another process purged since the user was read: every projection is rebuilt."""
-        if user_id in self._purges and self._purges[user_id] != purges:
-            self.forget(user_id)
-        self._purges.setdefault(user_id, purges)
-
     @property
     def graph_bytes(self) -> int:
         """The resident graphs' estimated memory (``EngineConfig.memory_bound`` bounds it)."""
@@ -242,13 +218,6 @@ class Projections:
             return
         with self._lock:
             self.forget_joined(user_id)
-            memory = self._memories.get(user_id)
-            if memory is not None:
-                if events[0].version != memory.version + 1:
-                    del self._memories[user_id]  # they do not follow: read again when asked
-                else:
-                    for event in events:
-                        memory.apply(event)
             self._graphs.apply(user_id, events)
             self._reviews.applied(user_id, events)
 
@@ -268,26 +237,17 @@ class Projections:
         """Drop every projection of the user (erased, purged, or evicted)."""
         with self._lock:
             self._resident.pop(user_id, None)
-            self._purges.pop(user_id, None)
             self._joins.pop(user_id, None)
-            self._memories.pop(user_id, None)
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
             for key in [k for k in self._live if k[0] == user_id]:
                 del self._live[key]
 
-    def reset(self, memories: Mapping[str, UserMemory], purges: int) -> None:
-        """Start over from ``memories`` (a rebuild of the whole log, begun at the store's
-        purge count ``purges``): every other projection is rebuilt on its next read."""
+    def reset(self) -> None:
+        """Start over: every projection is folded from the log on its next read."""
         with self._lock:
-            for user_id in [*self._resident, *self._memories]:
+            for user_id in list(self._resident):
                 self.forget(user_id)
-            # views the memory switch or a merge shape are folded on first read instead
-            plain = {u: m for u, m in memories.items() if m.plain}
-            self._memories.update(plain)
-            for user_id in plain:
-                self._purges[user_id] = purges
-                self._touch(user_id)
 
     def _touch(self, user_id: str) -> None:
         self._resident[user_id] = None

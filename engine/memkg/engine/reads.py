@@ -74,14 +74,15 @@ class Reads:
         return self.projections.memory(user_id).history(key, domain)
 
     def rebuild(self, *, progress: Callable[[int], None] | None = None) -> RebuildReport:
-        """Rebuild every user's projection from the whole log, and time it.
+        """Fold every user's memory from the whole log, and time it; the caches start over
+        (each user is folded from the log again when next read, within the memory bound).
 
         ``progress`` is called with the number of events applied so far, every 1,000.
         """
         start = time.perf_counter()
-        _, purges = self.store.stream_mark("")  # before the fold: a purge meanwhile is seen
         memories, count = fold_all(self.store.read_all(), self.upcaster(), progress)
-        self.projections.reset(memories, purges)  # the rest is rebuilt from here on
+        # the caches start over: each user's projection is folded from the log when read
+        self.projections.reset()
         log.info("projections rebuilt", extra={"users": len(memories), "events": count})
         return RebuildReport(
             users=len(memories),

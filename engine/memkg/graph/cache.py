@@ -45,15 +45,16 @@ class GraphCache:
         new_graph: Callable[[str], UserGraph],
         *,
         max_users: int | None = 1024,
-        purged: Callable[[str], None] = lambda _user: None,
+        dropped: Callable[[str], None] = lambda _user: None,
         max_bytes: int | None = None,
         tail: ReadTail = lambda _user, _cached, _version: None,
     ) -> None:
         self._read = read_stream
         self._tail = tail
         self._mark = stream_mark
-        self._purged = purged
-        """Told when another process purged (the owner drops what it derived from the graph)."""
+        self._dropped = dropped
+        """Told when a graph leaves for another process's purge or for the bounds (the owner
+        drops what it derived from the graph)."""
         self._purges: dict[str, int] = {}
         """The store's purge count each cached graph was read at (``EventStore.stream_mark``)."""
         self._new = new_graph
@@ -73,7 +74,7 @@ class GraphCache:
             version, purges = self._mark(user_id)
             graph = self._graphs.get(user_id)
             if graph is not None and self._purges.get(user_id) != purges:
-                self._purged(user_id)
+                self._dropped(user_id)
                 graph = None
             if graph is not None and graph.version != version:
                 tail = self._tail(user_id, graph.memory, version)  # another process wrote
@@ -112,7 +113,9 @@ class GraphCache:
             (self._max is not None and len(self._graphs) > self._max)
             or (self._max_bytes is not None and self._total > self._max_bytes)
         ):
-            self.forget(next(iter(self._graphs)))  # the served user is the newest
+            gone = next(iter(self._graphs))  # the served user is the newest
+            self.forget(gone)
+            self._dropped(gone)
 
     def as_of(self, user_id: str, *, seq: int | None = None, at: datetime | None = None
               ) -> UserGraph:  # fmt: skip

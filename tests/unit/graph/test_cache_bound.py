@@ -54,3 +54,22 @@ def test_an_rdf_dataset_built_for_export_counts_against_the_bound() -> None:
     engine.graph("u1", "travel", fmt="turtle")  # builds the user's rdflib dataset
     engine.user_graph("u1")
     assert engine.projections.graph_bytes > 5 * before
+
+
+def test_the_bound_holds_every_projection_of_a_user_and_evicts_them_together() -> None:
+    """A user's facts are folded once (the graph's fold is the memory reads return), so the
+    bound counts them; a user the bound evicts leaves every cache, derived ones included."""
+    bound = 300_000
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=bound))
+    users = [f"u{n}" for n in range(12)]
+    for user in users:
+        _write(engine, user, 20)
+        assert len(engine.facts(user)) == 3  # a read of the live facts alone
+        assert len(engine.memory(user).facts) == 20
+        assert engine.memory(user) is engine.user_graph(user).memory
+        engine.resolve(user, "travel", "seat.preference")  # reviews and live claims too
+        assert engine.projections.graph_bytes <= bound
+    resident = engine.projections.resident_graphs()
+    assert 1 < resident < len(users)
+    # what is resident is exactly the users whose graphs the bound kept
+    assert engine.projections.users() == users[-resident:]
