@@ -21,9 +21,8 @@ in SQL (an exact match is always a substring), then keep only those ``cites`` co
 from __future__ import annotations
 
 import json
-import re
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -31,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import orjson
 
 from memkg.errors import InvalidOperation, NotFound
+from memkg.model.citation import citation_needles, mentions
 from memkg.model.decision import Decision
 
 
@@ -82,12 +82,6 @@ def duplicate(decision_id: str) -> InvalidOperation:
     return InvalidOperation(f"decision {decision_id} is already logged", code="decision.duplicate")
 
 
-def citation_needles(ids: Collection[str]) -> list[str]:
-    """The ids as they appear inside a JSON record (what SQL narrows rows by); empty ids
-    would match everything."""
-    return sorted({json.dumps(f, ensure_ascii=False)[1:-1] for f in ids if f})
-
-
 def cites(record: str | bytes, fact_ids: Collection[str], merged_ids: Collection[str]) -> bool:
     """Whether the decision record (JSON) cites one of ``fact_ids`` or names one of
     ``merged_ids`` (see the module docstring)."""
@@ -96,25 +90,7 @@ def cites(record: str | bytes, fact_ids: Collection[str], merged_ids: Collection
         (decision.get("explanation") or {}).get("merged_ids") or ())  # fmt: skip
     if named & {m for m in merged_ids if m}:
         return True
-    wanted = sorted({f for f in fact_ids if f}, key=len, reverse=True)
-    if not wanted:
-        return False
-    whole = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, wanted))})(?![\w-])")
-    return any(whole.search(text) for text in _strings(decision))
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string of a JSON value, keys included (a stack, not recursion: records nest)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            yield item
-        elif isinstance(item, dict):
-            yield from item.keys()
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    return mentions(decision, fact_ids)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
 from memkg.postgres import PgAdapter
-from memkg.trace.store import Citing, duplicate, needles, not_found
+from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,7 +37,7 @@ INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 _STREAM = "SELECT version FROM {s}.streams WHERE user_id = %s FOR SHARE"
 _PURGES = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
 _CITING = (
-    "DELETE FROM {s}.traces WHERE user_id = %s AND EXISTS"
+    "SELECT trace_id, record FROM {s}.traces WHERE user_id = %s AND EXISTS"
     " (SELECT 1 FROM unnest(%s::text[]) AS n(needle) WHERE strpos(record, needle) > 0)"
 )
 
@@ -108,7 +109,11 @@ class PostgresTraceStore(PgAdapter):
         ids = needles(fact_ids)
         if not ids or not self._present(db):
             return 0
-        return int(db.execute(_CITING.format(s=self._s), (user_id, ids)).rowcount)
+        found = db.execute(_CITING.format(s=self._s), (user_id, citation_needles(ids)))
+        gone = citing_ids(found.fetchall(), ids)
+        if gone:
+            db.execute(f"DELETE FROM {self._s}.traces WHERE trace_id = ANY(%s)", (gone,))
+        return len(gone)
 
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
         if not self._table():

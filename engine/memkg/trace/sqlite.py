@@ -25,8 +25,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memkg.errors import StoreError, sqlite_failure
+from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
-from memkg.trace.store import Citing, duplicate, needles, not_found
+from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS traces (
@@ -43,9 +44,10 @@ _PUT = (
 """One write statement: it takes the write lock before it reads the event log's mark of the
 user (its ``streams`` row, the purge count ``SqliteEventStore.stream_mark`` reads)."""
 _CITING = (
-    "DELETE FROM traces WHERE user_id = ? AND EXISTS"
+    "SELECT trace_id, record FROM traces WHERE user_id = ? AND EXISTS"
     " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)"
 )
+"""A user's traces holding one of the ids somewhere (``citing_ids`` confirms each)."""
 _TABLE = "SELECT 1 FROM sqlite_master WHERE name = 'traces'"
 
 
@@ -135,7 +137,12 @@ class SqliteTraceStore:
         ids = needles(fact_ids)
         if not ids or db.execute(_TABLE).fetchone() is None:
             return 0
-        return int(db.execute(_CITING, (user_id, json.dumps(ids))).rowcount)
+        rows = db.execute(_CITING, (user_id, json.dumps(citation_needles(ids)))).fetchall()
+        gone = citing_ids(rows, ids)
+        if gone:
+            db.execute("DELETE FROM traces WHERE trace_id IN (SELECT value FROM json_each(?))",
+                       (json.dumps(gone),))  # fmt: skip
+        return len(gone)
 
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
         if not self._table():

@@ -20,14 +20,16 @@ Contract:
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from memkg.errors import InvalidOperation, NotFound
+from memkg.model.citation import mentions
 from memkg.model.trace import Trace
 
 
@@ -71,6 +73,12 @@ def duplicate(trace_id: str) -> InvalidOperation:
 def needles(fact_ids: Collection[str]) -> list[str]:
     """The ids to look for; an empty id would match every record."""
     return sorted({f for f in fact_ids if f})
+
+
+def citing_ids(rows: Iterable[tuple[str, str]], fact_ids: Collection[str]) -> list[str]:
+    """The ids of the ``(trace_id, record)`` rows whose record cites one of ``fact_ids`` as a
+    whole word (``memkg.model.citation``): the rows SQL narrowed by substring, confirmed."""
+    return [trace_id for trace_id, record in rows if mentions(json.loads(record), fact_ids)]
 
 
 class CitingRows(Protocol):
@@ -169,8 +177,8 @@ class MemoryTraceStore:
     def erase_citing(self, user_id: str, fact_ids: Collection[str]) -> int:
         ids = needles(fact_ids)
         with self._lock:
-            citing = [i for i, (user, _, text) in self._traces.items()
-                      if user == user_id and any(n in text for n in ids)]  # fmt: skip
+            citing = citing_ids(((i, text) for i, (user, _, text) in self._traces.items()
+                                 if user == user_id), ids)  # fmt: skip
             for trace_id in citing:
                 del self._traces[trace_id]
             return len(citing)

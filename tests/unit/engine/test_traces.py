@@ -225,6 +225,21 @@ def test_store_contract(beside: tuple[EventStore, TraceStore]) -> None:
             store.get(gone)
 
 
+def test_erasure_by_fact_takes_only_the_traces_that_cite_the_fact_as_a_whole_id(
+    beside: tuple[EventStore, TraceStore],
+) -> None:
+    """``f_1`` is not cited by a trace of ``f_10`` nor of ``f_1-b``: only whole ids count."""
+    store = beside[1]
+    cited, longer, hyphen = (_trace("t_1", "w", 0, "fact:f_1"), _trace("t_10", "w", 1, "fact:f_10"),
+                             _trace("t_1b", "w", 2, "fact:f_1-b"))  # fmt: skip
+    for trace in (cited, longer, hyphen):
+        assert store.put(trace, 0)
+    assert store.erase_citing("w", ["f_1"]) == 1
+    assert store.get("t_10") == longer and store.get("t_1b") == hyphen
+    with pytest.raises(NotFound):
+        store.get("t_1")
+
+
 def test_a_trace_is_stored_only_while_its_user_s_stream_is_as_the_read_saw_it(
     beside: tuple[EventStore, TraceStore],
 ) -> None:
