@@ -7,7 +7,7 @@ from typing import Any
 from .expand import Case
 from .facts import Facts, index_nodes, object_atoms, prefix_len
 from .findings import Ctx, Finding, in_a_not_b, rewrap
-from .generate import MAX_COUNT, case_examples, examples
+from .generate import MAX_COUNT, Tally, case_examples, examples
 from .normalize import Node, view_child
 
 _ARR = frozenset({"array"})
@@ -74,10 +74,13 @@ def compare(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
 
 def _grow(case: Case, base: list[Any], size: int, unique: bool) -> list[Any]:
     arr = list(base)
+    tally = Tally(0)
+    if not tally.admits(arr):
+        return arr
     while len(arr) < min(size, MAX_COUNT + 1):
         options = examples(index_nodes(case.atoms, len(arr)), limit=size + 2)
         fresh = [o for o in options if o not in arr] if unique else options
-        if not fresh:
+        if not fresh or not tally.admits(fresh[0]):
             break
         arr.append(fresh[0])
     return arr
@@ -88,7 +91,10 @@ def _counts(ctx: Ctx, case: Case, facts: Facts, b: Node, kw: dict[str, Any]) -> 
     pool = case_examples(case, _ARR, limit=6)
     b_min, b_max = kw.get("minItems", 0), kw.get("maxItems")
     if isinstance(b_min, int) and b_min > facts.min_items:
-        short = [p[:n] for p in pool for n in range(facts.min_items, b_min)] + [[]]
+        # a prefix past a pool array's end is the whole array: stop there, not at b_min,
+        # which may be any count up to a double's range
+        short = [p[:n] for p in pool for n in range(facts.min_items, min(b_min, len(p) + 1))]
+        short.append([])
         old, new = ctx.old_new(facts.min_items, b_min)
         out.append(
             Finding(

@@ -18,6 +18,11 @@ MAX_LENGTH = 1024
 """Longest string built as a candidate: a counterexample needing more stays unconfirmed."""
 MAX_COUNT = 64
 """Most items or properties put in a candidate array or object."""
+MAX_VALUES = 4096
+"""Most JSON values (members at every depth, the document itself included) in a candidate
+built here: arrays and objects of `MAX_COUNT` members nested `MAX_DEPTH` deep would hold
+millions, each costing memory and validation work the budget does not see. A counterexample
+needing more stays unconfirmed."""
 _ANY: tuple[Any, ...] = ({}, [], "a", 0, 0.5, True, None)
 """Instances of the empty schema, in the order `_ORDER` would produce them."""
 FORMAT_SAMPLES = {
@@ -152,7 +157,7 @@ def _nonints(facts: Facts) -> list[Any]:
 def _strings(facts: Facts) -> list[Any]:
     out: list[Any] = []
     for pat in facts.patterns:
-        out.extend(samples(pat))
+        out.extend(samples(pat, 8, MAX_LENGTH))
     out.extend(FORMAT_SAMPLES[f] for f in sorted(facts.formats) if f in FORMAT_SAMPLES)
     if facts.min_len <= MAX_LENGTH:
         n = max(facts.min_len, 1)
@@ -172,12 +177,16 @@ def _arrays(case: Case, facts: Facts, depth: int) -> list[Any]:
         if facts.max_items is not None and size > facts.max_items:
             continue
         items: list[Any] = []
+        tally = Tally()
         for i in range(size):
             options = examples(index_nodes(case.atoms, i), depth=depth + 1, limit=4)
             if not options:
                 break
             fresh = [o for o in options if o not in items] if facts.unique else options
-            items.append((fresh or options)[0])
+            item = (fresh or options)[0]
+            if not tally.admits(item):
+                break
+            items.append(item)
         else:
             out.append(items)
     for node, kw in object_atoms(case.atoms):
@@ -189,26 +198,54 @@ def _arrays(case: Case, facts: Facts, depth: int) -> list[Any]:
 
 def _objects(case: Case, facts: Facts, depth: int) -> list[Any]:
     base: dict[str, Any] = {}
+    tally = Tally()
     for key in sorted(facts.required):
         options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
-        if not options:
+        if not options or not tally.admits(options[0]):
             return []
         base[key] = options[0]
     out: list[Any] = [dict(base)]
-    full = dict(base)
+    full, full_tally = dict(base), Tally(tally.held)
     for _, kw in object_atoms(case.atoms):
         props = kw.get("properties", {})
         for key in props if isinstance(props, dict) else {}:
             if key not in full and len(full) < MAX_COUNT:
                 options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
-                if options:
+                if options and full_tally.admits(options[0]):
                     full[key] = options[0]
     out.append(full)
     while len(base) < min(facts.min_props, MAX_COUNT):
         key = f"extra{len(base)}"
         options = examples(key_nodes(case.atoms, key), depth=depth + 1, limit=1)
-        if not options:
+        if not options or not tally.admits(options[0]):
             break
         base[key] = options[0]
     out.append(base)
     return out
+
+
+class Tally:
+    """JSON values held by a candidate being built (itself and its members at every depth),
+    admitted up to `MAX_VALUES`."""
+
+    __slots__ = ("held",)
+
+    def __init__(self, held: int = 1) -> None:
+        self.held = held
+
+    def admits(self, member: Any) -> bool:
+        """Count `member` in, unless the candidate would then hold more than `MAX_VALUES`; the
+        walk stops there, so it is never longer than the candidates it measures may be."""
+        room = MAX_VALUES - self.held
+        count, stack = 0, [member]
+        while stack and count <= room:
+            item = stack.pop()
+            count += 1
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        if count > room:
+            return False
+        self.held += count
+        return True

@@ -8,7 +8,7 @@ from typing import Any
 from .expand import Case, search
 from .facts import Facts, Shape, declared_keys, key_nodes, object_atoms, shape, shape_nodes
 from .findings import Ctx, Finding, in_a_not_b, rewrap
-from .generate import MAX_COUNT, case_examples, examples
+from .generate import MAX_COUNT, MAX_LENGTH, Tally, case_examples, examples
 from .normalize import Node, Unconfirmable, in_dialect, view_child
 from .regex_gen import samples
 
@@ -160,7 +160,7 @@ def _apart(p: str, q: str) -> bool:
 
 
 def _keys_for(pattern: str | None, avoid: set[str], pats: list[str]) -> list[str]:
-    pool = samples(pattern, 6) if pattern is not None else _SPARE_KEYS
+    pool = samples(pattern, 6, MAX_LENGTH) if pattern is not None else _SPARE_KEYS
     out = [k for k in pool if k not in avoid]
     if pattern is None:
         out = [k for k in out if not any(search(p, k) for p in pats)]
@@ -252,10 +252,11 @@ def _counts(
     if isinstance(b_max, int) and (a_max is None or a_max > b_max):
         big = []
         for base in pool if b_max < MAX_COUNT else []:
-            obj = dict(base)
-            for i in range(b_max + 1):
+            obj, tally = dict(base), Tally(0)
+            for i in range(b_max + 1 if tally.admits(obj) else 0):
                 for value in examples(key_nodes(case.atoms, f"k{i}"), limit=1):
-                    obj.setdefault(f"k{i}", value)
+                    if f"k{i}" not in obj and tally.admits(value):
+                        obj[f"k{i}"] = value
             big += [obj, base]
         codes = ("object.max_properties_lowered", "object.max_properties_raised")
         if facts.max_props is None:

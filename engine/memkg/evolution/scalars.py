@@ -274,7 +274,7 @@ def _strings(
     out: list[Finding] = []
     texts = case_examples(case, frozenset({"string"}), limit=16) + _ODD_STRINGS
     for pat in facts.patterns:
-        texts += samples(pat, 16)
+        texts += samples(pat, 16, MAX_LENGTH)
     if bf.min_len > facts.min_len:
         lengths = range(facts.min_len, min(bf.min_len, facts.min_len + 4, MAX_LENGTH))
         cands = in_a_not_b(
