@@ -61,11 +61,6 @@ def test_decisions_after_a_lost_reply_replay() -> None:
     assert run.problems == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a decision that saw a key frozen for review no longer replays exactly once an "
-    "erasure by audit id removed that review: the replay finds no review to name",
-)
 def test_decisions_made_before_an_erasure_of_their_review_replay() -> None:
     run = simulate(1, rates={}, strict=True)
     assert run.problems == []

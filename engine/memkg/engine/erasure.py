@@ -123,7 +123,7 @@ class Eraser:
 
         The reviews of contests those facts took part in go too (a reviewer's value may
         repeat what the user said under that audit id), and the decisions and traces citing
-        them, and the users' vectors (re-embedded on demand), in one transaction when the
+        those facts or reviews, and the users' vectors (re-embedded on demand), in one transaction when the
         decision log lives in the store's database; a decision log kept elsewhere loses them
         first, so that a retry still finds the facts.
         """
@@ -131,13 +131,16 @@ class Eraser:
         with self.lock:
             cited = self.store.fact_ids_with_audit_id(audit_log_id)
             reviews = self._reviews(cited)
+            # a decision or trace naming a purged review goes too: the review held the values
+            cited = {u: [*ids, *reviews.get(u, ())] for u, ids in cited.items()}
             depending = {u: [c for hook in self.purging for c in hook(u, ids)]
                          for u, ids in cited.items()}  # fmt: skip
             log, shared = self.decision_log, self._shared()
             apart = {u: 0 if shared else log.erase_citing(u, ids) for u, ids in cited.items()}
 
             def companions(user: str, fact_ids: list[str]) -> list[Companion]:
-                return [*([shared.citing(fact_ids)] if shared else []), *depending.get(user, ())]
+                citing = cited.get(user, fact_ids)
+                return [*([shared.citing(citing)] if shared else []), *depending.get(user, ())]
 
             with self.store.erasing():
                 for user_id, review_ids in reviews.items():
