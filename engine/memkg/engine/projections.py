@@ -79,7 +79,10 @@ class Projections:
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail,
         )  # fmt: skip
-        self._reviews = _ReviewCache(stream, self.read)
+        self._just_read: tuple[str, list[Event]] | None = None
+        """The last whole view read (a graph's): the review index of that graph is folded
+        from the same events, not read again (``_same_read``), once."""
+        self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self._revisions: dict[str, Revisions] = {}
 
@@ -98,7 +101,17 @@ class Projections:
                 self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
             else:
                 self._joins.pop(user_id, None)
+            self._just_read = (user_id, events)
         return events
+
+    def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
+        """The view up to ``up_to_seq``: the events just read for a graph when they end
+        there (the same read, so the same state of the stream), else read anew."""
+        with self._lock:
+            last, self._just_read = self._just_read, None
+        if last is not None and last[0] == user_id and last[1] and last[1][-1].seq == up_to_seq:
+            return last[1]
+        return self.read(user_id, up_to_seq)
 
     def tail(self, user_id: str, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -238,6 +251,8 @@ class Projections:
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.pop(user_id, None)
+            if self._just_read is not None and self._just_read[0] == user_id:
+                self._just_read = None
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
             for key in [k for k in self._live if k[0] == user_id]:

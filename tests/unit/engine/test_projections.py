@@ -185,3 +185,25 @@ def test_a_primary_sees_another_processs_write_to_an_id_merged_into_it(
         assert "child.age" in {f.key for f in reader.user_graph("mei").memory.facts.values()}
         # and the merged id's own view, which is the person's, too
         assert "child.age" in {f.key for f in reader.facts("mei-phone")}
+
+
+def test_a_user_not_resident_is_read_from_the_log_once_for_a_decision(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph and its reviews come from one read of the stream (the same state of it)."""
+    path = tmp_path / "memkg.db"
+    with Engine.open(path, clock=clock) as writer:
+        _allergy(writer, ["allergen:peanut"], "profile")
+        _allergy(writer, [], "system")  # a strong conflict: the key frozen, a review open
+    read, reads = SqliteEventStore.read_stream, []
+
+    def counting(store: Any, user_id: str, **kwargs: Any) -> Any:
+        reads.append(user_id)
+        return read(store, user_id, **kwargs)
+
+    monkeypatch.setattr(SqliteEventStore, "read_stream", counting)
+    with Engine.open(path, clock=clock) as cold:
+        made = cold.decide("mei", "health", PEANUT, decision="medication")
+        assert made.result.status.value == "needs_review"  # the review was read
+        assert reads == ["mei"]
+        assert cold.replay(made.decision_id).reproduced
