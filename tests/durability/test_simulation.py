@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from support.figures import record
 from support.simulation import simulate
 

@@ -123,9 +123,9 @@ class Eraser:
 
         The reviews of contests those facts took part in go too (a reviewer's value may
         repeat what the user said under that audit id), and the decisions and traces citing
-        those facts or reviews, and the users' vectors (re-embedded on demand), in one transaction when the
-        decision log lives in the store's database; a decision log kept elsewhere loses them
-        first, so that a retry still finds the facts.
+        those facts or reviews, and the users' vectors (re-embedded on demand), in one
+        transaction when the decision log lives in the store's database; a decision log kept
+        elsewhere loses them first, so that a retry still finds the facts.
         """
         check_args(audit_log_id=audit_log_id)
         with self.lock:

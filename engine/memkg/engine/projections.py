@@ -132,8 +132,8 @@ class Projections:
         return self._stream.stream_mark(user_id)
 
     def _joins_moved(self, user_id: str) -> bool:
-        joins = self._joins.get(user_id)
-        return bool(joins) and any(
+        joins = self._joins.get(user_id) or {}
+        return any(
             self._stream.stream_mark(other)[0] != version for other, version in joins.items()
         )
 
@@ -281,9 +281,7 @@ _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
 """Events that make a view other than the plain stream (the memory switch, merged ids)."""
 
 
-_ReviewIndex = tuple[
-    tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]
-]
+_ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
 """A user's reviews at a stream version and log position: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
