@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import inspect
 import random
 import shutil
 import sys
@@ -218,6 +219,16 @@ def concurrent(engine: Engine, threads: int, runs: int, figures: Figures) -> Non
         figures.add("decision.commits_per_decision", commits / total, "", f"{threads} threads")
 
 
+def _takes_position(engine: Any) -> bool:
+    return "as_of" in inspect.signature(engine.intent._input).parameters
+
+
+def _forget(engine: Any, user: str) -> None:
+    """Make the user not resident (older code kept its caches on the engine itself)."""
+    projections = getattr(engine, "projections", None)
+    (projections.forget if projections is not None else engine._forget)(user)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -281,9 +292,10 @@ def main(argv: list[str] | None = None) -> None:
             fired += len(decision.candidates)
             rules = engine.intent.rules
             graph = engine.user_graph("bench")
-            inp = engine.intent._input(
-                rules, table, "bench", context, graph, clock.now()
-            )
+            # what the decision sent the rules (older code also took the log position: the
+            # harness runs on the revision it compares with too)
+            at = (graph.seq,) if _takes_position(engine) else ()
+            inp = engine.intent._input(rules, table, "bench", context, graph, *at, clock.now())
             messages = rules.evaluator.messages(table, inp)
             sid = f"raw{i}"
             batch = [{**m, "sid": sid, "id": f"{sid}.{j}"} for j, m in enumerate(messages)]
@@ -297,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         cold_walls, cold_cpus = [], []
         for i in range(args.cold_runs):
             clock.advance(timedelta(seconds=1))
-            engine.projections.forget("bench")
+            _forget(engine, "bench")
             _decision, wall, cpu = timed(
                 lambda i=i: engine.decide(
                     "bench", "health", {"symptom": SYMPTOMS[i % len(SYMPTOMS)]}, decision="bench"
