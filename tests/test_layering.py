@@ -9,7 +9,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "engine" / "memkg"
 STAGES = ("validate", "events", "graph", "rules", "arbitration", "explain", "decisions",
           "lifecycle", "llm", "evolution", "semantic", "identity", "trace")  # fmt: skip
-SHARED = {"model", "errors", "clock", "config", "ontology", "postgres", "roots", "yamlfile"}
+SHARED = {"model", "errors", "clock", "config", "ontology", "postgres", "roots", "sqlitefile",
+          "yamlfile"}  # fmt: skip
 ALLOWED = {
     # the lifecycle's model port lives in llm/ (the only place that imports openai)
     ("lifecycle", "llm"),

@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from memkg.decisions.log import Citing, duplicate, not_found
-from memkg.errors import StoreError, sqlite_failure
+from memkg.errors import sqlite_failure
 from memkg.model.decision import Decision
+from memkg.sqlitefile import compact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -219,19 +220,8 @@ class SqliteDecisionLog:
             return self._scrubbed(removed)
 
     def _scrubbed(self, count: int) -> int:
-        # Deleted rows linger in WAL frames and free pages until checkpointed and vacuumed.
         if count:
-            for step in (
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-                "VACUUM",
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-            ):
-                busy = self._db.execute(step).fetchone()
-                if step.startswith("PRAGMA") and busy and busy[0]:
-                    raise StoreError(
-                        f"{self.path}: decisions deleted, WAL not yet truncated (a reader holds "
-                        "it); retry the erasure when idle"
-                    )
+            compact(self._db, self.path, "decisions")
         return count
 
     @contextmanager

@@ -38,6 +38,7 @@ from memkg.events.memory import (
 )
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
 from memkg.model.event import Event, NewEvent
+from memkg.sqlitefile import compact
 
 SCHEMA_VERSION = 1
 _OPERATIONAL = frozenset({"store.locked", "store.io", "store.full", "store.unavailable"})
@@ -397,16 +398,7 @@ class SqliteEventStore:
             if self._scrub is not None:
                 self._scrub = True
                 return
-            try:
-                self._checkpoint()
-                self._db.execute("VACUUM")
-                self._checkpoint()
-            except sqlite3.Error as exc:
-                raise sqlite_failure(exc, f"event store {self.path}: compaction failed") from exc
-
-    def _checkpoint(self) -> None:
-        if _scalar(self._db, "PRAGMA wal_checkpoint(TRUNCATE)"):  # busy: a reader pins the WAL
-            raise StoreError(f"{self.path}: rows deleted, WAL not yet truncated; retry when idle")
+            compact(self._db, self.path, "rows")
 
 
 def _row(e: NewEvent) -> tuple[Any, ...]:

@@ -17,8 +17,9 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from memkg.errors import StoreError, sqlite_failure
+from memkg.errors import sqlite_failure
 from memkg.semantic.store import cosine, pack, unpack
+from memkg.sqlitefile import compact
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors (user_id TEXT NOT NULL, model TEXT NOT NULL,"
@@ -149,13 +150,4 @@ class SqliteVectorStore:
     def _compact(self) -> None:
         """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind."""
         with self._lock:
-            try:
-                for statement in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM"):
-                    self._db.execute(statement)
-                busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.Error as exc:
-                raise sqlite_failure(exc, f"vector store {self.path}: compaction failed") from exc
-        if busy:
-            raise StoreError(
-                f"{self.path}: vectors deleted, WAL not yet truncated; retry when idle"
-            )
+            compact(self._db, self.path, "vectors")

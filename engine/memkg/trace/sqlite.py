@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memkg.errors import StoreError, sqlite_failure
+from memkg.errors import sqlite_failure
 from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
+from memkg.sqlitefile import compact
 from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 _SCHEMA = """
@@ -170,17 +171,9 @@ class SqliteTraceStore:
             return self._ready
 
     def _scrubbed(self, count: int) -> int:
-        # Deleted rows linger in WAL frames and free pages until checkpointed and vacuumed.
         if count:
             with self._guard("erasure"):
-                for step in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM",
-                             "PRAGMA wal_checkpoint(TRUNCATE)"):  # fmt: skip
-                    busy = self._db.execute(step).fetchone()
-                    if step.startswith("PRAGMA") and busy and busy[0]:
-                        raise StoreError(
-                            f"{self.path}: traces deleted, WAL not yet truncated (a reader "
-                            "holds it); retry the erasure when idle"
-                        )
+                compact(self._db, self.path, "traces")
         return count
 
     @contextmanager
