@@ -80,18 +80,8 @@ class Decider:
         *, decision: str | None = None, session_id: str | None = None, turn: str | None = None,
         trace_id: str | None = None,
     ) -> Decision:  # fmt: skip
-        """What the agent should do for the user now, with the reason; logged for replay.
-
-        ``session_id`` and ``turn`` (the turn's ``source_ref``) say where the decision is made:
-        a session note counts only in its session, a turn instruction only in its turn, both
-        above long-term memory there; every key the rules read holds the value ``resolve``
-        gives for the same user, domain, key, session, turn and context.
-
-        ``user_id``, ``domain``, ``decision``, ``session_id`` and ``turn`` meet the envelope
-        rules of a write (refused with ``ValidationFailed``, nothing logged); a context the
-        rules refuse makes an ``invalid_input`` decision, logged in bounded form. The record
-        carries ``trace_id``, the trace ``Engine.decide`` keeps of the request.
-        """
+        """A decision made and logged (``Engine.decide`` says what it does; the ``Tracer`` in
+        front of it keeps the request's trace, whose id the record carries as ``trace_id``)."""
         check_args(user_id=user_id, domain=domain, context=context, decision=decision,
                    session_id=session_id, turn=turn)  # fmt: skip
         report = envelope_report(

@@ -113,7 +113,7 @@ class Projections:
             return last[1]
         return self.read(user_id, up_to_seq)
 
-    def tail(self, user_id: str, cached: FactFold, version: int) -> list[Event] | None:
+    def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
         can be folded onto it: the view is the plain stream and they follow. ``None``: read
         the whole view again."""

@@ -36,8 +36,8 @@ _NOTHING: Mapping[str, Fact] = MappingProxyType({})
 
 ReadStream = Callable[..., Sequence[Event]]
 """``read_stream(user_id, up_to_seq=None)``: the user's events in order."""
-ReadTail = Callable[[str, FactFold, int], Sequence[Event] | None]
-"""``tail(user_id, cached, version)``: the events after a cached projection up to the
+ReadTail = Callable[[FactFold, int], Sequence[Event] | None]
+"""``tail(cached, version)``: the events after a cached projection up to the
 stream's ``version``, or ``None`` when they cannot be folded onto it."""
 
 
@@ -51,7 +51,7 @@ class GraphCache:
         max_users: int | None = 1024,
         dropped: Callable[[str], None] = lambda _user: None,
         max_bytes: int | None = None,
-        tail: ReadTail = lambda _user, _cached, _version: None,
+        tail: ReadTail = lambda _cached, _version: None,
     ) -> None:
         self._read = read_stream
         self._tail = tail
@@ -81,7 +81,7 @@ class GraphCache:
                 self._dropped(user_id)
                 graph = None
             if graph is not None and graph.version != version:
-                tail = self._tail(user_id, graph.memory, version)  # another process wrote
+                tail = self._tail(graph.memory, version)  # another process wrote
                 if tail is None:
                     graph = None
                 else:
