@@ -18,17 +18,24 @@ durable-rules is used as a matcher and nothing more:
   message carries (``compare.join_prop``);
 * calls are serialised with a lock (the C extension never releases the GIL);
 * rulesets cannot be replaced, so a new bundle gets a new runner; ``set_rulesets`` deletes
-  ``run`` from what it is given, so it gets a copy.
+  ``run`` from what it is given, so it gets a copy;
+* the C core's JSON reader takes an exponent only after a fraction: ``1.5e-05`` reads right, but
+  ``1e-05`` or ``1e+16`` (how Python writes 0.00001 and 10.0**16) refuses a ruleset and crashes
+  the process when a message carries it, so ``durable.engine`` serialises through
+  ``durable_json``, which writes every such number with a fraction (``1.0e-05``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import durable.engine
 from durable.engine import Host, MessageNotHandledException
 
 from memkg.rules.compiler import DONE
@@ -36,6 +43,30 @@ from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, looku
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
+
+
+_EXPONENT_WITHOUT_FRACTION = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![.\d])-?\d+(?=[eE])')
+"""A JSON string (left as it is) or the integer part of a number written ``1e-05``."""
+
+
+def durable_json(value: Any, **options: Any) -> str:
+    """``json.dumps`` for durable-rules' C reader: ``1e-05`` is written ``1.0e-05``."""
+    return _EXPONENT_WITHOUT_FRACTION.sub(_with_fraction, json.dumps(value, **options))
+
+
+def _with_fraction(match: re.Match[str]) -> str:
+    text = match.group()
+    return text if text.startswith('"') else text + ".0"
+
+
+class _DurableJson:
+    """The ``json`` that ``durable.engine`` sees: ``durable_json`` writes, ``json`` reads."""
+
+    dumps = staticmethod(durable_json)
+    loads = staticmethod(json.loads)
+
+
+durable.engine.json = _DurableJson  # every ruleset, message and state durable-rules is sent
 
 
 class _MatcherHost(Host):  # type: ignore[misc]

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from memkg.rules.compiler import SINK, compile_table
-from memkg.rules.durable_runner import DurableRunner, RuleEvaluationError, _MatcherHost
+from memkg.rules.durable_runner import (
+    DurableRunner,
+    RuleEvaluationError,
+    _MatcherHost,
+    durable_json,
+)
 from memkg.rules.loader import load_bundle
 
 DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  symptom: {type: string}\n"
@@ -83,3 +89,33 @@ def test_the_sink_never_fires_and_unknown_rulesets_are_refused() -> None:
     assert SINK not in fired([{"t": "fact", "key": "x", "value": 1}, CTX])
     with pytest.raises(RuleEvaluationError):
         runner().run("nope", [CTX])
+
+
+@pytest.mark.parametrize("age", [1e-05, -5e-324, 1e-300, 2.5e-07])
+def test_numbers_python_writes_with_a_bare_exponent_are_read_as_the_same_numbers(
+    age: float,
+) -> None:
+    # json.dumps writes 0.00001 as ``1e-05``, which the C reader misread and crashed the process on
+    assert fired([{"t": "fact", "key": "child.age", "value": age}, CTX]) == ["r0", "r1"]
+
+
+def test_a_large_value_with_a_bare_exponent_is_compared_as_a_number() -> None:
+    assert fired([{"t": "fact", "key": "child.age", "value": 1e16}, CTX]) == ["r0"]
+
+
+def test_a_rule_bound_written_with_an_exponent_compiles_and_matches() -> None:
+    table = TABLE.replace("lt: 6", "lt: 0.00001")  # YAML reads it as the float 1e-05
+    bundle, problems = load_bundle({"t/domain.yaml": DOMAIN, "t/x.yaml": table})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    below, above = ({"t": "fact", "key": "child.age", "value": v} for v in (1e-06, 0.5))
+    assert sorted(f.rule for f in r.run("t.x", [below, CTX])) == ["r0", "r1"]
+    assert sorted(f.rule for f in r.run("t.x", [above, CTX])) == ["r0"]
+
+
+def test_durable_json_adds_a_fraction_to_numbers_only() -> None:
+    value = {"1e5": "1e-05", "n": [1e-05, 1.5e-07, 1e16, -2e-300, 7, 0.5], 'q"1e5': "\\\"2e3"}
+    text = durable_json(value)
+    assert json.loads(text) == value
+    assert '"1e5": "1e-05"' in text and "\\\"2e3" in text  # strings untouched
+    assert "[1.0e-05, 1.5e-07, 1.0e+16, -2.0e-300, 7, 0.5]" in text
