@@ -12,22 +12,24 @@ True
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+_CROCKFORD = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789abcdefghjkmnpqrstvwxyz"
+)
+"""RFC 4648 base 32 digits to Crockford's, lower case."""
 _COUNTER_LIMIT = 32**4
 """Ids minted in one millisecond before the next one is borrowed (4 base-32 digits)."""
 
 
-def _b32(number: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        number, rem = divmod(number, 32)
-        chars.append(_CROCKFORD[rem])
-    return "".join(reversed(chars))
+def _id_digits(ms: int, counter: int, rand: int) -> str:
+    """22 Crockford base-32 digits: 10 of milliseconds, 4 of counter, 8 of randomness."""
+    bits = (ms % 2**50) << 60 | counter << 40 | rand  # 110 bits, 10 zero bits above them
+    return base64.b32encode(bits.to_bytes(15, "big"))[2:].translate(_CROCKFORD).decode()
 
 
 @runtime_checkable
@@ -62,8 +64,7 @@ class _IdMint:
                 self._last_ms, self._counter = ms, 0
             counter = self._counter
         tail = self._entropy if self._entropy is not None else os.urandom(5)
-        rand = int.from_bytes(tail[:5], "big")
-        return f"{prefix}_{_b32(ms, 10)}{_b32(counter, 4)}{_b32(rand, 8)}"
+        return f"{prefix}_{_id_digits(ms, counter, int.from_bytes(tail[:5], 'big'))}"
 
 
 class SystemClock:
