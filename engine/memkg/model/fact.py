@@ -88,16 +88,19 @@ def read_supersede_reason(payload: dict[str, Any]) -> tuple[SupersedeReason | No
     raw, detail = payload.get("reason"), payload.get("detail")
     if not isinstance(raw, str) or not raw:
         return None, detail
-    try:
-        reason = SupersedeReason(raw)
-    except ValueError:
-        legacy = next((r for r, text in _SUPERSEDE_TEXT.items() if text == raw), None)
+    reason = _REASONS.get(raw)
+    if reason is None:
+        legacy = _LEGACY_REASONS.get(raw)
         if legacy is not None:
             return legacy, raw
         if raw.startswith("observed before "):
             return SupersedeReason.OUTDATED, raw
         return None, raw  # prose no protocol value stood for: shown, never compared
     return reason, detail or reason.text
+
+
+_REASONS = {r.value: r for r in SupersedeReason}
+_LEGACY_REASONS = {text: r for r, text in _SUPERSEDE_TEXT.items()}
 
 
 class Scope(StrEnum):
