@@ -128,8 +128,7 @@ class FactWriter:
     @unconditional
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
         obs = checked.observation
-        with self.journal.lock:
-            memory = self.journal.writable(obs.user_id)
+        with self.journal.writing(obs.user_id) as memory:
             fact = self._new_fact(checked)
             replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, checked), checked)
             asserted: dict[str, Any] = {"fact": _dump(fact)}

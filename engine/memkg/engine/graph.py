@@ -46,8 +46,7 @@ class GraphService:
     ) -> Event:  # fmt: skip
         """Record that the user mentioned, corrected, ignored or rejected ``key → value``."""
         check_args(user_id=user_id, domain=domain, key=key, value=value, session_id=session_id)
-        with self.journal.lock:
-            memory = self.journal.writable(user_id)
+        with self.journal.writing(user_id) as memory:
             event = signal_event(
                 user_id=user_id, domain=domain, key=key, value=value, kind=kind,
                 session_id=session_id, live_facts=memory.current(domain, self.clock.now()),

@@ -4,7 +4,8 @@ lock, with the freezes arbitration says the write entails, then folded into the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ class Journal:
         again (``events.projection.Built``).
         """
         facts: Built = {f.id: f for f in built} if built else NOTHING_BUILT
-        with self.lock:
+        with self.lock, self.projections.pinned(user_id):
             memory = self.writable(user_id)
             if expected_version is None:
                 expected_version = memory.version
@@ -61,6 +62,13 @@ class Journal:
             if not appended.duplicate:
                 self.projections.applied(user_id, appended.events, facts)
             return appended
+
+    @contextmanager
+    def writing(self, user_id: str) -> Iterator[UserMemory]:
+        """The block of one write to the user: the write lock held, the user's projections
+        pinned (``Projections.pinned``), and the ``writable`` memory the write reads."""
+        with self.lock, self.projections.pinned(user_id):
+            yield self.writable(user_id)
 
     def writable(self, user_id: str) -> UserMemory:
         """The user's memory, or ``MemoryDisabled`` when the user turned memory off: the

@@ -8,6 +8,12 @@ other ids' versions (``_joins``); appends made by this engine are folded in (``a
 an erased or purged user leaves every cache at once (``forget``). At most ``max_users``
 users are resident: ``_evict`` is the one place that decides who goes.
 
+A write reads the user's state several times (its own checks, the freeze check, the append)
+and must compute and append against one state of the stream: inside ``pinned(user)`` the
+thread's reads of the user check the store once, and the write's own appends move the pin.
+A write by another process meanwhile makes the append conflict, and the write is computed
+again on the fresh state (``events.retry``).
+
 A separate instance over other data (a migration's scratch stream, a replay's past) shares
 nothing with the engine's: no position or version can be taken for another's.
 """
@@ -16,7 +22,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Protocol, cast
 
@@ -85,6 +92,9 @@ class Projections:
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self._revisions: dict[str, Revisions] = {}
+        self._pins = threading.local()
+        """``marks``: user → the stream mark this thread's write reads at (``None``: not yet
+        checked), for the users it has ``pinned``."""
 
     def read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
         """The events reads of the user fold: the memory switch and merged ids applied
@@ -124,12 +134,37 @@ class Projections:
             return None
         return list(tail)
 
+    @contextmanager
+    def pinned(self, user_id: str) -> Iterator[None]:
+        """Inside the block, this thread's reads of the user check the store once (a write's
+        reads, computed and appended against one state of the stream; see the module)."""
+        marks: dict[str, tuple[int, int] | None] = self._pins.__dict__.setdefault("marks", {})
+        if user_id in marks:
+            yield
+            return
+        marks[user_id] = None
+        try:
+            yield
+        finally:
+            del marks[user_id]
+
+    def _pinned_marks(self) -> dict[str, tuple[int, int] | None]:
+        return cast(dict[str, tuple[int, int] | None], self._pins.__dict__.get("marks", {}))
+
     def _mark(self, user_id: str) -> tuple[int, int]:
-        """The stream mark, after dropping the user's views if an id they join moved."""
+        """The stream mark, after dropping the user's views if an id they join moved (once
+        per ``pinned`` block)."""
+        marks = self._pinned_marks()
+        found = marks.get(user_id)
+        if found is not None:
+            return found
         with self._lock:
             if self._joins_moved(user_id):
                 self.forget(user_id)
-        return self._stream.stream_mark(user_id)
+        found = self._stream.stream_mark(user_id)
+        if user_id in marks:
+            marks[user_id] = found
+        return found
 
     def _joins_moved(self, user_id: str) -> bool:
         joins = self._joins.get(user_id) or {}
@@ -233,6 +268,9 @@ class Projections:
             self.forget_joined(user_id)
             self._graphs.apply(user_id, events, built)
             self._reviews.applied(user_id, events)
+        marks = self._pinned_marks()
+        if (pin := marks.get(user_id)) is not None:
+            marks[user_id] = (events[-1].version, pin[1])
 
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
@@ -248,6 +286,9 @@ class Projections:
 
     def forget(self, user_id: str) -> None:
         """Drop every projection of the user (erased, purged, or evicted)."""
+        marks = self._pinned_marks()
+        if user_id in marks:
+            marks[user_id] = None  # read anew: checked again
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.pop(user_id, None)

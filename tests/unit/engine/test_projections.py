@@ -207,3 +207,36 @@ def test_a_user_not_resident_is_read_from_the_log_once_for_a_decision(
         assert made.result.status.value == "needs_review"  # the review was read
         assert reads == ["mei"]
         assert cold.replay(made.decision_id).reproduced
+
+
+def _counting_marks(monkeypatch: pytest.MonkeyPatch, engine: Engine) -> list[str]:
+    calls: list[str] = []
+    real = engine.store.stream_mark
+
+    def counted(user_id: str) -> tuple[int, int]:
+        calls.append(user_id)
+        return real(user_id)
+
+    monkeypatch.setattr(engine.store, "stream_mark", counted)
+    return calls
+
+
+def test_a_write_checks_the_stream_once_and_reads_after_it_check_again(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "memkg.db"
+    with Engine.open(path, clock=clock) as engine, Engine.open(path, clock=clock) as other:
+        for airline in AIRLINES:  # resident, with claims the freeze check weighs
+            engine.ingest({"user_id": "mei", "domain": "travel", "key": "airline.preferred",
+                           "value": airline, "source": "dialogue", "confidence": 0.9})  # fmt: skip
+        calls = _counting_marks(monkeypatch, engine)
+        engine.ingest({"user_id": "mei", "domain": "travel", "key": "airline.preferred",
+                       "value": "airline:SQ", "source": "dialogue", "confidence": 0.9})  # fmt: skip
+        engine.signal("mei", "travel", "airline.preferred", "airline:SQ", "mention")
+        assert calls == ["mei", "mei"]  # one check per write, whatever it reads meanwhile
+
+        other.ingest({"user_id": "mei", "domain": "travel", "key": "seat.preference",
+                      "value": "window", "source": "dialogue", "confidence": 0.9})  # fmt: skip
+        # outside a write every read checks: the other process's write is seen at once
+        assert {f.key for f in engine.facts("mei")} >= {"seat.preference"}
+        assert len(calls) == 3
