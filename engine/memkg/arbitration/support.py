@@ -29,7 +29,10 @@ class Ranked:
 
 def canon(value: Any) -> str:
     """A value's canonical text: equal values, equal text."""
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return _CANON.encode(value)
+
+
+_CANON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
 
 
 NONE = canon([])

@@ -60,10 +60,14 @@ def subject_digest(secret: bytes, user_id: str) -> str:
     return hmac.new(secret, user_id.encode(), hashlib.sha256).hexdigest()
 
 
+_PAYLOAD = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""``json.dumps`` with these options builds this encoder on every call; one is kept instead."""
+
+
 def payload_json(event: NewEvent) -> str:
     """The event's payload as compact JSON, the form every store keeps."""
     try:
-        return json.dumps(event.payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return _PAYLOAD.encode(event.payload)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"payload of event {event.event_id!r} is not JSON: {exc}") from exc
 

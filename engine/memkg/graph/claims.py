@@ -44,7 +44,11 @@ class Target:
 
 
 def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(value)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+"""``json.dumps`` with these options builds this encoder on every call; one is kept instead."""
 
 
 def targets(domain: str, key: str, value: Any, entity_keys: EntityKeys) -> tuple[Target, ...]:

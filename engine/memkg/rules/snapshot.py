@@ -57,6 +57,10 @@ def message_index(props: Mapping[str, Any]) -> Any:
     return props.get("to") if props.get("t") == "path" else props.get("key")
 
 
+_SORT_TEXT = json.JSONEncoder(sort_keys=True, default=str)
+"""An item's sort key is its content as this JSON (``json.dumps``'s encoder, built once)."""
+
+
 @dataclass(frozen=True)
 class Item:
     """One message for the matcher, and the evidence it stands for."""
@@ -80,7 +84,7 @@ class Item:
     @cached_property
     def sort_key(self) -> str:
         """Content, not ids: the same evidence sorts the same whatever order it was written in."""
-        return json.dumps([self.kind, self.props], sort_keys=True, default=str)
+        return _SORT_TEXT.encode([self.kind, self.props])
 
 
 @dataclass(frozen=True)
