@@ -15,7 +15,7 @@ from memkg.arbitration.review import frozen_payload
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.events.projection import NOTHING_BUILT, Built, preview
+from memkg.events.projection import preview
 from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact
@@ -98,13 +98,10 @@ class Arbiter:
 
         return graph.claim_signals
 
-    def freezes(
-        self, user_id: str, pending: Sequence[NewEvent], built: Built = NOTHING_BUILT
-    ) -> list[NewEvent]:
+    def freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
         """``key.frozen`` events for every key slot ``pending`` (a write about to be appended)
         leaves in a conflict above the freeze band with no open review: they go in the same
-        append as the write, so the review queue never waits for a read. ``built``: the
-        facts the write built for its ``fact.asserted`` events (taken, not validated again)."""
+        append as the write, so the review queue never waits for a read."""
         graph, memory = self.projections.graph(user_id), self.projections.memory(user_id)
         keys: set[tuple[str, str]] = set()
         added: dict[tuple[str, str, str], list[Signal]] = {}
@@ -137,7 +134,7 @@ class Arbiter:
             if spec is None:
                 continue
             reviews = self.projections.key_reviews(graph, domain, key)
-            claims = preview(memory.live_claims(domain, key), pending, memory.seq, built)
+            claims = preview(memory.live_claims(domain, key), pending, memory.seq)
             live = [f for f in claims if (f.domain, f.key) == (domain, key)]
             for items in sorted({tuple(sorted(slot(f.context, spec.context).items()))
                                  for f in live}):  # fmt: skip

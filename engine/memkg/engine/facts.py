@@ -136,14 +136,13 @@ class FactWriter:
                 asserted["request"] = self._request_digest(obs)
             events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, asserted)]
             events += self._superseded(fact, replaced, outdated_by)
-            note, note_events = self._session_note(memory, checked)
+            note_events = self._session_note(memory, checked)
             appended = self.journal.append(
                 obs.user_id,
                 events + note_events,
                 expected_version=memory.version if expected_version is None else expected_version,
                 idempotency_key=obs.idempotency_key,
                 freeze=True,
-                built=[fact] if note is None else [fact, note],
             )
             first = appended.events[0]
             if appended.duplicate:
@@ -193,11 +192,9 @@ class FactWriter:
             events.append(self.journal.fact_event(EventType.FACT_SUPERSEDED, fact, payload))
         return events
 
-    def _session_note(
-        self, memory: UserMemory, checked: Checked
-    ) -> tuple[Fact | None, list[NewEvent]]:
+    def _session_note(self, memory: UserMemory, checked: Checked) -> list[NewEvent]:
         """A turn instruction also updates the session notes (long-term memory stays): the
-        note's fact and its events, or ``None`` and no events.
+        note's events, or none.
 
         The note replaces older notes of the key in the session whatever their source, but
         keeps the instruction's own ``change`` flag: a one-turn instruction is not a change in
@@ -205,14 +202,14 @@ class FactWriter:
         """
         obs = checked.observation
         if obs.scope is not Scope.TURN or obs.session_id is None:
-            return None, []
+            return []
         as_note = {"scope": Scope.SESSION, "supersedes": None, "idempotency_key": None}
         note = replace(checked, observation=obs.model_copy(update=as_note))
         sweep = replace(checked, observation=obs.model_copy(update={**as_note, "change": True}))
         fact = self._new_fact(note)
         events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
         replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, sweep), sweep)
-        return fact, events + self._superseded(
+        return events + self._superseded(
             fact, replaced, outdated_by, SupersedeReason.TURN_INSTRUCTION
         )
 

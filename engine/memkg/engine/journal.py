@@ -12,14 +12,13 @@ from typing import Any
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.errors import MemoryDisabled
-from memkg.events.projection import NOTHING_BUILT, Built, UserMemory
+from memkg.events.projection import UserMemory
 from memkg.events.store import AppendResult, EventStore
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
 
-Freezes = Callable[[str, Sequence[NewEvent], Built], list[NewEvent]]
-"""``(user_id, pending, built) → key.frozen`` events the pending write leaves in a strong
-conflict (``built``: the facts the write built for its ``fact.asserted`` events)."""
+Freezes = Callable[[str, Sequence[NewEvent]], list[NewEvent]]
+"""``(user_id, pending) → key.frozen`` events the pending write leaves in a strong conflict."""
 
 
 @dataclass(eq=False, repr=False)
@@ -40,27 +39,21 @@ class Journal:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
         freeze: bool = False,
-        built: Sequence[Fact] = (),
     ) -> AppendResult:
         """Append ``events`` after ``expected_version`` (default: the current); with
         ``freeze``, the key freezes the write entails go in the same append.
-
-        ``built``: the facts the caller built and dumped into its ``fact.asserted`` payloads;
-        the freeze check and the projections take them instead of validating those payloads
-        again (``events.projection.Built``).
         """
-        facts: Built = {f.id: f for f in built} if built else NOTHING_BUILT
         with self.lock, self.projections.pinned(user_id):
             memory = self.writable(user_id)
             if expected_version is None:
                 expected_version = memory.version
             if freeze:
-                events = [*events, *self.freezes(user_id, events, facts)]
+                events = [*events, *self.freezes(user_id, events)]
             appended = self.store.append(
                 user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
             )
             if not appended.duplicate:
-                self.projections.applied(user_id, appended.events, facts)
+                self.projections.applied(user_id, appended.events)
             return appended
 
     @contextmanager

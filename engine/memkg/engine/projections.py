@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
-from memkg.events.projection import NOTHING_BUILT, Built, UserMemory
+from memkg.events.projection import UserMemory
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
@@ -260,13 +260,13 @@ class Projections:
 
     # -- what the owner tells ---------------------------------------------------------------
 
-    def applied(self, user_id: str, events: Sequence[Event], built: Built = NOTHING_BUILT) -> None:
-        """Fold events just appended (and the facts built for them) into every cache."""
+    def applied(self, user_id: str, events: Sequence[Event]) -> None:
+        """Fold events just appended into every cache."""
         if not events:
             return
         with self._lock:
             self.forget_joined(user_id)
-            self._graphs.apply(user_id, events, built)
+            self._graphs.apply(user_id, events)
             self._reviews.applied(user_id, events)
         marks = self._pinned_marks()
         if (pin := marks.get(user_id)) is not None:

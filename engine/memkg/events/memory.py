@@ -27,7 +27,9 @@ from memkg.model.event import Event, EventType, NewEvent
 
 _BATCH = 5_000
 _TYPES = {t.value: t for t in EventType}
-_FIELDS = frozenset(Event.model_fields)
+_FIELDS = set(Event.model_fields)
+"""The fields set of every stored event, shared: a frozen model's set is never changed in
+place (``model_copy`` copies it first)."""
 _new = Event.__new__
 _set = object.__setattr__
 
@@ -93,7 +95,7 @@ def stored_event(
         "payload": payload, "recorded_at": recorded_at, "fact_id": fact_id,
         "audit_log_id": audit_log_id, "seq": seq, "version": version,
     })  # fmt: skip
-    _set(event, "__pydantic_fields_set__", set(_FIELDS))
+    _set(event, "__pydantic_fields_set__", _FIELDS)
     _set(event, "__pydantic_extra__", None)
     _set(event, "__pydantic_private__", None)
     return event

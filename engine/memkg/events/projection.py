@@ -9,30 +9,21 @@ read never shows an expired state even before the sweep ran.
 from __future__ import annotations
 
 import gc
-import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
+from datetime import datetime
 from typing import Any
 
-from pydantic_core import TzInfo
-
+from memkg.events.stored import changed, stored_fact
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Provenance, read_supersede_reason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
 
 _LIVE = LIVE_STATUSES
 
-Built = Mapping[str, Fact]
-"""Facts the engine built for the ``fact.asserted`` events it is appending, by fact id: each
-is the fact its event's payload was dumped from, already validated, so a fold takes it
-instead of validating the payload again. Facts read back from a store are never in it."""
-
-NOTHING_BUILT: Built = MappingProxyType({})
-
-FACT_BYTES = 2_600
+FACT_BYTES = 800
 """What one folded fact holds in memory with its share of the indexes and the history
-(measured with ``tracemalloc``; a test keeps the estimate within a factor of the count)."""
+(measured with ``tracemalloc``; a test keeps the estimate within a factor of the count).
+Most of it is the fact's own values: what facts repeat is shared (``events.stored``)."""
 
 
 class UserMemory:
@@ -70,26 +61,30 @@ class UserMemory:
                 memory.apply(event)
         return memory
 
-    def apply(self, event: Event, built: Built = NOTHING_BUILT) -> None:
-        """Fold one event in; events of other users are a caller bug.
-
-        ``built``: the facts this engine built for the events it just appended (``Built``).
-        """
+    def apply(self, event: Event) -> None:
+        """Fold one event in; events of other users are a caller bug."""
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            fact_id = handler(self.facts, event.payload, event.seq, built)
-            if fact_id is not None:
-                self.history_log.append((event.seq, fact_id, event.type.value))
-                fact = self.facts[fact_id]
+            fact = handler(self.facts, event.payload, event.seq)
+            if fact is not None:
+                fact_id = fact.id
+                self.history_log.append((event.seq, fact_id, _TYPE_TEXT[event.type]))
                 slot = (fact.domain, fact.key)
                 if event.type is EventType.FACT_ASSERTED:
-                    self._by_key.setdefault(slot, []).append(fact_id)
-                if fact.status in _LIVE:
-                    self._live.setdefault(slot, {})[fact_id] = None
-                elif fact_id in self._live.get(slot, ()):
-                    del self._live[slot][fact_id]
+                    if (asserted := self._by_key.get(slot)) is None:
+                        self._by_key[slot] = [fact_id]
+                    else:
+                        asserted.append(fact_id)
+                live = self._live.get(slot)
+                if fact.status not in _LIVE:
+                    if live is not None:
+                        live.pop(fact_id, None)
+                elif live is None:
+                    self._live[slot] = {fact_id: None}
+                else:
+                    live[fact_id] = None
         elif event.type in _IDENTITY:
             self._identity(event)
         self.version, self.seq = event.version, event.seq
@@ -159,20 +154,14 @@ class UserMemory:
         return found
 
 
-def preview(
-    facts: Iterable[Fact],
-    events: Iterable[NewEvent],
-    after_seq: int,
-    built: Built = NOTHING_BUILT,
-) -> list[Fact]:
+def preview(facts: Iterable[Fact], events: Iterable[NewEvent], after_seq: int) -> list[Fact]:
     """``facts`` as they will be once ``events`` are stored (numbered after ``after_seq``),
-    storing nothing: what a write is about to do, for checks that go in the same append.
-    ``built``: the facts the write built for its ``fact.asserted`` events (``Built``)."""
+    storing nothing: what a write is about to do, for checks that go in the same append."""
     table = {f.id: f for f in facts}
     for offset, event in enumerate(events, 1):
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(table, event.payload, after_seq + offset, built)
+            handler(table, event.payload, after_seq + offset)
     return list(table.values())
 
 
@@ -218,73 +207,19 @@ def collector_paused() -> Iterator[None]:
 _IDENTITY = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED,
                        EventType.MERGE_PROPOSED, EventType.USERS_MERGED,
                        EventType.USERS_SPLIT})  # fmt: skip
-_NO_PROVENANCE = Provenance()
-_NO_PROVENANCE_STORED = _NO_PROVENANCE.model_dump(mode="json")
-_SHARED_TEXT = ("user_id", "domain", "key", "session_id")
-_TIMES = ("observed_at", "recorded_at", "valid_until")
-_UTC_PARSED = TzInfo(0)
-_SEQ = frozenset({"seq"})
-_new = Fact.__new__
-_set = object.__setattr__
 
 
-def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int, built: Built) -> str:
-    stored = payload["fact"]
-    fact = built.get(stored["id"])
-    if fact is None:
-        data = {**stored, "seq": seq}
-        _share_text(data)
-        if data.get("provenance") == _NO_PROVENANCE_STORED:
-            data["provenance"] = _NO_PROVENANCE
-        fact = Fact.model_validate(data)
-    else:
-        fact = _as_folded(fact, stored, seq)
+_TYPE_TEXT = {t: t.value for t in EventType}
+
+
+def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> Fact:
+    fact = stored_fact(payload["fact"], seq)
     facts[fact.id] = fact
-    return fact.id
-
-
-def _share_text(data: dict[str, Any]) -> None:
-    # Facts repeat their user, domain and key, and most carry no provenance: share one copy
-    # of each instead of holding one per fact (a quarter of a folded fact's memory).
-    for name in _SHARED_TEXT:
-        value = data.get(name)
-        if type(value) is str:
-            data[name] = sys.intern(value)
-
-
-def _as_folded(fact: Fact, stored: dict[str, Any], seq: int) -> Fact:
-    """``fact``, built for the payload ``stored``, as validating ``stored`` gives it:
-    numbered, holding the stored copy of its value (not the object the caller passed), its
-    times with the same offset in the parsed form (pydantic's ``TzInfo``), text shared."""
-    data = fact.__dict__.copy()
-    data["seq"], data["value"] = seq, stored["value"]
-    _share_text(data)
-    if data["provenance"].__dict__ == _NO_PROVENANCE.__dict__:
-        data["provenance"] = _NO_PROVENANCE
-    for name in _TIMES:
-        at = data[name]
-        if at is not None and type(zone := at.tzinfo) is not TzInfo:
-            data[name] = at.replace(tzinfo=_UTC_PARSED if zone is UTC else _parsed_zone(at))
-    # ``fact`` was validated and ``data`` only renumbers it and takes stored forms of its
-    # fields, so this is ``model_construct`` without its per-field loop (as ``stored_event``)
-    folded = _new(Fact)
-    _set(folded, "__dict__", data)
-    _set(folded, "__pydantic_fields_set__", fact.model_fields_set | _SEQ)
-    _set(folded, "__pydantic_extra__", None)
-    _set(folded, "__pydantic_private__", None)
-    return folded
-
-
-def _parsed_zone(at: datetime) -> TzInfo:
-    """The zone pydantic gives ``at`` parsed from its stored form: its offset (always aware)."""
-    offset = int((at.utcoffset() or timedelta(0)).total_seconds())
-    return _UTC_PARSED if offset == 0 else TzInfo(offset)
+    return fact
 
 
 def _status(status: FactStatus, reason_field: str | None = None) -> Any:
-    def handle(
-        facts: dict[str, Fact], payload: dict[str, Any], _seq: int, _built: Built
-    ) -> str | None:
+    def handle(facts: dict[str, Fact], payload: dict[str, Any], _seq: int) -> Fact | None:
         fact = facts.get(payload["fact_id"])
         if fact is None:
             return None  # purged by erasure of its audit id: nothing left to change
@@ -298,8 +233,9 @@ def _status(status: FactStatus, reason_field: str | None = None) -> Any:
             changes["status_reason"] = payload[reason_field]
         if payload.get("by_fact_id"):
             changes["superseded_by"] = payload["by_fact_id"]
-        facts[fact.id] = fact.with_status(status, **changes)
-        return fact.id
+        changes["status"] = status
+        facts[fact.id] = folded = changed(fact, changes)
+        return folded
 
     return handle
 

@@ -22,17 +22,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from types import MappingProxyType
 
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View, weighted_view
 from memkg.model.event import Event
-from memkg.model.fact import Fact
 from memkg.model.weight import WeightParams
-
-_NOTHING: Mapping[str, Fact] = MappingProxyType({})
 
 ReadStream = Callable[..., Sequence[Event]]
 """``read_stream(user_id, up_to_seq=None)``: the user's events in order."""
@@ -130,11 +126,8 @@ class GraphCache:
                 graph.apply(event)
         return graph
 
-    def apply(
-        self, user_id: str, events: Sequence[Event], built: Mapping[str, Fact] = _NOTHING
-    ) -> None:
-        """Fold freshly appended events into a cached graph, or drop it if they do not follow
-        (``built``: the facts the writer built for them, by id, taken by the fact fold)."""
+    def apply(self, user_id: str, events: Sequence[Event]) -> None:
+        """Fold freshly appended events into a cached graph, or drop it if they do not follow."""
         with self._lock:
             graph = self._graphs.get(user_id)
             if graph is None or not events:
@@ -143,7 +136,7 @@ class GraphCache:
                 self.forget(user_id)
                 return
             for event in events:
-                graph.apply(event, built)
+                graph.apply(event)
             self._graphs.move_to_end(user_id)
             self._account(user_id, graph)
 

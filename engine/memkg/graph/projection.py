@@ -16,10 +16,9 @@ Nothing here reads other users: a user's graph costs what the user's own events 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from rdflib import Dataset, Graph
@@ -49,8 +48,6 @@ _RDF_FACT_BYTES, _RDF_SIGNAL_BYTES = 18_000, 9_000
 EdgeKey = tuple[str, str, str]
 """(domain, key, target value): one edge ``user ─key→ target`` of one domain."""
 
-
-_NOTHING: Mapping[str, Fact] = MappingProxyType({})
 
 _FACT_EVENTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_CONFIRMED,
                           EventType.FACT_SUPERSEDED, EventType.FACT_RETRACTED,
@@ -85,10 +82,7 @@ class FactFold(Protocol):
     @property
     def merged_ids(self) -> tuple[str, ...]: ...
 
-    def apply(self, event: Event, built: Mapping[str, Fact] = ...) -> None:
-        """Fold one event in; ``built``: facts the engine built for the ``fact.asserted``
-        events it just appended, by id, taken instead of validating their payloads."""
-        ...
+    def apply(self, event: Event) -> None: ...
 
     def settle(self, version: int) -> None: ...
 
@@ -138,11 +132,10 @@ class UserGraph:
     def seq(self) -> int:
         return self.memory.seq
 
-    def apply(self, event: Event, built: Mapping[str, Fact] = _NOTHING) -> None:
-        """Fold one event in (events of other users are refused by the fold; ``built`` as
-        ``FactFold.apply`` takes it)."""
+    def apply(self, event: Event) -> None:
+        """Fold one event in (events of other users are refused by the fold)."""
         try:
-            self._apply(event, built)
+            self._apply(event)
         finally:
             self._note_change(event)
 
@@ -159,8 +152,8 @@ class UserGraph:
             elif fact is not None:
                 self._changed_at[fact.domain] = self._changes
 
-    def _apply(self, event: Event, built: Mapping[str, Fact]) -> None:
-        self.memory.apply(event, built)
+    def _apply(self, event: Event) -> None:
+        self.memory.apply(event)
         if event.type is EventType.SIGNAL_RECORDED:
             signal = read_signal(event)
             self.signals.append(signal)

@@ -1,9 +1,9 @@
 """A write validates each new fact once, and the projections hold what the log gives back.
 
 The writer builds the new fact (one validation); the freeze check's preview and the fold of
-the append take that ``Fact`` (``events.projection.Built``) instead of validating its event's
-payload again. Facts read back from a store are still validated, and the fold of the log holds
-the same facts, down to their ``repr``, as the projections a write left.
+the append read the event's payload back without validating it again (``events.stored``), and
+the fold of the log holds the same facts, down to their ``repr``, as the projections a write
+left.
 """
 
 from __future__ import annotations
@@ -16,32 +16,8 @@ import pytest
 
 from memkg import Engine, FrozenClock
 from memkg.events.projection import UserMemory
-from memkg.model.fact import Fact
 from support.observations import CONSENTED, T0, obs
-
-
-class Validations:
-    """Counts what goes through ``Fact``'s own validator: ``Fact(...)``, ``model_validate``
-    and ``model_validate_json``, whoever calls them."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.count = 0
-        real = Fact.__pydantic_validator__
-        counter = self
-
-        class Counted:
-            def __getattr__(self, name: str) -> Any:
-                return getattr(real, name)
-
-            def validate_python(self, *args: Any, **kwargs: Any) -> Any:
-                counter.count += 1
-                return real.validate_python(*args, **kwargs)
-
-            def validate_json(self, *args: Any, **kwargs: Any) -> Any:
-                counter.count += 1
-                return real.validate_json(*args, **kwargs)
-
-        monkeypatch.setattr(Fact, "__pydantic_validator__", Counted())
+from support.validations import Validations
 
 
 def _engine(store: str, tmp_path: Path) -> Engine:
