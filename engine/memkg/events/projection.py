@@ -231,8 +231,9 @@ def _status(status: FactStatus, reason_field: str | None = None) -> Any:
                 changes["status_reason"] = text
         elif reason_field and payload.get(reason_field):
             changes["status_reason"] = payload[reason_field]
-        if payload.get("by_fact_id"):
-            changes["superseded_by"] = payload["by_fact_id"]
+        if by := payload.get("by_fact_id"):
+            later = facts.get(by)  # the text of its id, kept once
+            changes["superseded_by"] = by if later is None else later.id
         changes["status"] = status
         facts[fact.id] = folded = changed(fact, changes)
         return folded

@@ -211,8 +211,10 @@ def _provenance(stored: Any) -> Provenance:
 
 def changed(fact: Fact, changes: dict[str, Any]) -> Fact:
     """``fact.model_copy(update=changes)``, built as the fold builds facts (shared keys and
-    fields set)."""
+    fields set, a short ``status_reason`` shared: reasons repeat)."""
     data = FACTS.template.copy()
     data.update(fact.__dict__)
     data.update(changes)
+    if type(reason := data["status_reason"]) is str and len(reason) <= _TEXT_VALUE:
+        data["status_reason"] = _intern(reason)
     return FACTS.build(data, FACTS.fields_set(fact.model_fields_set | changes.keys()))
