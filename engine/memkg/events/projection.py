@@ -207,9 +207,8 @@ def collector_paused() -> Iterator[None]:
 _IDENTITY = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED,
                        EventType.MERGE_PROPOSED, EventType.USERS_MERGED,
                        EventType.USERS_SPLIT})  # fmt: skip
-
-
 _TYPE_TEXT = {t: t.value for t in EventType}
+"""An event type's text, as the history keeps it (a lookup, not ``Enum.value``'s property)."""
 
 
 def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> Fact:
