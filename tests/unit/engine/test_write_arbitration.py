@@ -101,12 +101,9 @@ def reference_engine(clock: FrozenClock) -> Engine:
     return engine
 
 
-def _reference_freezes(
-    engine: Engine, user_id: str, pending: Sequence[NewEvent], _built: Mapping[str, Fact]
-) -> list[NewEvent]:
+def _reference_freezes(engine: Engine, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
     """``Arbiter.freezes`` as a full recompute: every claim and review of the key, every slot,
-    and each new fact validated from its pending payload (the facts the write built are not
-    taken)."""
+    and each new fact read from its pending payload."""
     graph, memory = engine.projections.graph(user_id), engine.projections.memory(user_id)
     keys: set[tuple[str, str]] = set()
     added: dict[tuple[str, str, str], list[Signal]] = {}

@@ -18,7 +18,7 @@ def _write(engine: Engine, user: str, count: int) -> None:
 
 
 def test_the_graphs_of_resident_users_stay_within_the_bound() -> None:
-    bound = 300_000  # about four users of 20 facts each
+    bound = 100_000  # about four users of 20 facts each
     engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=bound))
     users = [f"u{n}" for n in range(12)]
     sizes = {}
@@ -38,13 +38,13 @@ def test_the_graphs_of_resident_users_stay_within_the_bound() -> None:
 
 
 def test_a_user_larger_than_the_bound_is_served_alone() -> None:
-    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=50_000))
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=20_000))
     _write(engine, "small", 3)
     _write(engine, "large", 30)
-    assert engine.user_graph("large").estimated_bytes() > 50_000
+    assert engine.user_graph("large").estimated_bytes() > 20_000
     assert engine.projections.resident_graphs() == 1  # only the user being served stays
     engine.user_graph("small")
-    assert engine.projections.resident_graphs() == 1 and engine.projections.graph_bytes <= 50_000
+    assert engine.projections.resident_graphs() == 1 and engine.projections.graph_bytes <= 20_000
 
 
 def test_an_rdf_dataset_built_for_export_counts_against_the_bound() -> None:
@@ -59,7 +59,7 @@ def test_an_rdf_dataset_built_for_export_counts_against_the_bound() -> None:
 def test_the_bound_holds_every_projection_of_a_user_and_evicts_them_together() -> None:
     """A user's facts are folded once (the graph's fold is the memory reads return), so the
     bound counts them; a user the bound evicts leaves every cache, derived ones included."""
-    bound = 300_000
+    bound = 100_000
     engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False, memory_bound=bound))
     users = [f"u{n}" for n in range(12)]
     for user in users:
