@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Protocol, cast
 
@@ -92,9 +92,7 @@ class Projections:
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self._revisions: dict[str, Revisions] = {}
-        self._pins = threading.local()
-        """``marks``: user → the stream mark this thread's write reads at (``None``: not yet
-        checked), for the users it has ``pinned``."""
+        self._pins = _Pins()
 
     def read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
         """The events reads of the user fold: the memory switch and merged ids applied
@@ -134,36 +132,22 @@ class Projections:
             return None
         return list(tail)
 
-    @contextmanager
-    def pinned(self, user_id: str) -> Iterator[None]:
+    def pinned(self, user_id: str) -> AbstractContextManager[None]:
         """Inside the block, this thread's reads of the user check the store once (a write's
         reads, computed and appended against one state of the stream; see the module)."""
-        marks: dict[str, tuple[int, int] | None] = self._pins.__dict__.setdefault("marks", {})
-        if user_id in marks:
-            yield
-            return
-        marks[user_id] = None
-        try:
-            yield
-        finally:
-            del marks[user_id]
-
-    def _pinned_marks(self) -> dict[str, tuple[int, int] | None]:
-        return cast(dict[str, tuple[int, int] | None], self._pins.__dict__.get("marks", {}))
+        return self._pins.pinned(user_id)
 
     def _mark(self, user_id: str) -> tuple[int, int]:
         """The stream mark, after dropping the user's views if an id they join moved (once
         per ``pinned`` block)."""
-        marks = self._pinned_marks()
-        found = marks.get(user_id)
+        found = self._pins.mark(user_id)
         if found is not None:
             return found
         with self._lock:
             if self._joins_moved(user_id):
                 self.forget(user_id)
         found = self._stream.stream_mark(user_id)
-        if user_id in marks:
-            marks[user_id] = found
+        self._pins.checked(user_id, found)
         return found
 
     def _joins_moved(self, user_id: str) -> bool:
@@ -268,9 +252,7 @@ class Projections:
             self.forget_joined(user_id)
             self._graphs.apply(user_id, events)
             self._reviews.applied(user_id, events)
-        marks = self._pinned_marks()
-        if (pin := marks.get(user_id)) is not None:
-            marks[user_id] = (events[-1].version, pin[1])
+        self._pins.moved(user_id, events[-1].version)
 
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
@@ -286,9 +268,7 @@ class Projections:
 
     def forget(self, user_id: str) -> None:
         """Drop every projection of the user (erased, purged, or evicted)."""
-        marks = self._pinned_marks()
-        if user_id in marks:
-            marks[user_id] = None  # read anew: checked again
+        self._pins.checked(user_id, None)  # read anew: checked again
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.pop(user_id, None)
@@ -378,3 +358,42 @@ def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex
                 slot = (changed.domain, changed.key)
                 by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
     return ((events[-1].version, events[-1].seq), reviews, by_key)
+
+
+class _Pins:
+    """Per thread, the users a write has ``pinned`` and the stream mark each is read at
+    (``None``: not checked yet)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _marks(self) -> dict[str, tuple[int, int] | None]:
+        marks: dict[str, tuple[int, int] | None] = self._local.__dict__.setdefault("marks", {})
+        return marks
+
+    @contextmanager
+    def pinned(self, user_id: str) -> Iterator[None]:
+        marks = self._marks()
+        if user_id in marks:
+            yield
+            return
+        marks[user_id] = None
+        try:
+            yield
+        finally:
+            del marks[user_id]
+
+    def mark(self, user_id: str) -> tuple[int, int] | None:
+        return self._marks().get(user_id)
+
+    def checked(self, user_id: str, mark: tuple[int, int] | None) -> None:
+        """The mark just read for ``user_id`` (kept only while it is pinned)."""
+        marks = self._marks()
+        if user_id in marks:
+            marks[user_id] = mark
+
+    def moved(self, user_id: str, version: int) -> None:
+        """This thread's write appended up to ``version``: its reads are at that version."""
+        marks = self._marks()
+        if (pin := marks.get(user_id)) is not None:
+            marks[user_id] = (version, pin[1])
