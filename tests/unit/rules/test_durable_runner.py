@@ -119,3 +119,33 @@ def test_durable_json_adds_a_fraction_to_numbers_only() -> None:
     assert json.loads(text) == value
     assert '"1e5": "1e-05"' in text and "\\\"2e3" in text  # strings untouched
     assert "[1.0e-05, 1.5e-07, 1.0e+16, -2.0e-300, 7, 0.5]" in text
+
+
+JOIN_DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  price: {type: number}\n"
+JOIN_TABLE = """\
+hit_policy: first
+allow_no_match: true
+rules:
+  - id: t.over
+    when:
+      - fact: {key: budget.max, gt: $context.price}
+    then: {action: go}
+    reason_code: A
+    explain: x
+"""
+
+
+@pytest.mark.parametrize(
+    ("budget", "price", "over"),
+    [(1e20, 1e19, True), (1e19, 1e20, False), (1e20, 9.3e18, True), (-1e20, -1e19, False)],
+)
+def test_a_join_orders_whole_floats_beyond_64_bits_as_numbers(
+    budget: float, price: float, over: bool
+) -> None:
+    # a whole float's join copy was written as an integer, which the C reader clamps to 64 bits
+    bundle, problems = load_bundle({"t/domain.yaml": JOIN_DOMAIN, "t/x.yaml": JOIN_TABLE})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    fact = {"t": "fact", "key": "budget.max", "value": budget}
+    ctx = {"t": "context", "today": 20260501, "price": price}
+    assert [f.rule for f in r.run("t.x", [fact, ctx])] == (["r0"] if over else [])
