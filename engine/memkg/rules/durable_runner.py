@@ -23,6 +23,10 @@ durable-rules is used as a matcher and nothing more:
   ``1e-05`` or ``1e+16`` (how Python writes 0.00001 and 10.0**16) refuses a ruleset and crashes
   the process when a message carries it, so ``durable.engine`` serialises through
   ``durable_json``, which writes every such number with a fraction (``1.0e-05``);
+* it keeps a string as the JSON text it was sent and orders strings by those bytes, escapes
+  included (``"Bob"`` is written ``\\"Bob\\"`` and sorts after ``M``), so a string ordering
+  test, against a constant or in a join, compares typed copies holding
+  ``compare.order_text``, whose bytes sort as the characters do;
 * it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` reads as
   ``2**63 - 1``), so a join's ordered copy of a whole number beyond them is a float
   (``compare.join_copies``: ``1e20`` is not written ``100000000000000000000``).

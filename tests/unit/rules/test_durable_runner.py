@@ -149,3 +149,43 @@ def test_a_join_orders_whole_floats_beyond_64_bits_as_numbers(
     fact = {"t": "fact", "key": "budget.max", "value": budget}
     ctx = {"t": "context", "today": 20260501, "price": price}
     assert [f.rule for f in r.run("t.x", [fact, ctx])] == (["r0"] if over else [])
+
+
+ORDER_DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  name: {type: string}\n"
+ORDER_TABLE = """\
+hit_policy: first
+allow_no_match: true
+rules:
+  - id: t.before_m
+    when:
+      - fact: {key: person.name, lt: "M"}
+    then: {action: go}
+    reason_code: A
+    explain: x
+  - id: t.before_context
+    when:
+      - fact: {key: person.name, lt: $context.name}
+    then: {action: go}
+    reason_code: B
+    explain: x
+  - id: t.context_from_quote
+    when:
+      - context: {name: {gte: "'"}}
+    then: {action: go}
+    reason_code: C
+    explain: x
+"""
+NAMES = ['"Bob"', "\\Bob", "Bob\\", "\tBob", "\x00", "B\nob", "Bob", "Zoe", "é", "M", "", "'", "!"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("other", ["[", "M", '"', "", "Bob", "\\", "\x01"])
+def test_strings_order_by_their_characters_not_their_json_escapes(name: str, other: str) -> None:
+    # the C core compares strings as the JSON text it was sent: '"' (written \") sorted after 'M'
+    bundle, problems = load_bundle({"t/domain.yaml": ORDER_DOMAIN, "t/x.yaml": ORDER_TABLE})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    fact = {"t": "fact", "key": "person.name", "value": name}
+    ctx = {"t": "context", "today": 20260501, "name": other}
+    holds = {"r0": name < "M", "r1": name < other, "r2": other >= "'"}
+    assert sorted(f.rule for f in r.run("t.x", [fact, ctx])) == [k for k, v in holds.items() if v]

@@ -54,17 +54,33 @@ def join_prop(prop: str, part: str) -> str:
 
 def join_copies(value: Any) -> dict[str, Any]:
     """``value``'s copies for joins: ``t`` its type (``n`` number or boolean, ``s`` string,
-    ``o`` object or list), ``v`` the value (an object as canonical JSON), ``k`` a text equal
-    for two values exactly when they are equal; none for a missing value."""
+    ``o`` object or list), ``v`` the value (a string as ``order_text``, an object as canonical
+    JSON), ``k`` a text equal for two values exactly when they are equal; none for a missing
+    value. Ordering tests on a string constant read them too (``pattern``)."""
     if value is None:
         return {}
     if isinstance(value, bool | int | float):
         number = int(value) if isinstance(value, bool) or float(value).is_integer() else value
         return {"t": "n", "v": _in_int64(number), "k": f"n:{number!r}"}
     if isinstance(value, str):
-        return {"t": "s", "v": value, "k": "s:" + value}
+        return {"t": "s", "v": order_text(value), "k": "s:" + value}
     text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
     return {"t": "o", "v": text, "k": "o:" + text}
+
+
+_ORDER_TEXT = {c: f"{c // 16}{c % 16:x}" for c in range(0x60)}
+
+
+def order_text(text: str) -> str:
+    """``text`` as durable-rules orders strings: its C core compares the JSON text it was sent,
+    escapes included (``"`` is written ``\\"``, which sorts after ``M``). Every character
+    below U+0060 becomes two (``0``-``5``, then a hex digit) that JSON writes as they are, so
+    the bytes of the result sort as the characters of ``text`` do.
+
+    >>> order_text('"Bob"') < order_text("M") < order_text("b")
+    True
+    """
+    return text.translate(_ORDER_TEXT)
 
 
 def _in_int64(number: int | float) -> int | float:
@@ -175,6 +191,9 @@ def pattern(test: Test, prop: str, operand: CompileOperand) -> dict[str, Any]:
         return join_pattern(op, prop, compiled)
     if op in ("eq", "contains"):
         return {prop: operand(value)}
+    if op in _ORDER and isinstance(compiled, str):  # on the typed copies, as a join
+        text = order_text(compiled)
+        return {"$and": [{join_prop(prop, "t"): "s"}, {_OPS[op]: {join_prop(prop, "v"): text}}]}
     if op in _OPS:
         return {_OPS[op]: {prop: operand(value)}}
     if op == "in":
