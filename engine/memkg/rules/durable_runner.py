@@ -27,9 +27,9 @@ durable-rules is used as a matcher and nothing more:
   included (``"Bob"`` is written ``\\"Bob\\"`` and sorts after ``M``), so a string ordering
   test, against a constant or in a join, compares typed copies holding
   ``compare.order_text``, whose bytes sort as the characters do;
-* it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` reads as
-  ``2**63 - 1``), so a join's ordered copy of a whole number beyond them is a float
-  (``compare.join_copies``: ``1e20`` is not written ``100000000000000000000``).
+* it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` read as
+  ``2**63 - 1``, also in a join's copy of ``1e20``), so ``durable_json`` writes such an
+  integer with a fraction, which it reads as a float (``inf`` beyond the largest).
 """
 
 from __future__ import annotations
@@ -52,18 +52,24 @@ from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
 
 
-_EXPONENT_WITHOUT_FRACTION = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![.\d])-?\d+(?=[eE])')
-"""A JSON string (left as it is) or the integer part of a number written ``1e-05``."""
+_NEEDS_FRACTION = re.compile(
+    r'"(?:[^"\\]|\\.)*"|(?<![.\d])-?\d+(?=[eE])|(?<![.\d])(-?\d{19,})(?![.\deE])'
+)
+"""A JSON string (left as it is), the integer part of a number written ``1e-05``, or an
+integer of 19 digits or more."""
 
 
 def durable_json(value: Any, **options: Any) -> str:
-    """``json.dumps`` for durable-rules' C reader: ``1e-05`` is written ``1.0e-05``."""
-    return _EXPONENT_WITHOUT_FRACTION.sub(_with_fraction, json.dumps(value, **options))
+    """``json.dumps`` for durable-rules' C reader: ``1e-05`` is written ``1.0e-05``, and an
+    integer beyond 64 bits as a float (``100000000000000000000.0``)."""
+    return _NEEDS_FRACTION.sub(_with_fraction, json.dumps(value, **options))
 
 
 def _with_fraction(match: re.Match[str]) -> str:
     text = match.group()
-    return text if text.startswith('"') else text + ".0"
+    if text.startswith('"') or (match.group(1) and -(2**63) <= int(text) < 2**63):
+        return text
+    return text + ".0"
 
 
 class _DurableJson:

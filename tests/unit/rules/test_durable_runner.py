@@ -114,10 +114,10 @@ def test_a_rule_bound_written_with_an_exponent_compiles_and_matches() -> None:
 
 
 def test_durable_json_adds_a_fraction_to_numbers_only() -> None:
-    value = {"1e5": "1e-05", "n": [1e-05, 1.5e-07, 1e16, -2e-300, 7, 0.5], 'q"1e5': "\\\"2e3"}
+    value = {"1e5": "1e-05", "n": [1e-05, 1.5e-07, 1e16, -2e-300, 7, 0.5], 'q"1e5': '\\"2e3'}
     text = durable_json(value)
     assert json.loads(text) == value
-    assert '"1e5": "1e-05"' in text and "\\\"2e3" in text  # strings untouched
+    assert '"1e5": "1e-05"' in text and '\\"2e3' in text  # strings untouched
     assert "[1.0e-05, 1.5e-07, 1.0e+16, -2.0e-300, 7, 0.5]" in text
 
 
@@ -189,3 +189,41 @@ def test_strings_order_by_their_characters_not_their_json_escapes(name: str, oth
     ctx = {"t": "context", "today": 20260501, "name": other}
     holds = {"r0": name < "M", "r1": name < other, "r2": other >= "'"}
     assert sorted(f.rule for f in r.run("t.x", [fact, ctx])) == [k for k, v in holds.items() if v]
+
+
+@pytest.mark.parametrize(
+    ("age", "bound", "young"),
+    [
+        (1e19, 10**20, True),
+        (2**64, 10**20, True),
+        (10**20, 2**64, False),
+        (-(2**64), -(10**19), True),
+    ],
+)
+def test_integers_beyond_64_bits_compare_as_numbers(age: float, bound: int, young: bool) -> None:
+    # the C reader clamps an integer beyond 64 bits to 2**63 - 1 (or -2**63)
+    table = TABLE.replace("lt: 6", f"lt: {bound}")
+    bundle, problems = load_bundle({"t/domain.yaml": DOMAIN, "t/x.yaml": table})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    fact = {"t": "fact", "key": "child.age", "value": age}
+    assert sorted(f.rule for f in r.run("t.x", [fact, CTX])) == (["r0", "r1"] if young else ["r0"])
+
+
+@pytest.mark.parametrize("price", [10**400, -(10**400), 10**20], ids=["+", "-", "1e20"])
+def test_a_join_on_an_integer_beyond_any_float_is_ordered(price: int) -> None:
+    bundle, problems = load_bundle({"t/domain.yaml": JOIN_DOMAIN, "t/x.yaml": JOIN_TABLE})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    fact = {"t": "fact", "key": "budget.max", "value": 5000}
+    ctx = {"t": "context", "today": 20260501, "price": price}
+    assert [f.rule for f in r.run("t.x", [fact, ctx])] == ([] if price > 0 else ["r0"])
+
+
+def test_durable_json_writes_integers_beyond_64_bits_with_a_fraction() -> None:
+    value = [2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**400, "12345678901234567890", 1e300]
+    text = durable_json(value)
+    assert text == (
+        "[9223372036854775807, -9223372036854775808, 9223372036854775808.0, "
+        f'-9223372036854775809.0, {10**400}.0, "12345678901234567890", 1.0e+300]'
+    )

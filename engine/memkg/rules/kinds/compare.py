@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import operator
-import sys
 from collections.abc import Callable
 from datetime import date
 from typing import Any
@@ -60,8 +59,8 @@ def join_copies(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if isinstance(value, bool | int | float):
-        number = int(value) if isinstance(value, bool) or float(value).is_integer() else value
-        return {"t": "n", "v": _in_int64(number), "k": f"n:{number!r}"}
+        number = value if isinstance(value, float) and not value.is_integer() else int(value)
+        return {"t": "n", "v": number, "k": f"n:{number!r}"}
     if isinstance(value, str):
         return {"t": "s", "v": order_text(value), "k": "s:" + value}
     text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
@@ -81,17 +80,6 @@ def order_text(text: str) -> str:
     True
     """
     return text.translate(_ORDER_TEXT)
-
-
-def _in_int64(number: int | float) -> int | float:
-    """``number`` as durable-rules' C reader orders it: it clamps an integer to 64 bits, so one
-    beyond them is written as the nearest float (the largest finite one past that)."""
-    if isinstance(number, float) or -(2**63) <= number < 2**63:
-        return number
-    try:
-        return float(number)
-    except OverflowError:
-        return sys.float_info.max if number > 0 else -sys.float_info.max
 
 
 def join_pattern(op: str, prop: str, ref: dict[str, str]) -> dict[str, Any]:
