@@ -25,7 +25,9 @@ class Limits(BaseModel):
 
     max_value_bytes: int = Field(64 * 1024, gt=0)
     max_depth: int = Field(12, gt=0)
-    max_string_chars: int = Field(8 * 1024, gt=0)
+    max_string_chars: int = Field(8 * 1024, gt=0, le=10_922)
+    """At most 10,922: durable-rules compares 65,535 bytes of a string at most, and a character
+    may take 6 as it is sent (an escaped control character)."""
     max_items: int = Field(1_000, gt=0)
     max_line_bytes: int = Field(256 * 1024, gt=0)
     """For text formats (JSONL ingest): longer lines are refused unparsed."""

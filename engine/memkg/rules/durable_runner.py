@@ -27,6 +27,10 @@ durable-rules is used as a matcher and nothing more:
   included (``"Bob"`` is written ``\\"Bob\\"`` and sorts after ``M``), so a string ordering
   test, against a constant or in a join, compares typed copies holding
   ``compare.order_text``, whose bytes sort as the characters do;
+* it compares at most 65,535 bytes of a string (a length is cut to 16 bits, so a longer
+  string equals its prefix): the limits keep a stored string shorter than that as sent (8,192
+  characters by default), and a join compares an object by a digest
+  (``compare.join_copies``), not by its JSON text, which may be longer;
 * it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` read as
   ``2**63 - 1``, also in a join's copy of ``1e20``), so ``durable_json`` writes such an
   integer with a fraction, which it reads as a float (``inf`` beyond the largest).

@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from memkg.config import Limits
 from memkg.rules.compiler import SINK, compile_table
 from memkg.rules.durable_runner import (
     DurableRunner,
@@ -227,3 +229,39 @@ def test_durable_json_writes_integers_beyond_64_bits_with_a_fraction() -> None:
         "[9223372036854775807, -9223372036854775808, 9223372036854775808.0, "
         f'-9223372036854775809.0, {10**400}.0, "12345678901234567890", 1.0e+300]'
     )
+
+
+PLAN_DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  plan: {type: object}\n"
+PLAN_TABLE = """\
+hit_policy: first
+allow_no_match: true
+rules:
+  - id: t.changed
+    when:
+      - fact: {key: trip.plan, ne: $context.plan}
+    then: {action: go}
+    reason_code: A
+    explain: x
+"""
+
+
+def test_a_join_tells_apart_objects_longer_than_64_kib_as_json() -> None:
+    # the C core compares at most 65,535 bytes of a string (its length is cut to 16 bits)
+    bundle, problems = load_bundle({"t/domain.yaml": PLAN_DOMAIN, "t/x.yaml": PLAN_TABLE})
+    assert problems == []
+    r = DurableRunner({"t.x": compile_table(bundle.tables[("t", "x")])})
+    note = "\U0001f600" * 6_000  # 72,000 bytes as ASCII JSON
+    fact = {"t": "fact", "key": "trip.plan", "value": {"note": note, "version": 1}}
+    ctx = {"t": "context", "today": 20260501, "plan": {"note": note, "version": 2}}
+    assert [f.rule for f in r.run("t.x", [fact, ctx])] == ["r0"]
+    assert r.run("t.x", [fact, {**ctx, "plan": fact["value"]}]) == []
+
+
+def test_the_limits_keep_a_string_within_what_the_c_core_compares() -> None:
+    # the C core cuts a string's length to 16 bits: one of 65,536 bytes as sent equals its prefix
+    top = 10_922
+    for widest in ("\x01", "\U0001f600"):  # 6 bytes as sent (escaped), 4 bytes (UTF-8)
+        assert len(durable_json(widest * top, ensure_ascii=False).encode()) - 2 < 65_536
+    assert Limits(max_string_chars=top).max_string_chars == top
+    with pytest.raises(ValidationError):
+        Limits(max_string_chars=top + 1)

@@ -9,6 +9,7 @@ differential test (``tests/property/test_runner_equivalence.py``) keeps them equ
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections.abc import Callable
@@ -53,9 +54,10 @@ def join_prop(prop: str, part: str) -> str:
 
 def join_copies(value: Any) -> dict[str, Any]:
     """``value``'s copies for joins: ``t`` its type (``n`` number or boolean, ``s`` string,
-    ``o`` object or list), ``v`` the value (a string as ``order_text``, an object as canonical
-    JSON), ``k`` a text equal for two values exactly when they are equal; none for a missing
-    value. Ordering tests on a string constant read them too (``pattern``)."""
+    ``o`` object or list), ``v`` the value (a string as ``order_text``, an object as the
+    SHA-256 of its canonical JSON), ``k`` a text equal for two values exactly when they are
+    equal; none for a missing value. Ordering tests on a string constant read them too
+    (``pattern``)."""
     if value is None:
         return {}
     if isinstance(value, bool | int | float):
@@ -64,7 +66,8 @@ def join_copies(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return {"t": "s", "v": order_text(value), "k": "s:" + value}
     text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
-    return {"t": "o", "v": text, "k": "o:" + text}
+    digest = hashlib.sha256(text.encode()).hexdigest()  # the C core reads 65,535 bytes at most
+    return {"t": "o", "v": digest, "k": "o:" + digest}
 
 
 _ORDER_TEXT = {c: f"{c // 16}{c % 16:x}" for c in range(0x60)}
