@@ -31,6 +31,9 @@ durable-rules is used as a matcher and nothing more:
   string equals its prefix): the limits keep a stored string shorter than that as sent (8,192
   characters by default), and a join compares an object by a digest
   (``compare.join_copies``), not by its JSON text, which may be longer;
+* it compares a string with a number as text (the number printed: ``"720" == 720``), where
+  the Python runner never matches; values are of their key's declared type, and lint refuses
+  a rule that would compare so (a window, or an ``"HH:MM"`` time, on a string);
 * it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` read as
   ``2**63 - 1``, also in a join's copy of ``1e20``), so ``durable_json`` writes such an
   integer with a fraction, which it reads as a float (``inf`` beyond the largest).

@@ -98,6 +98,9 @@ def test_unknown_key() -> None:
         ),
         ("context: {amount: {gte: lots}}", "holds number values"),
         ("context: {local_time: {outside: [6, 22]}}", 'write "HH:MM"'),
+        ("fact: {key: symptom.current, lt: '12:00'}", "'12:00' is read as a time of day"),
+        ("context: {symptom: {in: [cough, '09:00']}}", "'09:00' is read as a time of day"),
+        ("context: {symptom: {outside: [a, m]}}", "between and outside compare numbers"),
     ],
 )
 def test_type_mismatch(condition: str, words: str) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memkg.rules.kinds.base import LintScope
+from memkg.rules.kinds.compare import minutes
 from memkg.rules.spec import Finding, Ref, Test
 
 MAX_PROPERTIES = 255
@@ -33,6 +34,15 @@ def type_check(scope: LintScope, test: Test, schema: dict[str, Any], subject: st
     values = list(test.operand) if isinstance(test.operand, tuple) else [test.operand]
     line = test.line or scope.rule.line
     time_like = subject == "context.local_time"
+    if test.op in ("between", "outside") and declared == "string" and not time_like:
+        return [  # durable-rules would order the strings, the Python runner never matches
+            scope.finding(
+                "rule.type_mismatch",
+                f"{subject} holds strings; between and outside compare numbers "
+                '(and context.local_time as "HH:MM")',
+                line,
+            )
+        ]
     for value in values:
         if isinstance(value, Ref):
             continue
@@ -41,6 +51,15 @@ def type_check(scope: LintScope, test: Test, schema: dict[str, Any], subject: st
                 scope.finding(
                     "rule.type_mismatch",
                     f'{subject} compares times: write "HH:MM", not {value!r}',
+                    line,
+                )
+            ]
+        if declared == "string" and not time_like and minutes(value) != value:
+            return [
+                scope.finding(
+                    "rule.type_mismatch",
+                    f"{subject} holds strings; {value!r} is read as a time of day (a number "
+                    "of minutes), which only context.local_time is compared with",
                     line,
                 )
             ]
