@@ -2,15 +2,17 @@
 
 Such a request is still logged, so its context is first put in bounded form
 (``bounded_context``): a value over ``MAX_VALUE_BYTES`` of JSON becomes a ``{"bytes",
-"sha256"}`` marker, one nested deeper than ``MAX_VALUE_DEPTH`` a ``{"depth"}`` marker, and a
-name that no domain could declare becomes a digest of itself. Each is a problem of its own, so
-the bounded request is refused the same way on replay.
+"sha256"}`` marker, one nested deeper than ``MAX_VALUE_DEPTH`` a ``{"depth"}`` marker, one
+holding NaN or Infinity the ``NON_FINITE`` marker, and a name that no domain could declare
+becomes a digest of itself. Each is a problem of its own, so the bounded request is refused the
+same way on replay.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +32,8 @@ MAX_FIELDS = 32
 """The most context fields a decision request keeps as sent."""
 MAX_VALUE_DEPTH = 32
 """The deepest nesting of a context value a decision request keeps (``{"depth": n}`` beyond)."""
+NON_FINITE = {"non_finite": True}
+"""What a context value holding NaN or Infinity is logged as (JSON has no such numbers)."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _MARKER = frozenset({"bytes", "sha256"})
 
@@ -58,6 +62,21 @@ def _depth(value: Any, bound: int) -> int:
     return deepest
 
 
+def _finite(value: Any) -> bool:
+    """Whether every number in ``value`` is finite (durable-rules reads NaN as null and
+    cannot read Infinity; JSON has neither)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
 def _oversized(value: Any) -> bool:
     return isinstance(value, dict) and set(value) == _MARKER and value.get("bytes", 0) > 0
 
@@ -80,6 +99,9 @@ def bounded_context(context: Mapping[str, Any]) -> dict[str, Any]:
             text = "field_" + _digest(text.encode("utf-8", "replace"))[:16]
         if _depth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH:  # no JSON tool reads it all back
             found[text] = {"depth": MAX_VALUE_DEPTH + 1}
+            continue
+        if not _finite(value):  # a log writes them as null, which would be refused otherwise
+            found[text] = dict(NON_FINITE)
             continue
         data = _json(value)
         found[text] = value if len(data) <= MAX_VALUE_BYTES else {
@@ -106,6 +128,8 @@ def request_problems(
     for name, value in sorted(context.items()):
         if isinstance(value, dict) and set(value) == {"depth"}:
             problems.append(f"context.{name} is nested deeper than {MAX_VALUE_DEPTH} levels")
+        if value == NON_FINITE or not _finite(value):
+            problems.append(f"context.{name} holds NaN or Infinity: numbers must be finite")
         if _oversized(value):
             problems.append(
                 f"context.{name} is {value['bytes']} bytes of JSON, over the "

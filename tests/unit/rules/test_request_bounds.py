@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from memkg import DecisionStatus, Engine
@@ -32,3 +34,12 @@ def test_decide_refuses_a_context_value_json_tools_choke_on(engine: Engine, valu
     decision = engine.decide("u1", "travel", {"airline": value})
     assert decision.result.status is DecisionStatus.INVALID_INPUT
     assert engine.replay(decision.decision_id).reproduced  # read back from the log, replayed
+
+
+@pytest.mark.parametrize("amount", [math.inf, math.nan])
+def test_decide_refuses_a_context_number_that_is_not_finite(engine: Engine, amount: object) -> None:
+    # durable-rules read NaN as null and could not read Infinity at all (the evaluation failed)
+    decision = engine.decide("u1", "finance", {"amount": amount, "product_type": "savings"})
+    assert decision.result.status is DecisionStatus.INVALID_INPUT
+    assert any("finite" in p for p in decision.problems), decision.problems
+    assert engine.replay(decision.decision_id).reproduced
