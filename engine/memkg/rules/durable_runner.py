@@ -12,7 +12,9 @@ durable-rules is used as a matcher and nothing more:
   the request context last;
 * ``MessageNotHandledException`` means no rule matched; an exception inside an action is
   swallowed into the session state by durable-rules, so the state is checked and the run fails
-  closed;
+  closed; a batch the C core refuses part way (a message of more than 255 properties) runs no
+  action, and deleting that session crashed the process, so before deleting a session in which
+  ``DONE`` did not fire, a bare context message makes it fire;
 * a join between a number and a string, against an object or to a missing property crashes
   the C core, so compiled joins compare typed copies of the joined properties that each
   message carries (``compare.join_prop``);
@@ -36,7 +38,12 @@ durable-rules is used as a matcher and nothing more:
   a rule that would compare so (a window, or an ``"HH:MM"`` time, on a string);
 * it reads an integer with ``atoll``, which clamps one beyond 64 bits (``10**20`` read as
   ``2**63 - 1``, also in a join's copy of ``1e20``), so ``durable_json`` writes such an
-  integer with a fraction, which it reads as a float (``inf`` beyond the largest).
+  integer with a fraction, which it reads as a float (``inf`` beyond the largest);
+* it reads ``NaN`` as null and cannot read ``Infinity``: fact values (``validate.limits``) and
+  decision contexts (``rules.validation``) holding them are refused before they get here;
+* known and left alone: it compares an integer with a float as two floats (exact only up to
+  2**53), and overflows its stack on JSON nested about 100,000 deep (``json.dumps`` stops near
+  1,000, validation at 12 or 32).
 """
 
 from __future__ import annotations
@@ -137,19 +144,22 @@ class DurableRunner:
                 for i, m in enumerate(messages)
             ]
             sink = self._host.sink = []
+            failed: Exception | None = None
             try:
                 with contextlib.suppress(MessageNotHandledException):  # no rule matched
                     self._host.assert_facts(ruleset, batch)
                 state = self._host.get_state(ruleset, sid)
             except Exception as exc:
-                raise RuleEvaluationError(f"durable-rules failed: {exc}") from exc
-            finally:
-                self._delete(ruleset, sid)
+                failed = exc
+            done = any(f.rule == DONE for f in sink)
+            self._delete(ruleset, sid, done, quiet=failed is not None)
+            if failed is not None:
+                raise RuleEvaluationError(f"durable-rules failed: {failed}") from failed
             if isinstance(state, dict) and state.get("exception"):
                 raise RuleEvaluationError(
                     f"a rule action failed inside durable-rules: {state['exception'][:300]}"
                 )
-            if not any(f.rule == DONE for f in sink):
+            if not done:
                 raise RuleEvaluationError("durable-rules did not finish the evaluation")
             return [
                 Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
@@ -157,11 +167,16 @@ class DurableRunner:
                 if f.rule != DONE
             ]
 
-    def _delete(self, ruleset: str, sid: str) -> None:
+    def _delete(self, ruleset: str, sid: str, done: bool, *, quiet: bool) -> None:
+        """Deletes the session; ``quiet``: the run failed already, and so may this."""
+        if not done:  # a batch refused part way: make an action run (``compiler.DONE``) first
+            with contextlib.suppress(Exception):
+                self._host.assert_fact(ruleset, {"t": "context", "sid": sid, "id": f"{sid}.end"})
         try:
             self._host.delete_state(ruleset, sid)
         except Exception as exc:
-            raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
+            if not quiet:
+                raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
 
 
 def _join_props(compiled: Any) -> set[str]:

@@ -265,3 +265,16 @@ def test_the_limits_keep_a_string_within_what_the_c_core_compares() -> None:
     assert Limits(max_string_chars=top).max_string_chars == top
     with pytest.raises(ValidationError):
         Limits(max_string_chars=top + 1)
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_a_message_durable_rules_refuses_fails_the_run_without_crashing(where: int) -> None:
+    # a fact of more than 255 properties is refused and no action runs; deleting that session
+    # crashed the process when another message had opened it
+    wide = {"t": "fact", "key": "child.age", "value": {f"k{i}": i for i in range(260)}}
+    batch = [{"t": "fact", "key": "child.age", "value": 3}, CTX]
+    batch.insert(where, wide)
+    r = runner()
+    with pytest.raises(RuleEvaluationError):
+        r.run("t.x", batch)
+    assert sorted(f.rule for f in r.run("t.x", [batch[1 - where], CTX])) == ["r0", "r1"]
