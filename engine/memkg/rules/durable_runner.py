@@ -71,12 +71,22 @@ _NEEDS_FRACTION = re.compile(
 )
 """A JSON string (left as it is), the integer part of a number written ``1e-05``, or an
 integer of 19 digits or more."""
+_MAY_NEED_FRACTION = re.compile(r"\d[eE]|\d{19}")
+"""What any number ``_NEEDS_FRACTION`` rewrites holds; text without it has nothing to rewrite."""
 
 
 def durable_json(value: Any, **options: Any) -> str:
     """``json.dumps`` for durable-rules' C reader: ``1e-05`` is written ``1.0e-05``, and an
-    integer beyond 64 bits as a float (``100000000000000000000.0``)."""
-    return _NEEDS_FRACTION.sub(_with_fraction, json.dumps(value, **options))
+    integer beyond 64 bits as a float (``100000000000000000000.0``).
+
+    Most messages hold neither: one scan for a digit before an ``e`` or 19 digits in a row
+    says so, and only text that has one (in a number or a string) goes through the rewrite,
+    whose callback runs once per string of the text.
+    """
+    text = json.dumps(value, **options)
+    if _MAY_NEED_FRACTION.search(text) is None:
+        return text
+    return _NEEDS_FRACTION.sub(_with_fraction, text)
 
 
 def _with_fraction(match: re.Match[str]) -> str:

@@ -6,14 +6,18 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from memkg.config import Limits
 from memkg.rules.compiler import SINK, compile_table
 from memkg.rules.durable_runner import (
+    _NEEDS_FRACTION,
     DurableRunner,
     RuleEvaluationError,
     _MatcherHost,
+    _with_fraction,
     durable_json,
 )
 from memkg.rules.loader import load_bundle
@@ -278,3 +282,21 @@ def test_a_message_durable_rules_refuses_fails_the_run_without_crashing(where: i
     with pytest.raises(RuleEvaluationError):
         r.run("t.x", batch)
     assert sorted(f.rule for f in r.run("t.x", [batch[1 - where], CTX])) == ["r0", "r1"]
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**18, max_value=10**22)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_durable_json_skips_the_rewrite_only_where_it_changes_nothing(value: Any) -> None:
+    text = json.dumps(value)
+    assert durable_json(value) == _NEEDS_FRACTION.sub(_with_fraction, text)
