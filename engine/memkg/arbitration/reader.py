@@ -76,16 +76,37 @@ class MemoryReader:
         language: str | None = None,
     ) -> Resolution:
         """One key slot; a context with no claims of its own falls back to the general slot."""
-        mine, want = _slot_facts(facts, spec, context)
+        mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
+        return self.resolve_read(
+            KeyFacts.of(mine, spec), signals, reviews, spec, now, user_id=user_id,
+            session_id=session_id, turn=turn, context=context, language=language,
+        )  # fmt: skip
+
+    def resolve_read(
+        self,
+        key: KeyFacts,
+        signals: SignalLookup,
+        reviews: Sequence[Review],
+        spec: KeySpec,
+        now: datetime,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        turn: str | None = None,
+        context: Mapping[str, str] | None = None,
+        language: str | None = None,
+    ) -> Resolution:
+        """``resolve_key`` over the key's facts as ``KeyFacts`` holds them (``spec``'s key)."""
+        want = key.slot_read(context, spec)
         policy, params = self._domain(spec.domain)
         claims = build_claims(
-            may_take_part(mine),
+            key.taking,
             now=now,
             params=params,
             signals=signals,
             session_id=session_id,
             turn=turn,
-            turn_ids=current_turn(mine, session_id, turn),
+            turn_ids=current_turn(key.facts, session_id, turn),
         )
         return resolve(
             claims,
@@ -180,3 +201,34 @@ def _slot_facts(
     if want and not any(slot(f.context, spec.context) == want for f in mine):
         want = {}
     return mine, want
+
+
+@dataclass(frozen=True)
+class KeyFacts:
+    """One key's facts as every read of it needs them, whatever its time, session or context:
+    worked out once per state of the user's memory (the engine keeps them while the memory
+    stands), not once per read."""
+
+    facts: tuple[Fact, ...]
+    """Every fact of the key, whatever its status, in the order asserted."""
+    taking: tuple[Fact, ...]
+    """Those a read can list (``may_take_part``), in the same order."""
+    slots: frozenset[tuple[tuple[str, str], ...]]
+    """The context slots the facts hold (``slot`` over the key's context fields)."""
+
+    @classmethod
+    def of(cls, facts: Sequence[Fact], spec: KeySpec) -> KeyFacts:
+        """``facts``: every fact of ``spec``'s key, in the order asserted."""
+        if spec.context:
+            slots = frozenset(tuple(slot(f.context, spec.context).items()) for f in facts)
+        else:
+            slots = frozenset({()}) if facts else frozenset()
+        return cls(tuple(facts), tuple(may_take_part(facts)), slots)
+
+    def slot_read(self, context: Mapping[str, str] | None, spec: KeySpec) -> dict[str, str]:
+        """The context slot a read of ``context`` resolves: a context with no claims of its
+        own falls back to the general slot (as ``_slot_facts``)."""
+        want = slot(context or {}, spec.context)
+        if want and tuple(want.items()) not in self.slots:
+            return {}
+        return want

@@ -11,6 +11,7 @@ from typing import Any
 
 from memkg.arbitration import Resolution, Review
 from memkg.arbitration.claims import SignalLookup, slot
+from memkg.arbitration.reader import KeyFacts
 from memkg.arbitration.review import frozen_payload
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
@@ -66,11 +67,20 @@ class Arbiter:
         language: str | None = None,
     ) -> Resolution:  # fmt: skip
         """One key slot of one user, resolved: what ``resolve`` answers and what a decision
-        uses for the key (one function, so the two cannot disagree)."""
-        return self.setup.reader.resolve_key(
-            graph.memory.of_key(spec.domain, spec.key), self.edge_signals(graph), reviews, spec,
-            now, user_id=graph.user_id, session_id=session_id, turn=turn, context=context,
-            language=language,
+        uses for the key (one function, so the two cannot disagree).
+
+        The key's facts as every read of it needs them (its history, those that may take
+        part, the context slots they hold) are worked out once while no event is folded
+        into ``graph`` (``Projections.key_reads``), not once per read.
+        """
+        reads = self.projections.key_reads.of(graph)
+        facts = reads.keys.get((spec.domain, spec.key))
+        if facts is None or facts[0] is not spec:
+            facts = (spec, KeyFacts.of(graph.memory.of_key(spec.domain, spec.key), spec))
+            reads.keys[(spec.domain, spec.key)] = facts
+        return self.setup.reader.resolve_read(
+            facts[1], self.edge_signals(graph), reviews, spec, now, user_id=graph.user_id,
+            session_id=session_id, turn=turn, context=context, language=language,
         )  # fmt: skip
 
     def resolved_facts(

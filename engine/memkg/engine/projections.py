@@ -21,11 +21,12 @@ nothing with the engine's: no position or version can be taken for another's.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
@@ -91,6 +92,7 @@ class Projections:
         from the same events, not read again (``_same_read``), once."""
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
+        self.key_reads = GraphReads()
         self._revisions: dict[str, Revisions] = {}
         self._pins = _Pins()
 
@@ -296,6 +298,35 @@ class Projections:
         while len(self._resident) > self.max_users:
             user_id, _ = self._resident.popitem(last=False)
             self.forget(user_id)
+
+
+class GraphReads:
+    """What reads of each graph (this engine's, a replay's or a dry run's: kept while it lives)
+    worked out from it, while no event has been folded into it since."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._found: weakref.WeakKeyDictionary[UserGraph, KeyReads] = weakref.WeakKeyDictionary()
+
+    def of(self, graph: UserGraph) -> KeyReads:
+        with self._lock:
+            found = self._found.get(graph)
+            if found is None or found.mark != graph.changes:
+                found = self._found[graph] = KeyReads(graph.changes)
+            return found
+
+
+class KeyReads:
+    """What reads of one graph worked out from it, good while the graph stands at ``mark``
+    (``UserGraph.changes``): filled and used by arbitration (``engine/arbitration.py``)."""
+
+    __slots__ = ("keys", "mark")
+
+    def __init__(self, mark: int) -> None:
+        self.mark = mark
+        self.keys: dict[Any, Any] = {}
+        """Per key, its declaration and its facts as every read of it needs them
+        (``KeyFacts``)."""
 
 
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS

@@ -132,6 +132,12 @@ class UserGraph:
     def seq(self) -> int:
         return self.memory.seq
 
+    @property
+    def changes(self) -> int:
+        """Events folded in so far: it moves after each one (a mark for what is derived from
+        the graph)."""
+        return self._changes
+
     def apply(self, event: Event) -> None:
         """Fold one event in (events of other users are refused by the fold)."""
         try:
