@@ -12,7 +12,7 @@ from typing import Any
 from memkg.arbitration import Resolution, Review
 from memkg.arbitration.claims import SignalLookup, slot
 from memkg.arbitration.reader import KeyFacts
-from memkg.arbitration.review import frozen_payload
+from memkg.arbitration.review import frozen_payload, latest_review
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
@@ -69,19 +69,33 @@ class Arbiter:
         """One key slot of one user, resolved: what ``resolve`` answers and what a decision
         uses for the key (one function, so the two cannot disagree).
 
-        The key's facts as every read of it needs them (its history, those that may take
-        part, the context slots they hold) are worked out once while no event is folded
-        into ``graph`` (``Projections.key_reads``), not once per read.
+        What it works out is kept while no event is folded into ``graph``
+        (``Projections.key_reads``): the key's facts as every read needs them, and the
+        resolution itself for one time, by all it depends on besides the graph: the time,
+        the key's declaration, the context slot read, session, turn, language and the
+        review that governs the slot; a second read of an unchanged slot at the same time
+        resolves nothing.
         """
-        reads = self.projections.key_reads.of(graph)
+        reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
         facts = reads.keys.get((spec.domain, spec.key))
         if facts is None or facts[0] is not spec:
             facts = (spec, KeyFacts.of(graph.memory.of_key(spec.domain, spec.key), spec))
             reads.keys[(spec.domain, spec.key)] = facts
-        return self.setup.reader.resolve_read(
-            facts[1], self.edge_signals(graph), reviews, spec, now, user_id=graph.user_id,
-            session_id=session_id, turn=turn, context=context, language=language,
+        key = facts[1]
+        want = key.slot_read(context, spec)
+        review = latest_review(reviews, spec.domain, spec.key, want)
+        if reads.now != now:
+            reads.now, reads.resolved = now, {}
+        slot_read = (now, spec.domain, spec.key, tuple(want.items()), session_id, turn, language)
+        held = reads.resolved.get(slot_read)
+        if held is not None and held[0] is spec and held[1] is reader and held[2] == review:
+            return held[3]
+        found = reader.resolve_read(
+            key, self.edge_signals(graph), reviews, spec, now, user_id=graph.user_id,
+            session_id=session_id, turn=turn, context=want, language=language,
         )  # fmt: skip
+        reads.resolved[slot_read] = (spec, reader, review, found)
+        return found
 
     def resolved_facts(
         self, user_id: str, domain: str, *, session_id: str | None = None,

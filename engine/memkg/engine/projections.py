@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
@@ -39,6 +39,11 @@ from memkg.model.decision import Revisions
 from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import WeightParams
+
+if TYPE_CHECKING:
+    from memkg.arbitration import Resolution
+    from memkg.arbitration.reader import KeyFacts, MemoryReader
+    from memkg.model.keyspec import KeySpec
 
 Upcast = Callable[[Fact], Fact]
 
@@ -320,13 +325,18 @@ class KeyReads:
     """What reads of one graph worked out from it, good while the graph stands at ``mark``
     (``UserGraph.changes``): filled and used by arbitration (``engine/arbitration.py``)."""
 
-    __slots__ = ("keys", "mark")
+    __slots__ = ("keys", "mark", "now", "resolved")
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
-        self.keys: dict[Any, Any] = {}
+        self.keys: dict[tuple[str, str], tuple[KeySpec, KeyFacts]] = {}
         """Per key, its declaration and its facts as every read of it needs them
         (``KeyFacts``)."""
+        self.now: datetime | None = None
+        self.resolved: dict[
+            tuple[Any, ...], tuple[KeySpec, MemoryReader, Review | None, Resolution]
+        ] = {}
+        """Key slots resolved at ``now``, by all a resolution depends on besides the graph."""
 
 
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS

@@ -1,11 +1,17 @@
 """What a decision reads of each key is worked out once per state of the user's graph: a
-second decision for an unchanged user reads no key's history again. Counted, never timed."""
+second decision for an unchanged user reads no key's history again, and at the same time,
+session, turn and context resolves no key slot again. Counted, never timed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from memkg import Engine, FrozenClock
+from memkg.arbitration.reader import MemoryReader
 from memkg.model.decision import Decision
 
 OFFERS = {"trip_type": "leisure"}
@@ -55,3 +61,84 @@ def test_a_second_decision_reads_no_keys_history_while_the_user_is_unchanged(
     assert memory.facts_read - before == read_first + 1
     assert [m.value for m in after.explanation.memory if m.key == "seat.preference"] == ["window"]
     assert engine.replay(after.decision_id).reproduced
+
+
+def _record(made: Decision) -> str:
+    """The record but for what differs between two decisions: their ids and timings."""
+    text = made.model_copy(update={"timings": {}}).model_dump_json()
+    return text.replace(made.decision_id, "dec").replace(made.trace_id or "trc", "trc")
+
+
+class _Resolutions:
+    """Key slots resolved (``MemoryReader.resolve_read`` calls), counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = MemoryReader.resolve_read
+
+        def counted(reader: MemoryReader, *args: Any, **kwargs: Any) -> Any:
+            self.count += 1
+            return real(reader, *args, **kwargs)
+
+        monkeypatch.setattr(MemoryReader, "resolve_read", counted)
+
+    def during(self, call: Callable[[], Any]) -> int:
+        before = self.count
+        call()
+        return self.count - before
+
+
+def test_a_key_slot_is_resolved_once_per_time_session_turn_and_context(
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _history(engine, clock, 6)
+    resolutions = _Resolutions(monkeypatch)
+    first = _offers(engine)
+    keys = len(first.explanation.memory)
+    assert keys >= 2
+
+    same: list[Decision] = []
+    assert resolutions.during(lambda: same.append(_offers(engine))) == 0
+    assert _record(same[0]) == _record(first)
+    held = engine.resolve("u1", "travel", "cabin.class", context=OFFERS)
+    assert resolutions.during(lambda: engine.resolve("u1", "travel", "cabin.class",
+                                                     context=OFFERS)) == 0  # fmt: skip
+    assert held.value == "first"
+
+    # each thing a resolution depends on besides the graph resolves the slots again
+    assert resolutions.during(lambda: _offers(engine, session_id="s1")) >= keys
+    assert resolutions.during(lambda: _offers(engine, session_id="s1", turn="t1")) >= keys
+    assert resolutions.during(lambda: engine.resolve("u1", "travel", "cabin.class")) == 1
+    assert resolutions.during(lambda: engine.resolve("u1", "travel", "cabin.class",
+                                                     language="de")) == 1  # fmt: skip
+    clock.advance(timedelta(seconds=1))
+    later: list[Decision] = []
+    assert resolutions.during(lambda: later.append(_offers(engine))) >= keys
+    assert later[0].decided_at != first.decided_at
+    _seat(engine, "window", source="behavior")
+    assert resolutions.during(lambda: _offers(engine)) >= keys
+
+    for made in (first, same[0], later[0]):
+        assert engine.replay(made.decision_id).reproduced
+
+
+def test_a_resolved_slot_is_kept_only_for_the_review_it_saw(
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seat(engine, "window", source="dialogue", confidence=0.9)
+    _seat(engine, "aisle", source="behavior", confidence=0.95)  # a conflict: the key freezes
+    graph = engine.projections.graph("u1")
+    reviews = engine.projections.reviews("u1", graph)
+    assert len(reviews) == 1
+    spec = engine.setup.key_spec("travel", "seat.preference")
+    resolutions = _Resolutions(monkeypatch)
+
+    def resolution(given: list[Any]) -> Any:
+        return engine.arbiter.resolution(graph, given, spec, clock.now(), session_id=None,
+                                         turn=None, context=None)  # fmt: skip
+
+    held: list[Any] = []
+    assert resolutions.during(lambda: held.append(resolution(reviews))) == 1
+    assert resolutions.during(lambda: held.append(resolution(list(reviews)))) == 0
+    assert resolutions.during(lambda: held.append(resolution([]))) == 1
+    assert [h.review_id for h in held] == [reviews[0].review_id] * 2 + [None]
