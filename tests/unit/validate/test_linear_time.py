@@ -2,9 +2,12 @@
 
 Linear time is a property of growth, so the tests compare sizes, never a clock bound: an input
 sixteen times longer must take well under 16² = 256 times as long (a single 100 KB run of
-letters took an old quadratic e-mail pattern 21 s). Each size is timed three times and the
-fastest run counts, and a ratio over the bound is measured up to twice more before it fails:
-a loaded machine's pauses stay out of the ratio, a quadratic pattern fails every time.
+letters took an old quadratic e-mail pattern 21 s). What is timed is the CPU time of the test's
+own thread, so other processes on a loaded machine mostly stay out of the ratio (wall time
+shrank a quadratic pattern's 250 to 110 there: the long run shared the cores, the short one
+did not).
+Each size is timed three times and the fastest run counts, and a ratio over the bound is
+measured up to twice more before it fails: a quadratic pattern fails every time.
 """
 
 from __future__ import annotations
@@ -78,12 +81,12 @@ PATTERNS: list[Pattern] = [(code, pattern) for code, _, pattern, _ in _DETECTORS
 
 
 def _seconds(work: Callable[[], object]) -> float:
-    """The fastest of three runs."""
+    """The fastest of three runs, in CPU seconds of this thread."""
     best = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        start = time.thread_time()
         work()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
@@ -91,15 +94,16 @@ def _growth(work: Callable[[str], object], small: str, large: str) -> float:
     """How much longer ``work`` takes on ``large`` than on ``small`` (measured again when
     over the bound: a pause of the machine does not repeat, a steep pattern does)."""
 
-    def ratio() -> float:
-        return _seconds(lambda: work(large)) / max(_seconds(lambda: work(small)), FLOOR)
-
-    best = ratio()
+    best = _ratio(work, small, large)
     for _ in range(2):
         if best <= GROWTH:
             break
-        best = min(best, ratio())
+        best = min(best, _ratio(work, small, large))
     return best
+
+
+def _ratio(work: Callable[[str], object], small: str, large: str) -> float:
+    return _seconds(lambda: work(large)) / max(_seconds(lambda: work(small)), FLOOR)
 
 
 def _texts(name: str) -> tuple[str, str]:
@@ -135,4 +139,11 @@ def test_the_ratio_catches_a_quadratic_pattern() -> None:
     """The measure itself: a pattern that backtracks quadratically fails it."""
     quadratic = re.compile(r"a*b")
     small, large = "a" * 2_000, "a" * 32_000
-    assert _growth(lambda text: quadratic.search(text), small, large) > GROWTH
+    # the opposite of ``_growth``: a busy core beside one run pulls the ratio toward 1, so
+    # a ratio under the bound is measured up to twice more and the steepest counts
+    steepest = 0.0
+    for _ in range(3):
+        steepest = max(steepest, _ratio(lambda text: quadratic.search(text), small, large))
+        if steepest > GROWTH:
+            break
+    assert steepest > GROWTH
