@@ -220,10 +220,16 @@ def bulk(size: int, folder: Path, figures: Figures) -> None:
         rebuild_figures(engine, path, f"rebuild.bulk_{size}", figures)
 
 
+INTO_BUILT = 10_000
+"""Validated facts ``serve`` ingests into a built store (the ingest rate at its size)."""
+
+
 def serve(path: Path, users: int, figures: Figures) -> None:
     """A process that opens a built store (no rebuild) and decides for ``users`` users spread
-    over it, one after another: the time to its first decision, the CPU per decision of a user
-    not resident, and the process's memory at its peak (what serving the store needs)."""
+    over it, one after another, then ingests into it: the time to its first decision, the CPU
+    per decision of a user not resident, validated ingest at the store's size (against the
+    10k run, flatness as the store grows), and the process's peak memory (what serving the
+    store needs)."""
     clock = FrozenClock(START + timedelta(days=1))
     context = {"airline": "airline:CA", "destination": "city:shanghai"}
     wall, cpu = time.perf_counter(), cpu_seconds()
@@ -244,6 +250,14 @@ def serve(path: Path, users: int, figures: Figures) -> None:
                     f"mean over {len(chosen)} users, each read from the log")  # fmt: skip
         figures.add("decided_share", statuses.get("decided", 0) / (len(chosen) + 1), "of runs",
                     str(statuses))  # fmt: skip
+        fresh = observations(INTO_BUILT, users=len(everyone), seed=17)
+        start = cpu_seconds()
+        for offset in range(0, INTO_BUILT, 500):
+            engine.ingest_many(fresh[offset : offset + 500])
+            clock.advance(timedelta(seconds=1))
+        figures.add("ingest_facts_per_s", INTO_BUILT / (cpu_seconds() - start), "facts/s",
+                    f"CPU, {INTO_BUILT:,} validated facts (SHACL on) into the built store, "
+                    "users drawn at random")  # fmt: skip
         figures.add("resident_estimate_mb", engine.projections.graph_bytes / 1e6, "MB",
                     "the projections' own estimate, bounded by memory_bound")  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
