@@ -22,6 +22,7 @@ from memkg.cli.common import EXIT_OK, emit, is_postgres
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
+from memkg.heap import settle
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -55,9 +56,11 @@ def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
         engine, args.db, args.user, args.domain, args.key,
         store=access_store(args) if args.key or os.environ.get("MEMKG_API_KEY") else None,
     )  # fmt: skip
+    server = build_server(engine, subject, audit=audit)
+    settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
     with contextlib.suppress(KeyboardInterrupt):
         # standard output is the protocol's: nothing else on it
-        build_server(engine, subject, audit=audit).run("stdio")
+        server.run("stdio")
     return 0
 
 

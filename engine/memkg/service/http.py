@@ -47,6 +47,7 @@ from memkg.errors import (
     Unauthenticated,
     ValidationFailed,
 )
+from memkg.heap import settle
 from memkg.service import docs, inspect
 from memkg.service.admin import Admin
 from memkg.service.auth import Authenticator, RateLimiter
@@ -367,6 +368,7 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
         access_log.addHandler(handler)
         access_log.setLevel(logging.INFO)
         access_log.propagate = False
+    settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, then re-raises Ctrl-C
         # uvicorn's own access log prints request paths, which hold user ids: ours does not.
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",

@@ -39,6 +39,7 @@ from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult, SwitchReceipt
 from memkg.errors import AccessDenied, MemkgError, NotFound
+from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
@@ -557,7 +558,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key,
                                           store=store)  # fmt: skip
-            build_server(engine, subject, audit=audit).run("stdio")
+            server = build_server(engine, subject, audit=audit)
+            settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
+            server.run("stdio")
         except MemkgError as exc:  # standard output is the protocol's: the error goes to stderr
             print(dumps(exc.to_dict()), file=sys.stderr)
             return 2
