@@ -72,9 +72,10 @@ class EngineConfig(BaseModel):
     keeps them) or ``off``; see README, "Erasure on PostgreSQL". SQLite always vacuums."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
-    resident_users: int = Field(1024, gt=0)
-    """Users whose projections (memory, graph, reviews) stay cached; the least recently read
-    go first and are rebuilt from the log when read again."""
+    resident_users: int | None = Field(None, gt=0)
+    """At most how many users' projections (memory, graph, reviews) stay cached, whatever
+    their bytes; the least recently read go first and are rebuilt from the log when read
+    again. None: ``memory_bound`` alone decides."""
     trace_retention: timedelta = Field(timedelta(days=7), ge=timedelta(0))
     """How long the trace of each ``render_profile``, ``recall`` and ``decide`` is kept
     (``Engine.trace``); zero turns tracing off."""

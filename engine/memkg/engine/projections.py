@@ -5,8 +5,9 @@ compares the user's stream version in the store with the cached one, so a write 
 process is seen on the next read, by folding only the events after the cached version
 (``tail``) when the view is the plain stream; a view that joins merged ids also checks the
 other ids' versions (``_joins``); appends made by this engine are folded in (``applied``);
-an erased or purged user leaves every cache at once (``forget``). At most ``max_users``
-users are resident: ``_evict`` is the one place that decides who goes.
+an erased or purged user leaves every cache at once (``forget``). The graphs' estimated bytes
+(``max_bytes``) bound who stays resident, and ``max_users``, when set, bounds how many: a user
+whose graph leaves leaves every cache, and ``_evict`` is the one place a count evicts.
 
 A write reads the user's state several times (its own checks, the freeze check, the append)
 and must compute and append against one state of the stream: inside ``pinned(user)`` the
@@ -47,9 +48,6 @@ if TYPE_CHECKING:
 
 Upcast = Callable[[Fact], Fact]
 
-MAX_USERS = 1024
-"""Users resident at most by default (least recently read first out)."""
-
 
 class Stream(Protocol):
     """What projections read: one user's events in order, and the stream's version."""
@@ -74,7 +72,7 @@ class Projections:
         new_graph: Callable[[str], UserGraph],
         *,
         upcaster: Callable[[], Upcast | None] = lambda: None,
-        max_users: int = MAX_USERS,
+        max_users: int | None = None,
         max_bytes: int | None = None,
     ) -> None:
         self._stream = stream
@@ -96,7 +94,8 @@ class Projections:
         """The last whole view read (a graph's): the review index of that graph is folded
         from the same events, not read again (``_same_read``), once."""
         self._reviews = _ReviewCache(stream, self._same_read)
-        self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
+        self._live: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
+        """user → domain → the live facts and the graph mark they were read at."""
         self.key_reads = GraphReads()
         self._revisions: dict[str, Revisions] = {}
         self._pins = _Pins()
@@ -214,16 +213,17 @@ class Projections:
 
     def live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
         """The domain's facts in ``graph`` but superseded history, kept until the stream moves."""
-        key, mark = (graph.user_id, domain), (graph.version, graph.seq, len(graph.memory.facts))
+        mark = (graph.version, graph.seq, len(graph.memory.facts))
         with self._lock:
-            cached = self._live.get(key)
+            of_user = self._live.setdefault(graph.user_id, {})
+            cached = of_user.get(domain)
             if cached is None or cached[0] != mark:
                 facts = [
                     f
                     for f in graph.memory.facts.values()
                     if f.domain == domain and f.status is not FactStatus.SUPERSEDED
                 ]
-                cached = self._live[key] = (mark, facts)
+                cached = of_user[domain] = (mark, facts)
                 self._touch(graph.user_id)
             return cached[1]
 
@@ -283,8 +283,7 @@ class Projections:
                 self._just_read = None
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
-            for key in [k for k in self._live if k[0] == user_id]:
-                del self._live[key]
+            self._live.pop(user_id, None)
 
     def reset(self) -> None:
         """Start over: every projection is folded from the log on its next read."""
@@ -295,12 +294,12 @@ class Projections:
     def _touch(self, user_id: str) -> None:
         self._resident[user_id] = None
         self._resident.move_to_end(user_id)
-        if len(self._resident) > self.max_users:
-            self._evict()
+        if self.max_users is not None and len(self._resident) > self.max_users:
+            self._evict(self.max_users)
 
-    def _evict(self) -> None:
-        """The eviction policy: the least recently read users go until ``max_users`` remain."""
-        while len(self._resident) > self.max_users:
+    def _evict(self, max_users: int) -> None:
+        """The count bound: the least recently read users go until ``max_users`` remain."""
+        while len(self._resident) > max_users:
             user_id, _ = self._resident.popitem(last=False)
             self.forget(user_id)
 

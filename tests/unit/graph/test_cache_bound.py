@@ -73,3 +73,22 @@ def test_the_bound_holds_every_projection_of_a_user_and_evicts_them_together() -
     assert 1 < resident < len(users)
     # what is resident is exactly the users whose graphs the bound kept
     assert engine.projections.users() == users[-resident:]
+
+
+def test_by_default_bytes_alone_decide_how_many_users_stay() -> None:
+    """No count bound by default: many small users stay resident while their bytes fit, and
+    the byte bound still evicts the least recently used once they do not."""
+    assert EngineConfig().resident_users is None
+    engine = Engine(clock=FrozenClock(T0), config=EngineConfig(shacl=False))
+    users = [f"u{n}" for n in range(1_100)]  # more than any count a cache would pick
+    for user in users:
+        _write(engine, user, 1)
+    assert engine.projections.resident_graphs() == len(users)
+    assert len(engine.projections.users()) == len(users)
+    per_user = engine.projections.graph_bytes // len(users)
+    tight_config = EngineConfig(shacl=False, memory_bound=per_user * 50)
+    tight = Engine(clock=FrozenClock(T0), config=tight_config)
+    for user in users[:200]:
+        _write(tight, user, 1)
+    assert 1 < tight.projections.resident_graphs() <= 60
+    assert tight.projections.users() == users[200 - tight.projections.resident_graphs() : 200]
