@@ -8,6 +8,10 @@ other ids' versions (``_joins``); appends made by this engine are folded in (``a
 an erased or purged user leaves every cache at once (``forget``). At most ``max_users``
 users are resident: ``_evict`` is the one place that decides who goes.
 
+A user not resident is folded from scratch (``_load``): from the stored rows when the store
+hands them over (``events.store.RowStream``) and the view is the user's plain stream, with no
+``Event`` built per row; from the view's events otherwise.
+
 A write reads the user's state several times (its own checks, the freeze check, the append)
 and must compute and append against one state of the stream: inside ``pinned(user)`` the
 thread's reads of the user check the store once, and the write's own appends move the pin.
@@ -30,13 +34,14 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
+from memkg.events.store import RowStream
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
 from memkg.identity import IDENTITY_EVENTS, view
 from memkg.identity.stream import SWITCH_EVENTS, holds_any
 from memkg.model.decision import Revisions
-from memkg.model.event import Event, EventType
+from memkg.model.event import Event, EventType, StoredRow
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import WeightParams
 
@@ -88,13 +93,15 @@ class Projections:
         self._joins: dict[str, dict[str, int]] = {}
         """user → the stream version of each other id its cached view joins, as read: another
         process's write to one of them is seen on the next read (``_joins_moved``)."""
+        self._rows = stream if isinstance(stream, RowStream) else None
         self._graphs = GraphCache(
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
-            max_bytes=max_bytes, tail=self.tail,
+            max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
-        self._just_read: tuple[str, list[Event]] | None = None
-        """The last whole view read (a graph's): the review index of that graph is folded
-        from the same events, not read again (``_same_read``), once."""
+        self._just_read: tuple[str, int | None, list[Event]] | None = None
+        """The last whole view read (a graph's): the user, the log position it ends at, and
+        its events (of a view folded from rows: the review events only). The review index
+        of that graph is folded from them, not read again (``_same_read``), once."""
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self.key_reads = GraphReads()
@@ -116,16 +123,43 @@ class Projections:
                 self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
             else:
                 self._joins.pop(user_id, None)
-            self._just_read = (user_id, events)
+            self._just_read = (user_id, events[-1].seq if events else None, events)
         return events
 
+    def _load(self, user_id: str) -> UserGraph:
+        """The user's graph folded from scratch: from the stored rows when the store has them
+        and the view is the plain stream (no switch or link row), else from ``read``."""
+        graph = self._new_graph(user_id)
+        rows = self._plain_rows(user_id)
+        if rows is None:
+            for event in self.read(user_id):
+                graph.apply(event)
+        else:
+            assert self._rows is not None
+            graph.fold_rows(rows, self._rows.row_event)
+        return graph
+
+    def _plain_rows(self, user_id: str) -> list[StoredRow] | None:
+        """The user's stored rows, when the store has them and they are the whole view."""
+        if self._rows is None:
+            return None
+        with self._lock:
+            rows = self._rows.read_rows(user_id)
+            if not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
+                return None
+            self._joins.pop(user_id, None)
+            reviewed = [self._rows.row_event(row) for row in rows if row[4] in _REVIEW_ROWS]
+            self._just_read = (user_id, rows[-1][0] if rows else None, reviewed)
+        return rows
+
     def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
-        """The view up to ``up_to_seq``: the events just read for a graph when they end
-        there (the same read, so the same state of the stream), else read anew."""
+        """The view up to ``up_to_seq`` for the review index: the events just read for a graph
+        when they end there (the same read, so the same state of the stream; of a graph
+        folded from rows, its review events), else read anew."""
         with self._lock:
             last, self._just_read = self._just_read, None
-        if last is not None and last[0] == user_id and last[1] and last[1][-1].seq == up_to_seq:
-            return last[1]
+        if last is not None and last[1] is not None and last[:2] == (user_id, up_to_seq):
+            return last[2]
         return self.read(user_id, up_to_seq)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
@@ -341,12 +375,14 @@ class KeyReads:
 
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
 """Events that make a view other than the plain stream (the memory switch, merged ids)."""
+_OWN_ONLY_ROWS = frozenset(t.value for t in _OWN_ONLY)
 
 
 _ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
 """A user's reviews at a stream version and log position: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
+_REVIEW_ROWS = frozenset(t.value for t in _REVIEW_EVENTS)
 
 
 class _ReviewCache:

@@ -218,3 +218,15 @@ def changed(fact: Fact, changes: dict[str, Any]) -> Fact:
     if type(reason := data["status_reason"]) is str and len(reason) <= _TEXT_VALUE:
         data["status_reason"] = _intern(reason)
     return FACTS.build(data, FACTS.fields_set(fact.model_fields_set | changes.keys()))
+
+
+def change_new(fact: Fact, changes: dict[str, Any]) -> Fact:
+    """``changed`` for a fact no one holds yet (built by the fold that is running, before
+    the fold is handed out): the same values and fields set, set where they are instead of
+    on a copy. Anything else takes ``changed``: facts are frozen values once handed out."""
+    data = fact.__dict__
+    data.update(changes)
+    if type(reason := data["status_reason"]) is str and len(reason) <= _TEXT_VALUE:
+        data["status_reason"] = _intern(reason)
+    _set(fact, "__pydantic_fields_set__", FACTS.fields_set(fact.model_fields_set | changes.keys()))
+    return fact
