@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
-from memkg.events.store import RowStream
+from memkg.events.store import row_stream
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
@@ -93,7 +93,7 @@ class Projections:
         self._joins: dict[str, dict[str, int]] = {}
         """user → the stream version of each other id its cached view joins, as read: another
         process's write to one of them is seen on the next read (``_joins_moved``)."""
-        self._rows = stream if isinstance(stream, RowStream) else None
+        self._rows = row_stream(stream)
         self._graphs = GraphCache(
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail, load=self._load,

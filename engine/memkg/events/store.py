@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -125,6 +125,14 @@ class RowStream(Protocol):
     def row_event(self, row: StoredRow) -> Event:
         """The event of one row, equal to the one ``read_stream`` gives."""
         ...
+
+
+def row_stream(store: object) -> RowStream | None:
+    """``store`` as a ``RowStream`` when it hands over its rows, else ``None`` (looked up on
+    the store itself: ``isinstance`` on a protocol caches its answer per class)."""
+    if callable(getattr(store, "read_rows", None)) and callable(getattr(store, "row_event", None)):
+        return cast(RowStream, store)
+    return None
 
 
 @runtime_checkable
