@@ -4,10 +4,10 @@ Random histories written through the engine to a SQLite store (assertions, chang
 supersede, restatements, retractions, confirmations, states that expire, signals, keys
 frozen by a conflict and reviews settling them, facts forgotten by their audit id, the memory
 switch, merged ids);
-then each user's stream is folded three ways: event by event onto a graph whose RDF dataset
-and entity edge index are kept current all along, event by event with both left for later,
-and from the rows (``UserGraph.fold_rows``). Every part of the fold is compared, field by
-field, then the datasets and edge indexes built afterwards.
+then each user's stream, and each of its prefixes, is folded three ways: event by event onto
+a graph whose RDF dataset and entity edge index are kept current all along, event by event
+with both left for later, and from the rows (``UserGraph.fold_rows``). Every part of the fold
+is compared, field by field, then the datasets and edge indexes built afterwards.
 """
 
 from __future__ import annotations
@@ -180,12 +180,14 @@ def test_folding_rows_gives_the_state_folding_events_gives(history: list[tuple[A
                 kept = engine.setup.new_graph(name)
                 assert kept.dataset is not None  # built first: kept current event by event
                 lazy = engine.setup.new_graph(name)
-                for event in events:
+                for end, event in enumerate(events, 1):  # every prefix: the stream then
                     kept.apply(event)
                     lazy.apply(event)
+                    folded = engine.setup.new_graph(name)
+                    folded.fold_rows(rows[:end], rows_of.row_event)
+                    assert _state(folded) == _state(lazy)
                 folded = engine.setup.new_graph(name)
                 folded.fold_rows(rows, rows_of.row_event)
-
                 assert _state(folded) == _state(lazy)
                 assert _state(folded)["facts"] == _state(kept)["facts"]
                 assert _built(folded) == _built(lazy) == _built(kept)
