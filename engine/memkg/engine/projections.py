@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
-from memkg.events.store import row_stream
+from memkg.events.store import RowStream, row_stream
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
 from memkg.identity import IDENTITY_EVENTS, view
 from memkg.identity.stream import SWITCH_EVENTS, holds_any
 from memkg.model.decision import Revisions
-from memkg.model.event import Event, EventType, StoredRow
+from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import WeightParams
 
@@ -93,15 +93,12 @@ class Projections:
         self._joins: dict[str, dict[str, int]] = {}
         """user → the stream version of each other id its cached view joins, as read: another
         process's write to one of them is seen on the next read (``_joins_moved``)."""
-        self._rows = row_stream(stream)
         self._graphs = GraphCache(
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
-        self._just_read: tuple[str, int | None, list[Event]] | None = None
-        """The last whole view read (a graph's): the user, the log position it ends at, and
-        its events (of a view folded from rows: the review events only). The review index
-        of that graph is folded from them, not read again (``_same_read``), once."""
+        self._just_read = _JustRead()
+        self._rows = _PlainRows.of(stream, self._just_read)
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[tuple[str, str], tuple[tuple[int, int, int], list[Fact]]] = {}
         self.key_reads = GraphReads()
@@ -123,44 +120,28 @@ class Projections:
                 self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
             else:
                 self._joins.pop(user_id, None)
-            self._just_read = (user_id, events[-1].seq if events else None, events)
+            self._just_read.keep(user_id, events[-1].seq if events else None, events)
         return events
 
     def _load(self, user_id: str) -> UserGraph:
-        """The user's graph folded from scratch: from the stored rows when the store has them
-        and the view is the plain stream (no switch or link row), else from ``read``."""
+        """The user's graph folded anew: from the store's rows when they are the user's whole
+        view (``_PlainRows``), else from ``read``."""
         graph = self._new_graph(user_id)
-        rows = self._plain_rows(user_id)
-        if rows is None:
-            for event in self.read(user_id):
-                graph.apply(event)
-        else:
-            assert self._rows is not None
-            graph.fold_rows(rows, self._rows.row_event)
-        return graph
-
-    def _plain_rows(self, user_id: str) -> list[StoredRow] | None:
-        """The user's stored rows, when the store has them and they are the whole view."""
-        if self._rows is None:
-            return None
         with self._lock:
-            rows = self._rows.read_rows(user_id)
-            if not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
-                return None
-            self._joins.pop(user_id, None)
-            reviewed = [self._rows.row_event(row) for row in rows if row[4] in _REVIEW_ROWS]
-            self._just_read = (user_id, rows[-1][0] if rows else None, reviewed)
-        return rows
+            if self._rows is not None and self._rows.fold(user_id, graph):
+                self._joins.pop(user_id, None)
+                return graph
+        for event in self.read(user_id):
+            graph.apply(event)
+        return graph
 
     def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
         """The view up to ``up_to_seq`` for the review index: the events just read for a graph
         when they end there (the same read, so the same state of the stream; of a graph
         folded from rows, its review events), else read anew."""
         with self._lock:
-            last, self._just_read = self._just_read, None
-        if last is not None and last[1] is not None and last[:2] == (user_id, up_to_seq):
-            return last[2]
-        return self.read(user_id, up_to_seq)
+            found = self._just_read.take(user_id, up_to_seq)
+        return found if found is not None else self.read(user_id, up_to_seq)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -313,8 +294,7 @@ class Projections:
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.pop(user_id, None)
-            if self._just_read is not None and self._just_read[0] == user_id:
-                self._just_read = None
+            self._just_read.drop(user_id)
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
             for key in [k for k in self._live if k[0] == user_id]:
@@ -376,6 +356,52 @@ class KeyReads:
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
 """Events that make a view other than the plain stream (the memory switch, merged ids)."""
 _OWN_ONLY_ROWS = frozenset(t.value for t in _OWN_ONLY)
+
+
+class _JustRead:
+    """The last whole view read for a graph: the user, the log position it ends at, and its
+    events (of a view folded from rows, its review events only). The review index of that
+    graph is folded from them, not read again (``Projections._same_read``), once."""
+
+    def __init__(self) -> None:
+        self._last: tuple[str, int | None, list[Event]] | None = None
+
+    def keep(self, user_id: str, last_seq: int | None, events: list[Event]) -> None:
+        self._last = (user_id, last_seq, events)
+
+    def take(self, user_id: str, up_to_seq: int | None) -> list[Event] | None:
+        last, self._last = self._last, None
+        if last is not None and last[1] is not None and last[:2] == (user_id, up_to_seq):
+            return last[2]
+        return None
+
+    def drop(self, user_id: str) -> None:
+        if self._last is not None and self._last[0] == user_id:
+            self._last = None
+
+
+class _PlainRows:
+    """Folds a user's stored rows when they are the user's whole view (no switch or link
+    row): no ``Event`` is built but for the review events, kept for the review index."""
+
+    def __init__(self, stream: RowStream, just_read: _JustRead) -> None:
+        self._stream, self._just_read = stream, just_read
+
+    @classmethod
+    def of(cls, stream: object, just_read: _JustRead) -> _PlainRows | None:
+        found = row_stream(stream)
+        return None if found is None else cls(found, just_read)
+
+    def fold(self, user_id: str, graph: UserGraph) -> bool:
+        """Fold the user's rows into ``graph`` (new); ``False``: they are not the whole view."""
+        rows = self._stream.read_rows(user_id)
+        if not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
+            return False
+        event = self._stream.row_event
+        reviewed = [event(row) for row in rows if row[4] in _REVIEW_ROWS]
+        self._just_read.keep(user_id, rows[-1][0] if rows else None, reviewed)
+        graph.fold_rows(rows, event)
+        return True
 
 
 _ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
