@@ -1,13 +1,12 @@
 """Folding a user's stored rows gives exactly the state folding their events gives.
 
-Random histories written through the engine to a SQLite store (assertions, changes that
-supersede, restatements, retractions, confirmations, states that expire, signals, keys
-frozen by a conflict and reviews settling them, facts forgotten by their audit id, the memory
-switch, merged ids);
-then each user's stream, and each of its prefixes, is folded three ways: event by event onto
-a graph whose RDF dataset and entity edge index are kept current all along, event by event
-with both left for later, and from the rows (``UserGraph.fold_rows``). Every part of the fold
-is compared, field by field, then the datasets and edge indexes built afterwards.
+Random histories are written through the engine to a SQLite store: assertions, changes that
+supersede, restatements, retractions, confirmations, states that expire, signals, keys frozen
+by a conflict and reviews settling them, facts forgotten by their audit id, the memory switch,
+merged ids. Then each user's stream, and each of its prefixes, is folded three ways: event by
+event onto a graph whose RDF dataset and entity edge index are kept current all along, event
+by event with both left for later, and from the rows (``UserGraph.fold_rows``). Every part of
+the fold is compared, field by field, then the datasets and edge indexes built afterwards.
 """
 
 from __future__ import annotations
