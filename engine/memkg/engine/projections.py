@@ -9,6 +9,10 @@ an erased or purged user leaves every cache at once (``forget``). The graphs' es
 (``max_bytes``) bound who stays resident, and ``max_users``, when set, bounds how many: a user
 whose graph leaves leaves every cache, and ``_evict`` is the one place a count evicts.
 
+A user not resident is folded from scratch (``_load``): from the stored rows when the store
+hands them over (``events.store.RowStream``) and the view is the user's plain stream, with no
+``Event`` built per row; from the view's events otherwise.
+
 A write reads the user's state several times (its own checks, the freeze check, the append)
 and must compute and append against one state of the stream: inside ``pinned(user)`` the
 thread's reads of the user check the store once, and the write's own appends move the pin.
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
 from memkg.events.projection import UserMemory
+from memkg.events.store import RowStream, row_stream
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
@@ -88,11 +93,10 @@ class Projections:
         process's write to one of them is seen on the next read (``_joins_moved``)."""
         self._graphs = GraphCache(
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
-            max_bytes=max_bytes, tail=self.tail,
+            max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
-        self._just_read: tuple[str, list[Event]] | None = None
-        """The last whole view read (a graph's): the review index of that graph is folded
-        from the same events, not read again (``_same_read``), once."""
+        self._just_read = _JustRead()
+        self._rows = _PlainRows.of(stream, self._just_read)
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
         """user → domain → the live facts and the graph mark they were read at."""
@@ -115,17 +119,28 @@ class Projections:
                 self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
             else:
                 self._joins.pop(user_id, None)
-            self._just_read = (user_id, events)
+            self._just_read.keep(user_id, events[-1].seq if events else None, events)
         return events
 
-    def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
-        """The view up to ``up_to_seq``: the events just read for a graph when they end
-        there (the same read, so the same state of the stream), else read anew."""
+    def _load(self, user_id: str) -> UserGraph:
+        """The user's graph folded anew: from the store's rows when they are the user's whole
+        view (``_PlainRows``), else from ``read``."""
+        graph = self._new_graph(user_id)
         with self._lock:
-            last, self._just_read = self._just_read, None
-        if last is not None and last[0] == user_id and last[1] and last[1][-1].seq == up_to_seq:
-            return last[1]
-        return self.read(user_id, up_to_seq)
+            if self._rows is not None and self._rows.fold(user_id, graph):
+                self._joins.pop(user_id, None)
+                return graph
+        for event in self.read(user_id):
+            graph.apply(event)
+        return graph
+
+    def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
+        """The view up to ``up_to_seq`` for the review index: the events just read for a graph
+        when they end there (the same read, so the same state of the stream; of a graph
+        folded from rows, its review events), else read anew."""
+        with self._lock:
+            found = self._just_read.take(user_id, up_to_seq)
+        return found if found is not None else self.read(user_id, up_to_seq)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -279,8 +294,7 @@ class Projections:
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.pop(user_id, None)
-            if self._just_read is not None and self._just_read[0] == user_id:
-                self._just_read = None
+            self._just_read.drop(user_id)
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
             self._live.pop(user_id, None)
@@ -340,12 +354,60 @@ class KeyReads:
 
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
 """Events that make a view other than the plain stream (the memory switch, merged ids)."""
+_OWN_ONLY_ROWS = frozenset(t.value for t in _OWN_ONLY)
+
+
+class _JustRead:
+    """The last whole view read for a graph: the user, the log position it ends at, and its
+    events (of a view folded from rows, its review events only). The review index of that
+    graph is folded from them, not read again (``Projections._same_read``), once."""
+
+    def __init__(self) -> None:
+        self._last: tuple[str, int | None, list[Event]] | None = None
+
+    def keep(self, user_id: str, last_seq: int | None, events: list[Event]) -> None:
+        self._last = (user_id, last_seq, events)
+
+    def take(self, user_id: str, up_to_seq: int | None) -> list[Event] | None:
+        last, self._last = self._last, None
+        if last is not None and last[1] is not None and last[:2] == (user_id, up_to_seq):
+            return last[2]
+        return None
+
+    def drop(self, user_id: str) -> None:
+        if self._last is not None and self._last[0] == user_id:
+            self._last = None
+
+
+class _PlainRows:
+    """Folds a user's stored rows when they are the user's whole view (no switch or link
+    row): no ``Event`` is built but for the review events, kept for the review index."""
+
+    def __init__(self, stream: RowStream, just_read: _JustRead) -> None:
+        self._stream, self._just_read = stream, just_read
+
+    @classmethod
+    def of(cls, stream: object, just_read: _JustRead) -> _PlainRows | None:
+        found = row_stream(stream)
+        return None if found is None else cls(found, just_read)
+
+    def fold(self, user_id: str, graph: UserGraph) -> bool:
+        """Fold the user's rows into ``graph`` (new); ``False``: they are not the whole view."""
+        rows = self._stream.read_rows(user_id)
+        if not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
+            return False
+        event = self._stream.row_event
+        reviewed = [event(row) for row in rows if row[4] in _REVIEW_ROWS]
+        self._just_read.keep(user_id, rows[-1][0] if rows else None, reviewed)
+        graph.fold_rows(rows, event)
+        return True
 
 
 _ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
 """A user's reviews at a stream version and log position: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
+_REVIEW_ROWS = frozenset(t.value for t in _REVIEW_EVENTS)
 
 
 class _ReviewCache:

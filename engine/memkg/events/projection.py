@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from memkg.events.stored import changed, stored_fact
-from memkg.model.event import Event, EventType, NewEvent
+from memkg.events.stored import change_new, changed, stored_fact
+from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload
 from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
 
 _LIVE = LIVE_STATUSES
@@ -67,27 +67,53 @@ class UserMemory:
             raise ValueError(f"event {event.event_id} is about another user")
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            fact = handler(self.facts, event.payload, event.seq)
+            fact = handler(self.facts, event.payload, event.seq, changed)
             if fact is not None:
-                fact_id = fact.id
-                self.history_log.append((event.seq, fact_id, _TYPE_TEXT[event.type]))
-                slot = (fact.domain, fact.key)
-                if event.type is EventType.FACT_ASSERTED:
-                    if (asserted := self._by_key.get(slot)) is None:
-                        self._by_key[slot] = [fact_id]
-                    else:
-                        asserted.append(fact_id)
-                live = self._live.get(slot)
-                if fact.status not in _LIVE:
-                    if live is not None:
-                        live.pop(fact_id, None)
-                elif live is None:
-                    self._live[slot] = {fact_id: None}
-                else:
-                    live[fact_id] = None
+                self._folded(fact, event.seq, event.type)
         elif event.type in _IDENTITY:
             self._identity(event)
         self.version, self.seq = event.version, event.seq
+
+    def fold_rows(self, rows: Iterable[StoredRow], row_event: Callable[[StoredRow], Event]) -> None:
+        """Fold stored rows in (``events.store.RowStream``): the state ``apply`` leaves after
+        their events, building no ``Event`` (``row_event`` builds the rare one a fold reads
+        whole: a switch or link event). Into an empty memory, a status change lands on the
+        fact the same fold built, which no one holds yet (``change_new``), not on a copy."""
+        change = change_new if not self.facts else changed
+        facts, user_id = self.facts, self.user_id
+        with collector_paused():
+            for row in rows:
+                if row[2] != user_id:
+                    raise ValueError(f"event {row[1]} is about another user")
+                kind = _ROW_TYPES.get(row[4])
+                if kind is None or kind in _IDENTITY:
+                    self.apply(row_event(row))
+                    continue
+                handler = _HANDLERS.get(kind)
+                if handler is not None:
+                    fact = handler(facts, row_payload(row), row[0], change)
+                    if fact is not None:
+                        self._folded(fact, row[0], kind)
+                self.version, self.seq = row[3], row[0]
+
+    def _folded(self, fact: Fact, seq: int, kind: EventType) -> None:
+        """Index the fact an event just made or changed: its history, its key, its liveness."""
+        fact_id = fact.id
+        self.history_log.append((seq, fact_id, _TYPE_TEXT[kind]))
+        slot = (fact.domain, fact.key)
+        if kind is EventType.FACT_ASSERTED:
+            if (asserted := self._by_key.get(slot)) is None:
+                self._by_key[slot] = [fact_id]
+            else:
+                asserted.append(fact_id)
+        live = self._live.get(slot)
+        if fact.status not in _LIVE:
+            if live is not None:
+                live.pop(fact_id, None)
+        elif live is None:
+            self._live[slot] = {fact_id: None}
+        else:
+            live[fact_id] = None
 
     def _identity(self, event: Event) -> None:
         self.plain = False
@@ -161,7 +187,7 @@ def preview(facts: Iterable[Fact], events: Iterable[NewEvent], after_seq: int) -
     for offset, event in enumerate(events, 1):
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(table, event.payload, after_seq + offset)
+            handler(table, event.payload, after_seq + offset, changed)
     return list(table.values())
 
 
@@ -209,16 +235,23 @@ _IDENTITY = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED,
                        EventType.USERS_SPLIT})  # fmt: skip
 _TYPE_TEXT = {t: t.value for t in EventType}
 """An event type's text, as the history keeps it (a lookup, not ``Enum.value``'s property)."""
+_ROW_TYPES = {t.value: t for t in EventType}
+"""An event type by the text a stored row holds."""
+Change = Callable[[Fact, dict[str, Any]], Fact]
+"""How a status change makes the changed fact: ``changed`` (a new value), or ``change_new``
+(in place, for a fact the running fold built)."""
 
 
-def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int) -> Fact:
+def _asserted(facts: dict[str, Fact], payload: dict[str, Any], seq: int, _change: Change) -> Fact:
     fact = stored_fact(payload["fact"], seq)
     facts[fact.id] = fact
     return fact
 
 
 def _status(status: FactStatus, reason_field: str | None = None) -> Any:
-    def handle(facts: dict[str, Fact], payload: dict[str, Any], _seq: int) -> Fact | None:
+    def handle(
+        facts: dict[str, Fact], payload: dict[str, Any], _seq: int, change: Change
+    ) -> Fact | None:
         fact = facts.get(payload["fact_id"])
         if fact is None:
             return None  # purged by erasure of its audit id: nothing left to change
@@ -234,7 +267,7 @@ def _status(status: FactStatus, reason_field: str | None = None) -> Any:
             later = facts.get(by)  # the text of its id, kept once
             changes["superseded_by"] = by if later is None else later.id
         changes["status"] = status
-        facts[fact.id] = folded = changed(fact, changes)
+        facts[fact.id] = folded = change(fact, changes)
         return folded
 
     return handle

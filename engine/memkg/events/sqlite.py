@@ -19,11 +19,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from memkg.errors import ConcurrencyConflict, StoreError, sqlite_failure
 from memkg.events.memory import (
@@ -37,7 +34,7 @@ from memkg.events.memory import (
     utc_instant,
 )
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
-from memkg.model.event import Event, NewEvent
+from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import compact
 
 SCHEMA_VERSION = 1
@@ -195,6 +192,17 @@ class SqliteEventStore:
                  " ORDER BY version")  # fmt: skip
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
         return list(map(_event, self._read(query, (user_id, after_version, limit))))
+
+    def read_rows(self, user_id: str) -> list[StoredRow]:
+        """The user's whole stream as stored rows (``RowStream``): ``read_stream`` without
+        building the events."""
+        query = f"SELECT {_COLUMNS} FROM events WHERE user_id = ? ORDER BY version"
+        rows: list[StoredRow] = self._read(query, (user_id,))
+        return rows
+
+    def row_event(self, row: StoredRow) -> Event:
+        """The event of one row of ``read_rows``."""
+        return _event(row)
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
@@ -410,9 +418,9 @@ def _scalar(db: sqlite3.Connection, query: str, *params: Any) -> Any:
     return db.execute(query, params).fetchone()[0]
 
 
-def _event(row: tuple[Any, ...]) -> Event:
-    seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id, payload, at = row
+def _event(row: StoredRow) -> Event:
+    seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id, _, _ = row
     return stored_event(
         seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id,
-        orjson.loads(payload), datetime.fromisoformat(at),
+        row_payload(row), row_time(row),
     )  # fmt: skip

@@ -39,12 +39,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import ConfigError
-from memkg.model.event import Event, NewEvent
+from memkg.model.event import Event, NewEvent, StoredRow
 
 
 class AppendResult(BaseModel):
@@ -110,6 +110,29 @@ def check_companions(database: str, companions: Sequence[Companion]) -> None:
                 f"{type(companion).__name__} keeps its rows in {companion.database}, not in the "
                 f"event store's {database}: erase it on its own, or keep it beside the events"
             )
+
+
+@runtime_checkable
+class RowStream(Protocol):
+    """A store that hands a user's stream over as the rows it keeps (``model.event.StoredRow``):
+    a user folded from scratch costs no ``Event`` per row (``Projections`` folds rows when
+    the store has them, events otherwise)."""
+
+    def read_rows(self, user_id: str) -> list[StoredRow]:
+        """The user's whole stream as stored rows, in stream order (``read_stream``'s events)."""
+        ...
+
+    def row_event(self, row: StoredRow) -> Event:
+        """The event of one row, equal to the one ``read_stream`` gives."""
+        ...
+
+
+def row_stream(store: object) -> RowStream | None:
+    """``store`` as a ``RowStream`` when it hands over its rows, else ``None`` (looked up on
+    the store itself: ``isinstance`` on a protocol caches its answer per class)."""
+    if callable(getattr(store, "read_rows", None)) and callable(getattr(store, "row_event", None)):
+        return cast(RowStream, store)
+    return None
 
 
 @runtime_checkable

@@ -15,8 +15,9 @@ The facts it builds share what they repeat, which is most of a fact's memory:
 * a ``__dict__`` that keeps its values only, its keys shared with every other fact's (CPython's
   split dictionaries: built from one template dict, a third of a plain dict's size);
 * text (user, domain, key, session, text values), times, sources and time zones, the empty
-  provenance and the empty context: immutable, or treated so (facts are frozen values, and
-  nothing edits a fact's ``context`` or ``value`` in place).
+  provenance and the provenances facts repeat (one consent, no audit id), the empty context:
+  immutable, or treated so (facts are frozen values, and nothing edits a fact's ``context``
+  or ``value`` in place; a fold changes only facts it built itself, before handing them out).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class Shape(Generic[M]):
         self.template: dict[str, Any] = prototype.__dict__
         """Every field, with its default: each instance's ``__dict__`` starts as its copy."""
         self._fields_sets: dict[Any, set[str]] = {}
+        self._shared: set[int] = set()
+        """The ids of the shared sets (kept as long as the shape: an id is never reused)."""
+        self._added: dict[tuple[int, tuple[str, ...]], set[str]] = {}
 
     def fields_set(self, names: Iterable[str]) -> set[str]:
         """The one shared set holding ``names`` (never to be changed in place)."""
@@ -73,6 +77,18 @@ class Shape(Generic[M]):
         found = self._fields_sets.get(key)
         if found is None:
             found = self._fields_sets.setdefault(key, set(key))
+            self._shared.add(id(found))
+        return found
+
+    def fields_set_with(self, names: set[str], added: Iterable[str]) -> set[str]:
+        """``fields_set(names | added)``, looked up by the shared set ``names`` and ``added``
+        without building either set again (a fold changes many facts the same way)."""
+        key = (id(names), tuple(added))
+        found = self._added.get(key)
+        if found is None:
+            found = self.fields_set(names | set(key[1]))
+            if key[0] in self._shared and len(self._added) < 1024:
+                self._added[key] = found
         return found
 
     def build(self, values: dict[str, Any], fields_set: set[str]) -> M:
@@ -194,11 +210,33 @@ def _zone(offset: int) -> TzInfo:
     return _UTC_PARSED if offset == 0 else TzInfo(offset)
 
 
+_PROVENANCES: dict[tuple[Any, ...], Provenance] = {}
+"""Provenances read, by their stored items and the items' types: facts of one consent repeat
+theirs. Only those naming no source turn or audit id are kept (nothing that points at one
+user's data outlives its erasure), at most ``_SHARED_PROVENANCES``."""
+_SHARED_PROVENANCES = 1024
+
+
 def _provenance(stored: Any) -> Provenance:
     if type(stored) is not dict:
         raise _Unexpected
     if not stored:
         return NO_PROVENANCE
+    if stored.get("audit_log_id") is not None or stored.get("source_ref") is not None:
+        return _provenance_of(stored)
+    try:
+        key = (*stored.items(), *map(type, stored.values()))
+        found = _PROVENANCES.get(key)
+    except TypeError:  # a value that is not hashable: read, not kept
+        return _provenance_of(stored)
+    if found is None:
+        found = _provenance_of(stored)
+        if len(_PROVENANCES) < _SHARED_PROVENANCES:
+            _PROVENANCES[key] = found
+    return found
+
+
+def _provenance_of(stored: dict[str, Any]) -> Provenance:
     if stored == _NO_PROVENANCE_STORED:
         return _NO_PROVENANCE_LISTED
     given = frozenset(stored)
@@ -217,4 +255,16 @@ def changed(fact: Fact, changes: dict[str, Any]) -> Fact:
     data.update(changes)
     if type(reason := data["status_reason"]) is str and len(reason) <= _TEXT_VALUE:
         data["status_reason"] = _intern(reason)
-    return FACTS.build(data, FACTS.fields_set(fact.model_fields_set | changes.keys()))
+    return FACTS.build(data, FACTS.fields_set_with(fact.model_fields_set, changes))
+
+
+def change_new(fact: Fact, changes: dict[str, Any]) -> Fact:
+    """``changed`` for a fact no one holds yet (built by the fold that is running, before
+    the fold is handed out): the same values and fields set, set where they are instead of
+    on a copy. Anything else takes ``changed``: facts are frozen values once handed out."""
+    data = fact.__dict__
+    data.update(changes)
+    if type(reason := data["status_reason"]) is str and len(reason) <= _TEXT_VALUE:
+        data["status_reason"] = _intern(reason)
+    _set(fact, "__pydantic_fields_set__", FACTS.fields_set_with(fact.model_fields_set, changes))
+    return fact

@@ -48,8 +48,11 @@ class GraphCache:
         dropped: Callable[[str], None] = lambda _user: None,
         max_bytes: int | None = None,
         tail: ReadTail = lambda _cached, _version: None,
+        load: Callable[[str], UserGraph] | None = None,
     ) -> None:
         self._read = read_stream
+        self._load = load or self._fold
+        """How a user's graph is folded from scratch (default: ``read_stream``'s events)."""
         self._tail = tail
         self._mark = stream_mark
         self._dropped = dropped
@@ -85,9 +88,7 @@ class GraphCache:
                         graph.apply(event)
                     self._views.pop(user_id, None)
             if graph is None:
-                graph = self._new(user_id)
-                for event in self._read(user_id):
-                    graph.apply(event)
+                graph = self._load(user_id)
                 graph.memory.settle(version)
                 self._graphs[user_id] = graph
                 self._purges[user_id] = purges
@@ -95,6 +96,12 @@ class GraphCache:
             self._graphs.move_to_end(user_id)
             self._account(user_id, graph)
             return graph
+
+    def _fold(self, user_id: str) -> UserGraph:
+        graph = self._new(user_id)
+        for event in self._read(user_id):
+            graph.apply(event)
+        return graph
 
     @property
     def estimated_bytes(self) -> int:

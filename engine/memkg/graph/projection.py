@@ -9,14 +9,18 @@ event; built either way it holds the same triples (a property test checks it).
 
 The live claims of each domain, with the signals on their edges, are kept too (``claims_of``):
 built on first use and rebuilt only after an event touches that domain, so weighing a user's
-edges at a new time costs arithmetic, not a walk over every fact.
+edges at a new time costs arithmetic, not a walk over every fact. The entity edge index (which
+facts assert each ``user ─key→ entity`` edge: what the dataset's edge triples follow) and each
+fact's targets are built when first needed too: a user folded for a decision builds neither
+the dataset nor the index. ``fold_rows`` folds a user's stored rows without building their
+events (``events.store.RowStream``), to the state ``apply`` leaves (a property test checks it).
 
 Nothing here reads other users: a user's graph costs what the user's own events cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -34,8 +38,8 @@ from memkg.graph.rdf import (
     signal_triples,
     status_triple,
 )
-from memkg.graph.signals import SignalRecord, read_signal
-from memkg.model.event import Event, EventType
+from memkg.graph.signals import SignalRecord, read_signal, row_signal
+from memkg.model.event import Event, EventType, StoredRow
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import Signal
 
@@ -52,6 +56,8 @@ EdgeKey = tuple[str, str, str]
 _FACT_EVENTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_CONFIRMED,
                           EventType.FACT_SUPERSEDED, EventType.FACT_RETRACTED,
                           EventType.FACT_EXPIRED})  # fmt: skip
+_FACT_ROWS = frozenset(t.value for t in _FACT_EVENTS)
+_SIGNAL_ROW = EventType.SIGNAL_RECORDED.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,10 @@ class FactFold(Protocol):
 
     def apply(self, event: Event) -> None: ...
 
+    def fold_rows(
+        self, rows: Iterable[StoredRow], row_event: Callable[[StoredRow], Event]
+    ) -> None: ...
+
     def settle(self, version: int) -> None: ...
 
     def of_key(self, domain: str, key: str) -> list[Fact]: ...
@@ -101,6 +111,8 @@ class UserGraph:
         self._signals_by_edge: dict[EdgeKey, list[SignalRecord]] = {}
         self._targets: dict[str, tuple[Target, ...]] = {}
         self._live: dict[EdgeKey, set[str]] = {}
+        """The entity edge index: which live facts assert each entity edge (built with the
+        dataset, which alone reads it)."""
         self._dataset: Dataset | None = None
         self._touched: set[str] = set()
         # ``claims_of`` memo: an entry is good while no event touched its domain since it was
@@ -145,6 +157,31 @@ class UserGraph:
         finally:
             self._note_change(event)
 
+    def fold_rows(self, rows: Iterable[StoredRow], row_event: Callable[[StoredRow], Event]) -> None:
+        """Fold stored rows in: the state ``apply`` leaves after their events, building no
+        ``Event`` (``row_event`` builds one only where the fold needs it whole)."""
+        rows = list(rows)
+        if self._dataset is not None:  # kept current fact by fact: fold the events
+            for row in rows:
+                self.apply(row_event(row))
+            return
+        self.memory.fold_rows(rows, row_event)
+        facts, changed_at, changes = self.memory.facts, self._changed_at, self._changes
+        for row in rows:  # what ``_apply`` and ``_note_change`` do, row by row
+            changes += 1
+            type_ = row[4]
+            if type_ == _SIGNAL_ROW:
+                self._signal(row_signal(row))
+                changed_at[row[5] or ""] = changes
+            elif type_ in _FACT_ROWS:
+                fact_id = row[6]
+                if fact_id is None:
+                    self._floor = changes
+                elif (fact := facts.get(fact_id)) is not None:
+                    changed_at[fact.domain] = changes
+        if changes != self._changes:
+            self._changes = changed_at[None] = changes
+
     def _note_change(self, event: Event) -> None:
         """Mark the ``claims_of`` entries the event made stale (after it is folded in)."""
         self._changes += 1
@@ -161,13 +198,7 @@ class UserGraph:
     def _apply(self, event: Event) -> None:
         self.memory.apply(event)
         if event.type is EventType.SIGNAL_RECORDED:
-            signal = read_signal(event)
-            self.signals.append(signal)
-            edge = (signal.domain, signal.key, signal.target)
-            self._signals_by_edge.setdefault(edge, []).append(signal)
-            if self._dataset is not None:
-                self._add(graph_iri(self.user_id, signal.domain),
-                          signal_triples(self.user_id, signal))  # fmt: skip
+            self._signal(read_signal(event))
             return
         fact = self.memory.facts.get(event.fact_id or "") if event.fact_id else None
         if fact is None:
@@ -176,6 +207,14 @@ class UserGraph:
             self._asserted(fact)
         else:
             self._status_changed(fact)
+
+    def _signal(self, signal: SignalRecord) -> None:
+        self.signals.append(signal)
+        edge = (signal.domain, signal.key, signal.target)
+        self._signals_by_edge.setdefault(edge, []).append(signal)
+        if self._dataset is not None:
+            self._add(graph_iri(self.user_id, signal.domain),
+                      signal_triples(self.user_id, signal))  # fmt: skip
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -247,10 +286,15 @@ class UserGraph:
 
     @property
     def dataset(self) -> Dataset:
-        """The user's named graphs plus the knowledge they touch (built on first use)."""
+        """The user's named graphs plus the knowledge they touch (built on first use, with the
+        entity edge index: from then on both are kept current event by event)."""
         if self._dataset is None:
+            facts = sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id))
+            self._live = {}
+            for fact in facts:  # each fact's last event left it where its status says
+                self._track(fact)
             self._dataset = Dataset()
-            for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
+            for fact in facts:
                 self._fact_rdf(fact)
                 self._edges_rdf(fact, {t for t in self.targets(fact) if t.entity})
             for signal in self.signals:
@@ -269,15 +313,15 @@ class UserGraph:
     # -- upkeep ---------------------------------------------------------------------------
 
     def _asserted(self, fact: Fact) -> None:
-        changed = self._track(fact)
         if self._dataset is not None:
+            changed = self._track(fact)
             self._fact_rdf(fact)
             self._edges_rdf(fact, changed)
 
     def _status_changed(self, fact: Fact) -> None:
-        changed = self._track(fact)
         if self._dataset is None:
-            return
+            return  # the edge index is built with the dataset, from the facts as they are then
+        changed = self._track(fact)
         named = self._dataset.graph(graph_iri(self.user_id, fact.domain))
         named.remove((status_triple(fact)[0], status_triple(fact)[1], None))
         named.add(status_triple(fact))

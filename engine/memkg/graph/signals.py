@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import InvalidOperation
 from memkg.graph.claims import EntityKeys, Target, target_of, targets
-from memkg.model.event import Event, EventType, NewEvent
+from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload, row_time
 from memkg.model.fact import Fact
 from memkg.model.weight import SIGNAL_KINDS, Signal, SignalKind
 
@@ -47,16 +47,27 @@ class SignalRecord(BaseModel):
 
 
 def read_signal(event: Event) -> SignalRecord:
-    payload = event.payload
+    return signal_record(event.event_id, event.seq, event.domain, event.payload,
+                         event.recorded_at)  # fmt: skip
+
+
+def row_signal(row: StoredRow) -> SignalRecord:
+    """The signal of a stored ``signal.recorded`` row (``read_signal`` of its event)."""
+    return signal_record(row[1], row[0], row[5], row_payload(row), row_time(row))
+
+
+def signal_record(
+    event_id: str, seq: int, domain: str | None, payload: dict[str, Any], at: datetime
+) -> SignalRecord:
     return SignalRecord(
-        event_id=event.event_id,
-        seq=event.seq,
-        domain=event.domain or "",
+        event_id=event_id,
+        seq=seq,
+        domain=domain or "",
         key=payload["key"],
         target=payload["target"],
         entity=payload["entity"],
         kind=payload["kind"],
-        at=event.recorded_at,
+        at=at,
         session_id=payload.get("session_id"),
     )
 

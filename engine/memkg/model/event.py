@@ -6,6 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 
@@ -59,3 +60,21 @@ class Event(NewEvent):
 
     seq: int
     version: int
+
+
+StoredRow = tuple[Any, ...]
+"""An event as a store keeps it: ``(seq, event_id, user_id, version, type, domain, fact_id,
+audit_log_id, payload, recorded_at)``, the type by its value, the payload as JSON text and
+``recorded_at`` as ISO text in UTC. A fold reads what it needs of a row (its payload, its
+time) without building the ``Event`` (``events.store.RowStream``)."""
+
+
+def row_payload(row: StoredRow) -> dict[str, Any]:
+    """A stored row's payload."""
+    payload: dict[str, Any] = orjson.loads(row[8])
+    return payload
+
+
+def row_time(row: StoredRow) -> datetime:
+    """A stored row's ``recorded_at``."""
+    return datetime.fromisoformat(row[9])

@@ -195,13 +195,18 @@ def test_a_user_not_resident_is_read_from_the_log_once_for_a_decision(
     with Engine.open(path, clock=clock) as writer:
         _allergy(writer, ["allergen:peanut"], "profile")
         _allergy(writer, [], "system")  # a strong conflict: the key frozen, a review open
-    read, reads = SqliteEventStore.read_stream, []
+    reads: list[str] = []
 
-    def counting(store: Any, user_id: str, **kwargs: Any) -> Any:
-        reads.append(user_id)
-        return read(store, user_id, **kwargs)
+    def counting(read: Any) -> Any:
+        def wrapped(store: Any, user_id: str, **kwargs: Any) -> Any:
+            reads.append(user_id)
+            return read(store, user_id, **kwargs)
 
-    monkeypatch.setattr(SqliteEventStore, "read_stream", counting)
+        return wrapped
+
+    # its events or its stored rows (``RowStream``): one read either way
+    for name in ("read_stream", "read_rows"):
+        monkeypatch.setattr(SqliteEventStore, name, counting(getattr(SqliteEventStore, name)))
     with Engine.open(path, clock=clock) as cold:
         made = cold.decide("mei", "health", PEANUT, decision="medication")
         assert made.result.status.value == "needs_review"  # the review was read
