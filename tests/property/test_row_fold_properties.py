@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from memkg.clock import FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import Engine
 from memkg.errors import MemkgError
+from memkg.events.projection import fold_all, fold_all_rows
 from memkg.events.sqlite import SqliteEventStore
 from memkg.events.store import row_stream
 from memkg.graph.projection import UserGraph
@@ -126,9 +128,8 @@ def _step(engine: Engine, clock: FrozenClock, step: tuple[Any, ...]) -> None:
                 engine.confirm(rest[0], fact_id)
 
 
-def _state(graph: UserGraph) -> dict[str, Any]:
-    """Everything a fold leaves, before the dataset is built."""
-    memory: Any = graph.memory
+def _memory_state(memory: Any) -> dict[str, Any]:
+    """Everything a fold leaves in a user's memory."""
     return {
         "facts": {i: (f.__dict__, f.model_fields_set) for i, f in memory.facts.items()},
         "order": list(memory.facts),
@@ -138,6 +139,13 @@ def _state(graph: UserGraph) -> dict[str, Any]:
         "live": {slot: list(ids) for slot, ids in memory._live.items()},
         "links": memory._links,
         "merged": memory.merged_ids,
+    }
+
+
+def _state(graph: UserGraph) -> dict[str, Any]:
+    """Everything a fold leaves, before the dataset is built."""
+    return {
+        **_memory_state(graph.memory),
         "signals": graph.signals,
         "signals_by_edge": graph._signals_by_edge,
         "changes": (graph.changes, graph._floor, graph._changed_at),
@@ -156,9 +164,9 @@ fast = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 
 
-@fast
-@given(histories)
-def test_folding_rows_gives_the_state_folding_events_gives(history: list[tuple[Any, ...]]) -> None:
+@contextlib.contextmanager
+def _written(history: list[tuple[Any, ...]]) -> Iterator[tuple[Engine, SqliteEventStore]]:
+    """An engine on a fresh SQLite store that has written ``history`` (refusals store nothing)."""
     clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
     with tempfile.TemporaryDirectory() as tmp:
         store = SqliteEventStore(Path(tmp) / "m.db")
@@ -169,24 +177,48 @@ def test_folding_rows_gives_the_state_folding_events_gives(history: list[tuple[A
             for step in history:
                 with contextlib.suppress(MemkgError):  # a refused write stores nothing
                     _step(engine, clock, step)
-            rows_of = row_stream(store)
-            assert rows_of is not None
-            for name in USERS:
-                events = store.read_stream(name)
-                rows = rows_of.read_rows(name)
-                assert [rows_of.row_event(r) for r in rows] == events
+            yield engine, store
 
-                kept = engine.setup.new_graph(name)
-                assert kept.dataset is not None  # built first: kept current event by event
-                lazy = engine.setup.new_graph(name)
-                for end, event in enumerate(events, 1):  # every prefix: the stream then
-                    kept.apply(event)
-                    lazy.apply(event)
-                    folded = engine.setup.new_graph(name)
-                    folded.fold_rows(rows[:end], rows_of.row_event)
-                    assert _state(folded) == _state(lazy)
+
+@fast
+@given(histories)
+def test_folding_rows_gives_the_state_folding_events_gives(history: list[tuple[Any, ...]]) -> None:
+    with _written(history) as (engine, store):
+        rows_of = row_stream(store)
+        assert rows_of is not None
+        for name in USERS:
+            events = store.read_stream(name)
+            rows = rows_of.read_rows(name)
+            assert [rows_of.row_event(r) for r in rows] == events
+
+            kept = engine.setup.new_graph(name)
+            assert kept.dataset is not None  # built first: kept current event by event
+            lazy = engine.setup.new_graph(name)
+            for end, event in enumerate(events, 1):  # every prefix: the stream then
+                kept.apply(event)
+                lazy.apply(event)
                 folded = engine.setup.new_graph(name)
-                folded.fold_rows(rows, rows_of.row_event)
+                folded.fold_rows(rows[:end], rows_of.row_event)
                 assert _state(folded) == _state(lazy)
-                assert _state(folded)["facts"] == _state(kept)["facts"]
-                assert _built(folded) == _built(lazy) == _built(kept)
+            folded = engine.setup.new_graph(name)
+            folded.fold_rows(rows, rows_of.row_event)
+            assert _state(folded) == _state(lazy)
+            assert _state(folded)["facts"] == _state(kept)["facts"]
+            assert _built(folded) == _built(lazy) == _built(kept)
+
+
+@fast
+@given(histories)
+def test_a_rebuild_from_rows_folds_what_a_rebuild_from_events_folds(
+    history: list[tuple[Any, ...]],
+) -> None:
+    with _written(history) as (engine, store):
+        from_events, events = fold_all(store.read_all())
+        from_rows, rows = fold_all_rows(store.read_all_rows(), store.row_event)
+        assert rows == events == sum(1 for _ in store.read_all())
+        assert list(from_rows) == list(from_events)
+        for name, memory in from_events.items():
+            assert _memory_state(from_rows[name]) == _memory_state(memory)
+        report = engine.rebuild()  # the engine rebuilds from rows: the same counts
+        assert (report.users, report.events) == (len(from_events), events)
+        assert report.facts == sum(len(m.facts) for m in from_events.values())

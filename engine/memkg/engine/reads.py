@@ -15,8 +15,8 @@ from memkg.clock import Clock
 from memkg.engine.projections import Projections, Upcast
 from memkg.engine.setup import check_args
 from memkg.errors import NotFound
-from memkg.events.projection import UserMemory, fold_all
-from memkg.events.store import EventStore
+from memkg.events.projection import UserMemory, fold_all, fold_all_rows
+from memkg.events.store import EventStore, row_stream
 from memkg.model.event import Event
 from memkg.model.fact import Fact
 
@@ -80,7 +80,13 @@ class Reads:
         ``progress`` is called with the number of events applied so far, every 1,000.
         """
         start = time.perf_counter()
-        memories, count = fold_all(self.store.read_all(), self.upcaster(), progress)
+        rows = row_stream(self.store)
+        if rows is not None:  # no Event per row
+            memories, count = fold_all_rows(
+                rows.read_all_rows(), rows.row_event, self.upcaster(), progress
+            )
+        else:
+            memories, count = fold_all(self.store.read_all(), self.upcaster(), progress)
         # the caches start over: each user's projection is folded from the log when read
         self.projections.reset()
         log.info("projections rebuilt", extra={"users": len(memories), "events": count})

@@ -80,21 +80,27 @@ class UserMemory:
         whole: a switch or link event). Into an empty memory, a status change lands on the
         fact the same fold built, which no one holds yet (``change_new``), not on a copy."""
         change = change_new if not self.facts else changed
-        facts, user_id = self.facts, self.user_id
         with collector_paused():
             for row in rows:
-                if row[2] != user_id:
-                    raise ValueError(f"event {row[1]} is about another user")
-                kind = _ROW_TYPES.get(row[4])
-                if kind is None or kind in _IDENTITY:
-                    self.apply(row_event(row))
-                    continue
-                handler = _HANDLERS.get(kind)
-                if handler is not None:
-                    fact = handler(facts, row_payload(row), row[0], change)
-                    if fact is not None:
-                        self._folded(fact, row[0], kind)
-                self.version, self.seq = row[3], row[0]
+                self.fold_row(row, row_event, change)
+
+    def fold_row(
+        self, row: StoredRow, row_event: Callable[[StoredRow], Event], change: Change = changed
+    ) -> None:
+        """Fold one stored row in (``fold_rows``); ``change_new`` as ``change`` only while no
+        one else holds the facts this memory folded."""
+        if row[2] != self.user_id:
+            raise ValueError(f"event {row[1]} is about another user")
+        kind = _ROW_TYPES.get(row[4])
+        if kind is None or kind in _IDENTITY:
+            self.apply(row_event(row))
+            return
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            fact = handler(self.facts, row_payload(row), row[0], change)
+            if fact is not None:
+                self._folded(fact, row[0], kind)
+        self.version, self.seq = row[3], row[0]
 
     def _folded(self, fact: Fact, seq: int, kind: EventType) -> None:
         """Index the fact an event just made or changed: its history, its key, its liveness."""
@@ -212,6 +218,29 @@ def fold_all(
             if memory is None:
                 memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
             memory.apply(event)
+            count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(count)
+    return memories, count
+
+
+def fold_all_rows(
+    rows: Iterable[StoredRow],
+    row_event: Callable[[StoredRow], Event],
+    upcast: Callable[[Fact], Fact] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[dict[str, UserMemory], int]:
+    """``fold_all`` over the log's stored rows (``events.store.RowStream``): the same
+    memories, with no ``Event`` built per row. Every memory is new and held by no one while
+    the fold runs, so a status change lands on the fact the fold built (``change_new``)."""
+    memories: dict[str, UserMemory] = {}
+    count = 0
+    with collector_paused():
+        for row in rows:
+            memory = memories.get(row[2])
+            if memory is None:
+                memory = memories[row[2]] = UserMemory(row[2], upcast)
+            memory.fold_row(row, row_event, change_new)
             count += 1
             if progress is not None and count % 1000 == 0:
                 progress(count)

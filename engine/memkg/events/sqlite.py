@@ -205,16 +205,22 @@ class SqliteEventStore:
         return _event(row)
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
+        return map(_event, self.read_all_rows(after_seq=after_seq, up_to_seq=up_to_seq))
+
+    def read_all_rows(
+        self, *, after_seq: int = 0, up_to_seq: int | None = None
+    ) -> Iterator[StoredRow]:
+        """The log as stored rows (``RowStream``): ``read_all`` without building the events."""
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
         while True:
             # One query per batch: memory stays flat and other threads get the lock in between.
-            rows = self._read(
+            rows: list[StoredRow] = self._read(
                 f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                 (after_seq, limit, _BATCH),
             )
             if not rows:
                 return
-            yield from map(_event, rows)
+            yield from rows
             after_seq = rows[-1][0]
 
     def stream_version(self, user_id: str) -> int:

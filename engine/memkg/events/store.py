@@ -126,11 +126,18 @@ class RowStream(Protocol):
         """The event of one row, equal to the one ``read_stream`` gives."""
         ...
 
+    def read_all_rows(
+        self, *, after_seq: int = 0, up_to_seq: int | None = None
+    ) -> Iterator[StoredRow]:
+        """The whole log as stored rows, in log order (``read_all``'s events)."""
+        ...
+
 
 def row_stream(store: object) -> RowStream | None:
     """``store`` as a ``RowStream`` when it hands over its rows, else ``None`` (looked up on
     the store itself: ``isinstance`` on a protocol caches its answer per class)."""
-    if callable(getattr(store, "read_rows", None)) and callable(getattr(store, "row_event", None)):
+    if all(callable(getattr(store, name, None))
+           for name in ("read_rows", "row_event", "read_all_rows")):  # fmt: skip
         return cast(RowStream, store)
     return None
 
