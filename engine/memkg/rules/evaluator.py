@@ -23,11 +23,13 @@ from memkg.rules.matcher import (
     Pools,
     RuleCheck,
     check_rule,
-    item_satisfies,
+    holds_alone,
     pool,
     pools,
+    resolver,
 )
 from memkg.rules.plan import TablePlan, plan_table
+from memkg.rules.reuse import Reuse
 from memkg.rules.runner import Firing, RuleRunner
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
@@ -135,6 +137,8 @@ class Evaluator:
             )
         self.runner = runner
         self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
+        self.reuse = Reuse()
+        """Candidates and explanation nodes built by earlier evaluations (``rules/reuse.py``)."""
 
     def plan(self, table: RuleTable) -> TablePlan:
         """The table's plan, worked out when the bundle was compiled."""
@@ -147,10 +151,10 @@ class Evaluator:
         """What the matcher is sent: the evidence, then the context with the negation flags."""
         by_key = pools(inp.items) if by_key is None else by_key
         ctx = inp.items[-1].props
+        resolve = resolver(None, ctx)
+        # a negated condition holds alone exactly when no message satisfies what it negates
         flags = {
-            flag: int(
-                not any(item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key))
-            )
+            flag: int(holds_alone(cond, pool(cond, inp, by_key), resolve))
             for flag, cond in self.plan(table).negations
         }
         return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
@@ -210,7 +214,7 @@ class Evaluator:
     ) -> list[tuple[int, int, int, Rule]]:
         """Rules that did not fire with all their conditions but one holding on their own
         (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
-        ctx = inp.items[-1].props
+        resolve = resolver(None, inp.items[-1].props)
         truth: list[bool | None] = [None] * len(plan.tests)
         close = []
         for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
@@ -222,8 +226,8 @@ class Evaluator:
                 found = truth[position]
                 if found is None:
                     cond = plan.tests[position]
-                    found = truth[position] = memo[cond.signature] = cond.negated != any(
-                        item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key)
+                    found = truth[position] = memo[cond.signature] = holds_alone(
+                        cond, pool(cond, inp, by_key), resolve
                     )
                 held += found
             misses = len(positions) - held
@@ -251,6 +255,12 @@ class Evaluator:
         shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
     ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
+        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
+        key, held = _fired_key(rule, env, ctx, message, others)
+        if key is not None:
+            found = self.reuse.get(key, held)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
         facts = inp.facts_by_id if facts is None else facts
         nodes, bindings = [], []
         for cond in rule.conditions:
@@ -259,7 +269,6 @@ class Evaluator:
             nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown))
             if item is not None or cond.handler.on_context:
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
-        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
         candidate = Candidate(
             rule_id=rule.id,
             rule_index=rule.index,
@@ -284,6 +293,8 @@ class Evaluator:
             conditions=tuple(nodes),
             alternatives=others,
         )
+        if key is not None:
+            self.reuse.put(key, held, (candidate, node))
         return candidate, node
 
     def _why_not(
@@ -292,9 +303,18 @@ class Evaluator:
         rule, index = check.rule, check.failing
         assert index is not None
         cond = rule.conditions[index]
-        failure = failure_text(cond, inp, pool(cond, inp, by_key))
+        ctx = inp.items[-1].props
+        candidates = pool(cond, inp, by_key)
+        failure = failure_text(cond, inp, candidates)
+        # the node shows the rule, how far it got, the failure and the context it reads; the
+        # entry lives as long as the facts the failure was worked out from
+        key = ("why_not", id(rule), index, check.holding, failure, _shown_context(cond, ctx))
+        held = (rule, *(item.fact for item in candidates if item.fact is not None))
+        found = self.reuse.get(key, held)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
         text = plan.text(rule, cond) if plan is not None else None
-        return WhyNotNode(
+        node = WhyNotNode(
             rule_id=rule.id,
             description=rule.description,
             file=rule.file,
@@ -302,8 +322,38 @@ class Evaluator:
             action=rule.output.action,
             holding=check.holding,
             total=len(rule.conditions),
-            failing=condition_node(cond, False, None, inp.items[-1].props, failure, text=text),
+            failing=condition_node(cond, False, None, ctx, failure, text=text),
         )
+        self.reuse.put(key, held, node)
+        return node
+
+
+def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | None:
+    """The context values ``cond``'s node shows, as ``repr`` (``True`` and ``1`` differ)."""
+    if not cond.handler.on_context:
+        return None
+    return tuple(repr(ctx.get(t.field)) for t in cond.tests if t.field)
+
+
+def _fired_key(
+    rule: Rule, env: Env, ctx: dict[str, Any], message: str, others: int
+) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
+    """What a fired rule's candidate and node are built from: the key ``Reuse`` keeps them
+    under and the objects they show; no key when a condition is bound to an edge or a path,
+    whose weights move with the clock."""
+    parts: list[Any] = ["fired", id(rule), others, message]
+    held: list[object] = [rule]
+    for cond in rule.conditions:
+        item = env.get(f"#{cond.index}")
+        if item is None or item.kind == "context":
+            parts.append(None if item is None else "context")
+        elif item.kind == "fact" and item.fact is not None:
+            parts.append(item.ref)
+            held.append(item.fact)
+        else:
+            return None, ()
+        parts.append(_shown_context(cond, ctx))
+    return tuple(parts), tuple(held)
 
 
 def _closeness(check: RuleCheck) -> tuple[int, int, int]:
