@@ -17,6 +17,7 @@ from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
+from memkg.rules.kinds.compare import Resolve
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
@@ -204,8 +205,8 @@ class Evaluator:
         why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
 
-    @staticmethod
     def _close(
+        self,
         plan: TablePlan,
         grouped: Mapping[str, list[Env]],
         inp: DecisionInput,
@@ -216,6 +217,7 @@ class Evaluator:
         (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
         resolve = resolver(None, inp.items[-1].props)
         truth: list[bool | None] = [None] * len(plan.tests)
+        self._by_facts(plan, by_key, resolve, truth, memo)
         close = []
         for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
                                          strict=True):  # fmt: skip
@@ -226,14 +228,40 @@ class Evaluator:
                 found = truth[position]
                 if found is None:
                     cond = plan.tests[position]
-                    found = truth[position] = memo[cond.signature] = holds_alone(
-                        cond, pool(cond, inp, by_key), resolve
-                    )
+                    found = truth[position] = holds_alone(cond, pool(cond, inp, by_key), resolve)
+                    memo[cond.signature] = found
                 held += found
             misses = len(positions) - held
             if misses <= 1 and misses < len(positions):
                 close.append((misses, -held, rule.index, rule))
         return close
+
+    def _by_facts(
+        self,
+        plan: TablePlan,
+        by_key: Pools,
+        resolve: Resolve,
+        truth: list[bool | None],
+        memo: dict[Any, bool],
+    ) -> None:
+        """Fills ``truth`` (and ``memo``) for the tests whose pool's facts alone decide them
+        (``TablePlan.by_facts``): what an earlier evaluation found on the same pool, the
+        same fact objects, when ``Reuse`` kept it, else checked now and kept."""
+        tests = plan.tests
+        for pool_key, positions in plan.by_facts:
+            candidates = by_key.get(pool_key)
+            if not candidates:
+                continue  # nothing to check: the scan decides them at once
+            held = (plan, *(item.fact for item in candidates))
+            if any(fact is None for fact in held):
+                continue
+            key = ("by_facts", id(plan), pool_key, tuple(item.ref for item in candidates))
+            found = self.reuse.get(key, held)
+            if found is None:
+                found = tuple(holds_alone(tests[p], candidates, resolve) for p in positions)
+                self.reuse.put(key, held, found)
+            for position, holds in zip(positions, found, strict=True):
+                truth[position] = memo[tests[position].signature] = holds
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:

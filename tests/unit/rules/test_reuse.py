@@ -183,3 +183,21 @@ def test_nothing_is_kept_of_an_erased_user(engine: tuple[Engine, FrozenClock]) -
     made.erase("u")
     gc.collect()
     assert len(made.intent.rules.evaluator.reuse) == 0
+
+
+def test_a_changed_fact_changes_which_rules_nearly_fired(
+    engine: tuple[Engine, FrozenClock],
+) -> None:
+    """Whether a fact condition holds on its own is kept per pool of facts, never past them."""
+    made, clock = engine
+    assert [n.rule_id for n in decide(made, clock).explanation.why_not] == ["t.infant_fever"]
+    age(made, clock, 1)
+    infant = decide(made, clock)
+    assert [c.rule_id for c in infant.candidates] == ["t.young_fever", "t.infant_fever"]
+    assert not infant.explanation.why_not
+    age(made, clock, 12)
+    older = decide(made, clock)
+    assert not older.candidates
+    assert [n.rule_id for n in older.explanation.why_not] == ["t.young_fever", "t.infant_fever"]
+    age(made, clock, 4)
+    assert [n.rule_id for n in decide(made, clock).explanation.why_not] == ["t.infant_fever"]
