@@ -139,7 +139,8 @@ class Evaluator:
         self.runner = runner
         self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
         self.reuse = Reuse()
-        """Candidates and explanation nodes built by earlier evaluations (``rules/reuse.py``)."""
+        """What earlier evaluations built on the same rules and facts (``rules/reuse.py``):
+        candidates and nodes, facts' messages, the truth of fact conditions on a pool."""
 
     def plan(self, table: RuleTable) -> TablePlan:
         """The table's plan, worked out when the bundle was compiled."""
