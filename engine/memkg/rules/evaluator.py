@@ -17,17 +17,20 @@ from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
+from memkg.rules.kinds.compare import Resolve
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
     Pools,
     RuleCheck,
     check_rule,
-    item_satisfies,
+    holds_alone,
     pool,
     pools,
+    resolver,
 )
 from memkg.rules.plan import TablePlan, plan_table
+from memkg.rules.reuse import Reuse
 from memkg.rules.runner import Firing, RuleRunner
 from memkg.rules.snapshot import DecisionInput, Item
 from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
@@ -135,6 +138,9 @@ class Evaluator:
             )
         self.runner = runner
         self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
+        self.reuse = Reuse()
+        """What earlier evaluations built on the same rules and facts (``rules/reuse.py``):
+        candidates and nodes, facts' messages, the truth of fact conditions on a pool."""
 
     def plan(self, table: RuleTable) -> TablePlan:
         """The table's plan, worked out when the bundle was compiled."""
@@ -147,10 +153,10 @@ class Evaluator:
         """What the matcher is sent: the evidence, then the context with the negation flags."""
         by_key = pools(inp.items) if by_key is None else by_key
         ctx = inp.items[-1].props
+        resolve = resolver(None, ctx)
+        # a negated condition holds alone exactly when no message satisfies what it negates
         flags = {
-            flag: int(
-                not any(item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key))
-            )
+            flag: int(holds_alone(cond, pool(cond, inp, by_key), resolve))
             for flag, cond in self.plan(table).negations
         }
         return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
@@ -200,8 +206,8 @@ class Evaluator:
         why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
 
-    @staticmethod
     def _close(
+        self,
         plan: TablePlan,
         grouped: Mapping[str, list[Env]],
         inp: DecisionInput,
@@ -210,8 +216,9 @@ class Evaluator:
     ) -> list[tuple[int, int, int, Rule]]:
         """Rules that did not fire with all their conditions but one holding on their own
         (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
-        ctx = inp.items[-1].props
+        resolve = resolver(None, inp.items[-1].props)
         truth: list[bool | None] = [None] * len(plan.tests)
+        self._by_facts(plan, by_key, resolve, truth, memo)
         close = []
         for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
                                          strict=True):  # fmt: skip
@@ -222,14 +229,40 @@ class Evaluator:
                 found = truth[position]
                 if found is None:
                     cond = plan.tests[position]
-                    found = truth[position] = memo[cond.signature] = cond.negated != any(
-                        item_satisfies(cond, item, None, ctx) for item in pool(cond, inp, by_key)
-                    )
+                    found = truth[position] = holds_alone(cond, pool(cond, inp, by_key), resolve)
+                    memo[cond.signature] = found
                 held += found
             misses = len(positions) - held
             if misses <= 1 and misses < len(positions):
                 close.append((misses, -held, rule.index, rule))
         return close
+
+    def _by_facts(
+        self,
+        plan: TablePlan,
+        by_key: Pools,
+        resolve: Resolve,
+        truth: list[bool | None],
+        memo: dict[Any, bool],
+    ) -> None:
+        """Fills ``truth`` (and ``memo``) for the tests whose pool's facts alone decide them
+        (``TablePlan.by_facts``): what an earlier evaluation found on the same pool, the
+        same fact objects, when ``Reuse`` kept it, else checked now and kept."""
+        tests = plan.tests
+        for pool_key, positions in plan.by_facts:
+            candidates = by_key.get(pool_key)
+            if not candidates:
+                continue  # nothing to check: the scan decides them at once
+            held = (plan, *(item.fact for item in candidates))
+            if any(fact is None for fact in held):
+                continue
+            key = ("by_facts", id(plan), pool_key, tuple(item.ref for item in candidates))
+            found = self.reuse.get(key, held)
+            if found is None:
+                found = tuple(holds_alone(tests[p], candidates, resolve) for p in positions)
+                self.reuse.put(key, held, found)
+            for position, holds in zip(positions, found, strict=True):
+                truth[position] = memo[tests[position].signature] = holds
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
@@ -251,6 +284,12 @@ class Evaluator:
         shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
     ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
+        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
+        key, held = _fired_key(rule, env, ctx, message, others)
+        if key is not None:
+            found = self.reuse.get(key, held)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
         facts = inp.facts_by_id if facts is None else facts
         nodes, bindings = [], []
         for cond in rule.conditions:
@@ -259,7 +298,6 @@ class Evaluator:
             nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown))
             if item is not None or cond.handler.on_context:
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
-        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
         candidate = Candidate(
             rule_id=rule.id,
             rule_index=rule.index,
@@ -284,6 +322,8 @@ class Evaluator:
             conditions=tuple(nodes),
             alternatives=others,
         )
+        if key is not None:
+            self.reuse.put(key, held, (candidate, node))
         return candidate, node
 
     def _why_not(
@@ -292,9 +332,18 @@ class Evaluator:
         rule, index = check.rule, check.failing
         assert index is not None
         cond = rule.conditions[index]
-        failure = failure_text(cond, inp, pool(cond, inp, by_key))
+        ctx = inp.items[-1].props
+        candidates = pool(cond, inp, by_key)
+        failure = failure_text(cond, inp, candidates)
+        # the node shows the rule, how far it got, the failure and the context it reads; the
+        # entry lives as long as the facts the failure was worked out from
+        key = ("why_not", id(rule), index, check.holding, failure, _shown_context(cond, ctx))
+        held = (rule, *(item.fact for item in candidates if item.fact is not None))
+        found = self.reuse.get(key, held)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
         text = plan.text(rule, cond) if plan is not None else None
-        return WhyNotNode(
+        node = WhyNotNode(
             rule_id=rule.id,
             description=rule.description,
             file=rule.file,
@@ -302,8 +351,38 @@ class Evaluator:
             action=rule.output.action,
             holding=check.holding,
             total=len(rule.conditions),
-            failing=condition_node(cond, False, None, inp.items[-1].props, failure, text=text),
+            failing=condition_node(cond, False, None, ctx, failure, text=text),
         )
+        self.reuse.put(key, held, node)
+        return node
+
+
+def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | None:
+    """The context values ``cond``'s node shows, as ``repr`` (``True`` and ``1`` differ)."""
+    if not cond.handler.on_context:
+        return None
+    return tuple(repr(ctx.get(t.field)) for t in cond.tests if t.field)
+
+
+def _fired_key(
+    rule: Rule, env: Env, ctx: dict[str, Any], message: str, others: int
+) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
+    """What a fired rule's candidate and node are built from: the key ``Reuse`` keeps them
+    under and the objects they show; no key when a condition is bound to an edge or a path,
+    whose weights move with the clock."""
+    parts: list[Any] = ["fired", id(rule), others, message]
+    held: list[object] = [rule]
+    for cond in rule.conditions:
+        item = env.get(f"#{cond.index}")
+        if item is None or item.kind == "context":
+            parts.append(None if item is None else "context")
+        elif item.kind == "fact" and item.fact is not None:
+            parts.append(item.ref)
+            held.append(item.fact)
+        else:
+            return None, ()
+        parts.append(_shown_context(cond, ctx))
+    return tuple(parts), tuple(held)
 
 
 def _closeness(check: RuleCheck) -> tuple[int, int, int]:

@@ -71,6 +71,16 @@ def item_satisfies(
     return cond.handler.matches(cond, item.props, resolver(env, ctx, aliases))
 
 
+def holds_alone(cond: Condition, candidates: Sequence[Item], resolve: Resolve) -> bool:
+    """Whether ``cond`` holds on its own over ``candidates`` (a negation: none satisfies it).
+
+    ``resolve`` is ``resolver(None, ctx)``: nothing is bound, so one evaluation builds it
+    once for all its conditions.
+    """
+    matches = cond.handler.matches
+    return cond.negated != any(matches(cond, item.props, resolve) for item in candidates)
+
+
 def in_effect(rule: Rule, today: int) -> bool:
     low = day_number(rule.effective_from) if rule.effective_from else 0
     high = day_number(rule.effective_until) if rule.effective_until else day_number(date.max)
@@ -99,16 +109,15 @@ def holding(
     rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[tuple[Any, ...], bool]
 ) -> tuple[bool, ...]:
     """Whether each condition of ``rule`` holds on its own (joins to others not required)."""
-    ctx = inp.items[-1].props
+    resolve: Resolve | None = None
     holds = []
     for cond in rule.conditions:
         signature = cond.signature
         found = memo.get(signature)
         if found is None:
-            candidates = pool(cond, inp, by_key)
-            found = memo[signature] = cond.negated != any(
-                item_satisfies(cond, item, None, ctx) for item in candidates
-            )
+            if resolve is None:
+                resolve = resolver(None, inp.items[-1].props)
+            found = memo[signature] = holds_alone(cond, pool(cond, inp, by_key), resolve)
         holds.append(found)
     return tuple(holds)
 
@@ -131,22 +140,25 @@ def check_rule(
     envs: list[Env] = [{}]
     failing = None
     aliases = {c.alias: c for c in rule.conditions if c.alias}
+    alone = resolver(None, ctx)
     for cond in rule.conditions:
         candidates = pool(cond, inp, by_key)
         alias = cond.alias or f"#{cond.index}"
         nxt: list[Env] = []
         if cond.negated:  # decided once, over every message, as the evaluator's flag is
-            if any(item_satisfies(cond, item, None, ctx) for item in candidates):
+            if not holds_alone(cond, candidates, alone):
                 failing = cond.index
                 break
             continue
+        satisfies = cond.handler.matches
         for env in envs:
             # durable-rules never binds one fact to two patterns (context tests share one)
             bound = {id(i) for i in env.values() if i.kind != "context"}
+            resolve = resolver(env, ctx, aliases) if env else alone
             matches = [
                 item
                 for item in candidates
-                if id(item) not in bound and item_satisfies(cond, item, env, ctx, aliases)
+                if id(item) not in bound and satisfies(cond, item.props, resolve)
             ]
             nxt += [{**env, alias: item} for item in matches]
             if len(nxt) >= _MAX_ENVS:

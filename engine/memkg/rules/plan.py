@@ -33,6 +33,10 @@ class TablePlan:
     """One condition for each distinct test of the table."""
     rule_tests: tuple[tuple[int, ...], ...]
     """Per rule, in table order: each condition's position in ``tests``."""
+    by_facts: tuple[tuple[tuple[str, object], tuple[int, ...]], ...] = ()
+    """The tests whose pool's facts alone decide whether they hold (fact conditions with no
+    operand from the context or another binding), by pool: its (message type, key) and
+    their positions in ``tests``."""
 
     def text(self, rule: Rule, cond: Condition) -> str:
         found = self.texts.get((rule.index, cond.index))
@@ -70,4 +74,14 @@ def plan_table(table: RuleTable) -> TablePlan:
         ),
         tests=tuple(tests),
         rule_tests=tuple(rule_tests),
+        by_facts=_by_facts(tests),
     )
+
+
+def _by_facts(tests: list[Condition]) -> tuple[tuple[tuple[str, object], tuple[int, ...]], ...]:
+    found: dict[tuple[str, object], list[int]] = {}
+    for position, cond in enumerate(tests):
+        if cond.kind == "fact" and not cond.refs:
+            kind = cond.handler
+            found.setdefault((str(kind.message), kind.pool_key(cond)), []).append(position)
+    return tuple((key, tuple(positions)) for key, positions in found.items())

@@ -21,6 +21,7 @@ from memkg.model.decision import LeftOut
 from memkg.model.evidence import Edge, GraphPath
 from memkg.model.fact import Fact, FactStatus
 from memkg.rules.kinds.compare import day_number, minutes
+from memkg.rules.reuse import Reuse
 from memkg.rules.spec import RuleTable
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -141,9 +142,11 @@ def build_input(
     verdicts: Mapping[str, KeyVerdict] | None = None,
     default_timezone: str = "UTC",
     wanted: Sequence[tuple[str, str | None]] | None = None,
+    reuse: Reuse | None = None,
 ) -> DecisionInput:
     """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads, and
-    ``wanted`` the (to, via) of its path conditions, sorted, when already known."""
+    ``wanted`` the (to, via) of its path conditions, sorted, when already known. ``reuse``
+    keeps each fact's messages for the next input that holds the same fact."""
     verdicts = verdicts or {}
     left_out: list[LeftOut] = []
     eligible: dict[str, Fact] = {}
@@ -210,7 +213,7 @@ def build_input(
         if all(h.usable and (h.fact_id is None or h.fact_id in eligible) for h in p.hops)
     )
     ctx = local_context(context, now, timezone)
-    items = _items(list(eligible.values()), weak, edges, paths, ctx)
+    items = _items(list(eligible.values()), weak, edges, paths, ctx, reuse)
     return DecisionInput(
         user_id=user_id,
         domain=table.domain,
@@ -232,23 +235,20 @@ def _items(
     edges: Sequence[Edge],
     paths: Sequence[GraphPath],
     context: dict[str, Any],
+    reuse: Reuse | None = None,
 ) -> tuple[Item, ...]:
     items: list[Item] = []
     for fact in facts:
-        base = {
-            "t": "fact",
-            "key": fact.key,
-            "confidence": fact.confidence,
-            "source": fact.source.value,
-        }
-        if isinstance(fact.value, list):
-            for i, value in enumerate(fact.value):
-                if not isinstance(value, str) or (fact.id, value) not in weak:
-                    items.append(
-                        Item(f"fact:{fact.id}#{i}", "fact", {**base, "value": value}, fact)
-                    )
-        elif not isinstance(fact.value, str) or (fact.id, fact.value) not in weak:
-            items.append(Item(f"fact:{fact.id}", "fact", {**base, "value": fact.value}, fact))
+        made = None if reuse is None else reuse.get(("items", id(fact)), (fact,))
+        if made is None:
+            made = _fact_messages(fact)
+            if reuse is not None:
+                reuse.put(("items", id(fact)), (fact,), made)
+        for value, ref, props, sort_key in made:
+            if not isinstance(value, str) or (fact.id, value) not in weak:
+                item = Item(ref, "fact", props, fact)
+                item.__dict__["sort_key"] = sort_key  # the cached property, already known
+                items.append(item)
     for edge in edges:
         props = {"t": "edge", "key": edge.relation, "to": edge.target, "weight": edge.weight}
         items.append(Item(f"edge:{edge.ref}", "edge", props, edge=edge))
@@ -262,3 +262,24 @@ def _items(
     ctx["local_minutes"] = minutes(context["local_time"])
     items.append(Item("context", "context", {"t": "context", **ctx}))
     return tuple(items)
+
+
+def _fact_messages(fact: Fact) -> tuple[tuple[Any, str, dict[str, Any], str], ...]:
+    """A fact's messages, one per item of a list value: the value each carries, its ref,
+    its properties and its sort key.
+
+    Kept by ``Reuse`` while the fact lives: a fact is immutable and its messages are read,
+    never changed. They hold no reference to the fact, so keeping them does not keep it.
+    """
+    base = {"t": "fact", "key": fact.key, "confidence": fact.confidence,
+            "source": fact.source.value}  # fmt: skip
+    refs = (
+        [(f"fact:{fact.id}#{i}", v) for i, v in enumerate(fact.value)]
+        if isinstance(fact.value, list)
+        else [(f"fact:{fact.id}", fact.value)]
+    )
+    made = []
+    for ref, value in refs:
+        props = {**base, "value": value}
+        made.append((value, ref, props, Item(ref, "fact", props).sort_key))
+    return tuple(made)

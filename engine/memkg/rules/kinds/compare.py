@@ -108,6 +108,8 @@ def day_number(day: date) -> int:
 
 def lookup(props: dict[str, Any], prop: str) -> Any:
     """The value at dotted ``prop`` of a message, or None."""
+    if "." not in prop:  # most properties are not nested: one dict read
+        return props.get(prop) if isinstance(props, dict) else None
     value: Any = props
     for part in prop.split("."):
         if not isinstance(value, dict) or part not in value:
