@@ -12,24 +12,31 @@ True
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-_CROCKFORD = bytes.maketrans(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789abcdefghjkmnpqrstvwxyz"
-)
-"""RFC 4648 base 32 digits to Crockford's, lower case."""
+_DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
+"""Crockford's base 32 digits, lower case."""
+_PAIRS = tuple(high + low for high in _DIGITS for low in _DIGITS)
+"""The two digits of each 10-bit number."""
 _COUNTER_LIMIT = 32**4
 """Ids minted in one millisecond before the next one is borrowed (4 base-32 digits)."""
 
 
+def _pairs(number: int, count: int) -> str:
+    """``number`` as ``2 * count`` base-32 digits, most significant first."""
+    return "".join(_PAIRS[number >> 10 * i & 1023] for i in range(count - 1, -1, -1))
+
+
 def _id_digits(ms: int, counter: int, rand: int) -> str:
     """22 Crockford base-32 digits: 10 of milliseconds, 4 of counter, 8 of randomness."""
-    bits = (ms % 2**50) << 60 | counter << 40 | rand  # 110 bits, 10 zero bits above them
-    return base64.b32encode(bits.to_bytes(15, "big"))[2:].translate(_CROCKFORD).decode()
+    return _pairs(ms % 2**50, 5) + _counter_digits(counter) + _pairs(rand, 4)
+
+
+def _counter_digits(counter: int) -> str:
+    return _PAIRS[counter >> 10] + _PAIRS[counter & 1023]
 
 
 @runtime_checkable
@@ -49,11 +56,18 @@ class _IdMint:
         self._lock = threading.Lock()
         self._last_ms = -1
         self._counter = 0
-        self._entropy = entropy
+        self._tail = None if entropy is None else _pairs(int.from_bytes(entropy[:5], "big"), 4)
+        # the digits of the last time and millisecond seen: a frozen clock repeats them
+        self._at: datetime | None = None
+        self._at_ms = 0
+        self._head_ms = -1
+        self._head = ""
 
     def mint(self, prefix: str, at: datetime) -> str:
-        ms = int(at.timestamp() * 1000)
         with self._lock:
+            if at is not self._at:
+                self._at, self._at_ms = at, int(at.timestamp() * 1000)
+            ms = self._at_ms
             if ms <= self._last_ms:
                 ms = self._last_ms
                 self._counter += 1
@@ -63,8 +77,13 @@ class _IdMint:
             else:
                 self._last_ms, self._counter = ms, 0
             counter = self._counter
-        tail = self._entropy if self._entropy is not None else os.urandom(5)
-        return f"{prefix}_{_id_digits(ms, counter, int.from_bytes(tail[:5], 'big'))}"
+            if ms != self._head_ms:
+                self._head_ms, self._head = ms, _pairs(ms % 2**50, 5)
+            head = self._head
+        tail = self._tail
+        if tail is None:
+            tail = _pairs(int.from_bytes(os.urandom(5), "big"), 4)
+        return f"{prefix}_{head}{_counter_digits(counter)}{tail}"
 
 
 class SystemClock:

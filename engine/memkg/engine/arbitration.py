@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from memkg.arbitration import Resolution, Review
 from memkg.arbitration.claims import SignalLookup, slot
@@ -16,7 +16,7 @@ from memkg.arbitration.review import frozen_payload, latest_review
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.events.projection import preview
+from memkg.events.projection import UserMemory, preview
 from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact
@@ -126,7 +126,8 @@ class Arbiter:
         """``key.frozen`` events for every key slot ``pending`` (a write about to be appended)
         leaves in a conflict above the freeze band with no open review: they go in the same
         append as the write, so the review queue never waits for a read."""
-        graph, memory = self.projections.graph(user_id), self.projections.memory(user_id)
+        graph = self.projections.graph(user_id)
+        memory = cast(UserMemory, graph.memory)  # what Projections.memory gives: not read again
         keys: set[tuple[str, str]] = set()
         added: dict[tuple[str, str, str], list[Signal]] = {}
         for event in pending:

@@ -143,6 +143,7 @@ class FactWriter:
                 expected_version=memory.version if expected_version is None else expected_version,
                 idempotency_key=obs.idempotency_key,
                 freeze=True,
+                memory=memory,
             )
             first = appended.events[0]
             if appended.duplicate:

@@ -54,7 +54,7 @@ class GraphService:
                 now=self.clock.now(),
             )  # fmt: skip
             appended = self.journal.append(
-                user_id, [event], expected_version=memory.version, freeze=True
+                user_id, [event], expected_version=memory.version, freeze=True, memory=memory
             )
             return appended.events[0]
 

@@ -39,12 +39,17 @@ class Journal:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
         freeze: bool = False,
+        memory: UserMemory | None = None,
     ) -> AppendResult:
         """Append ``events`` after ``expected_version`` (default: the current); with
         ``freeze``, the key freezes the write entails go in the same append.
+
+        ``memory``: what ``writing(user_id)`` gave the block this append is made in (the
+        same state of the stream, and writable), so it is not read again.
         """
         with self.lock, self.projections.pinned(user_id):
-            memory = self.writable(user_id)
+            if memory is None:
+                memory = self.writable(user_id)
             if expected_version is None:
                 expected_version = memory.version
             if freeze:

@@ -90,12 +90,17 @@ def unconditional(method: Callable[P, R]) -> Callable[P, R]:
 
     The engine supplies ``config.write_retries`` and a ``conflicts`` counter (``Attempts``).
     """
-    signature = inspect.signature(method)
+    position, default = _expected_version(method)
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        bound = signature.bind(*args, **kwargs)
-        if bound.arguments.get("expected_version") is not None:
+        if "expected_version" in kwargs:
+            expected = kwargs["expected_version"]
+        elif position is not None and len(args) > position:
+            expected = args[position]
+        else:
+            expected = default
+        if expected is not None:
             return method(*args, **kwargs)
         engine: Any = args[0]
         return retry_conflicts(
@@ -105,3 +110,19 @@ def unconditional(method: Callable[P, R]) -> Callable[P, R]:
         )
 
     return wrapper
+
+
+def _expected_version(method: Callable[..., Any]) -> tuple[int | None, Any]:
+    """Where a call of ``method`` passes ``expected_version`` by position (None: only by
+    name, or not at all), and its default: read once, not bound on every call."""
+    parameters = list(inspect.signature(method).parameters.values())
+    for position, parameter in enumerate(parameters):
+        if parameter.name != "expected_version":
+            continue
+        default = None if parameter.default is inspect.Parameter.empty else parameter.default
+        by_position = parameter.kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        return (position if by_position else None), default
+    return None, None

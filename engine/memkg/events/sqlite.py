@@ -56,6 +56,13 @@ _PURGED = (
 )
 """Every purge and erasure counts, so that other processes' caches notice it."""
 _STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM {table} WHERE user_id = ?"
+_APPEND_AT = (
+    "SELECT (SELECT coalesce(max(version), 0) FROM streams WHERE user_id = ?),"
+    " (SELECT coalesce(max(seq), 0) FROM sqlite_sequence)"
+)
+"""Where an append lands: the stream's version and the log's last seq, in one statement."""
+_INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})"
+_SET_STREAM = "INSERT OR REPLACE INTO streams VALUES (?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (
@@ -159,25 +166,24 @@ class SqliteEventStore:
                         "DELETE FROM idempotency WHERE user_id = ? AND key = ?",
                         (user_id, idempotency_key),
                     )
-            version = _scalar(db, _STREAM_VERSION.format(table="streams"), user_id)
+            # We hold the write lock, so the next seqs are ours to assign.
+            version, base = db.execute(_APPEND_AT, (user_id,)).fetchone()
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
                 return AppendResult(events=())
-            # We hold the write lock, so the next seqs are ours to assign.
-            base = _scalar(db, "SELECT coalesce(max(seq), 0) FROM sqlite_sequence")
             numbered = [
                 (base + i, row[0], user_id, version + i, *row[1:]) for i, row in enumerate(rows, 1)
             ]
             try:
-                db.executemany(f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})", numbered)
+                db.executemany(_INSERT, numbered)
             except sqlite3.IntegrityError as exc:
                 if "events.version" in str(exc):  # another writer bypassed the streams table
                     actual = _scalar(db, _STREAM_VERSION.format(table="events"), user_id)
                     raise ConcurrencyConflict(user_id, version, actual) from exc
                 raise StoreError(f"cannot append to stream {user_id!r}: {exc}") from exc
             stream = (user_id, version + len(rows))
-            db.execute("INSERT OR REPLACE INTO streams VALUES (?, ?)", stream)
+            db.execute(_SET_STREAM, stream)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency VALUES (?, ?, ?, ?)",

@@ -31,6 +31,8 @@ def _string_problem(text: str, parts: tuple[str | int, ...], limits: Limits) -> 
             f"string of {len(text):,} characters exceeds {limits.max_string_chars:,}; "
             "store a summary or a reference instead",
         )
+    if text.isascii():
+        return None  # no lone surrogate in it
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -171,6 +171,8 @@ def normalise(text: str) -> str:
     Deleting before NFKC lets characters on either side of an invisible one compose; deleting
     after removes the fillers NFKC maps to (U+3164 becomes U+1160).
     """
+    if text.isascii():
+        return text  # no ASCII character is invisible, and NFKC leaves ASCII text as it is
     invisible = _invisible()
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
 

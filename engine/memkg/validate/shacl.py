@@ -10,27 +10,33 @@ candidates goes through one pySHACL run, each candidate a distinct focus node, a
 mapped back by focus node. Pass/fail is computed from result severities, not ``conforms``.
 
 Verdicts are memoised by the candidate's *signature*: the fields that shape the candidate's
-graph (key, kind, source, sensitivity, consent, the entities named) plus the values of every
-path some shape constrains by value (``sh:in``, bounds, patterns, comparisons...). Paths the
-shapes only check for datatype and cardinality (observed time, the user node, free text) are
-left out of the signature, since any value of the right datatype gets the same verdict. The
-constraint kinds are read from the shapes at load, so adding a value constraint to a path adds
-it to the signature; shapes with SPARQL or JavaScript constraints turn memoisation off.
+graph (key, kind, source, sensitivity, consent, the entities named) plus, for every path some
+shape constrains by value, what the verdict can depend on. A path constrained only by bounds
+(``sh:minInclusive`` ... ``sh:maxExclusive``: confidence in [0, 1]) enters the signature as the
+side of each bound its value falls on (below, on, above, or not comparable, as both checkers
+compare), so every confidence inside the range shares one entry; a path with any other value
+constraint (``sh:in``, patterns, comparisons...) enters it by value. Paths the shapes only check
+for datatype and cardinality (observed time, the user node, free text) are left out, since any
+value of the right datatype gets the same verdict. The constraint kinds are read from the
+shapes at load, so adding a value constraint to a path adds it to the signature; shapes with
+SPARQL or JavaScript constraints turn memoisation off.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from pyshacl import ShapesGraph
 from pyshacl import Validator as _PyShaclValidator
 from pyshacl.graph_abstraction import DataGraph
 from pyshacl.pytypes import GraphLike
+from pyshacl.rdfutil.compare import compare_literal
 from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.term import Node
 
@@ -95,19 +101,48 @@ _STRUCTURAL = {
 _COMPARISONS = (SH.equals, SH.disjoint, SH.lessThan, SH.lessThanOrEquals)
 
 
-def _value_paths(shapes: Graph) -> frozenset[Node] | None:
+_BOUNDS = frozenset({SH.minInclusive, SH.maxInclusive, SH.minExclusive, SH.maxExclusive})
+
+ValuePaths = dict[Node, tuple[Literal, ...] | None]
+"""Paths some active shape constrains by value: to the bounds that are all that constrains
+the path (its signature is the side of each bound its value is on), or to None (its value)."""
+
+
+def _value_paths(shapes: Graph) -> ValuePaths | None:
     """Paths some active shape constrains by value; None when memoising would be unsound."""
     if any(shapes.triples((None, SH.sparql, None))) or any(shapes.triples((None, SH.js, None))):
         return None
-    found: set[Node] = set()
+    found: dict[Node, list[Literal] | None] = {}
     for shape, path in shapes.subject_objects(SH.path):
         if shapes.value(shape, SH.deactivated) == Literal(True):
             continue
-        if {p for p, _ in shapes.predicate_objects(shape)} - _STRUCTURAL:
-            found.add(path)
+        constraining = {p for p, _ in shapes.predicate_objects(shape)} - _STRUCTURAL
+        if not constraining:
+            continue
+        bounds = [o for p in constraining & _BOUNDS for o in shapes.objects(shape, p)]
+        kept = found.setdefault(path, [])
+        if (
+            kept is None
+            or constraining - _BOUNDS
+            or not all(isinstance(b, Literal) for b in bounds)
+        ):
+            found[path] = None
+        else:
+            kept.extend(b for b in bounds if isinstance(b, Literal) and b not in kept)
     for predicate in _COMPARISONS:
-        found.update(other for _, other in shapes.subject_objects(predicate))
-    return frozenset(found)
+        found.update((other, None) for _, other in shapes.subject_objects(predicate))
+    return {path: None if b is None else tuple(b) for path, b in found.items()}
+
+
+def _side(value: Literal, bound: Literal) -> int | None:
+    """Where ``value`` lies against ``bound`` as both checkers compare it for ``sh:minInclusive``
+    and its siblings: -1 below, 0 on, 1 above, None not comparable (each fails every bound)."""
+    if isinstance(bound.value, str) != isinstance(value.value, str):
+        return None
+    try:
+        return int(compare_literal(value, bound))  # type: ignore[no-untyped-call]
+    except (TypeError, NotImplementedError):
+        return None
 
 
 def _compiled(shapes: Graph) -> Shapes | None:
@@ -138,6 +173,11 @@ class ShaclChecker:
         self._source_types = {_term(name): (_SOURCE_CLASS,) for name in sources}
         self._value_paths = _value_paths(shapes)
         self._memo: dict[tuple[object, ...], list[Problem]] = {}
+        self._parts = [
+            self._part(path, bounds)
+            for path, bounds in (self._value_paths or {}).items()
+            if path in _FIELDS
+        ]
         # pySHACL copies blank property shapes into its report: name them by their node shape
         self._owner = {
             shapes.value(prop, SH.path): parent
@@ -162,15 +202,6 @@ class ShaclChecker:
         return [list(self._memo[signature]) for signature in signatures]
 
     def _signature(self, c: Candidate) -> tuple[object, ...]:
-        sensitive = self._value_paths or frozenset()
-        optional = (
-            (MK.subject, c.user_id),
-            (MK.confidence, c.confidence),
-            (MK.observedAt, c.observed_at),
-            (MK.validUntil, c.valid_until),
-            (MK.consentGranted, c.consent_granted),
-            (MK.literalValue, json.dumps(c.literal, sort_keys=True) if not c.entities else None),
-        )
         return (
             c.key,
             c.kind,
@@ -180,8 +211,31 @@ class ShaclChecker:
             c.consent_granted,
             c.valid_until is None,
             bool(c.entities),
-            *(value for path, value in optional if path in sensitive),
+            *(part(c) for part in self._parts),
         )
+
+    def _part(self, path: Node, bounds: tuple[Literal, ...] | None) -> Part:
+        """What the signature holds of ``path``: its value, or the side of each bound its
+        literal in the candidate graph is on (worked out once per value)."""
+        read, literal = _FIELDS[path]
+        if bounds is None or literal is None:
+            return read
+        sides: dict[tuple[type, object], tuple[int | None, ...]] = {}
+
+        def side_of_each_bound(c: Candidate) -> object:
+            value = read(c)
+            if value is None:
+                return None  # no triple on the path
+            key = (type(value), value)
+            found = sides.get(key)
+            if found is None:
+                if len(sides) >= _MEMO_LIMIT:
+                    sides.clear()
+                made = literal(value)
+                found = sides[key] = tuple(_side(made, bound) for bound in bounds)
+            return found
+
+        return side_of_each_bound
 
     @property
     def compiled(self) -> bool:
@@ -318,3 +372,20 @@ def _term(name: str) -> URIRef:
 @functools.lru_cache(maxsize=1024)
 def _key_term(key: str) -> URIRef:
     return KEY[key]
+
+
+Part = Callable[[Candidate], object]
+
+_FIELDS: dict[Node, tuple[Part, Callable[[Any], Literal] | None]] = {
+    MK.subject: (lambda c: c.user_id, None),
+    MK.confidence: (lambda c: c.confidence, lambda v: _literal(Decimal(repr(v)), _DECIMAL)),
+    MK.observedAt: (lambda c: c.observed_at, lambda v: _literal(v, _DATETIME)),
+    MK.validUntil: (lambda c: c.valid_until, lambda v: _literal(v, _DATETIME)),
+    MK.consentGranted: (lambda c: c.consent_granted, lambda v: _literal(v, None)),
+    MK.literalValue: (
+        lambda c: json.dumps(c.literal, sort_keys=True) if not c.entities else None,
+        None,
+    ),
+}
+"""Per path a candidate's graph can hold a value on: how to read it from the candidate, and
+the literal ``_triples`` makes of it (None: the signature holds the value read)."""

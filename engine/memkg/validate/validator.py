@@ -309,4 +309,5 @@ class Validator:
         # keep pipeline order: limits, envelope, schema, shacl, guards
         order = ["limits", "envelope", "schema", "shacl", "guards"]
         for found in problems:
-            found.sort(key=lambda p: order.index(p.stage))
+            if len(found) > 1:
+                found.sort(key=lambda p: order.index(p.stage))

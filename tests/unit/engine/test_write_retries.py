@@ -11,7 +11,7 @@ import pytest
 
 from memkg import ConcurrencyConflict, Engine, EngineConfig, FrozenClock
 from memkg.events.memory import MemoryEventStore
-from memkg.events.retry import pause, retry_conflicts
+from memkg.events.retry import Attempts, pause, retry_conflicts, unconditional
 from memkg.events.store import AppendResult
 from memkg.model.event import NewEvent
 from support.observations import CONSENTED, T0, obs
@@ -152,3 +152,49 @@ def test_pauses_grow_and_stay_bounded() -> None:
     lasts = [pause(12, rng) for _ in range(200)]
     assert max(firsts) <= 0.002 < max(lasts) <= 0.1
     assert len(set(firsts)) == 200  # jittered, not in step
+
+
+class _Writer:
+    """Conflicts on every call: whether a call retried shows in ``conflicts``."""
+
+    def __init__(self) -> None:
+        self.config = EngineConfig(write_retries=1)
+        self.conflicts = Attempts()
+
+    def _conflict(self) -> None:
+        raise ConcurrencyConflict("u1", 1, 2)
+
+    @unconditional
+    def positional(self, user: str, expected_version: int | None = None) -> None:
+        self._conflict()
+
+    @unconditional
+    def keyword_only(self, user: str, *, expected_version: int | None = None) -> None:
+        self._conflict()
+
+    @unconditional
+    def without(self, user: str) -> None:
+        self._conflict()
+
+
+@pytest.mark.parametrize(
+    ("call", "retried"),
+    [
+        (lambda w: w.positional("u1"), 1),
+        (lambda w: w.positional("u1", None), 1),
+        (lambda w: w.positional("u1", expected_version=None), 1),
+        (lambda w: w.positional("u1", 3), 0),
+        (lambda w: w.positional("u1", expected_version=0), 0),
+        (lambda w: w.positional(user="u1", expected_version=3), 0),
+        (lambda w: w.keyword_only("u1"), 1),
+        (lambda w: w.keyword_only("u1", expected_version=3), 0),
+        (lambda w: w.without("u1"), 1),
+    ],
+)
+def test_expected_version_given_by_position_or_name_makes_a_write_conditional(
+    call: Callable[[_Writer], None], retried: int
+) -> None:
+    writer = _Writer()
+    with pytest.raises(ConcurrencyConflict):
+        call(writer)
+    assert (writer.conflicts.retried, writer.conflicts.surfaced) == (retried, retried)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memkg.validate.guards import text_problems
 from memkg.validate.pii import _invisible, normalise, scan
@@ -55,3 +57,28 @@ def test_every_format_character_is_removed() -> None:
 def test_visible_text_is_kept() -> None:
     assert normalise("Café ｔｅｓｔ 北京 ١٢٣ 👍🏽") == "Café test 北京 ١٢٣ 👍🏽"
     assert normalise("e\u034f\u0301") == "é"  # composed once the joiner is gone
+
+
+def _normalised_the_long_way(text: str) -> str:
+    invisible = _invisible()
+    return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
+
+
+def test_ascii_text_is_its_own_normal_form() -> None:
+    """``normalise`` returns ASCII text as it is: exact, since no ASCII character is invisible
+    and NFKC maps none."""
+    assert not any(code < 128 for code in _invisible())
+    every = "".join(map(chr, range(128)))
+    assert _normalised_the_long_way(every) == every
+    for char in every:
+        assert normalise(char) == _normalised_the_long_way(char) == char
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_text_normalises_as_the_long_way_does(text: str) -> None:
+    assert normalise(text) == _normalised_the_long_way(text)
+
+
+@given(st.text())
+def test_any_text_normalises_as_the_long_way_does(text: str) -> None:
+    assert normalise(text) == _normalised_the_long_way(text)

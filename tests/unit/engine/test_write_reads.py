@@ -1,0 +1,46 @@
+"""What one write reads of its user: the graph once for the write's block and once for the
+freeze check (the append takes the block's memory), the stream mark once. Counted, never
+timed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from memkg import Engine
+from support.observations import obs
+
+
+@pytest.fixture
+def counted(sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+    calls = {"graph": 0, "stream_mark": 0}
+
+    def count(name: str, read: Callable[..., Any]) -> Callable[..., Any]:
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return read(*args, **kwargs)
+
+        return counting
+
+    projections, store = sqlite_engine.projections, sqlite_engine.store
+    monkeypatch.setattr(projections, "graph", count("graph", projections.graph))
+    monkeypatch.setattr(store, "stream_mark", count("stream_mark", store.stream_mark))
+    yield calls
+
+
+def test_a_write_reads_its_users_graph_twice_and_the_stream_mark_once(
+    sqlite_engine: Engine, counted: dict[str, int]
+) -> None:
+    sqlite_engine.ingest(obs())
+    sqlite_engine.ingest(obs(value="airline:CA", source="behavior"))  # a live claim to weigh
+    for write in (
+        lambda: sqlite_engine.ingest(obs(value="airline:HO", source="profile")),
+        lambda: sqlite_engine.ingest_many([obs(value="airline:CZ", source="third_party")]),
+        lambda: sqlite_engine.signal("u1", "travel", "airline.preferred", "airline:MU", "mention"),
+    ):
+        counted.update(graph=0, stream_mark=0)
+        write()
+        assert counted == {"graph": 2, "stream_mark": 1}
+    assert len(sqlite_engine.memory("u1").facts) == 4
