@@ -104,13 +104,28 @@ def stage_costs(engine: Engine, sample: list[dict[str, Any]], figures: Figures) 
     validator.check_many(sample, now, engine.store.subject_salt)
     without_shacl = cpu_seconds() - start
     validator.shacl = shacl
-    start = cpu_seconds()
-    validator.check_many(sample, now, engine.store.subject_salt)
-    with_shacl = cpu_seconds() - start
+    # SHACL's own share, timed where it runs (the difference of two pipeline runs swings
+    # below zero once the memo answers most facts)
+    in_shacl = 0.0
+    check = shacl.check
+
+    def timed(candidates: Any) -> Any:
+        nonlocal in_shacl
+        start = cpu_seconds()
+        found = check(candidates)
+        in_shacl += cpu_seconds() - start
+        return found
+
+    shacl.check = timed  # type: ignore[method-assign]
+    try:
+        validator.check_many(sample, now, engine.store.subject_salt)
+    finally:
+        del shacl.check
     n = len(sample)
     figures.add("validate.json_schema_per_fact", json_s * 1e6 / n, "µs")
     figures.add("validate.pipeline_without_shacl_per_fact", without_shacl * 1e6 / n, "µs")
-    figures.add("validate.shacl_per_fact", (with_shacl - without_shacl) * 1e6 / n, "µs")
+    figures.add("validate.shacl_per_fact", in_shacl * 1e6 / n, "µs",
+                "CPU inside the SHACL check, its memo as the run left it")  # fmt: skip
 
 
 def ingest(size: int, batch: int, shacl: bool, folder: Path, figures: Figures) -> None:
