@@ -279,8 +279,10 @@ def serve(path: Path, users: int, figures: Figures) -> None:
         figures.add("ingest_facts_per_s", INTO_BUILT / spent, "facts/s",
                     f"CPU, {INTO_BUILT:,} validated facts (SHACL on) into the built store, "
                     "users drawn at random")  # fmt: skip
-        figures.add("resident_estimate_mb", engine.projections.graph_bytes / 1e6, "MB",
-                    "the projections' own estimate, bounded by memory_bound")  # fmt: skip
+        projections = getattr(engine, "projections", None)  # older revisions have none
+        if projections is not None:
+            figures.add("resident_estimate_mb", projections.graph_bytes / 1e6, "MB",
+                        "the projections' own estimate, bounded by memory_bound")  # fmt: skip
         peak = max(peak, resident_bytes())
     figures.add(
         "peak_rss_mb",
