@@ -15,6 +15,7 @@ from memkg.engine.identity import erasure_reach, links_in, person_ids
 from memkg.engine.projections import Projections
 from memkg.engine.setup import check_args
 from memkg.events.store import Companion, EventStore, beside
+from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
 
 
@@ -94,6 +95,7 @@ class Eraser:
                     self.store.purge_facts(party, sorted(merge_ids), companions=[*naming, *cached])
             for one in [*ids, *linked]:
                 self.projections.changed(one)
+            forget_shared()
             return self._receipt(ids, receipts, apart)
 
     def _shared(self) -> SharedLog | None:

@@ -7,7 +7,7 @@ process is seen on the next read, by folding only the events after the cached ve
 other ids' versions (``_joins``); appends made by this engine are folded in (``applied``);
 an erased or purged user leaves every cache at once (``forget``). The graphs' estimated bytes
 (``max_bytes``) bound who stays resident, and ``max_users``, when set, bounds how many: a user
-whose graph leaves leaves every cache, and ``_evict`` is the one place a count evicts.
+whose graph leaves leaves every cache, and ``_touch`` is the one place a count evicts.
 
 A user not resident is folded from scratch (``_load``): from the stored rows when the store
 hands them over (``events.store.RowStream``) and the view is the user's plain stream, with no
@@ -184,15 +184,14 @@ class Projections:
         ``as_of``, not kept)."""
         if as_of is not None:
             return UserMemory.from_events(user_id, self.read(user_id, up_to_seq=as_of))
-        with self._lock:
-            memory = cast(UserMemory, self.graph(user_id).memory)
-            memory.upcast = self._upcaster()
-            return memory
+        return cast(UserMemory, self.graph(user_id).memory)
 
     def graph(self, user_id: str) -> UserGraph:
-        """The user's current contextual graph (callers must not change it)."""
+        """The user's current contextual graph (callers must not change it); its memory reads
+        facts stored under an old key version as the current one, however it is reached."""
         with self._lock:
             graph = self._graphs.get(user_id)
+            cast(UserMemory, graph.memory).upcast = self._upcaster()
             self._touch(user_id)
             return graph
 
@@ -306,16 +305,16 @@ class Projections:
                 self.forget(user_id)
 
     def _touch(self, user_id: str) -> None:
+        """The user was read. What was worked out of a graph not resident (a replay's, a dry
+        run's, one the byte bound let go) is not kept; a count bound, if set, evicts here."""
+        if user_id not in self._graphs:
+            self._live.pop(user_id, None)
+            self._reviews.forget(user_id)
+            return
         self._resident[user_id] = None
         self._resident.move_to_end(user_id)
-        if self.max_users is not None and len(self._resident) > self.max_users:
-            self._evict(self.max_users)
-
-    def _evict(self, max_users: int) -> None:
-        """The count bound: the least recently read users go until ``max_users`` remain."""
-        while len(self._resident) > max_users:
-            user_id, _ = self._resident.popitem(last=False)
-            self.forget(user_id)
+        while self.max_users is not None and len(self._resident) > self.max_users:
+            self.forget(self._resident.popitem(last=False)[0])
 
 
 class GraphReads:

@@ -217,6 +217,11 @@ user's data outlives its erasure), at most ``_SHARED_PROVENANCES``."""
 _SHARED_PROVENANCES = 1024
 
 
+def forget_shared() -> None:
+    """Drop the provenances kept for sharing: an erasure leaves no text it read in memory."""
+    _PROVENANCES.clear()
+
+
 def _provenance(stored: Any) -> Provenance:
     if type(stored) is not dict:
         raise _Unexpected

@@ -111,6 +111,10 @@ class GraphCache:
     def __len__(self) -> int:
         return len(self._graphs)
 
+    def __contains__(self, user_id: object) -> bool:
+        """Whether the user's graph is resident."""
+        return user_id in self._graphs
+
     def _account(self, user_id: str, graph: UserGraph) -> None:
         """Measure ``user_id``'s graph again, then evict others until the bounds hold."""
         size = graph.estimated_bytes()

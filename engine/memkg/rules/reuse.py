@@ -56,6 +56,8 @@ class Reuse:
 
         refs = tuple(weakref.ref(h, gone) for h in held)
         with self._lock:
+            if self.size <= 0:
+                return  # nothing is kept
             while len(entries) >= self.size and key not in entries:
                 try:
                     entries.pop(next(iter(entries)), None)

@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from memkg import Engine, EngineConfig, FrozenClock
-from memkg.events import projection
+from memkg.events import projection, stored
 from memkg.events.projection import UserMemory, fold_all
 from memkg.events.stored import stored_fact
 from memkg.model.event import Event
@@ -224,3 +224,16 @@ def test_copies_of_folded_facts_never_change_the_shared_fields_set(engine: Engin
     with pytest.raises(ValidationError):
         first.status_reason = "edited"  # type: ignore[misc]
     assert all(f.model_fields_set == shared for f in (first, *others))
+
+
+def test_an_erasure_drops_the_provenances_the_fold_shares() -> None:
+    """Provenances naming no audit id are shared between facts for speed; an erasure drops
+    them, so no text the erased user's facts carried stays in memory."""
+    engine = Engine(config=EngineConfig(shacl=False), clock=FrozenClock(T0))
+    purpose = "planning mei's trip to Chengdu"
+    engine.ingest(obs(key="seat.preference", value="window",
+                      provenance={**CONSENTED["provenance"], "purpose": purpose}))  # fmt: skip
+    assert engine.facts("u1")[0].provenance.purpose == purpose
+    assert any(p.purpose == purpose for p in stored._PROVENANCES.values())
+    engine.erase("u1")
+    assert not any(p.purpose == purpose for p in stored._PROVENANCES.values())

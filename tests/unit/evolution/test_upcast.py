@@ -42,3 +42,16 @@ def test_current_reads_upcast_old_facts_and_history_keeps_what_was_stored(tmp_pa
     [raw] = new.history("u1", "seat.preference")
     assert (raw.value, raw.schema_version) == ("no_preference", 1)
     assert new.facts("u1", as_of=stored.seq)[0].key == "seat.preference"  # the past as it was
+
+
+def test_a_graph_read_without_its_memory_reads_old_facts_upcast(tmp_path: Path) -> None:
+    """The freeze check reads the user's graph, not ``memory``: a user folded anew that way
+    still reads a fact stored under an old key version as the current one."""
+    root = project_copy(tmp_path)
+    old = Engine(config=EngineConfig(roots=(root,), shacl=False), clock=FrozenClock(T0))
+    old.ingest(obs(key="seat.preference", value="no_preference"))
+    add_seat_choice(root)
+    new = reopen(old, root)
+    new.projections.forget("u1")
+    memory = new.projections.graph("u1").memory
+    assert [(f.key, f.value) for f in memory.current("travel", T0)] == [("seat.choice", "any")]

@@ -166,6 +166,13 @@ def test_the_cache_keeps_its_bound() -> None:
     assert len(full) == SIZE
 
 
+def test_a_cache_of_size_zero_keeps_nothing() -> None:
+    reuse = Reuse(size=0)
+    thing = Thing()
+    reuse.put("k", (thing,), "node")
+    assert len(reuse) == 0 and reuse.get("k", (thing,)) is None
+
+
 def test_an_evaluator_keeps_its_bound(engine: tuple[Engine, FrozenClock]) -> None:
     made, clock = engine
     evaluator = made.intent.rules.evaluator
