@@ -12,6 +12,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from memkg.events.stored import change_new, changed, stored_fact
@@ -210,18 +211,7 @@ def fold_all(
     run every few hundred allocations, would re-scan what the fold keeps for nothing: it is
     paused for the fold (about half the time of a rebuild otherwise).
     """
-    memories: dict[str, UserMemory] = {}
-    count = 0
-    with collector_paused():
-        for event in events:
-            memory = memories.get(event.user_id)
-            if memory is None:
-                memory = memories[event.user_id] = UserMemory(event.user_id, upcast)
-            memory.apply(event)
-            count += 1
-            if progress is not None and count % 1000 == 0:
-                progress(count)
-    return memories, count
+    return _fold_log(events, attrgetter("user_id"), UserMemory.apply, upcast, progress)
 
 
 def fold_all_rows(
@@ -233,14 +223,30 @@ def fold_all_rows(
     """``fold_all`` over the log's stored rows (``events.store.RowStream``): the same
     memories, with no ``Event`` built per row. Every memory is new and held by no one while
     the fold runs, so a status change lands on the fact the fold built (``change_new``)."""
+
+    def fold(memory: UserMemory, row: StoredRow) -> None:
+        memory.fold_row(row, row_event, change_new)
+
+    return _fold_log(rows, itemgetter(2), fold, upcast, progress)
+
+
+def _fold_log(
+    items: Iterable[Any],
+    user_of: Callable[[Any], str],
+    fold: Callable[[UserMemory, Any], None],
+    upcast: Callable[[Fact], Fact] | None,
+    progress: Callable[[int], None] | None,
+) -> tuple[dict[str, UserMemory], int]:
+    """Each item of the log folded into its user's memory, with the collector paused."""
     memories: dict[str, UserMemory] = {}
     count = 0
     with collector_paused():
-        for row in rows:
-            memory = memories.get(row[2])
+        for item in items:
+            user_id = user_of(item)
+            memory = memories.get(user_id)
             if memory is None:
-                memory = memories[row[2]] = UserMemory(row[2], upcast)
-            memory.fold_row(row, row_event, change_new)
+                memory = memories[user_id] = UserMemory(user_id, upcast)
+            fold(memory, item)
             count += 1
             if progress is not None and count % 1000 == 0:
                 progress(count)

@@ -112,7 +112,6 @@ def check_companions(database: str, companions: Sequence[Companion]) -> None:
             )
 
 
-@runtime_checkable
 class RowStream(Protocol):
     """A store that hands a user's stream over as the rows it keeps (``model.event.StoredRow``):
     a user folded from scratch costs no ``Event`` per row (``Projections`` folds rows when
