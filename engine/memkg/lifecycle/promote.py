@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.lifecycle.ports import MemoryPort
+from memkg.lifecycle.ports import MemoryPort, Stored
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope
 from memkg.model.source import CONFIRMED_BUILTIN
 
@@ -82,6 +82,16 @@ def _from_turn(fact: Fact, history: Sequence[Fact]) -> bool:
     )  # fmt: skip
 
 
+def _pending(port: MemoryPort, user_id: str, domain: str, key: str, stored: Stored) -> bool:
+    """Whether the promoted fact waits for confirmation now. A rerun's ingest is the first
+    run's (same idempotency key) and reports the status it was stored with, which the first
+    run's confirmation may have changed since: a duplicate is looked up."""
+    if not stored.duplicate:
+        return stored.status is FactStatus.PENDING_CONFIRMATION
+    now = next((f for f in port.history(user_id, key, domain) if f.id == stored.fact_id), None)
+    return now is not None and now.status is FactStatus.PENDING_CONFIRMATION
+
+
 def promote(
     port: MemoryPort, user_id: str, domain: str, session_id: str
 ) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
@@ -120,7 +130,7 @@ def promote(
                 idempotency_key=f"consolidate:{fact.id}",
             )
         )
-        if why == "confirmed by the user" and stored.status is FactStatus.PENDING_CONFIRMATION:
+        if why == "confirmed by the user" and _pending(port, user_id, domain, fact.key, stored):
             port.confirm(user_id, stored.fact_id, by="consolidation")
         held = port.resolve(user_id, domain, fact.key, context=fact.context)
         found.append(

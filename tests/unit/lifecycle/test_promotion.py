@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from memkg import Engine, FrozenClock
+from memkg.lifecycle.promote import promote
 
 SEAT = {"user_id": "u1", "domain": "travel", "key": "seat.preference", "source": "dialogue"}
 
@@ -63,3 +66,47 @@ def test_a_confirmed_fact_is_promoted(engine: Engine, clock: FrozenClock) -> Non
     engine.confirm("u1", pending.fact_id)
     assert [f.value for f in _consolidate(engine).facts] == ["city:shanghai"]
     assert engine.resolve("u1", "travel", "location.city").value == "city:shanghai"
+
+
+def test_consolidating_a_session_again_leaves_a_confirmed_promotion_as_it_is(
+    engine: Engine,
+) -> None:
+    """The second run's ingest is the first's (same idempotency key), whose stored status was
+    pending: the promoted fact, confirmed since, is not confirmed a second time."""
+    city = {"user_id": "u1", "domain": "travel", "key": "location.city", "value": "city:shanghai",
+            "source": "dialogue", "scope": "session", "session_id": "s1"}  # fmt: skip
+    engine.confirm("u1", engine.ingest(city).fact_id)
+    first = _consolidate(engine)
+    written = len(engine.read_events("u1"))
+    again = _consolidate(engine)
+    assert [f.fact_id for f in again.facts] == [f.fact_id for f in first.facts]
+    assert again.facts[0].duplicate
+    [promoted] = [f for f in engine.facts("u1", "travel") if f.id == first.facts[0].fact_id]
+    assert promoted.status.value == "active"
+    assert len(engine.read_events("u1")) - written <= 1  # the consolidation record at most
+
+
+def test_a_promotion_left_pending_by_an_interrupted_run_is_confirmed_by_the_next(
+    engine: Engine,
+) -> None:
+    """A run that stored the promotion but stopped before confirming it: the rerun's ingest
+    is a duplicate, and the fact it names is still pending, so the rerun confirms it."""
+    city = {"user_id": "u1", "domain": "travel", "key": "location.city", "value": "city:shanghai",
+            "source": "dialogue", "scope": "session", "session_id": "s1"}  # fmt: skip
+    engine.confirm("u1", engine.ingest(city).fact_id)
+
+    class Interrupted:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(engine, name)
+
+        def confirm(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("stopped before confirming")
+
+    with pytest.raises(RuntimeError):
+        promote(Interrupted(), "u1", "travel", "s1")  # type: ignore[arg-type]
+    [left] = [f for f in engine.facts("u1", "travel") if f.scope.value == "global"]
+    assert left.status.value == "pending_confirmation"
+    [promoted], _ = promote(engine, "u1", "travel", "s1")
+    assert promoted.duplicate and promoted.fact_id == left.id
+    [stored] = [f for f in engine.facts("u1", "travel") if f.id == left.id]
+    assert stored.status.value == "active"
