@@ -9,7 +9,7 @@ and the claims that lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -68,11 +68,13 @@ class WeightedGraphView:
                 return float(o["weight"])
         return weight
 
-    def user_edges(self) -> list[Edge]:
+    def user_edges(self, of_facts: Container[str] | None = None) -> list[Edge]:
         """Edges to entities; literal values (``child.age`` 3) are facts, not graph edges.
 
         Read from the view's adjacency rather than ``queries.edges``, so only entity edges get
-        their weight breakdown built (the view builds it on first request, once per edge).
+        their weight breakdown built (the view builds it on first request, once per edge);
+        with ``of_facts``, only the edges of those facts are built (a decision has no use for
+        the edge of a claim that lost or is not live).
         """
         found = []
         for target, keys in self._view._succ[self._node].items():
@@ -80,6 +82,8 @@ class WeightedGraphView:
                 continue
             for data in keys.values():
                 relation, fact_id, claim = data["relation"], data["fact_id"], data["claim"]
+                if of_facts is not None and fact_id not in of_facts:
+                    continue
                 weight = self._override(self._user, relation, target, data["weight"])
                 shown = weight == data["weight"]
                 found.append(

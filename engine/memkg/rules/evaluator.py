@@ -18,6 +18,7 @@ from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleN
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
 from memkg.rules.kinds.compare import Resolve
+from memkg.rules.kinds.context import context_prop
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
@@ -178,10 +179,8 @@ class Evaluator:
         facts = inp.facts_by_id
         shown: dict[tuple[str, ...], tuple[ContextValue, ...]] = {}
         candidates, fired = [], []
-        for rule, name in zip(table.rules, plan.names, strict=True):
-            envs = grouped.get(name)
-            if not envs:
-                continue
+        for name in sorted(grouped, key=plan.positions.__getitem__):  # in table order
+            rule, envs = rules[name], grouped[name]
             envs.sort(key=lambda env: [(env[k].sort_key, env[k].ref) for k in sorted(env)])
             candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
             candidates.append(candidate)
@@ -194,10 +193,9 @@ class Evaluator:
             checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
             near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
         else:  # walk the joins only of the closest rules, until the explanation has enough
-            close = self._close(plan, grouped, inp, by_key, memo)
             near = []
-            for *_, rule in sorted(close, key=lambda c: c[:3]):
-                walked = check_rule(rule, inp, by_key, memo)
+            for rule in self._close(plan, grouped, inp, by_key, memo):
+                walked = self._walk(rule, inp, by_key, memo)
                 if _near_miss(walked):
                     near.append(walked)
                 if len(near) == MAX_WHY_NOT:
@@ -213,29 +211,63 @@ class Evaluator:
         inp: DecisionInput,
         by_key: Pools,
         memo: dict[Any, bool],
-    ) -> list[tuple[int, int, int, Rule]]:
+    ) -> tuple[Rule, ...]:
         """Rules that did not fire with all their conditions but one holding on their own
-        (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
+        (``matcher.holding``, each distinct test checked once), the closest first; ``memo``
+        gets the truth of every test.
+
+        Which rules these are follows from the rules that fired and the truth of each test
+        alone, so ``Reuse`` keeps them under those (for the user, while the input's facts
+        live): an evaluation whose tests come out as an earlier one's (the same facts, a
+        context that decides the same) skips the walk over the rules.
+        """
         resolve = resolver(None, inp.items[-1].props)
-        truth: list[bool | None] = [None] * len(plan.tests)
+        tests = plan.tests
+        truth: list[bool | None] = [None] * len(tests)
         self._by_facts(plan, by_key, resolve, truth, memo)
+        for position, found in enumerate(truth):
+            if found is None:
+                cond = tests[position]
+                truth[position] = memo[cond.signature] = holds_alone(
+                    cond, pool(cond, inp, by_key), resolve
+                )
+        # kept only while the facts it was worked out from live (with none, not kept)
+        key = ("close", id(plan), inp.user_id, frozenset(grouped), tuple(truth))
+        kept_by = (plan, *inp.facts)
+        kept = self.reuse.get(key, kept_by) if inp.facts else None
+        if kept is not None:
+            return kept  # type: ignore[no-any-return]
         close = []
         for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
                                          strict=True):  # fmt: skip
             if name in grouped:
                 continue
-            held = 0
-            for position in positions:
-                found = truth[position]
-                if found is None:
-                    cond = plan.tests[position]
-                    found = truth[position] = holds_alone(cond, pool(cond, inp, by_key), resolve)
-                    memo[cond.signature] = found
-                held += found
+            held = sum(truth[position] for position in positions)  # type: ignore[misc]
             misses = len(positions) - held
             if misses <= 1 and misses < len(positions):
                 close.append((misses, -held, rule.index, rule))
-        return close
+        closest = tuple(rule for *_, rule in sorted(close, key=lambda c: c[:3]))
+        if inp.facts:
+            self.reuse.put(key, kept_by, closest)
+        return closest
+
+    def _walk(
+        self, rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[Any, bool]
+    ) -> RuleCheck:
+        """``check_rule`` on a rule that did not fire, kept in ``Reuse`` when the rule reads
+        only facts and the context: the walk is then a function of the rule, the facts in
+        the pools its conditions read (the same objects) and the context properties it reads
+        (``_walk_key``), so the next decision on the same facts walks nothing."""
+        key, held = _walk_key(rule, inp, by_key)
+        if key is not None:
+            kept = self.reuse.get(key, held)
+            if kept is not None:
+                return kept  # type: ignore[no-any-return]
+        walked = check_rule(rule, inp, by_key, memo)
+        # an example binds this input's items; a walk that read no fact is kept by nothing
+        if key is not None and walked.example is None and len(held) > 1:
+            self.reuse.put(key, held, walked)
+        return walked
 
     def _by_facts(
         self,
@@ -362,6 +394,39 @@ def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | No
     if not cond.handler.on_context:
         return None
     return tuple(repr(ctx.get(t.field)) for t in cond.tests if t.field)
+
+
+def _walk_key(
+    rule: Rule, inp: DecisionInput, by_key: Pools
+) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
+    """What ``check_rule`` reads of ``inp`` for ``rule``: the key ``Reuse`` keeps its walk
+    under and the facts it reads; no key when a condition reads an edge or a path (whose
+    weights move with the clock) or a message that is not a fact.
+
+    A fact condition reads the messages of its pool (each fact's messages are fixed by the
+    fact, and ``ref`` tells them apart); a context test reads the context property it
+    compares, an operand ``$context.field`` that field's property, and ``in_effect`` reads
+    ``today``. Values enter as ``repr`` (``True`` and ``1`` differ).
+    """
+    ctx = inp.items[-1].props
+    parts: list[Any] = ["walk", id(rule)]
+    held: list[object] = [rule]
+    reads = {"today"}
+    for cond in rule.conditions:
+        if cond.kind == "context":
+            reads.update(context_prop(t.field or "") for t in cond.tests)
+        elif cond.kind == "fact":
+            candidates = pool(cond, inp, by_key)
+            for item in candidates:
+                if item.fact is None:
+                    return None, ()
+                held.append(item.fact)
+            parts.append(tuple(item.ref for item in candidates))
+        else:
+            return None, ()
+        reads.update(context_prop(r.field or "") for r in cond.refs if r.alias == "context")
+    parts.append(tuple((name, repr(ctx.get(name))) for name in sorted(reads)))
+    return tuple(parts), tuple(held)
 
 
 def _fired_key(

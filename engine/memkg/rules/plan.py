@@ -21,6 +21,8 @@ class TablePlan:
     names: tuple[str, ...]
     """Each rule's name in the compiled ruleset, in table order."""
     by_name: dict[str, Rule]
+    positions: dict[str, int]
+    """Each rule's position in the table, by name."""
     texts: dict[tuple[int, int], str]
     """(rule index, condition index) → the condition in words."""
     negations: tuple[tuple[str, Condition], ...]
@@ -61,6 +63,7 @@ def plan_table(table: RuleTable) -> TablePlan:
         table=table,
         names=tuple(rule_name(rule) for rule in table.rules),
         by_name={rule_name(rule): rule for rule in table.rules},
+        positions={rule_name(rule): i for i, rule in enumerate(table.rules)},
         texts={(rule.index, cond.index): condition_text(cond) for rule, cond in conditions},
         negations=tuple(
             (negation_flag(rule, cond), cond) for rule, cond in conditions if cond.negated
