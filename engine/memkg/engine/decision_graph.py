@@ -105,10 +105,18 @@ class WeightedGraphView:
                 )
         return sorted(found, key=lambda e: e.ref)
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
+        """Paths to ``to`` (through ``via``); with ``of_facts``, only those whose user hops
+        are all edges of those facts get built."""
         found = []
         for path in queries.paths(self._view, to, max_depth=3):
             if via is not None and via not in [h.target for h in path.hops[:-1]]:
+                continue
+            if of_facts is not None and any(
+                h.fact_id is not None and h.fact_id not in of_facts for h in path.hops
+            ):
                 continue
             hops = []
             for h in path.hops:

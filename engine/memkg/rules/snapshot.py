@@ -35,8 +35,11 @@ class GraphView(Protocol):
         only those of the facts ``of_facts`` names when given."""
         ...
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
-        """Paths from the user to ``to`` (through ``via`` when given)."""
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
+        """Paths from the user to ``to`` (through ``via`` when given); only those whose every
+        user hop is an edge of a fact ``of_facts`` names, when given."""
         ...
 
 
@@ -211,7 +214,7 @@ def build_input(
     paths = tuple(
         p
         for to, via in wanted
-        for p in graph.paths(to, via)
+        for p in graph.paths(to, via, eligible)
         if all(h.usable and (h.fact_id is None or h.fact_id in eligible) for h in p.hops)
     )
     ctx = local_context(context, now, timezone)

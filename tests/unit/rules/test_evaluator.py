@@ -41,7 +41,9 @@ class NoGraph:
     def user_edges(self, of_facts: Container[str] | None = None) -> list[Edge]:
         return []
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
         return []
 
 
