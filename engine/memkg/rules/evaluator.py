@@ -16,7 +16,7 @@ from memkg.model.decision import Binding, Candidate
 from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
-from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
+from memkg.rules.compiler import compile_table, pattern_alias, rule_name, ruleset_name
 from memkg.rules.kinds.compare import Resolve
 from memkg.rules.kinds.context import context_prop
 from memkg.rules.kinds.negation import NotKind
@@ -195,7 +195,7 @@ class Evaluator:
         else:  # walk the joins only of the closest rules, until the explanation has enough
             near = []
             for rule in self._close(plan, grouped, inp, by_key, memo):
-                walked = self._walk(rule, inp, by_key, memo)
+                walked = self._walk(plan, rule, inp, by_key, memo)
                 if _near_miss(walked):
                     near.append(walked)
                 if len(near) == MAX_WHY_NOT:
@@ -252,12 +252,16 @@ class Evaluator:
         return closest
 
     def _walk(
-        self, rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[Any, bool]
+        self, plan: TablePlan, rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[Any, bool]
     ) -> RuleCheck:
-        """``check_rule`` on a rule that did not fire, kept in ``Reuse`` when the rule reads
-        only facts and the context: the walk is then a function of the rule, the facts in
-        the pools its conditions read (the same objects) and the context properties it reads
+        """``check_rule`` on a rule that did not fire. A rule whose conditions share no
+        messages and read no binding (``TablePlan.unjoined``) fails where a condition fails
+        alone, read off ``memo``; the walk of another that reads only facts and the context
+        is kept in ``Reuse``: it is a function of the rule, the facts in the pools its
+        conditions read (the same objects) and the context properties it reads
         (``_walk_key``), so the next decision on the same facts walks nothing."""
+        if rule_name(rule) in plan.unjoined:
+            return check_rule(rule, inp, by_key, memo, unjoined=True)
         key, held = _walk_key(rule, inp, by_key)
         if key is not None:
             kept = self.reuse.get(key, held)

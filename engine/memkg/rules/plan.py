@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memkg.rules.compiler import negation_flag, rule_name
+from memkg.rules.matcher import unjoined
 from memkg.rules.spec import Condition, Rule, RuleTable
 from memkg.rules.text import condition_text
 
@@ -39,6 +40,9 @@ class TablePlan:
     """The tests whose pool's facts alone decide whether they hold (fact conditions with no
     operand from the context or another binding), by pool: its (message type, key) and
     their positions in ``tests``."""
+    unjoined: frozenset[str] = frozenset()
+    """The names of the rules whose walk fails only where a condition fails on its own
+    (``matcher.unjoined``)."""
 
     def text(self, rule: Rule, cond: Condition) -> str:
         found = self.texts.get((rule.index, cond.index))
@@ -78,6 +82,7 @@ def plan_table(table: RuleTable) -> TablePlan:
         tests=tuple(tests),
         rule_tests=tuple(rule_tests),
         by_facts=_by_facts(tests),
+        unjoined=frozenset(rule_name(rule) for rule in table.rules if unjoined(rule)),
     )
 
 
