@@ -169,8 +169,8 @@ def check_rule(
     if not walk:
         return RuleCheck(rule, holds, None, in_effect(rule, int(ctx["today"])))
     if unjoined and not all(holds):
-        failing = next(c.index for c, held in zip(rule.conditions, holds, strict=True) if not held)
-        return RuleCheck(rule, holds, failing, in_effect(rule, int(ctx["today"])))
+        first = next(c.index for c, held in zip(rule.conditions, holds, strict=True) if not held)
+        return RuleCheck(rule, holds, first, in_effect(rule, int(ctx["today"])))
     envs: list[Env] = [{}]
     failing = None
     aliases = {c.alias: c for c in rule.conditions if c.alias}
