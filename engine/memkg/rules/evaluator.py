@@ -16,9 +16,7 @@ from memkg.model.decision import Binding, Candidate
 from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
-from memkg.rules.compiler import compile_table, pattern_alias, rule_name, ruleset_name
-from memkg.rules.kinds.compare import Resolve
-from memkg.rules.kinds.context import context_prop
+from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
@@ -30,6 +28,7 @@ from memkg.rules.matcher import (
     pools,
     resolver,
 )
+from memkg.rules.near_miss import closeness, closest_misses, near_miss
 from memkg.rules.plan import TablePlan, plan_table
 from memkg.rules.reuse import Reuse
 from memkg.rules.runner import Firing, RuleRunner
@@ -185,120 +184,18 @@ class Evaluator:
             candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
             candidates.append(candidate)
             fired.append(node)
-        memo: dict[Any, bool] = {}
         if walk_all:
+            memo: dict[Any, bool] = {}
             unmatched = [
                 r for r, n in zip(table.rules, plan.names, strict=True) if n not in grouped
             ]
             checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
-            near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
+            near = sorted((c for c in checks if near_miss(c)), key=closeness)
         else:  # walk the joins only of the closest rules, until the explanation has enough
-            near = []
-            for rule in self._close(plan, grouped, inp, by_key, memo):
-                walked = self._walk(plan, rule, inp, by_key, memo)
-                if _near_miss(walked):
-                    near.append(walked)
-                if len(near) == MAX_WHY_NOT:
-                    break
+            near = closest_misses(plan, grouped, inp, by_key, self.reuse, MAX_WHY_NOT)
             checks = tuple(near)
         why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
-
-    def _close(
-        self,
-        plan: TablePlan,
-        grouped: Mapping[str, list[Env]],
-        inp: DecisionInput,
-        by_key: Pools,
-        memo: dict[Any, bool],
-    ) -> tuple[Rule, ...]:
-        """Rules that did not fire with all their conditions but one holding on their own
-        (``matcher.holding``, each distinct test checked once), the closest first; ``memo``
-        gets the truth of every test.
-
-        Which rules these are follows from the rules that fired and the truth of each test
-        alone, so ``Reuse`` keeps them under those (for the user, while the input's facts
-        live): an evaluation whose tests come out as an earlier one's (the same facts, a
-        context that decides the same) skips the walk over the rules.
-        """
-        resolve = resolver(None, inp.items[-1].props)
-        tests = plan.tests
-        truth: list[bool | None] = [None] * len(tests)
-        self._by_facts(plan, by_key, resolve, truth, memo)
-        for position, found in enumerate(truth):
-            if found is None:
-                cond = tests[position]
-                truth[position] = memo[cond.signature] = holds_alone(
-                    cond, pool(cond, inp, by_key), resolve
-                )
-        # kept only while the facts it was worked out from live (with none, not kept)
-        key = ("close", id(plan), inp.user_id, frozenset(grouped), tuple(truth))
-        kept_by = (plan, *inp.facts)
-        kept = self.reuse.get(key, kept_by) if inp.facts else None
-        if kept is not None:
-            return kept  # type: ignore[no-any-return]
-        close = []
-        for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
-                                         strict=True):  # fmt: skip
-            if name in grouped:
-                continue
-            held = sum(truth[position] for position in positions)  # type: ignore[misc]
-            misses = len(positions) - held
-            if misses <= 1 and misses < len(positions):
-                close.append((misses, -held, rule.index, rule))
-        closest = tuple(rule for *_, rule in sorted(close, key=lambda c: c[:3]))
-        if inp.facts:
-            self.reuse.put(key, kept_by, closest)
-        return closest
-
-    def _walk(
-        self, plan: TablePlan, rule: Rule, inp: DecisionInput, by_key: Pools, memo: dict[Any, bool]
-    ) -> RuleCheck:
-        """``check_rule`` on a rule that did not fire. A rule whose conditions share no
-        messages and read no binding (``TablePlan.unjoined``) fails where a condition fails
-        alone, read off ``memo``; the walk of another that reads only facts and the context
-        is kept in ``Reuse``: it is a function of the rule, the facts in the pools its
-        conditions read (the same objects) and the context properties it reads
-        (``_walk_key``), so the next decision on the same facts walks nothing."""
-        if rule_name(rule) in plan.unjoined:
-            return check_rule(rule, inp, by_key, memo, unjoined=True)
-        key, held = _walk_key(rule, inp, by_key)
-        if key is not None:
-            kept = self.reuse.get(key, held)
-            if kept is not None:
-                return kept  # type: ignore[no-any-return]
-        walked = check_rule(rule, inp, by_key, memo)
-        # an example binds this input's items; a walk that read no fact is kept by nothing
-        if key is not None and walked.example is None and len(held) > 1:
-            self.reuse.put(key, held, walked)
-        return walked
-
-    def _by_facts(
-        self,
-        plan: TablePlan,
-        by_key: Pools,
-        resolve: Resolve,
-        truth: list[bool | None],
-        memo: dict[Any, bool],
-    ) -> None:
-        """Fills ``truth`` (and ``memo``) for the tests whose pool's facts alone decide them
-        (``TablePlan.by_facts``): what an earlier evaluation found on the same pool, the
-        same fact objects, when ``Reuse`` kept it, else checked now and kept."""
-        tests = plan.tests
-        for pool_key, positions in plan.by_facts:
-            candidates = by_key.get(pool_key)
-            if not candidates:
-                continue  # nothing to check: the scan decides them at once
-            held = (plan, *(item.fact for item in candidates))
-            if any(fact is None for fact in held):
-                continue
-            key = ("by_facts", id(plan), pool_key, tuple(item.ref for item in candidates))
-            found = self.reuse.get(key, held)
-            if found is None:
-                found = tuple(holds_alone(tests[p], candidates, resolve) for p in positions)
-                self.reuse.put(key, held, found)
-            for position, holds in zip(positions, found, strict=True):
-                truth[position] = memo[tests[position].signature] = holds
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
@@ -400,39 +297,6 @@ def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | No
     return tuple(repr(ctx.get(t.field)) for t in cond.tests if t.field)
 
 
-def _walk_key(
-    rule: Rule, inp: DecisionInput, by_key: Pools
-) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
-    """What ``check_rule`` reads of ``inp`` for ``rule``: the key ``Reuse`` keeps its walk
-    under and the facts it reads; no key when a condition reads an edge or a path (whose
-    weights move with the clock) or a message that is not a fact.
-
-    A fact condition reads the messages of its pool (each fact's messages are fixed by the
-    fact, and ``ref`` tells them apart); a context test reads the context property it
-    compares, an operand ``$context.field`` that field's property, and ``in_effect`` reads
-    ``today``. Values enter as ``repr`` (``True`` and ``1`` differ).
-    """
-    ctx = inp.items[-1].props
-    parts: list[Any] = ["walk", id(rule)]
-    held: list[object] = [rule]
-    reads = {"today"}
-    for cond in rule.conditions:
-        if cond.kind == "context":
-            reads.update(context_prop(t.field or "") for t in cond.tests)
-        elif cond.kind == "fact":
-            candidates = pool(cond, inp, by_key)
-            for item in candidates:
-                if item.fact is None:
-                    return None, ()
-                held.append(item.fact)
-            parts.append(tuple(item.ref for item in candidates))
-        else:
-            return None, ()
-        reads.update(context_prop(r.field or "") for r in cond.refs if r.alias == "context")
-    parts.append(tuple((name, repr(ctx.get(name))) for name in sorted(reads)))
-    return tuple(parts), tuple(held)
-
-
 def _fired_key(
     rule: Rule, env: Env, ctx: dict[str, Any], message: str, others: int
 ) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
@@ -452,21 +316,6 @@ def _fired_key(
             return None, ()
         parts.append(_shown_context(cond, ctx))
     return tuple(parts), tuple(held)
-
-
-def _closeness(check: RuleCheck) -> tuple[int, int, int]:
-    return (len(check.holds) - check.holding, -check.holding, check.rule.index)
-
-
-def _near_miss(check: RuleCheck) -> bool:
-    """All conditions but one held on their own (and at least one did)."""
-    total = len(check.holds)
-    return (
-        check.failing is not None
-        and check.in_effect
-        and check.holding >= 1
-        and total - check.holding <= 1
-    )
 
 
 def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:

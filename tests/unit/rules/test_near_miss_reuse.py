@@ -20,7 +20,7 @@ import pytest
 from memkg import Engine, EngineConfig, FrozenClock
 from memkg.model.decision import Decision
 from memkg.roots import builtin
-from memkg.rules import evaluator as evaluator_module
+from memkg.rules import near_miss as near_miss_module
 from memkg.rules.reuse import Reuse
 
 CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
@@ -87,14 +87,14 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The rules ``check_rule`` walks, in order (a rule whose conditions share no messages
     and read no binding is never walked: ``matcher.unjoined``)."""
     walked: list[str] = []
-    check_rule = evaluator_module.check_rule
+    check_rule = near_miss_module.check_rule
 
     def counted(rule: Any, *args: Any, **kwargs: Any) -> Any:
         if not kwargs.get("unjoined"):  # found without a walk otherwise
             walked.append(rule.id)
         return check_rule(rule, *args, **kwargs)
 
-    monkeypatch.setattr(evaluator_module, "check_rule", counted)
+    monkeypatch.setattr(near_miss_module, "check_rule", counted)
     yield walked
 
 
