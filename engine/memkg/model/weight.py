@@ -283,7 +283,8 @@ class ClaimWeight:
         mine, theirs = self._inputs, other._inputs
         return (
             mine[5] is theirs[5]
-            and mine[:3] == theirs[:3]
+            and repr(mine[0]) == repr(theirs[0])  # 0.0 and -0.0 are equal, but weigh apart
+            and mine[1:3] == theirs[1:3]
             and mine[4] == theirs[4]
             and tuple(mine[3]) == tuple(theirs[3])
         )
