@@ -311,3 +311,32 @@ def test_the_fast_value_is_claim_weight_bit_for_bit(
     assert (fast.value, fast.usable) == (plain.value, plain.usable)
     assert fast.value.hex() == plain.value.hex()
     assert fast.breakdown == plain
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(0, 1),
+    st.sampled_from(["dialogue", "behavior", "system"]),
+    st.integers(0, 400 * 86400),
+    signals,
+    signals,
+    st.integers(0, 3),
+)
+def test_weights_that_share_inputs_share_a_breakdown(
+    confidence: float, source: str, age_seconds: int, found: list[Signal],
+    other: list[Signal], later: int,
+) -> None:  # fmt: skip
+    """``shares_inputs`` says two claim weights may show one breakdown only when it is so."""
+    p = WeightParams()
+    observed = START - timedelta(seconds=age_seconds)
+    one = ClaimWeight(confidence, source, observed, tuple(found), START, p)
+    same = ClaimWeight(confidence, source, observed, tuple(found), START, p)
+    assert one.shares_inputs(same) and one.breakdown == same.breakdown
+    then = START + timedelta(seconds=later)
+    for moved in (
+        ClaimWeight(confidence, source, observed, tuple(other), START, p),
+        ClaimWeight(confidence, source, observed, tuple(found), then, p),
+        ClaimWeight(confidence, source, observed, tuple(found), START, WeightParams()),
+    ):
+        if one.shares_inputs(moved):
+            assert moved.breakdown == one.breakdown

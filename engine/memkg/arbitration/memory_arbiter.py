@@ -155,7 +155,7 @@ def resolve(
 
     # 4. weighted evidence
     ranked = rank_values(contenders, spec.multi)
-    sides = rank_sides(contenders, spec.multi)
+    sides = rank_sides(contenders, spec.multi, ranked)
     winner, dissent = sides[0], sides[1] if len(sides) > 1 else None
     strength = round(dissent.support, 4) if dissent is not None else 0.0
     if len({canon(c.fact.value) for c in contenders}) > 1:

@@ -27,7 +27,7 @@ from memkg.arbitration.review import Review, ReviewStatus, latest_review
 from memkg.arbitration.support import side
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
-from memkg.model.weight import WeightParams
+from memkg.model.weight import Signal, WeightParams
 
 
 @dataclass(frozen=True)
@@ -215,15 +215,35 @@ class KeyFacts:
     """Those a read can list (``may_take_part``), in the same order."""
     slots: frozenset[tuple[tuple[str, str], ...]]
     """The context slots the facts hold (``slot`` over the key's context fields)."""
+    signals: Mapping[str, Sequence[Signal]] | None = None
+    """Per fact id of ``taking``, the signals its claim is weighed with, when they were read
+    with the facts (from the same state of the user's graph)."""
 
     @classmethod
-    def of(cls, facts: Sequence[Fact], spec: KeySpec) -> KeyFacts:
-        """``facts``: every fact of ``spec``'s key, in the order asserted."""
+    def of(
+        cls, facts: Sequence[Fact], spec: KeySpec, signals: SignalLookup | None = None
+    ) -> KeyFacts:
+        """``facts``: every fact of ``spec``'s key, in the order asserted; ``signals``, when
+        given, is read once for each fact that can take part (``lookup`` answers from it)."""
         if spec.context:
             slots = frozenset(tuple(slot(f.context, spec.context).items()) for f in facts)
         else:
             slots = frozenset({()}) if facts else frozenset()
-        return cls(tuple(facts), tuple(may_take_part(facts)), slots)
+        taking = tuple(may_take_part(facts))
+        kept = None if signals is None else {f.id: tuple(signals(f)) for f in taking}
+        return cls(tuple(facts), taking, slots, kept)
+
+    def lookup(self, signals: SignalLookup) -> SignalLookup:
+        """``signals``, answered from what was read with the facts where it was."""
+        kept = self.signals
+        if kept is None:
+            return signals
+
+        def read(fact: Fact) -> Sequence[Signal]:
+            found = kept.get(fact.id)
+            return signals(fact) if found is None else found
+
+        return read
 
     def slot_read(self, context: Mapping[str, str] | None, spec: KeySpec) -> dict[str, str]:
         """The context slot a read of ``context`` resolves: a context with no claims of its

@@ -95,13 +95,16 @@ def rank_values(claims: Sequence[Claim], multi: bool) -> list[Ranked]:
     return sorted(ranked, key=_order)
 
 
-def rank_sides(claims: Sequence[Claim], multi: bool) -> list[Ranked]:
+def rank_sides(
+    claims: Sequence[Claim], multi: bool, values: list[Ranked] | None = None
+) -> list[Ranked]:
     """The competing answers, best first: each value of a single-valued key; for a
     multi-valued key "some" (the union of the asserted items, each claim counted once)
     against "none" (the claims of an empty list), which is where a multi-valued key can
-    conflict at all."""
+    conflict at all. ``values``: ``rank_values(claims, multi)`` when the caller has it
+    (for a single-valued key, the sides are the values, ranked once)."""
     if not multi:
-        return rank_values(claims, multi)
+        return rank_values(claims, multi) if values is None else values
     none = [c for c in claims if is_none(c.fact.value)]
     some = [c for c in claims if not is_none(c.fact.value)]
     sides = [_ranked(NONE, [], none)] if none else []

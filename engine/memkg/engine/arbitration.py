@@ -70,16 +70,18 @@ class Arbiter:
         uses for the key (one function, so the two cannot disagree).
 
         What it works out is kept while no event is folded into ``graph``
-        (``Projections.key_reads``): the key's facts as every read needs them, and the
-        resolution itself for one time, by all it depends on besides the graph: the time,
-        the key's declaration, the context slot read, session, turn, language and the
-        review that governs the slot; a second read of an unchanged slot at the same time
-        resolves nothing.
+        (``Projections.key_reads``): the key's facts and their claims' signals as every
+        read needs them, and the resolution itself for one time, by all it depends on
+        besides the graph: the time, the key's declaration, the context slot read, session,
+        turn, language and the review that governs the slot; a second read of an unchanged
+        slot at the same time resolves nothing.
         """
         reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
         facts = reads.keys.get((spec.domain, spec.key))
+        signals = self.edge_signals(graph)
         if facts is None or facts[0] is not spec:
-            facts = (spec, KeyFacts.of(graph.memory.of_key(spec.domain, spec.key), spec))
+            of_key = graph.memory.of_key(spec.domain, spec.key)
+            facts = (spec, KeyFacts.of(of_key, spec, signals))
             reads.keys[(spec.domain, spec.key)] = facts
         key = facts[1]
         want = key.slot_read(context, spec)
@@ -91,7 +93,7 @@ class Arbiter:
         if held is not None and held[0] is spec and held[1] is reader and held[2] == review:
             return held[3]
         found = reader.resolve_read(
-            key, self.edge_signals(graph), reviews, spec, now, user_id=graph.user_id,
+            key, key.lookup(signals), reviews, spec, now, user_id=graph.user_id,
             session_id=session_id, turn=turn, context=want, language=language,
         )  # fmt: skip
         reads.resolved[slot_read] = (spec, reader, review, found)

@@ -9,7 +9,7 @@ and the claims that lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from memkg.model.evidence import Edge, GraphPath, WeightFactor, path_weight
 from memkg.model.explanation import MemoryClaimNode, MemoryNode
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
-from memkg.model.weight import Weight, WeightParams
+from memkg.model.weight import ClaimWeight, Weight, WeightParams
 from memkg.rules.snapshot import KeyVerdict
 
 Override = Mapping[str, Any]
@@ -59,6 +59,8 @@ class WeightedGraphView:
         self._user = f"user:{graph.user_id}"
         self._threshold = params.threshold
         self._overrides = list(overrides)
+        self._weighed: dict[str, tuple[ClaimWeight, Weight]] = {}
+        self._shown: dict[int, tuple[Weight, tuple[WeightFactor, ...]]] = {}
 
     def _override(self, source: str, relation: str, target: str, weight: float) -> float:
         for o in self._overrides:
@@ -68,11 +70,32 @@ class WeightedGraphView:
                 return float(o["weight"])
         return weight
 
-    def user_edges(self) -> list[Edge]:
+    def _breakdown(self, fact_id: str, claim: ClaimWeight) -> Weight:
+        """``claim``'s breakdown; the edges of one fact weighed from the same inputs (the
+        items of a list value) share one."""
+        seen = self._weighed.get(fact_id)
+        if seen is not None and seen[0].shares_inputs(claim):
+            return seen[1]
+        weight = claim.breakdown
+        self._weighed[fact_id] = (claim, weight)
+        return weight
+
+    def _factors(self, weight: Weight | None) -> tuple[WeightFactor, ...]:
+        """``weight``'s factors as an edge shows them, built once per breakdown."""
+        if weight is None:
+            return ()
+        found = self._shown.get(id(weight))
+        if found is None:
+            found = self._shown[id(weight)] = (weight, _factors(weight))  # held: ids stay apart
+        return found[1]
+
+    def user_edges(self, of_facts: Container[str] | None = None) -> list[Edge]:
         """Edges to entities; literal values (``child.age`` 3) are facts, not graph edges.
 
         Read from the view's adjacency rather than ``queries.edges``, so only entity edges get
-        their weight breakdown built (the view builds it on first request, once per edge).
+        their weight breakdown built (the view builds it on first request, once per edge);
+        with ``of_facts``, only the edges of those facts are built (a decision has no use for
+        the edge of a claim that lost or is not live).
         """
         found = []
         for target, keys in self._view._succ[self._node].items():
@@ -80,8 +103,11 @@ class WeightedGraphView:
                 continue
             for data in keys.values():
                 relation, fact_id, claim = data["relation"], data["fact_id"], data["claim"]
+                if of_facts is not None and fact_id not in of_facts:
+                    continue
                 weight = self._override(self._user, relation, target, data["weight"])
                 shown = weight == data["weight"]
+                breakdown = self._breakdown(fact_id, claim)
                 found.append(
                     Edge(
                         ref=f"{fact_id}>{target}",
@@ -89,8 +115,8 @@ class WeightedGraphView:
                         relation=relation,
                         target=target,
                         weight=weight,
-                        base=claim.breakdown.base,
-                        factors=_factors(claim.breakdown)
+                        base=breakdown.base,
+                        factors=self._factors(breakdown)
                         if shown
                         else (
                             WeightFactor(name="fixture", value=weight, detail="set by a rule case"),
@@ -101,10 +127,18 @@ class WeightedGraphView:
                 )
         return sorted(found, key=lambda e: e.ref)
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
+        """Paths to ``to`` (through ``via``); with ``of_facts``, only those whose user hops
+        are all edges of those facts get built."""
         found = []
         for path in queries.paths(self._view, to, max_depth=3):
             if via is not None and via not in [h.target for h in path.hops[:-1]]:
+                continue
+            if of_facts is not None and any(
+                h.fact_id is not None and h.fact_id not in of_facts for h in path.hops
+            ):
                 continue
             hops = []
             for h in path.hops:
@@ -118,7 +152,7 @@ class WeightedGraphView:
                         target=h.target,
                         weight=weight,
                         base=h.breakdown.base if h.breakdown else None,
-                        factors=_factors(h.breakdown) if weight == h.weight else (),
+                        factors=self._factors(h.breakdown) if weight == h.weight else (),
                         fact_id=h.fact_id,
                         usable=weight >= self._threshold,
                     )

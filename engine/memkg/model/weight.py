@@ -276,3 +276,15 @@ class ClaimWeight:
         if self._weight is None:
             self._weight = claim_weight(*self._inputs)
         return self._weight
+
+    def shares_inputs(self, other: ClaimWeight) -> bool:
+        """Whether ``other`` weighs the same claim at the same time with the same signals and
+        parameters (the edges of one list value, say), so that its breakdown is this one's."""
+        mine, theirs = self._inputs, other._inputs
+        return (
+            mine[5] is theirs[5]
+            and repr(mine[0]) == repr(theirs[0])  # 0.0 and -0.0 are equal, but weigh apart
+            and mine[1:3] == theirs[1:3]
+            and mine[4] == theirs[4]
+            and tuple(mine[3]) == tuple(theirs[3])
+        )

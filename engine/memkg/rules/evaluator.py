@@ -17,7 +17,6 @@ from memkg.model.evidence import Edge
 from memkg.model.explanation import ConditionNode, ContextValue, FactNode, RuleNode, WhyNotNode
 from memkg.model.fact import Fact
 from memkg.rules.compiler import compile_table, pattern_alias, ruleset_name
-from memkg.rules.kinds.compare import Resolve
 from memkg.rules.kinds.negation import NotKind
 from memkg.rules.matcher import (
     Env,
@@ -29,6 +28,7 @@ from memkg.rules.matcher import (
     pools,
     resolver,
 )
+from memkg.rules.near_miss import closeness, closest_misses, near_miss
 from memkg.rules.plan import TablePlan, plan_table
 from memkg.rules.reuse import Reuse
 from memkg.rules.runner import Firing, RuleRunner
@@ -178,91 +178,24 @@ class Evaluator:
         facts = inp.facts_by_id
         shown: dict[tuple[str, ...], tuple[ContextValue, ...]] = {}
         candidates, fired = [], []
-        for rule, name in zip(table.rules, plan.names, strict=True):
-            envs = grouped.get(name)
-            if not envs:
-                continue
+        for name in sorted(grouped, key=plan.positions.__getitem__):  # in table order
+            rule, envs = rules[name], grouped[name]
             envs.sort(key=lambda env: [(env[k].sort_key, env[k].ref) for k in sorted(env)])
             candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
             candidates.append(candidate)
             fired.append(node)
-        memo: dict[Any, bool] = {}
         if walk_all:
+            memo: dict[Any, bool] = {}
             unmatched = [
                 r for r, n in zip(table.rules, plan.names, strict=True) if n not in grouped
             ]
             checks = tuple(check_rule(rule, inp, by_key, memo) for rule in unmatched)
-            near = sorted((c for c in checks if _near_miss(c)), key=_closeness)
+            near = sorted((c for c in checks if near_miss(c)), key=closeness)
         else:  # walk the joins only of the closest rules, until the explanation has enough
-            close = self._close(plan, grouped, inp, by_key, memo)
-            near = []
-            for *_, rule in sorted(close, key=lambda c: c[:3]):
-                walked = check_rule(rule, inp, by_key, memo)
-                if _near_miss(walked):
-                    near.append(walked)
-                if len(near) == MAX_WHY_NOT:
-                    break
+            near = closest_misses(plan, grouped, inp, by_key, self.reuse, MAX_WHY_NOT)
             checks = tuple(near)
         why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
-
-    def _close(
-        self,
-        plan: TablePlan,
-        grouped: Mapping[str, list[Env]],
-        inp: DecisionInput,
-        by_key: Pools,
-        memo: dict[Any, bool],
-    ) -> list[tuple[int, int, int, Rule]]:
-        """Rules that did not fire with all their conditions but one holding on their own
-        (``matcher.holding``, each distinct test checked once); ``memo`` gets the results."""
-        resolve = resolver(None, inp.items[-1].props)
-        truth: list[bool | None] = [None] * len(plan.tests)
-        self._by_facts(plan, by_key, resolve, truth, memo)
-        close = []
-        for rule, name, positions in zip(plan.table.rules, plan.names, plan.rule_tests,
-                                         strict=True):  # fmt: skip
-            if name in grouped:
-                continue
-            held = 0
-            for position in positions:
-                found = truth[position]
-                if found is None:
-                    cond = plan.tests[position]
-                    found = truth[position] = holds_alone(cond, pool(cond, inp, by_key), resolve)
-                    memo[cond.signature] = found
-                held += found
-            misses = len(positions) - held
-            if misses <= 1 and misses < len(positions):
-                close.append((misses, -held, rule.index, rule))
-        return close
-
-    def _by_facts(
-        self,
-        plan: TablePlan,
-        by_key: Pools,
-        resolve: Resolve,
-        truth: list[bool | None],
-        memo: dict[Any, bool],
-    ) -> None:
-        """Fills ``truth`` (and ``memo``) for the tests whose pool's facts alone decide them
-        (``TablePlan.by_facts``): what an earlier evaluation found on the same pool, the
-        same fact objects, when ``Reuse`` kept it, else checked now and kept."""
-        tests = plan.tests
-        for pool_key, positions in plan.by_facts:
-            candidates = by_key.get(pool_key)
-            if not candidates:
-                continue  # nothing to check: the scan decides them at once
-            held = (plan, *(item.fact for item in candidates))
-            if any(fact is None for fact in held):
-                continue
-            key = ("by_facts", id(plan), pool_key, tuple(item.ref for item in candidates))
-            found = self.reuse.get(key, held)
-            if found is None:
-                found = tuple(holds_alone(tests[p], candidates, resolve) for p in positions)
-                self.reuse.put(key, held, found)
-            for position, holds in zip(positions, found, strict=True):
-                truth[position] = memo[tests[position].signature] = holds
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
@@ -383,21 +316,6 @@ def _fired_key(
             return None, ()
         parts.append(_shown_context(cond, ctx))
     return tuple(parts), tuple(held)
-
-
-def _closeness(check: RuleCheck) -> tuple[int, int, int]:
-    return (len(check.holds) - check.holding, -check.holding, check.rule.index)
-
-
-def _near_miss(check: RuleCheck) -> bool:
-    """All conditions but one held on their own (and at least one did)."""
-    total = len(check.holds)
-    return (
-        check.failing is not None
-        and check.in_effect
-        and check.holding >= 1
-        and total - check.holding <= 1
-    )
 
 
 def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:

@@ -122,6 +122,33 @@ def holding(
     return tuple(holds)
 
 
+_UNJOINED_KINDS = frozenset({"context", "fact", "edge", "path"})
+"""The built-in kinds, whose ``matches`` reads an operand only through ``resolve``."""
+
+
+def unjoined(rule: Rule) -> bool:
+    """Whether ``rule``'s walk can fail only where a condition fails on its own.
+
+    So it is when no condition reads a binding or the context through an operand (``refs``)
+    and no two conditions draw on the same pool of messages (every context test reads the
+    one context message, which binds nothing): what satisfies a condition is then the same
+    whatever the earlier conditions bound, and the walk stops at the first condition that
+    holds for no message alone.
+    """
+    slots = set()
+    for cond in rule.conditions:
+        kind = cond.handler
+        if cond.kind not in _UNJOINED_KINDS or cond.refs:
+            return False
+        if kind.on_context:
+            continue
+        slot = (str(kind.message), kind.pool_key(cond))
+        if slot in slots:
+            return False
+        slots.add(slot)
+    return True
+
+
 def check_rule(
     rule: Rule,
     inp: DecisionInput,
@@ -129,14 +156,21 @@ def check_rule(
     memo: dict[tuple[Any, ...], bool] | None = None,
     *,
     walk: bool = True,
+    unjoined: bool = False,
 ) -> RuleCheck:
     """``memo`` shares condition results across the rules of one evaluation; ``walk=False``
-    skips the joined walk (``failing`` stays None) when only ``holds`` is wanted."""
+    skips the joined walk (``failing`` stays None) when only ``holds`` is wanted;
+    ``unjoined``: the caller found ``unjoined(rule)``, so a rule with a condition that fails
+    on its own fails there, found without walking (a differential test keeps the two equal).
+    """
     ctx = inp.items[-1].props
     memo = {} if memo is None else memo
     holds = holding(rule, inp, by_key, memo)
     if not walk:
         return RuleCheck(rule, holds, None, in_effect(rule, int(ctx["today"])))
+    if unjoined and not all(holds):
+        first = next(c.index for c, held in zip(rule.conditions, holds, strict=True) if not held)
+        return RuleCheck(rule, holds, first, in_effect(rule, int(ctx["today"])))
     envs: list[Env] = [{}]
     failing = None
     aliases = {c.alias: c for c in rule.conditions if c.alias}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memkg.rules.compiler import negation_flag, rule_name
+from memkg.rules.matcher import unjoined
 from memkg.rules.spec import Condition, Rule, RuleTable
 from memkg.rules.text import condition_text
 
@@ -21,6 +22,8 @@ class TablePlan:
     names: tuple[str, ...]
     """Each rule's name in the compiled ruleset, in table order."""
     by_name: dict[str, Rule]
+    positions: dict[str, int]
+    """Each rule's position in the table, by name."""
     texts: dict[tuple[int, int], str]
     """(rule index, condition index) → the condition in words."""
     negations: tuple[tuple[str, Condition], ...]
@@ -37,6 +40,9 @@ class TablePlan:
     """The tests whose pool's facts alone decide whether they hold (fact conditions with no
     operand from the context or another binding), by pool: its (message type, key) and
     their positions in ``tests``."""
+    unjoined: frozenset[str] = frozenset()
+    """The names of the rules whose walk fails only where a condition fails on its own
+    (``matcher.unjoined``)."""
 
     def text(self, rule: Rule, cond: Condition) -> str:
         found = self.texts.get((rule.index, cond.index))
@@ -61,6 +67,7 @@ def plan_table(table: RuleTable) -> TablePlan:
         table=table,
         names=tuple(rule_name(rule) for rule in table.rules),
         by_name={rule_name(rule): rule for rule in table.rules},
+        positions={rule_name(rule): i for i, rule in enumerate(table.rules)},
         texts={(rule.index, cond.index): condition_text(cond) for rule, cond in conditions},
         negations=tuple(
             (negation_flag(rule, cond), cond) for rule, cond in conditions if cond.negated
@@ -75,6 +82,7 @@ def plan_table(table: RuleTable) -> TablePlan:
         tests=tuple(tests),
         rule_tests=tuple(rule_tests),
         by_facts=_by_facts(tests),
+        unjoined=frozenset(rule_name(rule) for rule in table.rules if unjoined(rule)),
     )
 
 

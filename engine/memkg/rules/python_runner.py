@@ -11,7 +11,7 @@ with the same bindings, on every shipped rule file and on generated bundles.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -50,6 +50,8 @@ class _Plan:
     """Each context condition with its signature (rules share context tests)."""
     steps: tuple[_Step, ...]
     aliases: Mapping[str, Condition]
+    slots: tuple[int, ...] = ()
+    """Each context condition's place among its table's distinct context tests."""
 
 
 def _plan(rule: Rule) -> _Plan:
@@ -80,7 +82,24 @@ class PythonRuleRunner:
 
     def __init__(self, tables: Mapping[str, RuleTable]) -> None:
         self.rulesets = frozenset(tables)
-        self._plans = {name: tuple(_plan(r) for r in t.rules) for name, t in tables.items()}
+        self._plans: dict[str, tuple[_Plan, ...]] = {}
+        self._context: dict[str, tuple[Condition, ...]] = {}
+        """Per ruleset, its distinct context tests (rules share them: one run checks each
+        once, and a rule reads their truth by its plan's ``slots``)."""
+        for name, table in tables.items():
+            plans = [_plan(r) for r in table.rules]
+            slots: dict[tuple[Any, ...], int] = {}
+            tests: list[Condition] = []
+            for plan in plans:
+                for signature, cond in plan.context:
+                    if signature not in slots:
+                        slots[signature] = len(tests)
+                        tests.append(cond)
+            self._context[name] = tuple(tests)
+            self._plans[name] = tuple(
+                replace(plan, slots=tuple(slots[signature] for signature, _ in plan.context))
+                for plan in plans
+            )
 
     @classmethod
     def for_tables(cls, tables: Sequence[RuleTable]) -> PythonRuleRunner:
@@ -102,17 +121,20 @@ class PythonRuleRunner:
         if not isinstance(today, int):
             return []
         run = _Run(ctx, index)
+        holds = [cond.handler.matches(cond, ctx, run.resolve) for cond in self._context[ruleset]]
         fired: list[Firing] = []
         for plan in plans:
             if not plan.low <= today <= plan.high:
                 continue
             if plan.flags and any(ctx.get(flag) != 1 for flag in plan.flags):
                 continue
-            if plan.context and not run.context_holds(plan.context):
-                continue
-            for bound in _joins(plan, run):
-                found = {pattern: str(i) for pattern, (i, _) in bound.items() if pattern[0] == "c"}
-                fired.append(Firing(plan.name, {"ctx": str(last), **found}))
+            for slot in plan.slots:
+                if not holds[slot]:
+                    break
+            else:  # every context test of the rule holds
+                for bound in _joins(plan, run):
+                    found = {p: str(i) for p, (i, _) in bound.items() if p[0] == "c"}
+                    fired.append(Firing(plan.name, {"ctx": str(last), **found}))
         return fired
 
 
@@ -123,19 +145,7 @@ class _Run:
         self.ctx = ctx
         self.index = index
         self.resolve = _resolver(ctx, {}, {})
-        self._context: dict[tuple[Any, ...], bool] = {}
         self._matched: dict[tuple[Any, ...], list[tuple[int, Message]]] = {}
-
-    def context_holds(self, conditions: tuple[tuple[tuple[Any, ...], Condition], ...]) -> bool:
-        """Whether every context condition holds (each distinct test checked once a run)."""
-        known = self._context
-        for signature, cond in conditions:
-            found = known.get(signature)
-            if found is None:
-                found = known[signature] = cond.handler.matches(cond, self.ctx, self.resolve)
-            if not found:
-                return False
-        return True
 
     def matched(self, step: _Step) -> list[tuple[int, Message]]:
         found = self._matched.get(step.cond.signature)

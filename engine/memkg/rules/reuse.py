@@ -10,7 +10,8 @@ objects only weakly and leaves the cache when one of them is freed (a user's mem
 from the projections, as after an erasure, takes its entries with it); a hit checks that
 every object it was built on is the very one the evaluation holds, so an entry can never
 stand for another object that took a freed one's place. At most ``size`` entries, the
-oldest out first.
+oldest out first. What else an evaluation keeps here (a fact's messages, which rules nearly
+fired and how far each got) follows the same rules: ``rules/snapshot.py``, ``rules/near_miss.py``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ listed in ``left_out`` with the reason. Graph edges and paths are read through t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -30,12 +30,16 @@ WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 class GraphView(Protocol):
     """The user's contextual graph as one evaluation sees it (one user, one time)."""
 
-    def user_edges(self) -> list[Edge]:
-        """Every edge from the user (one per entity a live fact points at), with weights."""
+    def user_edges(self, of_facts: Container[str] | None = None) -> list[Edge]:
+        """Every edge from the user (one per entity a live fact points at), with weights;
+        only those of the facts ``of_facts`` names when given."""
         ...
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
-        """Paths from the user to ``to`` (through ``via`` when given)."""
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
+        """Paths from the user to ``to`` (through ``via`` when given); only those whose every
+        user hop is an edge of a fact ``of_facts`` names, when given."""
         ...
 
 
@@ -184,7 +188,8 @@ def build_input(
         )
     edges: list[Edge] = []
     weak: set[tuple[str | None, str]] = set()
-    for edge in graph.user_edges():
+    # an edge of a fact that is not eligible takes no part and is not listed: not built
+    for edge in graph.user_edges(eligible):
         if edge.fact_id not in eligible:
             continue
         if edge.usable:
@@ -209,7 +214,7 @@ def build_input(
     paths = tuple(
         p
         for to, via in wanted
-        for p in graph.paths(to, via)
+        for p in graph.paths(to, via, eligible)
         if all(h.usable and (h.fact_id is None or h.fact_id in eligible) for h in p.hops)
     )
     ctx = local_context(context, now, timezone)

@@ -142,3 +142,22 @@ def test_a_resolved_slot_is_kept_only_for_the_review_it_saw(
     assert resolutions.during(lambda: held.append(resolution(list(reviews)))) == 0
     assert resolutions.during(lambda: held.append(resolution([]))) == 1
     assert [h.review_id for h in held] == [reviews[0].review_id] * 2 + [None]
+
+
+def test_a_signal_is_weighed_by_the_next_read(engine: Engine, clock: FrozenClock) -> None:
+    """A claim's signals are read with the key's facts and kept as long as they are: a
+    signal recorded after a read is weighed by the next one, at any time."""
+    engine.ingest({"user_id": "u1", "domain": "travel", "key": "airline.preferred",
+                   "value": "airline:MU", "source": "dialogue", "confidence": 0.9})  # fmt: skip
+    [plain] = engine.resolve("u1", "travel", "airline.preferred").claims
+    clock.advance(timedelta(minutes=1))
+    engine.signal("u1", "travel", "airline.preferred", "airline:MU", "mention")
+    for _ in range(2):  # the second read, a minute on, weighs what the first kept
+        [mentioned] = engine.resolve("u1", "travel", "airline.preferred").claims
+        assert "mention" in [f.name for f in mentioned.weight.factors]
+        assert mentioned.score > plain.score
+        clock.advance(timedelta(minutes=1))
+    engine.signal("u1", "travel", "airline.preferred", "airline:MU", "rejected")
+    [rejected] = engine.resolve("u1", "travel", "airline.preferred").claims
+    assert "rejection" in [f.name for f in rejected.weight.factors]
+    assert rejected.score < mentioned.score

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,10 +38,12 @@ rules:
 
 
 class NoGraph:
-    def user_edges(self) -> list[Edge]:
+    def user_edges(self, of_facts: Container[str] | None = None) -> list[Edge]:
         return []
 
-    def paths(self, to: str, via: str | None) -> list[GraphPath]:
+    def paths(
+        self, to: str, via: str | None, of_facts: Container[str] | None = None
+    ) -> list[GraphPath]:
         return []
 
 

@@ -1,0 +1,212 @@
+"""Which rules nearly fired, and how far each got, are reused across decisions: never stale.
+
+The evaluator keeps the rules closest to firing under the truth of each test and the rules
+that fired, and the walk of a rule that reads only facts and the context under the facts and
+context properties it reads (``Reuse``). Counted and compared, never timed: a decision served
+from what an earlier one kept says exactly what it says when nothing was kept.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkg import Engine, EngineConfig, FrozenClock
+from memkg.model.decision import Decision
+from memkg.roots import builtin
+from memkg.rules import near_miss as near_miss_module
+from memkg.rules.reuse import Reuse
+
+CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
+RULES = """\
+hit_policy:
+  priority: [recommend_urgent_care, book_same_day_appointment, advise_home_monitoring]
+default:
+  then: {action: advise_home_monitoring}
+  reason_code: NONE
+  explain: nothing applies
+rules:
+  - id: t.young_fever
+    when:
+      - fact: {key: child.age, lt: 10}
+      - context: {symptom: fever}
+    then: {action: book_same_day_appointment}
+    reason_code: YOUNG
+    explain: "{child.age}-year-old with {symptom}"
+  - id: t.infant_fever
+    when:
+      - fact: {key: child.age, lt: 2}
+      - context: {symptom: fever}
+    then: {action: book_same_day_appointment}
+    reason_code: INFANT
+    explain: infant with fever
+  - id: t.allergic_rash
+    when:
+      - fact: {key: medical.allergies, contains: $context.allergen}
+      - context: {symptom: rash}
+    then: {action: recommend_urgent_care}
+    reason_code: ALLERGY
+    explain: allergic
+"""
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> tuple[Engine, FrozenClock]:
+    for name in ("schemas", "ontology"):
+        shutil.copytree(builtin("examples") / name, tmp_path / name)
+    health = tmp_path / "rules" / "health"
+    health.mkdir(parents=True)
+    shutil.copy(builtin("examples") / "rules" / "health" / "domain.yaml", health)
+    (health / "t.yaml").write_text(RULES)
+    clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
+    made = Engine(clock=clock, config=EngineConfig(roots=(tmp_path,), shacl=False))
+    write(made, clock, "child.age", 4)
+    write(made, clock, "medical.allergies", ["allergen:penicillin"])
+    return made, clock
+
+
+def write(engine: Engine, clock: FrozenClock, key: str, value: Any) -> None:
+    clock.advance(timedelta(seconds=1))
+    engine.ingest({"user_id": "u", "domain": "health", "key": key, "value": value,
+                   "source": "profile", "provenance": CONSENT})  # fmt: skip
+
+
+def decide(engine: Engine, clock: FrozenClock, **context: str) -> Decision:
+    clock.advance(timedelta(minutes=7))  # the clock moves between decisions, as it does
+    return engine.decide("u", "health", context or {"symptom": "fever"}, decision="t")
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The rules ``check_rule`` walks, in order (a rule whose conditions share no messages
+    and read no binding is never walked: ``matcher.unjoined``)."""
+    walked: list[str] = []
+    check_rule = near_miss_module.check_rule
+
+    def counted(rule: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("unjoined"):  # found without a walk otherwise
+            walked.append(rule.id)
+        return check_rule(rule, *args, **kwargs)
+
+    monkeypatch.setattr(near_miss_module, "check_rule", counted)
+    yield walked
+
+
+@pytest.fixture
+def closes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    """The near-miss lists the evaluator worked out (and kept) rather than reused."""
+    kept: list[object] = []
+    put = Reuse.put
+
+    def counted(self: Reuse, key: Any, held: Any, value: Any) -> None:
+        if key[0] == "close":
+            kept.append(value)
+        put(self, key, held, value)
+
+    monkeypatch.setattr(Reuse, "put", counted)
+    yield kept
+
+
+def fresh(engine: Engine, made: Decision) -> None:
+    """``made`` is what the same decision says with nothing kept (made again with an empty
+    ``Reuse``; what was kept stays for the decisions that follow)."""
+    evaluator = engine.intent.rules.evaluator
+    kept, evaluator.reuse = evaluator.reuse, Reuse()
+    try:
+        assert engine.replay(made.decision_id).reproduced
+    finally:
+        evaluator.reuse = kept
+
+
+def near(made: Decision) -> list[str]:
+    return [n.rule_id for n in made.explanation.why_not]
+
+
+def test_a_second_decision_on_the_same_facts_walks_no_rule(
+    engine: tuple[Engine, FrozenClock], walks: list[str], closes: list[object]
+) -> None:
+    made, clock = engine
+    first = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert walks == ["t.allergic_rash"] and len(closes) == 1
+    assert near(first) == ["t.young_fever", "t.allergic_rash"]
+    again = decide(made, clock, symptom="rash", allergen="allergen:latex")  # minutes later
+    assert walks == ["t.allergic_rash"] and len(closes) == 1
+    assert again.explanation.why_not == first.explanation.why_not
+    fresh(made, again)
+
+
+def test_a_write_is_seen_by_the_next_decision(
+    engine: tuple[Engine, FrozenClock], walks: list[str], closes: list[object]
+) -> None:
+    made, clock = engine
+    decide(made, clock)
+    decide(made, clock)
+    assert len(closes) == 1
+    write(made, clock, "child.age", 12)  # a new fact: nothing kept of the old one applies
+    older = decide(made, clock)
+    assert len(closes) == 2 and not older.candidates
+    assert near(older) == ["t.young_fever", "t.infant_fever"]
+    assert "12" in (older.explanation.why_not[0].failing.failure or "")
+    fresh(made, older)
+    write(made, clock, "child.age", 1)
+    infant = decide(made, clock)
+    assert [c.rule_id for c in infant.candidates] == ["t.young_fever", "t.infant_fever"]
+    assert not infant.explanation.why_not
+    fresh(made, infant)
+    # a joined rule's walk is kept per fact: a new allergy is walked again
+    decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert walks == ["t.allergic_rash"]
+    write(made, clock, "medical.allergies", ["allergen:latex"])
+    allergic = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert [c.rule_id for c in allergic.candidates] == ["t.allergic_rash"]
+    write(made, clock, "medical.allergies", ["allergen:peanut"])
+    other = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert walks == ["t.allergic_rash", "t.allergic_rash"]
+    assert near(other) == ["t.young_fever", "t.infant_fever", "t.allergic_rash"]  # aged 1
+    fresh(made, other)
+
+
+def test_another_context_is_not_served_what_an_earlier_one_kept(
+    engine: tuple[Engine, FrozenClock], walks: list[str]
+) -> None:
+    made, clock = engine
+    assert near(decide(made, clock)) == ["t.infant_fever"]
+    rash = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert near(rash) == ["t.young_fever", "t.allergic_rash"]
+    assert walks == ["t.allergic_rash"]
+    fresh(made, rash)
+    # the allergen is read through ``$context.allergen``: a new one is walked again
+    matched = decide(made, clock, symptom="rash", allergen="allergen:penicillin")
+    assert [c.rule_id for c in matched.candidates] == ["t.allergic_rash"]
+    assert near(matched) == ["t.young_fever"]
+    fresh(made, matched)  # (its replay walks too)
+    walked = len(walks)
+    other = decide(made, clock, symptom="rash", allergen="allergen:peanut")
+    assert walks[walked:] == ["t.allergic_rash"]
+    assert near(other) == ["t.young_fever", "t.allergic_rash"]
+    fresh(made, other)
+    # the same context again, in another session and turn: served, and the same
+    walked = len(walks)
+    clock.advance(timedelta(minutes=3))
+    again = made.decide("u", "health", {"symptom": "rash", "allergen": "allergen:peanut"},
+                        decision="t", session_id="s1", turn="t1")  # fmt: skip
+    assert len(walks) == walked
+    assert again.explanation.why_not == other.explanation.why_not
+    fresh(made, again)
+
+
+def test_no_near_miss_is_kept_of_an_erased_user(engine: tuple[Engine, FrozenClock]) -> None:
+    made, clock = engine
+    decide(made, clock)
+    decide(made, clock, symptom="rash", allergen="allergen:latex")
+    reuse = made.intent.rules.evaluator.reuse
+    assert any(key[0] in ("close", "walk") for key in reuse._entries)
+    made.erase("u")
+    gc.collect()
+    assert not [key for key in reuse._entries if key[0] in ("close", "walk")]
