@@ -269,10 +269,12 @@ class Evaluator:
         candidates = pool(cond, inp, by_key)
         failure = failure_text(cond, inp, candidates)
         # the node shows the rule, how far it got, the failure and the context it reads; the
-        # entry lives as long as the facts the failure was worked out from
+        # entry lives as long as the facts the failure was worked out from, and one worked
+        # out from none (a context test) is not kept: it would hold the request's context
+        # values (a symptom, say) past the user's erasure, bound to no memory of theirs
         key = ("why_not", id(rule), index, check.holding, failure, _shown_context(cond, ctx))
         held = (rule, *(item.fact for item in candidates if item.fact is not None))
-        found = self.reuse.get(key, held)
+        found = self.reuse.get(key, held) if len(held) > 1 else None
         if found is not None:
             return found  # type: ignore[no-any-return]
         text = plan.text(rule, cond) if plan is not None else None
@@ -286,7 +288,8 @@ class Evaluator:
             total=len(rule.conditions),
             failing=condition_node(cond, False, None, ctx, failure, text=text),
         )
-        self.reuse.put(key, held, node)
+        if len(held) > 1:
+            self.reuse.put(key, held, node)
         return node
 
 

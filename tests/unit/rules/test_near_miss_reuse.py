@@ -210,3 +210,20 @@ def test_no_near_miss_is_kept_of_an_erased_user(engine: tuple[Engine, FrozenCloc
     made.erase("u")
     gc.collect()
     assert not [key for key in reuse._entries if key[0] in ("close", "walk")]
+
+
+def test_no_explanation_node_keeps_an_erased_users_request_context(
+    engine: tuple[Engine, FrozenClock],
+) -> None:
+    """A near miss that failed on a context test shows the request's context ("symptom is
+    rash"): worked out from no fact, it is not kept, so nothing of it outlives the erasure."""
+    made, clock = engine
+    first = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert any("rash" in repr(node.failing) for node in first.explanation.why_not)
+    again = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert again.explanation.why_not == first.explanation.why_not
+    made.erase("u")
+    gc.collect()
+    reuse = made.intent.rules.evaluator.reuse
+    left = [entry for entry in reuse._entries.items() if "rash" in repr(entry)]
+    assert left == []
