@@ -318,6 +318,8 @@ def _fired_key(
         else:
             return None, ()
         parts.append(_shown_context(cond, ctx))
+    if len(held) == 1:
+        return None, ()  # shown from the context alone: kept, it would outlive an erasure
     return tuple(parts), tuple(held)
 
 

@@ -54,16 +54,28 @@ rules:
     reason_code: ALLERGY
     explain: allergic
 """
+CONTEXT_ONLY = """\
+  - id: t.rash_reported
+    when:
+      - context: {symptom: rash}
+    then: {action: advise_home_monitoring}
+    reason_code: RASH
+    explain: "{symptom} reported"
+"""
 
 
 @pytest.fixture
 def engine(tmp_path: Path) -> tuple[Engine, FrozenClock]:
+    return made_with(tmp_path, RULES)
+
+
+def made_with(tmp_path: Path, rules: str) -> tuple[Engine, FrozenClock]:
     for name in ("schemas", "ontology"):
         shutil.copytree(builtin("examples") / name, tmp_path / name)
     health = tmp_path / "rules" / "health"
     health.mkdir(parents=True)
     shutil.copy(builtin("examples") / "rules" / "health" / "domain.yaml", health)
-    (health / "t.yaml").write_text(RULES)
+    (health / "t.yaml").write_text(rules)
     clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
     made = Engine(clock=clock, config=EngineConfig(roots=(tmp_path,), shacl=False))
     write(made, clock, "child.age", 4)
@@ -212,14 +224,14 @@ def test_no_near_miss_is_kept_of_an_erased_user(engine: tuple[Engine, FrozenCloc
     assert not [key for key in reuse._entries if key[0] in ("close", "walk")]
 
 
-def test_no_explanation_node_keeps_an_erased_users_request_context(
-    engine: tuple[Engine, FrozenClock],
-) -> None:
-    """A near miss that failed on a context test shows the request's context ("symptom is
-    rash"): worked out from no fact, it is not kept, so nothing of it outlives the erasure."""
-    made, clock = engine
+def test_no_explanation_node_keeps_an_erased_users_request_context(tmp_path: Path) -> None:
+    """A near miss that failed on a context test, or a rule that fired on the context alone,
+    shows the request's context ("symptom is rash", "rash reported"): worked out from no
+    fact, it is not kept, so nothing of it outlives the erasure."""
+    made, clock = made_with(tmp_path, RULES + CONTEXT_ONLY)
     first = decide(made, clock, symptom="rash", allergen="allergen:latex")
     assert any("rash" in repr(node.failing) for node in first.explanation.why_not)
+    assert "rash reported" in repr(first.explanation)
     again = decide(made, clock, symptom="rash", allergen="allergen:latex")
     assert again.explanation.why_not == first.explanation.why_not
     made.erase("u")
