@@ -9,16 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
 from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Scope, SupersedeReason
-from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
-_REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
+REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
 """Why a superseded claim is still listed by a read while what replaced it holds."""
 COUNTED = (FactStatus.ACTIVE, FactStatus.FROZEN)
 """Statuses of the claims that count as evidence (pending ones are listed, not counted)."""
@@ -123,7 +121,7 @@ def build_claims(
 
 
 def may_take_part(facts: Sequence[Fact]) -> list[Fact]:
-    """The facts of one key a read can list (``taking_part``), in their order: those that
+    """The facts of one key a read can list (``lineup.Lineup``), in their order: those that
     hold, and those superseded by an explicit change or a correction that holds. The rest of
     the key's history (restated, outdated, retracted, expired claims) is never weighed.
     """
@@ -134,42 +132,7 @@ def may_take_part(facts: Sequence[Fact]) -> list[Fact]:
         if f.id in holding
         or (
             f.status is FactStatus.SUPERSEDED
-            and f.supersede_reason in _REPLACED
+            and f.supersede_reason in REPLACED
             and f.superseded_by in holding
         )
     ]
-
-
-class Taking(NamedTuple):
-    """The claims of one key slot, sorted by the part they play in a read."""
-
-    live: list[Claim]
-    """Active: they compete."""
-    pending: list[Claim]
-    """Awaiting the user's confirmation: listed, not counted."""
-    replaced: list[Claim]
-    """Superseded by an explicit change or a correction that is itself live: listed."""
-
-
-def taking_part(
-    claims: Sequence[Claim], spec: KeySpec, user_id: str, want: Mapping[str, str], now: datetime
-) -> Taking:
-    """The claims of this user, key and context slot; expired and retracted ones take no part."""
-    taking = Taking([], [], [])
-    for claim in claims:
-        f = claim.fact
-        if (f.user_id, f.domain, f.key) != (user_id, spec.domain, spec.key):
-            continue
-        if slot(f.context, spec.context) != want:
-            continue
-        if f.valid_until is not None and f.valid_until <= now:
-            continue
-        if f.status is FactStatus.PENDING_CONFIRMATION:
-            taking.pending.append(claim)
-        elif f.status in COUNTED:
-            taking.live.append(claim)
-        elif f.status is FactStatus.SUPERSEDED and f.supersede_reason in _REPLACED:
-            taking.replaced.append(claim)
-    live = {c.fact.id for c in taking.live}
-    taking.replaced[:] = [c for c in taking.replaced if c.fact.superseded_by in live]
-    return taking

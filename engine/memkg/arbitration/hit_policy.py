@@ -29,6 +29,7 @@ Every matched rule ends up selected or suppressed, and every suppression names w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from memkg.model.decision import Arbitration, Candidate, HitPolicy, Output, Suppression, Urgency
@@ -54,10 +55,10 @@ def arbitrate(
     if policy.kind == "first":
         winner = ordered[0]
         lost = tuple(
-            Suppression(
-                rule_id=c.rule_id,
-                by=(winner.rule_id,),
-                reason=f"{winner.rule_id} comes earlier in the file and matched first",
+            _suppressed(
+                c.rule_id,
+                winner.rule_id,
+                f"{winner.rule_id} comes earlier in the file and matched first",
             )
             for c in ordered[1:]
         )
@@ -87,11 +88,18 @@ def _priority(
             reason = f"same action as {winner.rule_id}, which comes earlier in the file"
         else:
             reason = f"{c.output.action} ranks below {winner.output.action} in the priority list"
-        lost.append(Suppression(rule_id=c.rule_id, by=(winner.rule_id,), reason=reason))
+        lost.append(_suppressed(c.rule_id, winner.rule_id, reason))
     record = Arbitration(
         policy=policy, matched=matched, selected=(winner.rule_id,), suppressed=tuple(lost)
     )
     return record, winner.output
+
+
+@lru_cache(maxsize=4096)
+def _suppressed(rule_id: str, by: str, reason: str) -> Suppression:
+    """A loser's record: a table's decisions mostly suppress the same rules for the same
+    reason, so the frozen record is built once and shared."""
+    return Suppression(rule_id=rule_id, by=(by,), reason=reason)
 
 
 def _collect(

@@ -8,18 +8,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from memkg.arbitration.claims import (
     COUNTED,
     SignalLookup,
-    build_claims,
     current_turn,
     may_take_part,
     slot,
     tier_of,
 )
 from memkg.arbitration.defaults import RoleDefaults
-from memkg.arbitration.memory_arbiter import resolve
+from memkg.arbitration.lineup import Entrant, Lineup
 from memkg.arbitration.policy import Policy, PolicyFile
 from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import Outcome, Resolution
@@ -27,7 +27,10 @@ from memkg.arbitration.review import Review, ReviewStatus, latest_review
 from memkg.arbitration.support import side
 from memkg.model.fact import Fact
 from memkg.model.keyspec import KeySpec
-from memkg.model.weight import Signal, WeightParams
+from memkg.model.weight import Signal, WeightParams, credibility_of
+
+_LINEUPS_KEPT = 256
+"""Slots lined up per state of one key (``KeyFacts.lineups``), at most."""
 
 
 @dataclass(frozen=True)
@@ -96,31 +99,45 @@ class MemoryReader:
         context: Mapping[str, str] | None = None,
         language: str | None = None,
     ) -> Resolution:
-        """``resolve_key`` over the key's facts as ``KeyFacts`` holds them (``spec``'s key)."""
+        """``resolve_key`` over the key's facts as ``KeyFacts`` holds them (``spec``'s key).
+
+        When ``key`` holds the claims' signals (read from the same state of the user's graph),
+        the slot's ``Lineup`` (all of the policy that does not move with time) is kept in
+        ``key`` for this reader, declaration, session, turn, context slot, language and
+        review, so a read at another time only weighs the claims and settles the outcome.
+        """
         want = key.slot_read(context, spec)
+        review = latest_review(reviews, spec.domain, spec.key, want)
+        read = (user_id, session_id, turn, tuple(want.items()), language)
+        kept = key.lineups.get(read) if key.signals is not None else None
+        if kept is not None and kept[0] is self and kept[1] is spec and kept[2] == review:
+            return kept[3].resolve(now)
         policy, params = self._domain(spec.domain)
-        claims = build_claims(
-            key.taking,
-            now=now,
-            params=params,
-            signals=signals,
-            session_id=session_id,
-            turn=turn,
-            turn_ids=current_turn(key.facts, session_id, turn),
-        )
-        return resolve(
-            claims,
+        turn_ids = current_turn(key.facts, session_id, turn)
+        entrants = []
+        for fact in key.taking:
+            tier = tier_of(fact, session_id, turn_ids)
+            if tier is None:
+                continue
+            credibility_of(params, fact.source.value)  # an undeclared source fails every read
+            entrants.append(Entrant(fact, tier, signals=tuple(signals(fact)), params=params))
+        lineup = Lineup(
+            entrants,
             policy,
-            now,
             spec,
             user_id=user_id,
             context=want,
             default=None if want else self.defaults.get(spec.domain, spec.key),
-            review=latest_review(reviews, spec.domain, spec.key, want),
+            review=review,
             questions=self.questions,
             language=language,
             labels=self.labels,
         )
+        if key.signals is not None:
+            if len(key.lineups) >= _LINEUPS_KEPT:
+                key.lineups.clear()  # many sessions or turns read one state: start over
+            key.lineups[read] = (self, spec, review, lineup)
+        return lineup.resolve(now)
 
     def freezes(
         self,
@@ -218,6 +235,11 @@ class KeyFacts:
     signals: Mapping[str, Sequence[Signal]] | None = None
     """Per fact id of ``taking``, the signals its claim is weighed with, when they were read
     with the facts (from the same state of the user's graph)."""
+    lineups: dict[tuple[Any, ...], tuple[MemoryReader, KeySpec, Review | None, Lineup]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Slots lined up by ``MemoryReader.resolve_read``, by reader, declaration and read: kept
+    only when ``signals`` is (the claims are then weighed with what the state holds)."""
 
     @classmethod
     def of(

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from memkg.arbitration.claims import Claim
+from typing import TYPE_CHECKING
+
 from memkg.arbitration.resolution import ClaimScore, StaleFlag, Standing
+from memkg.model.fact import Fact
+from memkg.model.weight import Weight
+
+if TYPE_CHECKING:
+    from memkg.arbitration.lineup import Entrant
 
 _ORDER = {Standing.WON: 0, Standing.CONTESTED: 1, Standing.LOST: 2, Standing.PENDING: 3}
 
@@ -14,30 +20,35 @@ class ScoreSheet:
     def __init__(self) -> None:
         self._lines: dict[str, ClaimScore] = {}
 
-    def put(self, claim: Claim, standing: Standing, reason: str, by: str | None = None) -> None:
-        f = claim.fact
+    def line(
+        self,
+        entrant: Entrant,
+        weight: Weight,
+        standing: Standing,
+        reason: str,
+        by: str | None = None,
+    ) -> None:
+        """``entrant``'s line, weighed ``weight`` at the time resolved."""
+        f = entrant.fact
         self._lines[f.id] = ClaimScore(
             fact_id=f.id,
             value=f.value,
             source=f.source,
             kind=f.kind,
             scope=f.scope,
-            tier=claim.tier,
+            tier=entrant.tier,
             session_id=f.session_id,
             context=dict(f.context),
             confidence=f.confidence,
             observed_at=f.observed_at,
             status=f.status,
             change=f.change,
-            score=round(claim.score, 4),
-            weight=claim.weight,
+            score=round(weight.value, 4),
+            weight=weight,
             standing=standing,
             reason=reason,
             beaten_by=by,
         )
-
-    def with_standing(self, standing: Standing) -> list[ClaimScore]:
-        return [line for line in self._lines.values() if line.standing is standing]
 
     def lines(self) -> tuple[ClaimScore, ...]:
         """Winners first, then contested, lost and pending; strongest first within each."""
@@ -46,6 +57,5 @@ class ScoreSheet:
         )
 
 
-def stale_flag(claim: Claim, why: str, detail: str) -> StaleFlag:
-    f = claim.fact
-    return StaleFlag(fact_id=f.id, source=f.source, value=f.value, why=why, detail=detail)
+def stale_flag(fact: Fact, why: str, detail: str) -> StaleFlag:
+    return StaleFlag(fact_id=fact.id, source=fact.source, value=fact.value, why=why, detail=detail)

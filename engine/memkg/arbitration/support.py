@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +44,7 @@ def is_none(value: Any) -> bool:
 
 
 def side(value: Any, multi: bool) -> str:
-    """The answer a value backs in a conflict (``rank_sides``): its canonical text, or for a
+    """The answer a value backs in a conflict (``lineup``): its canonical text, or for a
     multi-valued key "none" or "some".
 
     >>> side("x", False), side([], True), side(["a"], True)
@@ -56,67 +55,9 @@ def side(value: Any, multi: bool) -> str:
     return NONE if is_none(value) else "some"
 
 
-def _ranked(text: str, value: Any, members: Sequence[Claim]) -> Ranked:
-    scores = sorted(c.score for c in members)  # summed in one order: arrival-independent
-    return Ranked(
-        canon=text,
-        value=value,
-        support=sum(scores),
-        claims=tuple(sorted(c.fact.id for c in members)),
-        best=scores[-1],
-        newest=max(c.fact.observed_at.timestamp() for c in members),
-    )
-
-
-def _order(r: Ranked) -> tuple[float, float, float, str]:
+def by_support(r: Ranked) -> tuple[float, float, float, str]:
+    """Best supported first; then the strongest single claim, the newest, the value's text."""
     return (-round(r.support, 9), -round(r.best, 9), -r.newest, r.canon)
-
-
-def rank_values(claims: Sequence[Claim], multi: bool) -> list[Ranked]:
-    """Values by support, best first; ties go to the strongest single claim, then the newest
-    claim, then the value's canonical text (never to arrival order).
-
-    For a multi-valued key each item is ranked on its own, and the claims saying "none" (an
-    empty list) form one more entry whose value is the empty list.
-    """
-    groups: dict[str, tuple[Any, list[Claim]]] = {}
-    for claim in claims:
-        value = claim.fact.value
-        if multi and is_none(value):
-            groups.setdefault("\x00none", ([], []))[1].append(claim)
-            continue
-        items = (value if isinstance(value, list) else [value]) if multi else [value]
-        for item in items:
-            groups.setdefault(canon(item), (item, []))[1].append(claim)
-    ranked = [
-        _ranked(NONE if text == "\x00none" else text, value, members)
-        for text, (value, members) in groups.items()
-    ]
-    return sorted(ranked, key=_order)
-
-
-def rank_sides(
-    claims: Sequence[Claim], multi: bool, values: list[Ranked] | None = None
-) -> list[Ranked]:
-    """The competing answers, best first: each value of a single-valued key; for a
-    multi-valued key "some" (the union of the asserted items, each claim counted once)
-    against "none" (the claims of an empty list), which is where a multi-valued key can
-    conflict at all. ``values``: ``rank_values(claims, multi)`` when the caller has it
-    (for a single-valued key, the sides are the values, ranked once)."""
-    if not multi:
-        return rank_values(claims, multi) if values is None else values
-    none = [c for c in claims if is_none(c.fact.value)]
-    some = [c for c in claims if not is_none(c.fact.value)]
-    sides = [_ranked(NONE, [], none)] if none else []
-    if some:
-        items = {canon(i): i for c in some for i in _items(c.fact.value)}
-        union = [items[k] for k in sorted(items)]
-        sides.append(_ranked(canon(union), union, some))
-    return sorted(sides, key=_order)
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
 
 
 def review_claim(review: Review, spec: KeySpec) -> Claim:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import datetime
+from functools import lru_cache
 
 from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.recall import RecallResult
@@ -85,6 +86,13 @@ def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None,
     )  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
+def _binding(ref: str, used: bool, reason: str | None) -> TraceItem:
+    """A rule binding's item: decisions for a user mostly bind the same facts to the same
+    rules, so the frozen item is built once and shared."""
+    return TraceItem(ref=ref, kind="binding", used=used, reason=reason)
+
+
 def decision_trace(trace_id: str, decision: Decision) -> Trace:
     """The memories a decision read: each key's claims as arbitration scored them, what the
     rules bound, and what was left out and why."""
@@ -105,9 +113,8 @@ def decision_trace(trace_id: str, decision: Decision) -> Trace:
                 continue
             used = candidate.rule_id in selected
             why = None if used else suppressed.get(candidate.rule_id, "its rule was not selected")
-            items[binding.ref] = TraceItem(ref=binding.ref, kind="binding", used=used,
-                                           reason=_reason(f"rule {candidate.rule_id}: {why}"
-                                                          if why else None))  # fmt: skip
+            items[binding.ref] = _binding(binding.ref, used, _reason(
+                f"rule {candidate.rule_id}: {why}" if why else None))  # fmt: skip
     for left in decision.left_out:
         detail = f": {left.detail}" if left.detail else ""
         items.setdefault(left.ref, TraceItem(ref=left.ref, kind=left.kind, key=left.key,

@@ -75,6 +75,12 @@ _MAY_NEED_FRACTION = re.compile(r"\d[eE]|\d{19}")
 """What any number ``_NEEDS_FRACTION`` rewrites holds; text without it has nothing to rewrite."""
 
 
+_DURABLE_OPTIONS = {"ensure_ascii": False}
+"""What ``durable.engine`` passes with every ruleset, message and state it sends."""
+_DURABLE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps`` builds an encoder per call when given options; this one is built once."""
+
+
 def durable_json(value: Any, **options: Any) -> str:
     """``json.dumps`` for durable-rules' C reader: ``1e-05`` is written ``1.0e-05``, and an
     integer beyond 64 bits as a float (``100000000000000000000.0``).
@@ -83,7 +89,10 @@ def durable_json(value: Any, **options: Any) -> str:
     says so, and only text that has one (in a number or a string) goes through the rewrite,
     whose callback runs once per string of the text.
     """
-    text = json.dumps(value, **options)
+    if options == _DURABLE_OPTIONS:
+        text = _DURABLE_ENCODER.encode(value)  # what json.dumps builds for them, kept
+    else:
+        text = json.dumps(value, **options)
     if _MAY_NEED_FRACTION.search(text) is None:
         return text
     return _NEEDS_FRACTION.sub(_with_fraction, text)

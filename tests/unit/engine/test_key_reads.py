@@ -1,6 +1,7 @@
 """What a decision reads of each key is worked out once per state of the user's graph: a
-second decision for an unchanged user reads no key's history again, and at the same time,
-session, turn and context resolves no key slot again. Counted, never timed."""
+second decision for an unchanged user reads no key's history again, at the same time,
+session, turn and context resolves no key slot again, and at a later time lines no slot's
+claims up again (it only weighs them). Counted, never timed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 
 from memkg import Engine, FrozenClock
+from memkg.arbitration import reader
+from memkg.arbitration.lineup import Lineup
 from memkg.arbitration.reader import MemoryReader
 from memkg.model.decision import Decision
 
@@ -161,3 +164,50 @@ def test_a_signal_is_weighed_by_the_next_read(engine: Engine, clock: FrozenClock
     [rejected] = engine.resolve("u1", "travel", "airline.preferred").claims
     assert "rejection" in [f.name for f in rejected.weight.factors]
     assert rejected.score < mentioned.score
+
+
+class _Lineups:
+    """Key slots lined up (the policy's time-independent part, ``Lineup``), counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        outer = self
+
+        class Counted(Lineup):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                outer.count += 1
+                super().__init__(*args, **kwargs)
+
+        monkeypatch.setattr(reader, "Lineup", Counted)
+
+    def during(self, call: Callable[[], Any]) -> int:
+        before = self.count
+        call()
+        return self.count - before
+
+
+def test_a_later_decision_weighs_claims_again_but_lines_no_slot_up_again(
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _history(engine, clock, 6)
+    lineups, resolutions = _Lineups(monkeypatch), _Resolutions(monkeypatch)
+    made: list[Decision] = []
+    assert lineups.during(lambda: made.append(_offers(engine))) >= 2
+    assert lineups.during(lambda: made.append(_offers(engine, session_id="s1"))) >= 2
+
+    for step in (timedelta(seconds=1), timedelta(days=3), timedelta(days=400)):
+        clock.advance(step)
+        for scope in ({}, {"session_id": "s1"}):
+            lined_up = lineups.count
+            weighed = resolutions.during(lambda s=scope: made.append(_offers(engine, **s)))
+            assert weighed >= 2  # every slot read is weighed at the new time...
+            assert lineups.count == lined_up, (step, scope)  # ...none lined up again
+            assert made[-1].decided_at == clock.now()
+    assert lineups.during(lambda: made.append(_offers(engine, session_id="s2"))) >= 2
+
+    _seat(engine, "window", source="behavior")  # a write: every slot is lined up again
+    assert lineups.during(lambda: made.append(_offers(engine))) >= 2
+    clock.advance(timedelta(seconds=1))
+    assert lineups.during(lambda: made.append(_offers(engine))) == 0
+    for decision in made:
+        assert engine.replay(decision.decision_id).reproduced

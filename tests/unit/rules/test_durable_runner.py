@@ -127,6 +127,14 @@ def test_durable_json_adds_a_fraction_to_numbers_only() -> None:
     assert "[1.0e-05, 1.5e-07, 1.0e+16, -2.0e-300, 7, 0.5]" in text
 
 
+def test_durable_json_with_durable_rules_options_writes_what_json_dumps_writes() -> None:
+    """The options durable-rules passes take a kept encoder; the text is ``json.dumps``'."""
+    for value in ({"é": [1e-05, 10**20, None, True, float("inf")], "b": {"c": "ü"}}, "ü", 3):
+        kept = durable_json(value, ensure_ascii=False)
+        assert kept == durable_json(value, ensure_ascii=False, sort_keys=False)  # json.dumps
+        assert json.loads(kept) == json.loads(json.dumps(value, ensure_ascii=False))
+
+
 JOIN_DOMAIN = "actions:\n  go: {description: go}\ncontext:\n  price: {type: number}\n"
 JOIN_TABLE = """\
 hit_policy: first
