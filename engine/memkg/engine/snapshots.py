@@ -21,6 +21,7 @@ so writing costs a bounded share of the writes and the tail a load folds stays s
 from __future__ import annotations
 
 import hashlib
+import weakref
 from typing import Any
 
 import orjson
@@ -55,8 +56,9 @@ class Snapshots:
 
     def __init__(self, store: SnapshotStore, rows: RowStream, review_types: tuple[str, ...]):
         self._store, self._rows, self._review_types = store, rows, review_types
-        self._since: dict[str, int] = {}
-        """user → events folded into the resident graph since it was loaded or kept."""
+        self._since: weakref.WeakKeyDictionary[UserGraph, int] = weakref.WeakKeyDictionary()
+        """Per graph (while it lives), the events written and folded into it since it was
+        loaded or last kept."""
 
     @classmethod
     def of(cls, store: object, review_types: tuple[str, ...]) -> Snapshots | None:
@@ -69,7 +71,6 @@ class Snapshots:
         """Put the user's snapshot into ``graph`` (new): the version it holds and the review
         rows it keeps; ``None`` (``graph`` maybe half filled: drop it) when there is no
         snapshot or it does not check."""
-        self._since.pop(user_id, None)
         found = self._store.read_snapshot(user_id, FORMAT)
         if found is None:
             return None
@@ -90,11 +91,11 @@ class Snapshots:
         """``events`` were just folded into ``graph`` (resident, read at the store's purge
         count ``purges``): keep a snapshot once enough were since the last."""
         user_id = graph.user_id
-        since = self._since.get(user_id, 0) + events
+        since = self._since.get(graph, 0) + events
         if since < max(EVERY, graph.version // 8):
-            self._since[user_id] = since
+            self._since[graph] = since
             return
-        self._since.pop(user_id, None)
+        self._since[graph] = 0
         try:
             state = {"memory": memory_state(_memory(graph)), "graph": graph_state(graph),
                      "reviews": self._rows.read_rows(user_id, up_to_version=graph.version,
