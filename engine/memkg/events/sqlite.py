@@ -42,7 +42,11 @@ from memkg.events.store import AppendResult, Companion, ErasureCounts, check_com
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import compact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The newest file schema this release reads. 2: the file holds snapshots. A file starts at 1
+(what releases before snapshots read too) and is marked 2 when its first snapshot is written,
+so a release that would erase a user but not their snapshot refuses to open it."""
+_FIRST_SCHEMA = 1
 _OPERATIONAL = frozenset({"store.locked", "store.io", "store.full", "store.unavailable"})
 """Failures of the disk or of another process: the file is fine, the message says so."""
 _BATCH = 5_000
@@ -98,6 +102,10 @@ _WRITE_SNAPSHOT = (
 )
 """A snapshot is stored only at an event the stream still holds, and only while no purge or
 erasure happened since the state it holds was read (another process's purge wins)."""
+_SNAPSHOTS_KEPT = (
+    "UPDATE meta SET value = ? WHERE key = 'schema_version' AND CAST(value AS INTEGER) < ?"
+)
+"""The file holds snapshots: releases before them (which erase without them) refuse it."""
 
 
 class SqliteEventStore:
@@ -146,7 +154,7 @@ class SqliteEventStore:
                     db.execute(statement)
                 db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
-                    (str(SCHEMA_VERSION), os.urandom(32).hex()),
+                    (str(_FIRST_SCHEMA), os.urandom(32).hex()),
                 )
                 return dict(db.execute("SELECT key, value FROM meta").fetchall())
         except StoreError as exc:
@@ -257,6 +265,7 @@ class SqliteEventStore:
         Stored only if that still holds; ``False`` when it was not stored."""
         row = (user_id, version, seq, purges, format_, body, purges, user_id, version, seq)
         with self._write() as db:
+            db.execute(_SNAPSHOTS_KEPT, (str(SCHEMA_VERSION), SCHEMA_VERSION))
             return bool(db.execute(_WRITE_SNAPSHOT, row).rowcount)
 
     def row_event(self, row: StoredRow) -> Event:

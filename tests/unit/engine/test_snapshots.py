@@ -20,6 +20,8 @@ from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import snapshots
 from memkg.engine.snapshots import EVERY, FORMAT, Snapshots
+from memkg.errors import StoreError
+from memkg.events import sqlite as sqlite_store
 from memkg.events.memory import MemoryEventStore
 from memkg.events.snapshot import memory_state, restore_memory
 from memkg.events.sqlite import SqliteEventStore
@@ -236,3 +238,17 @@ def test_a_snapshot_stored_as_text_is_not_read(tmp_path: Path) -> None:
     store = SqliteEventStore(path)
     assert store.read_snapshot("mei", FORMAT) is None
     store.close()
+
+
+def test_a_file_that_holds_snapshots_is_refused_by_a_release_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older release would erase a user and leave their snapshot: it may not open the file."""
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    db.close()
+    assert version == str(sqlite_store.SCHEMA_VERSION) == "2"
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
+    with pytest.raises(StoreError, match="upgrade memkg"):
+        SqliteEventStore(path)
