@@ -28,8 +28,8 @@ import orjson
 
 from memkg.errors import StoreError
 from memkg.events.projection import UserMemory
-from memkg.events.snapshot import memory_state, restore_memory
-from memkg.events.store import RowStream, SnapshotStore, snapshot_store
+from memkg.events.snapshot import memory_state, provenance_json, restore_memory
+from memkg.events.store import RowStream, SnapshotStore, row_stream, snapshot_store
 from memkg.graph.projection import UserGraph
 from memkg.graph.signals import SignalRecord
 from memkg.graph.snapshot import graph_state, restore_graph
@@ -62,10 +62,11 @@ class Snapshots:
 
     @classmethod
     def of(cls, store: object, review_types: tuple[str, ...]) -> Snapshots | None:
-        found, rows = snapshot_store(store), store
-        if found is None or not callable(getattr(rows, "read_rows", None)):
+        """The store's snapshots, when it keeps them and hands its rows over, else ``None``."""
+        found, rows = snapshot_store(store), row_stream(store)
+        if found is None or rows is None:
             return None
-        return cls(found, rows, review_types)  # type: ignore[arg-type]
+        return cls(found, rows, review_types)
 
     def restore(self, user_id: str, graph: UserGraph) -> tuple[int, list[StoredRow]] | None:
         """Put the user's snapshot into ``graph`` (new): the version it holds and the review
@@ -118,7 +119,7 @@ def _memory(graph: UserGraph) -> UserMemory:
 
 def encode(state: dict[str, Any]) -> bytes:
     """A snapshot's body: ``state`` as JSON, after its digest."""
-    body = orjson.dumps(state)
+    body = orjson.dumps(state, default=provenance_json)
     return hashlib.blake2b(body, digest_size=_DIGEST).digest() + body
 
 

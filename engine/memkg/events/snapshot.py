@@ -6,11 +6,12 @@ field by field (values and fields sets) to the fold it was taken from.
 
 Facts are kept as a table: a user's facts repeat most of their fields (their user, domain
 and key, kind, source, times, provenance, status), so each field but the few that differ
-per fact keeps its distinct values once, as the fact's JSON dump holds them, and each fact
-keeps their positions. Reading back converts each distinct value once, by the rules the fold
-reads a stored fact with (``events.stored.field_readers``), then builds each fact from its
-positions, as the fold builds facts (shared keys and fields sets). The facts' own values and
-contexts (which can be lists and dicts) are kept per fact, so no two facts share one.
+per fact keeps its distinct values once, written as the fact's JSON dump writes them, and
+each fact keeps their positions. Reading back converts each distinct value once, by the
+rules the fold reads a stored fact with (``events.stored.field_readers``), then builds each
+fact from its positions, as the fold builds facts (shared keys and fields sets). The facts'
+own values and contexts (which can be lists and dicts) are kept per fact, so no two facts
+share one.
 A state that is not what this module writes raises (``KeyError``, ``TypeError``,
 ``ValueError``, ``IndexError``): the caller folds the log instead.
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from memkg.events.projection import UserMemory, event_type_texts
 from memkg.events.stored import FACTS, field_readers
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, Provenance
 
 _OWN = ("id", "seq", "value", "confidence", "context")
 """Fields kept per fact (they differ from fact to fact, or hold lists and dicts)."""
@@ -32,7 +33,8 @@ _READERS = field_readers()
 
 
 def memory_state(memory: UserMemory) -> dict[str, Any]:
-    """Everything the fold of the user's plain stream left in ``memory``, as plain data."""
+    """Everything the fold of the user's plain stream left in ``memory``, as data ``orjson``
+    writes (``provenance_json`` for the provenances)."""
     if not memory.plain or memory.memory_off is not None or memory.merged_ids:
         raise ValueError("only the memory of a plain stream is kept as a snapshot")
     tables: list[dict[Any, int]] = [{} for _ in _SHARED]
@@ -40,19 +42,20 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
     sets: dict[frozenset[str], int] = {}
     facts = []
     for fact in memory.facts.values():
-        dumped = _dump(fact)
+        held = fact.__dict__
         shared = []
         for table, found, name in zip(tables, values, _SHARED, strict=True):
-            value = dumped[name]
-            key = (type(value), value) if not isinstance(value, dict) else tuple(value.items())
+            value = held[name]
+            # text by its value; anything else by identity (equal times of other zones,
+            # equal provenances that set other fields, are not the same value)
+            key = value if type(value) is str else id(value)
             at = table.get(key)
             if at is None:
                 at = table[key] = len(found)
                 found.append(value)
             shared.append(at)
-        names = frozenset(fact.model_fields_set)
-        index = sets.setdefault(names, len(sets))
-        facts.append([index, *(dumped[name] for name in _OWN), *shared])
+        index = sets.setdefault(frozenset(fact.model_fields_set), len(sets))
+        facts.append([index, *(held[name] for name in _OWN), *shared])
     return {
         "user": memory.user_id,
         "version": memory.version,
@@ -67,12 +70,12 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
     }
 
 
-def _dump(fact: Fact) -> dict[str, Any]:
-    """The fact's fields as its JSON dump holds them, its provenance with the fields it set
-    (what reading it back gives again, fields set included)."""
-    dumped = fact.model_dump(mode="json")
-    dumped["provenance"] = fact.provenance.model_dump(mode="json", exclude_unset=True)
-    return dumped
+def provenance_json(value: Any) -> Any:
+    """A provenance as its JSON dump of the fields it set (``orjson``'s ``default``): what
+    reading it back gives again, fields set included."""
+    if isinstance(value, Provenance):
+        return value.model_dump(mode="json", exclude_unset=True)
+    raise TypeError(f"{type(value).__name__} is not kept in a snapshot")
 
 
 def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
@@ -81,7 +84,7 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
         raise ValueError("a snapshot restores a new memory of its own user")
     if state["fields"] != [list(_OWN), list(_SHARED)]:
         raise ValueError("the snapshot's facts have other fields")
-    tables = [[_READERS.get(name, _kept)(value) for value in found]
+    tables = [found if (read := _READERS.get(name)) is None else [read(v) for v in found]
               for name, found in zip(_SHARED, state["tables"], strict=True)]  # fmt: skip
     user = tables[_SHARED.index("user_id")]
     if any(found != memory.user_id for found in user):
@@ -108,10 +111,6 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
     memory._live = {(_text(d), _text(k)): dict.fromkeys(ids.get(i, i) for i in found)
                     for d, k, found in state["live"]}  # fmt: skip
     memory.version, memory.seq = int(state["version"]), int(state["seq"])
-
-
-def _kept(value: Any) -> Any:
-    return value
 
 
 def _text(value: Any) -> str:

@@ -144,26 +144,34 @@ def test_a_user_written_past_every_events_loads_from_a_snapshot_and_the_rows_aft
     assert from_snapshot[-1] is True
 
 
-def test_a_snapshot_keeps_what_each_fact_set_its_provenance_included(tmp_path: Path) -> None:
-    """A fact stored with an empty provenance keeps it empty (no field set), not filled in."""
-    path = tmp_path / "m.db"
-    store = SqliteEventStore(path)
-    fact = {"id": "fact_1", "user_id": "mei", "domain": "travel", "key": "seat.preference",
-            "value": "window", "kind": "preference", "source": "profile", "confidence": 1,
-            "scope": "global", "observed_at": NIGHT.isoformat(),
-            "recorded_at": NIGHT.isoformat(), "provenance": {}, "sensitivity": "public",
-            "status": "active", "schema_version": 1}  # fmt: skip
-    store.append("mei", [NewEvent(event_id="evt_1", type=EventType.FACT_ASSERTED, user_id="mei",
-                                  domain="travel", payload={"fact": fact}, recorded_at=NIGHT,
-                                  fact_id="fact_1")])  # fmt: skip
+def test_a_snapshot_keeps_what_each_fact_set_and_each_time_in_its_own_zone(
+    tmp_path: Path,
+) -> None:
+    """A fact stored with an empty provenance keeps it empty (no field set), not filled in;
+    times of one instant in two zones stay in theirs."""
+    store = SqliteEventStore(tmp_path / "m.db")
+    for n, observed in enumerate((NIGHT.isoformat(), "2026-05-01T22:15:00+08:00")):
+        fact = {"id": f"fact_{n}", "user_id": "mei", "domain": "travel",
+                "key": "seat.preference", "value": "window", "kind": "preference",
+                "source": "profile", "confidence": 1, "scope": "global",
+                "observed_at": observed, "recorded_at": NIGHT.isoformat(), "provenance": {},
+                "sensitivity": "public", "status": "active", "schema_version": 1}  # fmt: skip
+        store.append("mei", [NewEvent(event_id=f"evt_{n}", type=EventType.FACT_ASSERTED,
+                                      user_id="mei", domain="travel", payload={"fact": fact},
+                                      recorded_at=NIGHT, fact_id=f"fact_{n}")])  # fmt: skip
     with Engine(store, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
         folded = engine.memory("mei")
         restored = engine.setup.new_graph("mei").memory
         restore_memory(restored, snapshots.decode(snapshots.encode(memory_state(folded))))
-        (before,), (after,) = folded.facts.values(), restored.facts.values()
-        assert after.__dict__ == before.__dict__
-        assert after.model_fields_set == before.model_fields_set
-        assert after.provenance.model_fields_set == before.provenance.model_fields_set == set()
+        pairs = list(zip(folded.facts.values(), restored.facts.values(), strict=True))
+        assert len(pairs) == 2
+        for before, after in pairs:
+            assert after.__dict__ == before.__dict__
+            assert after.model_fields_set == before.model_fields_set
+            assert after.provenance.model_fields_set == before.provenance.model_fields_set
+            assert after.observed_at.isoformat() == before.observed_at.isoformat()
+        assert pairs[0][1].provenance.model_fields_set == set()
+        assert pairs[1][1].observed_at.isoformat().endswith("+08:00")
 
 
 def test_erasure_leaves_no_snapshot_and_no_byte_of_it(tmp_path: Path) -> None:
