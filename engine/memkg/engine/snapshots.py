@@ -13,9 +13,10 @@ folding the log gives (a property test folds generated streams both ways):
   the event types: a body that does not check, or a snapshot of another format (another
   release's model), is not read; the log is folded, and the next snapshot replaces it.
 
-Snapshots are written on the write path, never by a read: once this process has folded
-``max(EVERY, version // 8)`` of the user's events since it loaded the user or last wrote one,
-so writing costs a bounded share of the writes and the tail a load folds stays short.
+Snapshots are written on the write path, never by a read, for streams of at least
+``LONGEST_UNKEPT`` events: once this process has folded ``max(EVERY, version // 8)`` of the
+user's events since it loaded the user or last wrote one, so writing costs a bounded share of
+the writes and the tail a load folds stays short.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ from memkg.model.fact import Fact, Provenance
 
 EVERY = 64
 """The fewest events folded between two snapshots of one user."""
+LONGEST_UNKEPT = 512
+"""Streams shorter than this are not kept: their rows fold in about a millisecond, less than
+keeping a snapshot of them costs on the write path (measured on 100-fact users)."""
 _DIGEST = 16
 
 
@@ -93,7 +97,7 @@ class Snapshots:
         count ``purges``): keep a snapshot once enough were since the last."""
         user_id = graph.user_id
         since = self._since.get(graph, 0) + events
-        if since < max(EVERY, graph.version // 8):
+        if graph.version < LONGEST_UNKEPT or since < max(EVERY, graph.version // 8):
             self._since[graph] = since
             return
         self._since[graph] = 0

@@ -1,5 +1,5 @@
-"""Snapshots: a user written past ``EVERY`` events has one kept in the SQLite store; a fresh
-engine loads the user from it and the rows after it, and reads, decides and explains exactly
+"""Snapshots: a user written past ``LONGEST_UNKEPT`` events has one kept in the SQLite store; a
+fresh engine loads the user from it and the rows after it, and reads, decides and explains exactly
 as folding the whole stream does. Erasure and purges leave no snapshot holding the user's
 data; a snapshot that does not check, of another format, or older than a purge is not read.
 
@@ -19,7 +19,7 @@ import pytest
 from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import snapshots
-from memkg.engine.snapshots import EVERY, FORMAT, Snapshots
+from memkg.engine.snapshots import EVERY, FORMAT, LONGEST_UNKEPT, Snapshots
 from memkg.errors import StoreError
 from memkg.events import sqlite as sqlite_store
 from memkg.events.memory import MemoryEventStore
@@ -55,7 +55,7 @@ def _history(engine: Engine, restated: int) -> None:
                        "source": source})  # fmt: skip
 
 
-def _store(tmp_path: Path, restated: int = 2 * EVERY) -> Path:
+def _store(tmp_path: Path, restated: int = LONGEST_UNKEPT // 2 + EVERY) -> Path:
     path = tmp_path / "m.db"
     with Engine.open(path, clock=FrozenClock(NIGHT - timedelta(hours=1)), config=CONFIG) as eng:
         _history(eng, restated)
@@ -123,7 +123,7 @@ def _everything(path: Path, name: str) -> list[Any]:
         ]
 
 
-def test_a_user_written_past_every_events_loads_from_a_snapshot_and_the_rows_after_it(
+def test_a_long_stream_loads_from_a_snapshot_and_the_rows_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _store(tmp_path)
@@ -132,7 +132,7 @@ def test_a_user_written_past_every_events_loads_from_a_snapshot_and_the_rows_aft
     store = SqliteEventStore(path)
     events = len(store.read_stream("mei"))
     store.close()
-    assert events > 2 * EVERY
+    assert events > LONGEST_UNKEPT + EVERY
     counted = _Counted(monkeypatch)
     from_snapshot = _everything(path, "a.db")
     assert counted.restored == 1
@@ -191,7 +191,7 @@ def test_a_purge_by_audit_id_drops_the_users_snapshot_and_retires_the_others(
 ) -> None:
     path = _store(tmp_path)
     with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
-        for n in range(EVERY):  # Li gets one too
+        for n in range(LONGEST_UNKEPT // 2 + EVERY):  # Li gets one too
             age = {"domain": "health", "key": "child.age", "value": 2 + n % 2}
             engine.ingest({"user_id": "li", **age, "source": "profile", "provenance": CONSENT})
     assert sorted(user for user, *_ in _kept(path)) == ["li", "mei"]
@@ -260,3 +260,9 @@ def test_a_file_that_holds_snapshots_is_refused_by_a_release_without_them(
     monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
     with pytest.raises(StoreError, match="upgrade memkg"):
         SqliteEventStore(path)
+
+
+def test_a_short_stream_is_not_kept(tmp_path: Path) -> None:
+    """Its rows fold about as fast as a snapshot reads: keeping one would only cost writes."""
+    path = _store(tmp_path, restated=LONGEST_UNKEPT // 4)
+    assert _kept(path) == []
