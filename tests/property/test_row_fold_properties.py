@@ -24,11 +24,16 @@ from hypothesis import strategies as st
 from memkg.clock import FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import Engine
+from memkg.engine.snapshots import decode, encode
 from memkg.errors import MemkgError
 from memkg.events.projection import fold_all, fold_all_rows
+from memkg.events.snapshot import memory_state, restore_memory
 from memkg.events.sqlite import SqliteEventStore
 from memkg.events.store import row_stream
 from memkg.graph.projection import UserGraph
+from memkg.graph.snapshot import graph_state, restore_graph
+from memkg.identity import IDENTITY_EVENTS
+from memkg.identity.stream import SWITCH_EVENTS
 
 USERS = ("alice", "bob")
 CLAIMS: list[tuple[str, str, Any]] = [
@@ -222,3 +227,35 @@ def test_a_rebuild_from_rows_folds_what_a_rebuild_from_events_folds(
         report = engine.rebuild()  # the engine rebuilds from rows: the same counts
         assert (report.users, report.events) == (len(from_events), events)
         assert report.facts == sum(len(m.facts) for m in from_events.values())
+
+
+_OWN_ONLY = frozenset(t.value for t in SWITCH_EVENTS | IDENTITY_EVENTS)
+"""Rows that make a view other than the plain stream: no snapshot is kept past them."""
+
+
+@fast
+@given(histories)
+def test_a_snapshot_and_the_rows_after_it_fold_what_all_rows_fold(
+    history: list[tuple[Any, ...]],
+) -> None:
+    """Every prefix of a plain stream, kept as a snapshot (through its bytes) and restored,
+    gives the prefix's fold; folding the rest of the rows onto it gives the whole fold."""
+    with _written(history) as (engine, store):
+        for name in USERS:
+            rows = store.read_rows(name)
+            whole = engine.setup.new_graph(name)
+            whole.fold_rows(rows, store.row_event)
+            for end in range(len(rows) + 1):
+                if not _OWN_ONLY.isdisjoint(row[4] for row in rows[:end]):
+                    break
+                head = engine.setup.new_graph(name)
+                head.fold_rows(rows[:end], store.row_event)
+                kept = decode(encode({"memory": memory_state(head.memory),
+                                      "graph": graph_state(head)}))  # fmt: skip
+                restored = engine.setup.new_graph(name)
+                restore_memory(restored.memory, kept["memory"])
+                restore_graph(restored, kept["graph"])
+                assert _state(restored) == _state(head)
+                restored.fold_rows(rows[end:], store.row_event)
+                assert _state(restored) == _state(whole)
+            assert _built(restored) == _built(whole)

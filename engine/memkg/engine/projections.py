@@ -34,15 +34,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memkg.arbitration.review import Review, fold_review, reviews_from
+from memkg.engine.snapshots import Snapshots
 from memkg.events.projection import UserMemory
-from memkg.events.store import RowStream, row_stream
+from memkg.events.store import row_stream
 from memkg.graph.cache import GraphCache
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
 from memkg.identity import IDENTITY_EVENTS, view
 from memkg.identity.stream import SWITCH_EVENTS, holds_any
 from memkg.model.decision import Revisions
-from memkg.model.event import Event, EventType
+from memkg.model.event import Event, EventType, StoredRow
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.weight import WeightParams
 
@@ -96,7 +97,7 @@ class Projections:
             max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
         self._just_read = _JustRead()
-        self._rows = _PlainRows.of(stream, self._just_read)
+        self._rows = _PlainRows(stream, self._just_read)
         self._reviews = _ReviewCache(stream, self._same_read)
         self._live: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
         """user → domain → the live facts and the graph mark they were read at."""
@@ -123,13 +124,13 @@ class Projections:
         return events
 
     def _load(self, user_id: str) -> UserGraph:
-        """The user's graph folded anew: from the store's rows when they are the user's whole
-        view (``_PlainRows``), else from ``read``."""
-        graph = self._new_graph(user_id)
+        """The user's graph folded anew: from rows (``_PlainRows``), else from ``read``."""
         with self._lock:
-            if self._rows is not None and self._rows.fold(user_id, graph):
+            found = self._rows.fold(user_id, self._new_graph)
+            if found is not None:
                 self._joins.pop(user_id, None)
-                return graph
+                return found
+        graph = self._new_graph(user_id)
         for event in self.read(user_id):
             graph.apply(event)
         return graph
@@ -273,6 +274,7 @@ class Projections:
             self.forget_joined(user_id)
             self._graphs.apply(user_id, events)
             self._reviews.applied(user_id, events)
+            self._rows.applied(self._graphs.resident(user_id), len(events))
         self._pins.moved(user_id, events[-1].version)
 
     def forget_joined(self, user_id: str) -> None:
@@ -380,24 +382,47 @@ class _JustRead:
 
 class _PlainRows:
     """Folds a user's stored rows when they are the user's whole view (no switch or link
-    row): no ``Event`` is built but for the review events, kept for the review index."""
+    row): no ``Event`` is built but for the review events, kept for the review index. When
+    the store keeps snapshots (``engine.snapshots``), the fold starts from the user's."""
 
-    def __init__(self, stream: RowStream, just_read: _JustRead) -> None:
-        self._stream, self._just_read = stream, just_read
+    def __init__(self, stream: object, just_read: _JustRead) -> None:
+        self._stream, self._just_read = row_stream(stream), just_read
+        """``None``: the store does not hand its rows over (every load reads events)."""
+        self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
 
-    @classmethod
-    def of(cls, stream: object, just_read: _JustRead) -> _PlainRows | None:
-        found = row_stream(stream)
-        return None if found is None else cls(found, just_read)
+    def applied(self, resident: tuple[UserGraph, int] | None, events: int) -> None:
+        """``events`` were just folded into the user's graph, if ``resident`` (with the purge
+        count it was read at): a snapshot may be due (``Snapshots``)."""
+        if self._snapshots is not None and resident is not None:
+            self._snapshots.applied(*resident, events)
 
-    def fold(self, user_id: str, graph: UserGraph) -> bool:
-        """Fold the user's rows into ``graph`` (new); ``False``: they are not the whole view."""
-        rows = self._stream.read_rows(user_id)
-        if not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
+    def fold(self, user_id: str, new_graph: Callable[[str], UserGraph]) -> UserGraph | None:
+        """The user's graph folded from their rows, onto their snapshot when one is kept and
+        the rows after it are plain; ``None``: the rows are not the whole view."""
+        if self._stream is None:
+            return None
+        if (snapshots := self._snapshots) is not None:
+            graph = new_graph(user_id)
+            restored = snapshots.restore(user_id, graph)
+            if restored is not None:
+                version, reviews = restored
+                tail = self._stream.read_rows(user_id, after_version=version)
+                if self._folded(user_id, graph, tail, reviews, graph.seq):
+                    return graph
+        graph = new_graph(user_id)
+        return graph if self._folded(user_id, graph, self._stream.read_rows(user_id)) else None
+
+    def _folded(
+        self, user_id: str, graph: UserGraph, rows: list[StoredRow],
+        reviews: Sequence[StoredRow] = (), seq: int | None = None,
+    ) -> bool:  # fmt: skip
+        """Fold ``rows`` into ``graph`` (after ``reviews``, the review rows of a snapshot
+        ending at ``seq``); ``False``: they are not the plain view."""
+        if self._stream is None or not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
             return False
         event = self._stream.row_event
-        reviewed = [event(row) for row in rows if row[4] in _REVIEW_ROWS]
-        self._just_read.keep(user_id, rows[-1][0] if rows else None, reviewed)
+        reviewed = [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS]
+        self._just_read.keep(user_id, rows[-1][0] if rows else seq, reviewed)
         graph.fold_rows(rows, event)
         return True
 

@@ -272,6 +272,14 @@ _TYPE_TEXT = {t: t.value for t in EventType}
 """An event type's text, as the history keeps it (a lookup, not ``Enum.value``'s property)."""
 _ROW_TYPES = {t.value: t for t in EventType}
 """An event type by the text a stored row holds."""
+
+
+def event_type_texts() -> dict[str, str]:
+    """Each event type's text as the history keeps it, by that text (a restored history
+    shares the one text per type, as a fold's does)."""
+    return {text: text for text in _TYPE_TEXT.values()}
+
+
 Change = Callable[[Fact, dict[str, Any]], Fact]
 """How a status change makes the changed fact: ``changed`` (a new value), or ``change_new``
 (in place, for a fact the running fold built)."""

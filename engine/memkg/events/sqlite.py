@@ -9,6 +9,11 @@ Erasure deletes with ``secure_delete=ON``, then checkpoints, vacuums and truncat
 neither the file nor its ``-wal`` holds a byte of the erased user. The tombstone keeps only an
 HMAC of the user id under a random key stored in ``meta``: whoever holds the file can check
 that a given user was erased (``was_erased``), but the id itself is gone.
+
+``snapshots`` keeps, per user, a folded state at a stream version (``SnapshotStore``), so a
+user not resident loads in one read and a short tail. It is a cache over the log: erasure and
+purges delete the user's snapshot in their own transaction, and any purge or erasure retires
+every snapshot written before it (they are written again as users are).
 """
 
 from __future__ import annotations
@@ -37,7 +42,11 @@ from memkg.events.store import AppendResult, Companion, ErasureCounts, check_com
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import compact
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The newest file schema this release reads. 2: the file holds snapshots. A file starts at 1
+(what releases before snapshots read too) and is marked 2 when its first snapshot is written,
+so a release that would erase a user but not their snapshot refuses to open it."""
+_FIRST_SCHEMA = 1
 _OPERATIONAL = frozenset({"store.locked", "store.io", "store.full", "store.unavailable"})
 """Failures of the disk or of another process: the file is fine, the message says so."""
 _BATCH = 5_000
@@ -78,8 +87,25 @@ CREATE TABLE IF NOT EXISTS idempotency (user_id TEXT NOT NULL, key TEXT NOT NULL
 CREATE TABLE IF NOT EXISTS subject_salts (user_id TEXT PRIMARY KEY, salt BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
-    events INTEGER NOT NULL, digest TEXT NOT NULL)
+    events INTEGER NOT NULL, digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    seq INTEGER NOT NULL, purges INTEGER NOT NULL, format TEXT NOT NULL, body BLOB NOT NULL)
 """
+_PURGES = "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'purges'), 0)"
+_AT_EVENT = "EXISTS (SELECT 1 FROM events WHERE user_id = ? AND version = ? AND seq = ?)"
+_READ_SNAPSHOT = (
+    f"SELECT version, seq, body FROM snapshots WHERE user_id = ? AND format = ?"
+    f" AND purges = {_PURGES}"
+)
+_WRITE_SNAPSHOT = (
+    f"INSERT OR REPLACE INTO snapshots SELECT ?, ?, ?, ?, ?, ? WHERE {_PURGES} = ? AND {_AT_EVENT}"
+)
+"""A snapshot is stored only at an event the stream still holds, and only while no purge or
+erasure happened since the state it holds was read (another process's purge wins)."""
+_SNAPSHOTS_KEPT = (
+    "UPDATE meta SET value = ? WHERE key = 'schema_version' AND CAST(value AS INTEGER) < ?"
+)
+"""The file holds snapshots: releases before them (which erase without them) refuse it."""
 
 
 class SqliteEventStore:
@@ -128,7 +154,7 @@ class SqliteEventStore:
                     db.execute(statement)
                 db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
-                    (str(SCHEMA_VERSION), os.urandom(32).hex()),
+                    (str(_FIRST_SCHEMA), os.urandom(32).hex()),
                 )
                 return dict(db.execute("SELECT key, value FROM meta").fetchall())
         except StoreError as exc:
@@ -199,12 +225,48 @@ class SqliteEventStore:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
         return list(map(_event, self._read(query, (user_id, after_version, limit))))
 
-    def read_rows(self, user_id: str) -> list[StoredRow]:
-        """The user's whole stream as stored rows (``RowStream``): ``read_stream`` without
-        building the events."""
-        query = f"SELECT {_COLUMNS} FROM events WHERE user_id = ? ORDER BY version"
-        rows: list[StoredRow] = self._read(query, (user_id,))
+    def read_rows(
+        self, user_id: str, *, after_version: int = 0, up_to_version: int | None = None,
+        types: Sequence[str] = (),
+    ) -> list[StoredRow]:  # fmt: skip
+        """The user's stream as stored rows (``RowStream``): ``read_stream`` without building
+        the events, after stream version ``after_version`` (default: from the first), up to
+        ``up_to_version`` (default: the last), of the event ``types`` given (default: all)."""
+        where = "user_id = ? AND version > ? AND version <= ?"
+        if types:
+            where += f" AND type IN ({', '.join('?' * len(types))})"
+        limit = _MAX_SEQ if up_to_version is None else up_to_version
+        query = f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY version"
+        rows: list[StoredRow] = self._read(query, (user_id, after_version, limit, *types))
         return rows
+
+    def read_snapshot(self, user_id: str, format_: str) -> tuple[int, int, bytes] | None:
+        """The user's snapshot (``SnapshotStore``) as ``(version, seq, body)``, when one of
+        ``format_`` is stored, no purge or erasure happened since it was written, and the
+        stream still holds its event at ``version``, numbered ``seq``; else ``None``."""
+        try:
+            found = self._read(_READ_SNAPSHOT, (user_id, format_))
+            if not found:
+                return None
+            version, seq, body = found[0]
+            if not isinstance(body, bytes):
+                return None
+            if not self._read(f"SELECT {_AT_EVENT}", (user_id, version, seq))[0][0]:
+                return None
+        except StoreError:  # a file this code did not create (read-only, older): no snapshots
+            return None
+        return int(version), int(seq), body
+
+    def write_snapshot(
+        self, user_id: str, version: int, seq: int, purges: int, format_: str, body: bytes
+    ) -> bool:
+        """Keep ``body``, the user's folded state at ``version`` (its event numbered ``seq``),
+        read when the store had seen ``purges`` purges and erasures (``SnapshotStore``).
+        Stored only if that still holds; ``False`` when it was not stored."""
+        row = (user_id, version, seq, purges, format_, body, purges, user_id, version, seq)
+        with self._write() as db:
+            db.execute(_SNAPSHOTS_KEPT, (str(SCHEMA_VERSION), SCHEMA_VERSION))
+            return bool(db.execute(_WRITE_SNAPSHOT, row).rowcount)
 
     def row_event(self, row: StoredRow) -> Event:
         """The event of one row of ``read_rows``."""
@@ -274,6 +336,7 @@ class SqliteEventStore:
                 keys += db.execute(
                     "DELETE FROM idempotency WHERE user_id = ? AND first_seq = ?", (user_id, seq)
                 ).rowcount
+            db.execute("DELETE FROM snapshots WHERE user_id = ?", (user_id,))
             db.execute(_PURGED)
         if removed or any(others):  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
             self._compact()
@@ -297,6 +360,7 @@ class SqliteEventStore:
             salts = db.execute("DELETE FROM subject_salts WHERE user_id = ?", (user_id,)).rowcount
             keys = db.execute("DELETE FROM idempotency WHERE user_id = ?", (user_id,)).rowcount
             db.execute("DELETE FROM streams WHERE user_id = ?", (user_id,))
+            db.execute("DELETE FROM snapshots WHERE user_id = ?", (user_id,))
             db.execute(_PURGED)
             digest = removal_digest(removed)
             db.execute(

@@ -112,13 +112,45 @@ def check_companions(database: str, companions: Sequence[Companion]) -> None:
             )
 
 
+class SnapshotStore(Protocol):
+    """A store that keeps a snapshot of each user's folded state beside the log: a compact
+    copy of what folding the user's stream up to a version gives, so a user not resident
+    loads in one read plus the events after it. Snapshots are a cache, never the truth: a
+    store without them folds the log, and one whose snapshot no longer matches the log (a
+    purge or erasure since, another format) reads none."""
+
+    def read_snapshot(self, user_id: str, format_: str) -> tuple[int, int, bytes] | None:
+        """``(version, seq, body)`` of the user's snapshot in ``format_`` while it matches
+        the log, else ``None``."""
+        ...
+
+    def write_snapshot(
+        self, user_id: str, version: int, seq: int, purges: int, format_: str, body: bytes
+    ) -> bool:
+        """Keep ``body`` as the user's state at ``version`` (its event numbered ``seq``),
+        read when the store had seen ``purges`` purges and erasures; stored only while that
+        still holds (``False`` otherwise). Erasure and purges drop the user's snapshot."""
+        ...
+
+
+def snapshot_store(store: object) -> SnapshotStore | None:
+    """``store`` as a ``SnapshotStore`` when it keeps snapshots, else ``None``."""
+    if all(callable(getattr(store, name, None)) for name in ("read_snapshot", "write_snapshot")):
+        return cast(SnapshotStore, store)
+    return None
+
+
 class RowStream(Protocol):
     """A store that hands a user's stream over as the rows it keeps (``model.event.StoredRow``):
     a user folded from scratch costs no ``Event`` per row (``Projections`` folds rows when
     the store has them, events otherwise)."""
 
-    def read_rows(self, user_id: str) -> list[StoredRow]:
-        """The user's whole stream as stored rows, in stream order (``read_stream``'s events)."""
+    def read_rows(
+        self, user_id: str, *, after_version: int = 0, up_to_version: int | None = None,
+        types: Sequence[str] = (),
+    ) -> list[StoredRow]:  # fmt: skip
+        """The user's stream as stored rows, in stream order (``read_stream``'s events): after
+        ``after_version``, up to ``up_to_version`` (default: all), of ``types`` (default: all)."""
         ...
 
     def row_event(self, row: StoredRow) -> Event:

@@ -122,7 +122,7 @@ _TEXT_VALUE = 64
 """Text values up to this length are shared (entity names, choices: what repeats)."""
 
 
-class _Unexpected(Exception):
+class _Unexpected(ValueError):
     """A stored payload not in the form the fact's dump gives: validate it instead."""
 
 
@@ -166,6 +166,43 @@ def _read(stored: dict[str, Any], seq: int) -> Fact:
     if (reason := data["supersede_reason"]) is not None:
         data["supersede_reason"] = _REASONS[reason]
     return FACTS.build(data, fields_set)
+
+
+def field_readers() -> dict[str, Callable[[Any], Any]]:
+    """Per field, what ``_read`` makes of its stored value (the JSON dump's), for readers
+    that take a fact's fields one by one (``events.snapshot``): the same rules, field by
+    field; a field not listed is kept as stored."""
+    return {
+        "user_id": _intern, "domain": _intern, "key": _intern,
+        "session_id": _optional(_intern), "value": _value, "kind": _KINDS.__getitem__,
+        "source": _source, "confidence": _confidence, "scope": _SCOPES.__getitem__,
+        "observed_at": _time, "recorded_at": _time, "valid_until": _optional(_time),
+        "provenance": _provenance, "schema_version": _schema_version,
+        "sensitivity": _SENSITIVITIES.__getitem__, "status": _STATUSES.__getitem__,
+        "context": _context, "supersede_reason": _optional(_REASONS.__getitem__),
+    }  # fmt: skip
+
+
+def _optional(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda stored: None if stored is None else read(stored)
+
+
+def _value(stored: Any) -> Any:
+    return _intern(stored) if type(stored) is str and len(stored) <= _TEXT_VALUE else stored
+
+
+def _confidence(stored: Any) -> float:
+    return stored if type(stored) is float else _number(stored)
+
+
+def _schema_version(stored: Any) -> int:
+    if type(stored) is not int:
+        raise _Unexpected
+    return stored
+
+
+def _context(stored: Any) -> Any:
+    return stored or _NO_CONTEXT
 
 
 _FIELDS_SETS: dict[tuple[str, ...], set[str]] = {}

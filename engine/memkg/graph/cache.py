@@ -115,6 +115,13 @@ class GraphCache:
         """Whether the user's graph is resident."""
         return user_id in self._graphs
 
+    def resident(self, user_id: str) -> tuple[UserGraph, int] | None:
+        """The user's resident graph and the store's purge count it was read at, as they are
+        (nothing checked, nothing moved); ``None`` when it is not resident."""
+        with self._lock:
+            graph = self._graphs.get(user_id)
+            return None if graph is None else (graph, self._purges.get(user_id, -1))
+
     def _account(self, user_id: str, graph: UserGraph) -> None:
         """Measure ``user_id``'s graph again, then evict others until the bounds hold."""
         size = graph.estimated_bytes()

@@ -1,0 +1,136 @@
+"""Per-user snapshots: a user's folded graph kept beside the log, so a user not resident loads
+in one read plus the events written after it, instead of folding the whole stream again.
+
+A snapshot is a cache over the log, never the truth, and is used only where it is exactly what
+folding the log gives (a property test folds generated streams both ways):
+
+* only the plain stream is kept (no memory switch, no merged ids: those views read other
+  streams), with the review events the review index folds, as stored;
+* the store keeps it only at an event the stream still holds, and only while no purge or
+  erasure happened since the graph was read; erasure and purges delete the user's snapshot
+  in their own transaction, and any later purge or erasure retires it (``SnapshotStore``);
+* the body carries a digest and its format names the fact, provenance and signal fields and
+  the event types: a body that does not check, or a snapshot of another format (another
+  release's model), is not read; the log is folded, and the next snapshot replaces it.
+
+Snapshots are written on the write path, never by a read, for streams of at least
+``LONGEST_UNKEPT`` events: once this process has folded ``max(EVERY, version // 8)`` of the
+user's events since it loaded the user or last wrote one, so writing costs a bounded share of
+the writes and the tail a load folds stays short.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from typing import Any
+
+import orjson
+
+from memkg.errors import StoreError
+from memkg.events.projection import UserMemory
+from memkg.events.snapshot import memory_state, provenance_json, restore_memory
+from memkg.events.store import RowStream, SnapshotStore, row_stream, snapshot_store
+from memkg.graph.projection import UserGraph
+from memkg.graph.signals import SignalRecord
+from memkg.graph.snapshot import graph_state, restore_graph
+from memkg.model.event import EventType, StoredRow
+from memkg.model.fact import Fact, Provenance
+
+EVERY = 64
+"""The fewest events folded between two snapshots of one user."""
+LONGEST_UNKEPT = 512
+"""Streams shorter than this are not kept: their rows fold in about a millisecond, less than
+keeping a snapshot of them costs on the write path (measured on 100-fact users)."""
+_DIGEST = 16
+
+
+def _format() -> str:
+    """The snapshot format: its version and what the state it holds is made of."""
+    made_of = [sorted(Fact.model_fields), sorted(Provenance.model_fields),
+               sorted(SignalRecord.model_fields), sorted(t.value for t in EventType)]  # fmt: skip
+    return "memkg.snapshot/1:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
+
+
+FORMAT = _format()
+
+
+class Snapshots:
+    """Reads and writes the snapshots of a store that keeps them (``SnapshotStore``)."""
+
+    def __init__(self, store: SnapshotStore, rows: RowStream, review_types: tuple[str, ...]):
+        self._store, self._rows, self._review_types = store, rows, review_types
+        self._since: weakref.WeakKeyDictionary[UserGraph, int] = weakref.WeakKeyDictionary()
+        """Per graph (while it lives), the events written and folded into it since it was
+        loaded or last kept."""
+
+    @classmethod
+    def of(cls, store: object, review_types: tuple[str, ...]) -> Snapshots | None:
+        """The store's snapshots, when it keeps them and hands its rows over, else ``None``."""
+        found, rows = snapshot_store(store), row_stream(store)
+        if found is None or rows is None:
+            return None
+        return cls(found, rows, review_types)
+
+    def restore(self, user_id: str, graph: UserGraph) -> tuple[int, list[StoredRow]] | None:
+        """Put the user's snapshot into ``graph`` (new): the version it holds and the review
+        rows it keeps; ``None`` (``graph`` maybe half filled: drop it) when there is no
+        snapshot or it does not check."""
+        found = self._store.read_snapshot(user_id, FORMAT)
+        if found is None:
+            return None
+        version, seq, body = found
+        try:
+            state = decode(body)
+            memory = state["memory"]
+            if (memory["version"], memory["seq"]) != (version, seq):
+                return None
+            restore_memory(_memory(graph), memory)
+            restore_graph(graph, state["graph"])
+            reviews = [tuple(row) for row in state["reviews"]]
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+        return version, reviews
+
+    def applied(self, graph: UserGraph, purges: int, events: int) -> None:
+        """``events`` were just folded into ``graph`` (resident, read at the store's purge
+        count ``purges``): keep a snapshot once enough were since the last."""
+        user_id = graph.user_id
+        since = self._since.get(graph, 0) + events
+        if graph.version < LONGEST_UNKEPT or since < max(EVERY, graph.version // 8):
+            self._since[graph] = since
+            return
+        self._since[graph] = 0
+        try:
+            state = {"memory": memory_state(_memory(graph)), "graph": graph_state(graph),
+                     "reviews": self._rows.read_rows(user_id, up_to_version=graph.version,
+                                                     types=self._review_types)}  # fmt: skip
+            body = encode(state)
+        except (TypeError, ValueError):  # not a plain stream's, or not JSON: none is kept
+            return
+        try:
+            self._store.write_snapshot(user_id, graph.version, graph.seq, purges, FORMAT, body)
+        except StoreError:
+            return  # a store that cannot take it now (read-only, busy) folds the log instead
+
+
+def _memory(graph: UserGraph) -> UserMemory:
+    memory = graph.memory
+    if not isinstance(memory, UserMemory):
+        raise TypeError("snapshots keep the fact layer's own fold")
+    return memory
+
+
+def encode(state: dict[str, Any]) -> bytes:
+    """A snapshot's body: ``state`` as JSON, after its digest."""
+    body = orjson.dumps(state, default=provenance_json)
+    return hashlib.blake2b(body, digest_size=_DIGEST).digest() + body
+
+
+def decode(blob: bytes) -> dict[str, Any]:
+    """The state ``encode`` kept in ``blob``; ``ValueError`` when it does not check."""
+    digest, body = blob[:_DIGEST], blob[_DIGEST:]
+    if hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
+        raise ValueError("the snapshot does not match its digest")
+    state: dict[str, Any] = orjson.loads(body)
+    return state

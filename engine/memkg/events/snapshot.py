@@ -1,0 +1,119 @@
+"""A user's folded memory as plain data and back: the memory part of a snapshot.
+
+``memory_state`` gives what folding a plain stream (no memory switch, no merged ids) leaves
+in a ``UserMemory``, as JSON-ready data; ``restore_memory`` puts it into a new memory, equal
+field by field (values and fields sets) to the fold it was taken from.
+
+Facts are kept as a table: a user's facts repeat most of their fields (their user, domain
+and key, kind, source, times, provenance, status), so each field but the few that differ
+per fact keeps its distinct values once, written as the fact's JSON dump writes them, and
+each fact keeps their positions. Reading back converts each distinct value once, by the
+rules the fold reads a stored fact with (``events.stored.field_readers``), then builds each
+fact from its positions, as the fold builds facts (shared keys and fields sets). The facts'
+own values and contexts (which can be lists and dicts) are kept per fact, so no two facts
+share one.
+A state that is not what this module writes raises (``KeyError``, ``TypeError``,
+``ValueError``, ``IndexError``): the caller folds the log instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from memkg.events.projection import UserMemory, event_type_texts
+from memkg.events.stored import FACTS, field_readers
+from memkg.model.fact import Fact, Provenance
+
+_OWN = ("id", "seq", "value", "confidence", "context")
+"""Fields kept per fact (they differ from fact to fact, or hold lists and dicts)."""
+_SHARED = tuple(name for name in FACTS.template if name not in _OWN)
+"""Fields kept as positions in a table of their distinct values."""
+_READERS = field_readers()
+
+
+def memory_state(memory: UserMemory) -> dict[str, Any]:
+    """Everything the fold of the user's plain stream left in ``memory``, as data ``orjson``
+    writes (``provenance_json`` for the provenances)."""
+    if not memory.plain or memory.memory_off is not None or memory.merged_ids:
+        raise ValueError("only the memory of a plain stream is kept as a snapshot")
+    tables: list[dict[Any, int]] = [{} for _ in _SHARED]
+    values: list[list[Any]] = [[] for _ in _SHARED]
+    sets: dict[frozenset[str], int] = {}
+    facts = []
+    for fact in memory.facts.values():
+        held = fact.__dict__
+        shared = []
+        for table, found, name in zip(tables, values, _SHARED, strict=True):
+            value = held[name]
+            # text by its value; anything else by identity (equal times of other zones,
+            # equal provenances that set other fields, are not the same value)
+            key = value if type(value) is str else id(value)
+            at = table.get(key)
+            if at is None:
+                at = table[key] = len(found)
+                found.append(value)
+            shared.append(at)
+        index = sets.setdefault(frozenset(fact.model_fields_set), len(sets))
+        facts.append([index, *(held[name] for name in _OWN), *shared])
+    return {
+        "user": memory.user_id,
+        "version": memory.version,
+        "seq": memory.seq,
+        "fields": [_OWN, _SHARED],
+        "sets": [sorted(names) for names in sets],
+        "tables": values,
+        "facts": facts,
+        "history": memory.history_log,
+        "by_key": [(*slot, ids) for slot, ids in memory._by_key.items()],
+        "live": [(*slot, list(ids)) for slot, ids in memory._live.items()],
+    }
+
+
+def provenance_json(value: Any) -> Any:
+    """A provenance as its JSON dump of the fields it set (``orjson``'s ``default``): what
+    reading it back gives again, fields set included."""
+    if isinstance(value, Provenance):
+        return value.model_dump(mode="json", exclude_unset=True)
+    raise TypeError(f"{type(value).__name__} is not kept in a snapshot")
+
+
+def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
+    """Put ``state`` (``memory_state``'s) into ``memory``, new and of the same user."""
+    if memory.facts or memory.history_log or state["user"] != memory.user_id:
+        raise ValueError("a snapshot restores a new memory of its own user")
+    if state["fields"] != [list(_OWN), list(_SHARED)]:
+        raise ValueError("the snapshot's facts have other fields")
+    tables = [found if (read := _READERS.get(name)) is None else [read(v) for v in found]
+              for name, found in zip(_SHARED, state["tables"], strict=True)]  # fmt: skip
+    user = tables[_SHARED.index("user_id")]
+    if any(found != memory.user_id for found in user):
+        raise ValueError("a fact of the snapshot is not the user's")
+    sets = [FACTS.fields_set(names) for names in state["sets"]]
+    value, confidence, context = _READERS["value"], _READERS["confidence"], _READERS["context"]
+    template, build, at = FACTS.template, FACTS.build, list.__getitem__
+    facts: dict[str, Fact] = {}
+    for index, id_, seq, own_value, own_confidence, own_context, *shared in state["facts"]:
+        data = template.copy()
+        data.update(zip(_SHARED, map(at, tables, shared), strict=True))
+        if type(id_) is not str or type(seq) is not int:
+            raise TypeError("a fact is named by its id and numbered by its seq")
+        data["id"], data["seq"] = id_, seq
+        data["value"], data["confidence"] = value(own_value), confidence(own_confidence)
+        data["context"] = context(own_context)
+        facts[id_] = build(data, sets[index])
+    ids = {i: i for i in facts}  # the text of each id, kept once
+    texts = event_type_texts()
+    memory.facts = facts
+    memory.history_log = [(int(s), ids.get(i, i), texts[t]) for s, i, t in state["history"]]
+    memory._by_key = {(_text(d), _text(k)): [ids.get(i, i) for i in found]
+                      for d, k, found in state["by_key"]}  # fmt: skip
+    memory._live = {(_text(d), _text(k)): dict.fromkeys(ids.get(i, i) for i in found)
+                    for d, k, found in state["live"]}  # fmt: skip
+    memory.version, memory.seq = int(state["version"]), int(state["seq"])
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError("a key slot is named by text")
+    return sys.intern(value)

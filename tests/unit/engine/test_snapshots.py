@@ -1,0 +1,268 @@
+"""Snapshots: a user written past ``LONGEST_UNKEPT`` events has one kept in the SQLite store; a
+fresh engine loads the user from it and the rows after it, and reads, decides and explains exactly
+as folding the whole stream does. Erasure and purges leave no snapshot holding the user's
+data; a snapshot that does not check, of another format, or older than a purge is not read.
+
+What runs is counted, not timed: the rows folded and the snapshots restored.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memkg import Engine, FrozenClock
+from memkg.config import EngineConfig
+from memkg.engine import snapshots
+from memkg.engine.snapshots import EVERY, FORMAT, LONGEST_UNKEPT, Snapshots
+from memkg.errors import StoreError
+from memkg.events import sqlite as sqlite_store
+from memkg.events.memory import MemoryEventStore
+from memkg.events.snapshot import memory_state, restore_memory
+from memkg.events.sqlite import SqliteEventStore
+from memkg.graph.projection import UserGraph
+from memkg.model.event import EventType, NewEvent
+
+CONSENT = {"consent_granted": True, "consent_version": "2026-01", "purpose": "care"}
+NIGHT = datetime(2026, 5, 1, 14, 15, tzinfo=UTC)
+CONFIG = EngineConfig(shacl=False)
+FEVER = {"symptom": "fever"}
+SECRET = "airline:Secretair-9431"
+
+
+def _history(engine: Engine, restated: int) -> None:
+    """Mei's memory: many restatements, a change, a retraction, a signal, a frozen key."""
+    say = {"user_id": "mei", "source": "profile", "provenance": CONSENT}
+    engine.ingest({**say, "domain": "health", "key": "medical.conditions",
+                   "value": ["condition:asthma"]})  # fmt: skip
+    for n in range(restated):
+        engine.ingest({**say, "domain": "health", "key": "child.age", "value": 3 + n % 2,
+                       "confidence": 0.5 + (n % 5) / 10})  # fmt: skip
+    audited = {**CONSENT, "audit_log_id": "aud-1"}
+    engine.ingest({**say, "domain": "travel", "key": "airline.preferred", "value": SECRET,
+                   "source": "dialogue", "provenance": audited})  # fmt: skip
+    engine.signal("mei", "travel", "airline.preferred", SECRET, "mention")
+    seat = engine.ingest({**say, "domain": "travel", "key": "seat.preference",
+                          "value": "window", "source": "dialogue"})  # fmt: skip
+    engine.retract("mei", seat.fact_id, "said by mistake")
+    for allergies, source in ((["allergen:peanut"], "profile"), ([], "system")):  # frozen
+        engine.ingest({**say, "domain": "health", "key": "medical.allergies", "value": allergies,
+                       "source": source})  # fmt: skip
+
+
+def _store(tmp_path: Path, restated: int = LONGEST_UNKEPT // 2 + EVERY) -> Path:
+    path = tmp_path / "m.db"
+    with Engine.open(path, clock=FrozenClock(NIGHT - timedelta(hours=1)), config=CONFIG) as eng:
+        _history(eng, restated)
+    return path
+
+
+def _kept(path: Path) -> list[tuple[Any, ...]]:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT user_id, version, seq, format FROM snapshots").fetchall()
+    finally:
+        db.close()
+
+
+def _change(path: Path, statement: str) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(statement)
+    finally:
+        db.close()
+
+
+class _Counted:
+    """Counts the snapshots restored and the rows folded by ``UserGraph.fold_rows``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.restored = self.rows = 0
+        restore, fold_rows = Snapshots.restore, UserGraph.fold_rows
+
+        def counted_restore(this: Snapshots, user_id: str, graph: UserGraph) -> Any:
+            found = restore(this, user_id, graph)
+            self.restored += found is not None
+            return found
+
+        def counted_fold(this: UserGraph, rows: Any, row_event: Any) -> None:
+            rows = list(rows)
+            self.rows += len(rows)
+            fold_rows(this, rows, row_event)
+
+        monkeypatch.setattr(Snapshots, "restore", counted_restore)
+        monkeypatch.setattr(UserGraph, "fold_rows", counted_fold)
+
+
+def _everything(path: Path, name: str) -> list[Any]:
+    """What a fresh engine reads, decides and explains for Mei, not resident, on a copy of the
+    store at ``path`` (each decision is logged)."""
+    copy = path.with_name(name)
+    shutil.copy(path, copy)
+    with Engine.open(copy, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        decision = engine.decide("mei", "health", FEVER)
+        memory = engine.memory("mei")
+        return [
+            decision.model_dump(exclude={"timings"}),
+            engine.explain(decision.decision_id),
+            [
+                (f.model_dump(), f.model_fields_set, f.provenance.model_fields_set)
+                for f in memory.facts.values()
+            ],
+            memory.history_log,
+            engine.history("mei", "child.age"),
+            engine.edges("mei", "travel"),
+            engine.graph("mei", "travel", fmt="turtle"),
+            engine.projections.reviews("mei"),
+            engine.replay(decision.decision_id).reproduced,
+        ]
+
+
+def test_a_long_stream_loads_from_a_snapshot_and_the_rows_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _store(tmp_path)
+    kept = _kept(path)
+    assert [(user, fmt) for user, _, _, fmt in kept] == [("mei", FORMAT)]
+    store = SqliteEventStore(path)
+    events = len(store.read_stream("mei"))
+    store.close()
+    assert events > LONGEST_UNKEPT + EVERY
+    counted = _Counted(monkeypatch)
+    from_snapshot = _everything(path, "a.db")
+    assert counted.restored == 1
+    assert 0 < counted.rows < events - kept[0][1] + 1  # the rows after the snapshot
+    with monkeypatch.context() as patch:  # the same store, its snapshots not read
+        patch.setattr(snapshots, "FORMAT", "another format")
+        from_rows = _everything(path, "b.db")
+    assert from_snapshot == from_rows
+    assert from_snapshot[-1] is True
+
+
+def test_a_snapshot_keeps_what_each_fact_set_and_each_time_in_its_own_zone(
+    tmp_path: Path,
+) -> None:
+    """A fact stored with an empty provenance keeps it empty (no field set), not filled in;
+    times of one instant in two zones stay in theirs."""
+    store = SqliteEventStore(tmp_path / "m.db")
+    for n, observed in enumerate((NIGHT.isoformat(), "2026-05-01T22:15:00+08:00")):
+        fact = {"id": f"fact_{n}", "user_id": "mei", "domain": "travel",
+                "key": "seat.preference", "value": "window", "kind": "preference",
+                "source": "profile", "confidence": 1, "scope": "global",
+                "observed_at": observed, "recorded_at": NIGHT.isoformat(), "provenance": {},
+                "sensitivity": "public", "status": "active", "schema_version": 1}  # fmt: skip
+        store.append("mei", [NewEvent(event_id=f"evt_{n}", type=EventType.FACT_ASSERTED,
+                                      user_id="mei", domain="travel", payload={"fact": fact},
+                                      recorded_at=NIGHT, fact_id=f"fact_{n}")])  # fmt: skip
+    with Engine(store, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        folded = engine.memory("mei")
+        restored = engine.setup.new_graph("mei").memory
+        restore_memory(restored, snapshots.decode(snapshots.encode(memory_state(folded))))
+        pairs = list(zip(folded.facts.values(), restored.facts.values(), strict=True))
+        assert len(pairs) == 2
+        for before, after in pairs:
+            assert after.__dict__ == before.__dict__
+            assert after.model_fields_set == before.model_fields_set
+            assert after.provenance.model_fields_set == before.provenance.model_fields_set
+            assert after.observed_at.isoformat() == before.observed_at.isoformat()
+        assert pairs[0][1].provenance.model_fields_set == set()
+        assert pairs[1][1].observed_at.isoformat().endswith("+08:00")
+
+
+def test_erasure_leaves_no_snapshot_and_no_byte_of_it(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    assert _kept(path)
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.decide("mei", "health", FEVER)
+        engine.erase("mei")
+    assert _kept(path) == []
+    files = [p for p in tmp_path.iterdir() if p.name.startswith("m.db")]
+    held = b"".join(p.read_bytes() for p in files)
+    assert SECRET.encode() not in held and b"mei" not in held
+
+
+def test_a_purge_by_audit_id_drops_the_users_snapshot_and_retires_the_others(
+    tmp_path: Path,
+) -> None:
+    path = _store(tmp_path)
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        for n in range(LONGEST_UNKEPT // 2 + EVERY):  # Li gets one too
+            age = {"domain": "health", "key": "child.age", "value": 2 + n % 2}
+            engine.ingest({"user_id": "li", **age, "source": "profile", "provenance": CONSENT})
+    assert sorted(user for user, *_ in _kept(path)) == ["li", "mei"]
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.erase_audit_id("aud-1")
+        assert SECRET not in str(engine.facts("mei"))
+        store = engine.store
+        assert isinstance(store, SqliteEventStore)
+        assert store.read_snapshot("li", FORMAT) is None  # written before the purge
+    assert [user for user, *_ in _kept(path)] == ["li"]
+    held = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("m.db"))
+    assert SECRET.encode() not in held
+
+
+def test_a_snapshot_that_does_not_check_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _store(tmp_path)
+    whole = _everything(path, "a.db")
+    _change(path, "UPDATE snapshots SET body = CAST(substr(body, 1, 40) || x'20'"
+                  " || substr(body, 42) AS BLOB)")  # one byte of the body changed
+    counted = _Counted(monkeypatch)
+    assert _everything(path, "b.db") == whole
+    assert counted.restored == 0
+
+
+def test_a_snapshot_is_kept_only_at_an_event_the_stream_holds(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    (user, version, seq, _), = _kept(path)  # fmt: skip
+    store = SqliteEventStore(path)
+    assert store.read_snapshot(user, FORMAT) is not None
+    assert store.read_snapshot(user, "another format") is None
+    assert not store.write_snapshot(user, version, seq + 1, 0, FORMAT, b"{}")
+    assert not store.write_snapshot(user, version, seq, 7, FORMAT, b"{}")  # purges differ
+    assert store.read_snapshot(user, FORMAT) is not None
+    store.close()
+
+
+def test_stores_without_snapshots_fold_the_log() -> None:
+    assert Snapshots.of(MemoryEventStore(), ("key.frozen",)) is None
+    with Engine(clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        _history(engine, EVERY)
+        decided = engine.decide("mei", "health", FEVER)
+        engine.projections.forget("mei")
+        again = engine.decide("mei", "health", FEVER)
+        assert again.result == decided.result
+
+
+def test_a_snapshot_stored_as_text_is_not_read(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    _change(path, "UPDATE snapshots SET body = CAST(body AS TEXT)")
+    store = SqliteEventStore(path)
+    assert store.read_snapshot("mei", FORMAT) is None
+    store.close()
+
+
+def test_a_file_that_holds_snapshots_is_refused_by_a_release_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older release would erase a user and leave their snapshot: it may not open the file."""
+    path = _store(tmp_path)
+    db = sqlite3.connect(path)
+    (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    db.close()
+    assert version == str(sqlite_store.SCHEMA_VERSION) == "2"
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
+    with pytest.raises(StoreError, match="upgrade memkg"):
+        SqliteEventStore(path)
+
+
+def test_a_short_stream_is_not_kept(tmp_path: Path) -> None:
+    """Its rows fold about as fast as a snapshot reads: keeping one would only cost writes."""
+    path = _store(tmp_path, restated=LONGEST_UNKEPT // 4)
+    assert _kept(path) == []
