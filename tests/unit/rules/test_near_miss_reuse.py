@@ -9,21 +9,19 @@ from what an earlier one kept says exactly what it says when nothing was kept.
 from __future__ import annotations
 
 import gc
-import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock
+from memkg import Engine, FrozenClock
 from memkg.model.decision import Decision
-from memkg.roots import builtin
 from memkg.rules import near_miss as near_miss_module
 from memkg.rules.reuse import Reuse
+from support.health_rules import CONSENT, health_engine
 
-CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
 RULES = """\
 hit_policy:
   priority: [recommend_urgent_care, book_same_day_appointment, advise_home_monitoring]
@@ -70,14 +68,7 @@ def engine(tmp_path: Path) -> tuple[Engine, FrozenClock]:
 
 
 def made_with(tmp_path: Path, rules: str) -> tuple[Engine, FrozenClock]:
-    for name in ("schemas", "ontology"):
-        shutil.copytree(builtin("examples") / name, tmp_path / name)
-    health = tmp_path / "rules" / "health"
-    health.mkdir(parents=True)
-    shutil.copy(builtin("examples") / "rules" / "health" / "domain.yaml", health)
-    (health / "t.yaml").write_text(rules)
-    clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
-    made = Engine(clock=clock, config=EngineConfig(roots=(tmp_path,), shacl=False))
+    made, clock = health_engine(tmp_path, rules)
     write(made, clock, "child.age", 4)
     write(made, clock, "medical.allergies", ["allergen:penicillin"])
     return made, clock

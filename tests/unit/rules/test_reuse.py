@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import gc
-import shutil
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock
+from memkg import Engine, FrozenClock
 from memkg.model.decision import Decision
-from memkg.roots import builtin
 from memkg.rules.reuse import SIZE, Reuse
+from support.health_rules import CONSENT, health_engine
 
-CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
 RULES = """\
 hit_policy:
   priority: [book_same_day_appointment, advise_home_monitoring]
@@ -46,14 +44,7 @@ class Thing:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> tuple[Engine, FrozenClock]:
-    for name in ("schemas", "ontology"):
-        shutil.copytree(builtin("examples") / name, tmp_path / name)
-    health = tmp_path / "rules" / "health"
-    health.mkdir(parents=True)
-    shutil.copy(builtin("examples") / "rules" / "health" / "domain.yaml", health)
-    (health / "t.yaml").write_text(RULES)
-    clock = FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC))
-    made = Engine(clock=clock, config=EngineConfig(roots=(tmp_path,), shacl=False))
+    made, clock = health_engine(tmp_path, RULES)
     age(made, clock, 4)
     return made, clock
 
