@@ -5,11 +5,13 @@ in a ``UserMemory``, as JSON-ready data; ``restore_memory`` puts it into a new m
 field by field (values and fields sets) to the fold it was taken from.
 
 Facts are kept as a table: a user's facts repeat most of their fields (their user, domain
-and key, kind, source, times, provenance, status), so each field but the few that differ
-per fact keeps its distinct values once, written as the fact's JSON dump writes them, and
-each fact keeps their positions. Reading back converts each distinct value once, by the
-rules the fold reads a stored fact with (``events.stored.field_readers``), then builds each
-fact from its positions, as the fold builds facts (shared keys and fields sets). The facts'
+and key, kind, source, provenance, status), so each field but the few that differ per fact
+keeps its distinct values once, written as the fact's JSON dump writes them. The fields that
+repeat together (with the fact's fields set) form a combination, kept once; each fact keeps
+its combination, its own values and the positions of its times and of its later fact.
+Reading back converts each distinct value once, by the rules the fold reads a stored fact
+with (``events.stored.field_readers``), builds each combination's fields once, then each
+fact from a copy of them, as the fold builds facts (shared keys and fields sets). The facts'
 own values and contexts (which can be lists and dicts) are kept per fact, so no two facts
 share one.
 A state that is not what this module writes raises (``KeyError``, ``TypeError``,
@@ -29,6 +31,10 @@ _OWN = ("id", "seq", "value", "confidence", "context")
 """Fields kept per fact (they differ from fact to fact, or hold lists and dicts)."""
 _SHARED = tuple(name for name in FACTS.template if name not in _OWN)
 """Fields kept as positions in a table of their distinct values."""
+_APART = ("observed_at", "recorded_at", "valid_until", "superseded_by")
+"""Shared fields whose positions each fact keeps (they mostly differ from fact to fact)."""
+_TOGETHER = tuple(name for name in _SHARED if name not in _APART)
+"""Shared fields kept as a combination of positions, once for the facts that share it."""
 _READERS = field_readers()
 
 
@@ -37,32 +43,39 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
     writes (``provenance_json`` for the provenances)."""
     if not memory.plain or memory.memory_off is not None or memory.merged_ids:
         raise ValueError("only the memory of a plain stream is kept as a snapshot")
-    tables: list[dict[Any, int]] = [{} for _ in _SHARED]
-    values: list[list[Any]] = [[] for _ in _SHARED]
+    tables: dict[str, dict[Any, int]] = {name: {} for name in _SHARED}
+    values: dict[str, list[Any]] = {name: [] for name in _SHARED}
     sets: dict[frozenset[str], int] = {}
+    combinations: dict[tuple[int, ...], int] = {}
+
+    def position(name: str, value: Any) -> int:
+        table = tables[name]
+        # text by its value; anything else by identity (equal times of other zones, equal
+        # provenances that set other fields, are not the same value)
+        key = value if type(value) is str else id(value)
+        at = table.get(key)
+        if at is None:
+            found = values[name]
+            at = table[key] = len(found)
+            found.append(value)
+        return at
+
     facts = []
     for fact in memory.facts.values():
         held = fact.__dict__
-        shared = []
-        for table, found, name in zip(tables, values, _SHARED, strict=True):
-            value = held[name]
-            # text by its value; anything else by identity (equal times of other zones,
-            # equal provenances that set other fields, are not the same value)
-            key = value if type(value) is str else id(value)
-            at = table.get(key)
-            if at is None:
-                at = table[key] = len(found)
-                found.append(value)
-            shared.append(at)
-        index = sets.setdefault(frozenset(fact.model_fields_set), len(sets))
-        facts.append([index, *(held[name] for name in _OWN), *shared])
+        together = (sets.setdefault(frozenset(fact.model_fields_set), len(sets)),
+                    *(position(name, held[name]) for name in _TOGETHER))  # fmt: skip
+        combination = combinations.setdefault(together, len(combinations))
+        facts.append([combination, *(held[name] for name in _OWN),
+                      *(position(name, held[name]) for name in _APART)])  # fmt: skip
     return {
         "user": memory.user_id,
         "version": memory.version,
         "seq": memory.seq,
-        "fields": [_OWN, _SHARED],
+        "fields": [_OWN, _TOGETHER, _APART],
         "sets": [sorted(names) for names in sets],
-        "tables": values,
+        "tables": [values[name] for name in _SHARED],
+        "combinations": list(combinations),
         "facts": facts,
         "history": memory.history_log,
         "by_key": [(*slot, ids) for slot, ids in memory._by_key.items()],
@@ -82,26 +95,37 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
     """Put ``state`` (``memory_state``'s) into ``memory``, new and of the same user."""
     if memory.facts or memory.history_log or state["user"] != memory.user_id:
         raise ValueError("a snapshot restores a new memory of its own user")
-    if state["fields"] != [list(_OWN), list(_SHARED)]:
+    if state["fields"] != [list(_OWN), list(_TOGETHER), list(_APART)]:
         raise ValueError("the snapshot's facts have other fields")
-    tables = [found if (read := _READERS.get(name)) is None else [read(v) for v in found]
-              for name, found in zip(_SHARED, state["tables"], strict=True)]  # fmt: skip
-    user = tables[_SHARED.index("user_id")]
-    if any(found != memory.user_id for found in user):
+    tables = {name: found if (read := _READERS.get(name)) is None else [read(v) for v in found]
+              for name, found in zip(_SHARED, state["tables"], strict=True)}  # fmt: skip
+    if any(found != memory.user_id for found in tables["user_id"]):
         raise ValueError("a fact of the snapshot is not the user's")
     sets = [FACTS.fields_set(names) for names in state["sets"]]
+    together = [tables[name] for name in _TOGETHER]
+    at = list.__getitem__
+    combinations = []
+    for fields_set, *positions in state["combinations"]:
+        data = FACTS.template.copy()
+        data.update(zip(_TOGETHER, map(at, together, positions), strict=True))
+        combinations.append((data, sets[fields_set]))
     value, confidence, context = _READERS["value"], _READERS["confidence"], _READERS["context"]
-    template, build, at = FACTS.template, FACTS.build, list.__getitem__
+    observed, recorded = tables["observed_at"], tables["recorded_at"]
+    until, later = tables["valid_until"], tables["superseded_by"]
+    build = FACTS.build
     facts: dict[str, Fact] = {}
-    for index, id_, seq, own_value, own_confidence, own_context, *shared in state["facts"]:
-        data = template.copy()
-        data.update(zip(_SHARED, map(at, tables, shared), strict=True))
+    for combination, id_, seq, own_value, own_confidence, own_context, *apart in state["facts"]:
+        shared, fields_set = combinations[combination]
         if type(id_) is not str or type(seq) is not int:
             raise TypeError("a fact is named by its id and numbered by its seq")
+        data = shared.copy()
         data["id"], data["seq"] = id_, seq
         data["value"], data["confidence"] = value(own_value), confidence(own_confidence)
         data["context"] = context(own_context)
-        facts[id_] = build(data, sets[index])
+        at_observed, at_recorded, at_until, at_later = apart
+        data["observed_at"], data["recorded_at"] = observed[at_observed], recorded[at_recorded]
+        data["valid_until"], data["superseded_by"] = until[at_until], later[at_later]
+        facts[id_] = build(data, fields_set)
     ids = {i: i for i in facts}  # the text of each id, kept once
     texts = event_type_texts()
     memory.facts = facts
