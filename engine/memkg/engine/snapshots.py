@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from memkg.errors import StoreError
-from memkg.events.projection import UserMemory
+from memkg.events.projection import UserMemory, collector_paused
 from memkg.events.snapshot import memory_state, provenance_json, restore_memory
 from memkg.events.store import RowStream, SnapshotStore, row_stream, snapshot_store
 from memkg.graph.projection import UserGraph
@@ -81,13 +81,14 @@ class Snapshots:
             return None
         version, seq, body = found
         try:
-            state = decode(body)
-            memory = state["memory"]
-            if (memory["version"], memory["seq"]) != (version, seq):
-                return None
-            restore_memory(_memory(graph), memory)
-            restore_graph(graph, state["graph"])
-            reviews = [tuple(row) for row in state["reviews"]]
+            with collector_paused():  # thousands of objects, none of them in a cycle
+                state = decode(body)
+                memory = state["memory"]
+                if (memory["version"], memory["seq"]) != (version, seq):
+                    return None
+                restore_memory(_memory(graph), memory)
+                restore_graph(graph, state["graph"])
+                reviews = [tuple(row) for row in state["reviews"]]
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
         return version, reviews

@@ -13,7 +13,9 @@ Reading back converts each distinct value once, by the rules the fold reads a st
 with (``events.stored.field_readers``), builds each combination's fields once, then each
 fact from a copy of them, as the fold builds facts (shared keys and fields sets). The facts'
 own values and contexts (which can be lists and dicts) are kept per fact, so no two facts
-share one.
+share one. Where the history, the key index and the later facts name a fact the memory
+holds, they name it by its position among the facts (a fact's id is written once), and an
+event type by its position in a list of the types the history names.
 A state that is not what this module writes raises (``KeyError``, ``TypeError``,
 ``ValueError``, ``IndexError``): the caller folds the log instead.
 """
@@ -60,6 +62,7 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
             found.append(value)
         return at
 
+    order = {fact_id: at for at, fact_id in enumerate(memory.facts)}
     facts = []
     for fact in memory.facts.values():
         held = fact.__dict__
@@ -68,6 +71,11 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
         combination = combinations.setdefault(together, len(combinations))
         facts.append([combination, *(held[name] for name in _OWN),
                       *(position(name, held[name]) for name in _APART)])  # fmt: skip
+    kinds: dict[str, int] = {}
+    history = [(seq, order.get(fact_id, fact_id), kinds.setdefault(kind, len(kinds)))
+               for seq, fact_id, kind in memory.history_log]  # fmt: skip
+    later = values["superseded_by"]
+    values["superseded_by"] = [order.get(by, by) for by in later]
     return {
         "user": memory.user_id,
         "version": memory.version,
@@ -77,9 +85,10 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
         "tables": [values[name] for name in _SHARED],
         "combinations": list(combinations),
         "facts": facts,
-        "history": memory.history_log,
-        "by_key": [(*slot, ids) for slot, ids in memory._by_key.items()],
-        "live": [(*slot, list(ids)) for slot, ids in memory._live.items()],
+        "kinds": list(kinds),
+        "history": history,
+        "by_key": [(*slot, [order.get(i, i) for i in ids]) for slot, ids in memory._by_key.items()],
+        "live": [(*slot, [order.get(i, i) for i in ids]) for slot, ids in memory._live.items()],
     }
 
 
@@ -112,6 +121,8 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
     value, confidence, context = _READERS["value"], _READERS["confidence"], _READERS["context"]
     observed, recorded = tables["observed_at"], tables["recorded_at"]
     until, later = tables["valid_until"], tables["superseded_by"]
+    order = [fact[1] for fact in state["facts"]]
+    later = [_named(by, order) for by in later]
     build = FACTS.build
     facts: dict[str, Fact] = {}
     for combination, id_, seq, own_value, own_confidence, own_context, *apart in state["facts"]:
@@ -126,15 +137,26 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
         data["observed_at"], data["recorded_at"] = observed[at_observed], recorded[at_recorded]
         data["valid_until"], data["superseded_by"] = until[at_until], later[at_later]
         facts[id_] = build(data, fields_set)
-    ids = {i: i for i in facts}  # the text of each id, kept once
     texts = event_type_texts()
+    kinds = [texts[kind] for kind in state["kinds"]]
     memory.facts = facts
-    memory.history_log = [(int(s), ids.get(i, i), texts[t]) for s, i, t in state["history"]]
-    memory._by_key = {(_text(d), _text(k)): [ids.get(i, i) for i in found]
+    memory.history_log = [(int(s), order[i] if type(i) is int and i >= 0 else _named(i, order),
+                           kinds[t]) for s, i, t in state["history"]]  # fmt: skip
+    memory._by_key = {(_text(d), _text(k)): [_named(i, order) for i in found]
                       for d, k, found in state["by_key"]}  # fmt: skip
-    memory._live = {(_text(d), _text(k)): dict.fromkeys(ids.get(i, i) for i in found)
+    memory._live = {(_text(d), _text(k)): dict.fromkeys(_named(i, order) for i in found)
                     for d, k, found in state["live"]}  # fmt: skip
     memory.version, memory.seq = int(state["version"]), int(state["seq"])
+
+
+def _named(ref: Any, order: list[str]) -> Any:
+    """A fact's id as ``memory_state`` wrote it: its position among the facts (the id the
+    fact holds, kept once), or the id itself for a fact the memory no longer holds."""
+    if type(ref) is int:
+        if ref < 0:
+            raise IndexError("a fact's position is not negative")
+        return order[ref]
+    return ref
 
 
 def _text(value: Any) -> str:
