@@ -158,13 +158,23 @@ class UserMemory:
         ``facts`` and ``history`` keep what the log holds.
         """
         found = []
-        for fact in self.facts.values():
-            if fact.status not in _LIVE or (domain is not None and fact.domain != domain):
-                continue
+        for fact in self.live(domain):
             if at is not None and fact.valid_until is not None and fact.valid_until <= at:
                 continue
             found.append(fact if self.upcast is None else self.upcast(fact))
         return sorted(found, key=lambda f: (f.domain, f.key, f.id))
+
+    def live(self, domain: str | None = None) -> list[Fact]:
+        """The facts that hold (``LIVE_STATUSES``) of ``domain``, or all, oldest first (by
+        seq, then id): read from the live index, so the cost is the live facts, not the
+        history. A memory given its facts without folding them (a rule case's) is scanned."""
+        if self._live or not self.facts:
+            ids = (i for (d, _), held in self._live.items() if domain in (None, d) for i in held)
+            found = [self.facts[i] for i in ids]
+        else:
+            found = [f for f in self.facts.values()
+                     if f.status in _LIVE and domain in (None, f.domain)]  # fmt: skip
+        return sorted(found, key=lambda f: (f.seq, f.id))
 
     def history(self, key: str, domain: str | None = None) -> list[Fact]:
         """Every fact ever stored for ``key``, oldest first, with its final status."""

@@ -98,6 +98,8 @@ class FactFold(Protocol):
 
     def of_key(self, domain: str, key: str) -> list[Fact]: ...
 
+    def live(self, domain: str | None = None) -> list[Fact]: ...
+
     def estimated_bytes(self) -> int: ...
 
 
@@ -230,9 +232,7 @@ class UserGraph:
         self, domain: str | None = None, at: datetime | None = None
     ) -> Iterator[tuple[Fact, Target]]:
         """Live claims (fact, target), oldest first; states past ``valid_until`` are not."""
-        for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
-            if fact.status not in LIVE or (domain is not None and fact.domain != domain):
-                continue
+        for fact in self.memory.live(domain):
             if at is not None and fact.valid_until is not None and fact.valid_until <= at:
                 continue
             for target in self.targets(fact):
@@ -245,9 +245,7 @@ class UserGraph:
             return memo[1]
         built_at = self._changes
         found = []
-        for fact in sorted(self.memory.facts.values(), key=lambda f: (f.seq, f.id)):
-            if fact.status not in LIVE or (domain is not None and fact.domain != domain):
-                continue
+        for fact in self.memory.live(domain):
             for target in self.targets(fact):
                 signals = sorted((s.as_signal() for s in self.signals_for(fact, target)),
                                  key=lambda s: (s.at, s.event_id))  # fmt: skip

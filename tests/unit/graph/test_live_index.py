@@ -1,0 +1,66 @@
+"""A user's live claims are read from the live index: their cost is the live facts, not the
+history a long-talking user leaves behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memkg import Engine
+from memkg.engine import IngestResult
+from memkg.events.projection import UserMemory
+from memkg.model.fact import LIVE_STATUSES
+
+Observe = Callable[..., IngestResult]
+SEATS = ["window", "aisle", "middle"]
+
+
+class _NoScan(dict[str, Any]):
+    """A fact table that answers lookups by id and refuses to be walked."""
+
+    def _walked(self, *_: object) -> Any:
+        raise AssertionError("the whole fact table was walked")
+
+    values = items = keys = __iter__ = _walked  # type: ignore[assignment]
+
+
+@pytest.fixture
+def talked(engine: Engine, observe: Observe) -> Engine:
+    """A user who restated their seat 60 times from two sources, with one retracted fact and
+    a cabin class: two live seat claims, one live cabin claim, the rest history."""
+    for n in range(60):
+        observe("u1", "travel", "seat.preference", SEATS[n % 3],
+                source="dialogue" if n % 2 else "behavior")  # fmt: skip
+    observe("u1", "travel", "cabin.class", "business")
+    gone = observe("u1", "travel", "airline.preferred", "airline:MU")
+    engine.retract("u1", gone.fact_id, reason="wrong airline")
+    return engine
+
+
+def test_live_claims_are_read_without_walking_the_history(talked: Engine) -> None:
+    graph = talked.user_graph("u1")
+    memory = graph.memory
+    every = sorted(memory.facts.values(), key=lambda f: (f.seq, f.id))
+    expected = [f for f in every if f.status in LIVE_STATUSES]
+    assert len(every) == 62 and len(expected) == 3  # the retracted one and history drop out
+    claims = [c.fact for c in graph.claims_of("travel")]
+    current = memory.current("travel")
+
+    memory.facts = _NoScan(memory.facts)
+    graph._claims.clear()  # type: ignore[attr-defined]
+    assert memory.live("travel") == expected
+    assert memory.live(None) == expected and memory.live("health") == []
+    assert [c.fact for c in graph.claims_of("travel")] == claims == expected
+    assert [fact for fact, _ in graph.claims("travel")] == expected
+    assert memory.current("travel") == current
+
+
+def test_a_fixture_memory_given_its_facts_is_scanned(talked: Engine) -> None:
+    """A memory handed its facts without folding them (a rule case's) has no live index:
+    ``live`` falls back to filtering every fact, with the same answer."""
+    folded = talked.memory("u1")
+    given = UserMemory("u1")
+    given.facts = dict(folded.facts)
+    assert given.live("travel") == folded.live("travel")
