@@ -138,9 +138,9 @@ class WeightedGraphView:
         the paths' refs, which tell every route apart.
         """
         view, user = self._view, self._node
-        if to not in view._node or to == user:
+        if to not in view or to == user:
             return []  # as ``queries.paths``
-        succ, nodes = view._succ, view._node
+        succ, nodes = view._succ, view.nodes
         built: dict[tuple[str, str, str], Edge] = {}
         found = []
         for route in queries._routes(succ, user, to, 3):
@@ -169,7 +169,7 @@ class WeightedGraphView:
         return sorted(found, key=lambda p: p.ref)
 
     def _hop(
-        self, nodes: dict[str, Any], succ: dict[str, Any], source: str, target: str, key: str
+        self, nodes: Mapping[str, Any], succ: dict[str, Any], source: str, target: str, key: str
     ) -> Edge:
         """One hop of a path, as an edge: a user hop from the user, a knowledge hop from its
         entity (``queries.paths``' hop, then its fixture weight)."""
