@@ -5,6 +5,8 @@ claims without building their breakdown, fills NetworkX's dicts directly and wal
 itself. ``_reference_view`` and ``_reference_paths`` are the plain way: every fact sorted on
 every call, ``claim_weight`` for every edge, ``add_node``/``add_edge``, and
 ``nx.all_simple_edge_paths``. Both must agree on every node, edge, float, breakdown and order.
+The paths a decision reads (``WeightedGraphView.paths``, built straight from the view's edges)
+equal those made from ``queries.paths`` (``_reference_decision_paths``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 from memkg.clock import FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import Engine
+from memkg.engine.decision_graph import WeightedGraphView
 from memkg.errors import MemkgError
 from memkg.events.memory import MemoryEventStore
 from memkg.events.projection import UserMemory
@@ -27,6 +30,9 @@ from memkg.graph import queries
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, breakdown, target_node, user_node, weighted_view
 from memkg.model.event import EventType, NewEvent
+from memkg.model.evidence import Edge as EvidenceEdge
+from memkg.model.evidence import GraphPath as EvidencePath
+from memkg.model.evidence import WeightFactor, path_weight
 from memkg.model.fact import Fact, FactStatus, Kind, Provenance, Scope, Sensitivity, Source
 from memkg.model.weight import ClaimWeight, Signal, WeightParams, claim_weight
 
@@ -133,6 +139,45 @@ def _reference_edges(view: View) -> list[queries.Edge]:
     return sorted(found, key=lambda e: (-e.weight, e.relation, e.target, e.fact_id))
 
 
+def _reference_decision_paths(
+    graph: UserGraph, now: datetime, params: WeightParams, domain: str, to: str,
+    via: str | None, of_facts: set[str] | None,
+) -> list[EvidencePath]:  # fmt: skip
+    """A decision's paths made from ``queries.paths``, hop by hop."""
+    user = f"user:{graph.user_id}"
+    found = []
+    for path in queries.paths(weighted_view(graph, now, params, domain), to, max_depth=3):
+        if via is not None and via not in [h.target for h in path.hops[:-1]]:
+            continue
+        if of_facts is not None and any(
+            h.fact_id is not None and h.fact_id not in of_facts for h in path.hops
+        ):
+            continue
+        hops = tuple(_reference_hop(h, user, params.threshold) for h in path.hops)
+        weight = path_weight(h.weight for h in hops)
+        found.append(EvidencePath(ref="|".join(h.ref for h in hops), to=to, via=via,
+                                  weight=weight, hops=hops))  # fmt: skip
+    return sorted(found, key=lambda p: p.ref)
+
+
+def _reference_hop(h: queries.Hop, user: str, threshold: float) -> EvidenceEdge:
+    factors = h.breakdown.factors if h.breakdown else ()
+    return EvidenceEdge(
+        ref=f"{h.fact_id or h.source}>{h.relation}>{h.target}",
+        source=user if h.fact_id is not None else h.source,
+        relation=h.relation,
+        target=h.target,
+        weight=h.weight,
+        base=h.breakdown.base if h.breakdown else None,
+        factors=tuple(
+            WeightFactor(name=f.name, value=f.value, detail=f.detail, event_id=f.event_id)
+            for f in factors
+        ),
+        fact_id=h.fact_id,
+        usable=h.weight >= threshold,
+    )
+
+
 def _assert_same_view(fast: View, plain: View) -> None:
     assert fast.graph == plain.graph
     assert list(fast.nodes(data=True)) == list(plain.nodes(data=True))
@@ -158,6 +203,15 @@ def _check(graph: UserGraph, now: datetime, params: WeightParams) -> None:
             for depth in (2, 3):
                 assert queries.paths(fast, concept, depth) == _reference_paths(
                     plain, concept, depth)  # fmt: skip
+        if domain is None:
+            continue
+        decided = WeightedGraphView(graph, now, params, domain)
+        facts = sorted(f.id for f in graph.memory.facts.values())
+        for of_facts in (None, set(facts[::2])):
+            for concept in CONCEPTS:
+                for via in (None, "city:shanghai", "condition:asthma"):
+                    assert decided.paths(concept, via, of_facts) == _reference_decision_paths(
+                        graph, now, params, domain, concept, via, of_facts)  # fmt: skip
 
 
 # -- histories -------------------------------------------------------------------------------

@@ -131,36 +131,35 @@ class WeightedGraphView:
         self, to: str, via: str | None, of_facts: Container[str] | None = None
     ) -> list[GraphPath]:
         """Paths to ``to`` (through ``via``); with ``of_facts``, only those whose user hops
-        are all edges of those facts get built."""
+        are all edges of those facts get built.
+
+        The routes are ``queries.paths``' own walk (``queries._routes``); each hop is built
+        once, straight from the view's edge, and a route left out is never built. The order is
+        the paths' refs, which tell every route apart.
+        """
+        view, user = self._view, self._node
+        if to not in view or to == user:
+            return []  # as ``queries.paths``
+        succ, nodes = view._succ, view.nodes
+        built: dict[tuple[str, str, str], Edge] = {}
         found = []
-        for path in queries.paths(self._view, to, max_depth=3):
-            if via is not None and via not in [h.target for h in path.hops[:-1]]:
+        for route in queries._routes(succ, user, to, 3):
+            if via is not None and via not in [target for _, target, _ in route[:-1]]:
                 continue
             if of_facts is not None and any(
-                h.fact_id is not None and h.fact_id not in of_facts for h in path.hops
+                (fact_id := succ[s][t][k]["fact_id"]) is not None and fact_id not in of_facts
+                for s, t, k in route
             ):
                 continue
             hops = []
-            for h in path.hops:
-                source = self._user if h.fact_id is not None else h.source
-                weight = self._override(source, h.relation, h.target, h.weight)
-                hops.append(
-                    Edge(
-                        ref=f"{h.fact_id or h.source}>{h.relation}>{h.target}",
-                        source=source,
-                        relation=h.relation,
-                        target=h.target,
-                        weight=weight,
-                        base=h.breakdown.base if h.breakdown else None,
-                        factors=self._factors(h.breakdown) if weight == h.weight else (),
-                        fact_id=h.fact_id,
-                        usable=weight >= self._threshold,
-                    )
-                )
-            ref = "|".join(h.ref for h in hops)
+            for edge in route:
+                hop = built.get(edge)
+                if hop is None:
+                    hop = built[edge] = self._hop(nodes, succ, *edge)
+                hops.append(hop)
             found.append(
                 GraphPath(
-                    ref=ref,
+                    ref="|".join(h.ref for h in hops),
                     to=to,
                     via=via,
                     weight=path_weight(h.weight for h in hops),
@@ -168,6 +167,29 @@ class WeightedGraphView:
                 )
             )
         return sorted(found, key=lambda p: p.ref)
+
+    def _hop(
+        self, nodes: Mapping[str, Any], succ: dict[str, Any], source: str, target: str, key: str
+    ) -> Edge:
+        """One hop of a path, as an edge: a user hop from the user, a knowledge hop from its
+        entity (``queries.paths``' hop, then its fixture weight)."""
+        data = succ[source][target][key]
+        fact_id, relation, shown = data["fact_id"], data["relation"], float(data["weight"])
+        claim: ClaimWeight | None = data["claim"]
+        breakdown = None if claim is None else claim.breakdown
+        origin = self._user if fact_id is not None else nodes[source]["ref"]
+        weight = self._override(origin, relation, target, shown)
+        return Edge(
+            ref=f"{fact_id or nodes[source]['ref']}>{relation}>{target}",
+            source=origin,
+            relation=relation,
+            target=target,
+            weight=weight,
+            base=breakdown.base if breakdown else None,
+            factors=self._factors(breakdown) if weight == shown else (),
+            fact_id=fact_id,
+            usable=weight >= self._threshold,
+        )
 
 
 def fixture_graph(

@@ -218,7 +218,7 @@ class Evaluator:
     ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
         message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
-        key, held = _fired_key(rule, env, ctx, message, others)
+        key, held = _kept_by(*_fired_key(rule, env, ctx, message, others), inp)
         if key is not None:
             found = self.reuse.get(key, held)
             if found is not None:
@@ -269,12 +269,13 @@ class Evaluator:
         candidates = pool(cond, inp, by_key)
         failure = failure_text(cond, inp, candidates)
         # the node shows the rule, how far it got, the failure and the context it reads; the
-        # entry lives as long as the facts the failure was worked out from, and one worked
-        # out from none (a context test) is not kept: it would hold the request's context
-        # values (a symptom, say) past the user's erasure, bound to no memory of theirs
-        key = ("why_not", id(rule), index, check.holding, failure, _shown_context(cond, ctx))
-        held = (rule, *(item.fact for item in candidates if item.fact is not None))
-        found = self.reuse.get(key, held) if len(held) > 1 else None
+        # entry lives as long as the facts the failure was worked out from (``_kept_by``)
+        key, held = _kept_by(
+            ("why_not", id(rule), index, check.holding, failure, _shown_context(cond, ctx)),
+            (rule, *(item.fact for item in candidates if item.fact is not None)),
+            inp,
+        )
+        found = self.reuse.get(key, held) if key is not None else None
         if found is not None:
             return found  # type: ignore[no-any-return]
         text = plan.text(rule, cond) if plan is not None else None
@@ -288,9 +289,25 @@ class Evaluator:
             total=len(rule.conditions),
             failing=condition_node(cond, False, None, ctx, failure, text=text),
         )
-        if len(held) > 1:
+        if key is not None:
             self.reuse.put(key, held, node)
         return node
+
+
+def _kept_by(
+    key: tuple[Any, ...] | None, held: tuple[object, ...], inp: DecisionInput
+) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
+    """The key and objects a node is kept under in ``Reuse``: those it was built from, or,
+    for a node shown from the rule and the request's context alone (a context test that
+    failed, a rule that fired on the context), the user's input facts as well. Bound to no
+    memory of the user's, such a node would hold the request's context values (a symptom,
+    say) past their erasure; bound to their facts it goes with them. An input without facts
+    keeps nothing (no key)."""
+    if key is None or len(held) > 1:
+        return key, held
+    if not inp.facts:
+        return None, ()
+    return (*key, inp.user_id), (*held, *inp.facts)
 
 
 def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | None:
@@ -304,8 +321,9 @@ def _fired_key(
     rule: Rule, env: Env, ctx: dict[str, Any], message: str, others: int
 ) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
     """What a fired rule's candidate and node are built from: the key ``Reuse`` keeps them
-    under and the objects they show; no key when a condition is bound to an edge or a path,
-    whose weights move with the clock."""
+    under and the objects they show (only the rule when shown from the context alone:
+    ``_kept_by`` binds it to the user's facts); no key when a condition is bound to an edge or
+    a path, whose weights move with the clock."""
     parts: list[Any] = ["fired", id(rule), others, message]
     held: list[object] = [rule]
     for cond in rule.conditions:
@@ -318,8 +336,6 @@ def _fired_key(
         else:
             return None, ()
         parts.append(_shown_context(cond, ctx))
-    if len(held) == 1:
-        return None, ()  # shown from the context alone: kept, it would outlive an erasure
     return tuple(parts), tuple(held)
 
 

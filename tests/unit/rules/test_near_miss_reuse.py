@@ -230,3 +230,27 @@ def test_no_explanation_node_keeps_an_erased_users_request_context(tmp_path: Pat
     reuse = made.intent.rules.evaluator.reuse
     left = [entry for entry in reuse._entries.items() if "rash" in repr(entry)]
     assert left == []
+
+
+def test_a_node_shown_from_the_context_alone_is_built_once_while_the_facts_live(
+    tmp_path: Path,
+) -> None:
+    """A near miss that failed on a context test and a rule that fired on the context alone
+    are kept bound to the user's facts: the same request again, on the same memory, is
+    served the very nodes the first built; another user, or new memory, builds its own."""
+    made, clock = made_with(tmp_path, RULES + CONTEXT_ONLY)
+    first = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    failed = [n for n in first.explanation.why_not if n.failing.kind == "context"]
+    fired = [n for n in first.explanation.selected if n.rule_id == "t.rash_reported"]
+    assert failed and fired
+    again = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert all(any(n is m for m in again.explanation.why_not) for n in failed)
+    assert any(n is fired[0] for n in again.explanation.selected)
+    fresh(made, again)
+    other = decide(made, clock, symptom="fever")
+    assert not any(n is m for n in failed for m in other.explanation.why_not)
+    write(made, clock, "child.age", 5)  # new memory: built again, and the same
+    later = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert later.explanation.why_not == again.explanation.why_not
+    assert not any(n is m for n in failed for m in later.explanation.why_not)
+    fresh(made, later)
