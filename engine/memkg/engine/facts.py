@@ -22,6 +22,7 @@ from memkg.engine.supersede import ordered_by_time, replaced_claims
 from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
+from memkg.events.stored import FACTS, Shape
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, SupersedeReason
 from memkg.model.report import Problem, ValidationReport
@@ -56,6 +57,14 @@ class IngestOutcome(BaseModel):
     accepted: bool
     result: IngestResult | None = None
     report: ValidationReport | None = None
+
+
+_RESULTS: Shape[IngestResult] = Shape(IngestResult, {})
+_OUTCOMES: Shape[IngestOutcome] = Shape(IngestOutcome, {})
+_NEW_FACT_FIELDS = FACTS.fields_set(
+    FACTS.names - {"superseded_by", "supersede_reason", "status_reason", "seq"}
+)
+"""The fields ``FactWriter`` gives a new fact (the others keep their defaults)."""
 
 
 @dataclass(eq=False, repr=False)
@@ -123,7 +132,8 @@ class FactWriter:
                               stage="envelope")  # fmt: skip
             report = ValidationReport(problems=(problem,))
             return IngestOutcome(index=index, accepted=False, report=report)
-        return IngestOutcome(index=index, accepted=True, result=stored)
+        values = {"index": index, "accepted": True, "result": stored, "report": None}
+        return _OUTCOMES.build(values, _OUTCOMES.fields_set(("index", "accepted", "result")))
 
     @unconditional
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
@@ -157,14 +167,13 @@ class FactWriter:
                     duplicate=True,
                     version=appended.events[-1].version,
                 )
-            return IngestResult(
-                fact_id=fact.id,
-                event_id=first.event_id,
-                seq=first.seq,
-                status=fact.status if outdated_by is None else FactStatus.SUPERSEDED,
-                superseded=tuple(old.id for old, _ in replaced),
-                version=appended.events[-1].version,
-            )
+            values = {
+                "fact_id": fact.id, "event_id": first.event_id, "seq": first.seq,
+                "status": fact.status if outdated_by is None else FactStatus.SUPERSEDED,
+                "superseded": tuple(old.id for old, _ in replaced), "duplicate": False,
+                "version": appended.events[-1].version,
+            }  # fmt: skip
+            return _RESULTS.build(values, _RESULTS.fields_set(values.keys() - {"duplicate"}))
 
     def _request_digest(self, obs: Observation) -> str:
         """What a retry must repeat: the observation as sent, but its idempotency key, under
@@ -215,10 +224,14 @@ class FactWriter:
         )
 
     def _new_fact(self, checked: Checked) -> Fact:
+        """The fact of a checked observation, built without validating it again: each field
+        comes from a validated ``Observation``, the checks' verdict or the clock, already of
+        the type the fact declares."""
         obs = checked.observation
         # a ``fact`` from a source that does not confirm its records waits for the user
         pending = checked.kind is Kind.FACT and not self.setup.sources.confirmed(obs.source)
-        return Fact(
+        values = FACTS.template.copy()
+        values.update(
             id=self.clock.new_id("fact"), user_id=obs.user_id, domain=obs.domain, key=obs.key,
             value=checked.value, kind=checked.kind, source=obs.source, confidence=obs.confidence,
             scope=obs.scope, session_id=obs.session_id, observed_at=checked.observed_at,
@@ -228,6 +241,7 @@ class FactWriter:
             schema_version=checked.spec.version, context=dict(obs.context), change=obs.change,
             supersedes=obs.supersedes,
         )  # fmt: skip
+        return FACTS.build(values, _NEW_FACT_FIELDS)
 
     @unconditional
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:

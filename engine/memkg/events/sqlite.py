@@ -39,6 +39,7 @@ from memkg.events.memory import (
     utc_instant,
 )
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
+from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import compact
 
@@ -71,6 +72,8 @@ _APPEND_AT = (
 )
 """Where an append lands: the stream's version and the log's last seq, in one statement."""
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})"
+_APPENDED: Shape[AppendResult] = Shape(AppendResult, {})
+_APPENDED_FIELDS = _APPENDED.fields_set(("events",))
 _ONE_STATEMENT = 32
 """Appends of at most this many events go in as one multi-row ``INSERT`` (a statement is
 atomic on its own, so an append in a batch needs no savepoint)."""
@@ -242,7 +245,8 @@ class SqliteEventStore:
                 self._batch_seq = base + len(rows)
             else:
                 db.execute(_SET_STREAM, (user_id, version + len(rows)))
-        return AppendResult(events=tuple(map(_event, numbered)))
+        events_stored = tuple(map(_event, numbered))
+        return _APPENDED.build({"events": events_stored, "duplicate": False}, _APPENDED_FIELDS)
 
     def read_stream(
         self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0

@@ -1,9 +1,9 @@
-"""A write validates each new fact once, and the projections hold what the log gives back.
+"""A write validates no fact again, and the projections hold what the log gives back.
 
-The writer builds the new fact (one validation); the freeze check's preview and the fold of
-the append read the event's payload back without validating it again (``events.stored``), and
-the fold of the log holds the same facts, down to their ``repr``, as the projections a write
-left.
+The writer builds the new fact from the validated observation and the checks' verdict,
+without running ``Fact``'s validator; the freeze check's preview and the fold of the append
+read the event's payload back without validating it again (``events.stored``), and the fold
+of the log holds the same facts, down to their ``repr``, as the projections a write left.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _history(engine: Engine, size: int) -> None:
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("history", [0, 30, 300])
-def test_a_write_validates_its_new_fact_once_whatever_the_users_history(
+def test_a_write_validates_no_fact_whatever_the_users_history(
     store: str, history: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = _engine(store, tmp_path)
@@ -52,12 +52,12 @@ def test_a_write_validates_its_new_fact_once_whatever_the_users_history(
     validations = Validations(monkeypatch)
     result = engine.ingest(obs(value="airline:SQ", source="profile", confidence=0.95))
     assert engine.memory("u1").seq == result.seq + 1  # the preview saw it: the key froze
-    assert validations.count == 1
+    assert validations.count == 0
     assert engine.memory("u1").facts[result.fact_id].seq == result.seq
     assert engine.user_graph("u1").memory.facts[result.fact_id].seq == result.seq
 
 
-def test_a_turn_instruction_validates_each_of_its_two_facts_once(
+def test_a_turn_instruction_validates_neither_of_its_two_facts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine = Engine(clock=FrozenClock(T0))
@@ -65,7 +65,7 @@ def test_a_turn_instruction_validates_each_of_its_two_facts_once(
     validations = Validations(monkeypatch)
     turn = {"scope": "turn", "session_id": "s1", "provenance": {"source_ref": "turn-3"}}
     engine.ingest(obs(value="airline:SQ", **turn))
-    assert validations.count == 2  # the instruction and its session note
+    assert validations.count == 0  # neither the instruction nor its session note
     notes = [f for f in engine.memory("u1").current() if f.scope.value == "session"]
     assert [f.value for f in notes] == ["airline:SQ"]
 
