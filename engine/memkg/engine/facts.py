@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from memkg.clock import Clock
 from memkg.config import EngineConfig
@@ -24,7 +26,16 @@ from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, SupersedeReason
+from memkg.model.fact import (
+    Fact,
+    FactStatus,
+    Kind,
+    Observation,
+    Scope,
+    Sensitivity,
+    Source,
+    SupersedeReason,
+)
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.validator import Checked
 
@@ -309,7 +320,56 @@ def _mismatch(key: str) -> ValidationReport:
     )
 
 
+_NOT_STORED = {"seq", "superseded_by", "supersede_reason", "status_reason"}
+_SCALARS = (str, int, bool, type(None))
+_NAMES: dict[str, str] = {
+    m: m.value for kind in (Kind, Scope, Sensitivity, FactStatus) for m in kind
+} | {s: s.value for s in Source.BUILTIN}
+"""Enum members and built-in sources by their stored name (a plain ``str``)."""
+_TIME = TypeAdapter(datetime)
+_TIMES: dict[tuple[datetime, timedelta | None], str] = {}
+"""Times as the fact's JSON dump writes them (pydantic's form: ``Z`` for UTC, the offset to
+the minute), by time and offset: a write's times repeat within a batch."""
+
+
+def _time(at: datetime) -> str:
+    key = (at, at.utcoffset())
+    found = _TIMES.get(key)
+    if found is None:
+        if len(_TIMES) >= 1024:
+            _TIMES.clear()
+        found = _TIMES[key] = _TIME.dump_python(at, mode="json")
+    return found
+
+
 def _dump(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(
-        mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
-    )
+    """The fact as its ``fact.asserted`` payload stores it: ``model_dump(mode="json")`` but
+    the fields the fold derives. A fact of the form a write builds (a scalar value, a finite
+    confidence, a plain text context, a built-in source) is written out field by field,
+    equal to the dump key for key and type for type; any other goes through pydantic."""
+    value, confidence, context, source = fact.value, fact.confidence, fact.context, fact.source
+    if not (
+        (type(value) in _SCALARS or (type(value) is float and math.isfinite(value)))
+        and type(confidence) is float
+        and math.isfinite(confidence)
+        and type(context) is dict
+        and all(type(k) is str and type(v) is str for k, v in context.items())
+        and source in _NAMES
+    ):
+        return fact.model_dump(mode="json", exclude=_NOT_STORED)
+    valid_until, provenance = fact.valid_until, fact.provenance
+    return {
+        "id": fact.id, "user_id": fact.user_id, "domain": fact.domain, "key": fact.key,
+        "value": value, "kind": _NAMES[fact.kind], "source": _NAMES[source],
+        "confidence": confidence, "scope": _NAMES[fact.scope], "session_id": fact.session_id,
+        "observed_at": _time(fact.observed_at), "recorded_at": _time(fact.recorded_at),
+        "valid_until": None if valid_until is None else _time(valid_until),
+        "provenance": {
+            "source_ref": provenance.source_ref, "consent_granted": provenance.consent_granted,
+            "consent_version": provenance.consent_version,
+            "audit_log_id": provenance.audit_log_id, "purpose": provenance.purpose,
+        },
+        "sensitivity": _NAMES[fact.sensitivity], "status": _NAMES[fact.status],
+        "schema_version": fact.schema_version, "context": dict(context), "change": fact.change,
+        "supersedes": fact.supersedes,
+    }  # fmt: skip

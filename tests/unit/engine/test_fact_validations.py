@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memkg import Engine, FrozenClock
+from memkg.engine.facts import _dump
 from memkg.events.projection import UserMemory
 from support.observations import CONSENTED, T0, obs
 from support.validations import Validations
@@ -129,3 +130,26 @@ def test_memory_keeps_the_stored_value_not_the_callers_object() -> None:
     avoided.append("airline:CA")  # the caller reuses its list
     assert engine.memory("u1").facts[result.fact_id].value == ["airline:MU"]
     assert engine.user_graph("u1").memory.facts[result.fact_id].value == ["airline:MU"]
+
+
+def test_a_new_facts_payload_is_its_json_dump_key_for_key_and_type_for_type() -> None:
+    engine = Engine(clock=FrozenClock(T0))
+    for made in _varied():
+        engine.ingest(made)
+        engine.clock.advance(timedelta(minutes=1))  # type: ignore[attr-defined]
+    facts = [f for user in ("u1", "u2") for f in engine.memory(user).facts.values()]
+    odd = timezone(timedelta(hours=5, minutes=30, seconds=15))
+    changes: list[dict[str, Any]] = [
+        {"value": 1.5}, {"value": True}, {"value": None}, {"value": 10**30}, {"value": 7},
+        {"value": {"a": [1, (2, 3)]}}, {"value": float("nan")}, {"value": "x" * 300},
+        {"valid_until": datetime(2026, 5, 2, 1, 2, 3, 45, tzinfo=odd)},
+        {"observed_at": datetime(2026, 5, 1, 9, 30)}, {"confidence": 1},
+        {"recorded_at": datetime(2026, 5, 1, 9, 30, 0, 120000, tzinfo=UTC)},
+        {"context": {"trip_type": "leisure"}}, {"session_id": "s9", "supersedes": "fact_1"},
+        {"provenance": facts[0].provenance.model_copy(update={"consent_granted": True})},
+    ]  # fmt: skip
+    for fact in facts + [facts[0].model_copy(update=change) for change in changes]:
+        expected = fact.model_dump(
+            mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
+        )
+        assert repr(_dump(fact)) == repr(expected)
