@@ -51,19 +51,31 @@ class Journal:
         ``memory``: what ``writing(user_id)`` gave the block this append is made in (the
         same state of the stream, and writable), so it is not read again.
         """
+        if memory is not None:  # inside ``writing``: the lock is held, the user pinned
+            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
         with self.lock, self.projections.pinned(user_id):
-            if memory is None:
-                memory = self.writable(user_id)
-            if expected_version is None:
-                expected_version = memory.version
-            if freeze:
-                events = [*events, *self.freezes(user_id, events)]
-            appended = self.store.append(
-                user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
-            )
-            if not appended.duplicate:
-                self.projections.applied(user_id, appended.events)
-            return appended
+            memory = self.writable(user_id)
+            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
+
+    def _append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        memory: UserMemory,
+        expected_version: int | None,
+        idempotency_key: str | None,
+        freeze: bool,
+    ) -> AppendResult:
+        if expected_version is None:
+            expected_version = memory.version
+        if freeze:
+            events = [*events, *self.freezes(user_id, events)]
+        appended = self.store.append(
+            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+        )
+        if not appended.duplicate:
+            self.projections.applied(user_id, appended.events)
+        return appended
 
     @contextmanager
     def writing(self, user_id: str) -> Iterator[UserMemory]:
