@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from memkg.clock import Clock
 from memkg.config import EngineConfig
@@ -22,8 +24,18 @@ from memkg.engine.supersede import ordered_by_time, replaced_claims
 from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
+from memkg.events.stored import FACTS, Shape
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope, SupersedeReason
+from memkg.model.fact import (
+    Fact,
+    FactStatus,
+    Kind,
+    Observation,
+    Scope,
+    Sensitivity,
+    Source,
+    SupersedeReason,
+)
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.validator import Checked
 
@@ -56,6 +68,14 @@ class IngestOutcome(BaseModel):
     accepted: bool
     result: IngestResult | None = None
     report: ValidationReport | None = None
+
+
+_RESULTS: Shape[IngestResult] = Shape(IngestResult, {})
+_OUTCOMES: Shape[IngestOutcome] = Shape(IngestOutcome, {})
+_NEW_FACT_FIELDS = FACTS.fields_set(
+    FACTS.names - {"superseded_by", "supersede_reason", "status_reason", "seq"}
+)
+"""The fields ``FactWriter`` gives a new fact (the others keep their defaults)."""
 
 
 @dataclass(eq=False, repr=False)
@@ -123,7 +143,8 @@ class FactWriter:
                               stage="envelope")  # fmt: skip
             report = ValidationReport(problems=(problem,))
             return IngestOutcome(index=index, accepted=False, report=report)
-        return IngestOutcome(index=index, accepted=True, result=stored)
+        values = {"index": index, "accepted": True, "result": stored, "report": None}
+        return _OUTCOMES.build(values, _OUTCOMES.fields_set(("index", "accepted", "result")))
 
     @unconditional
     def _store_checked(self, checked: Checked, expected_version: int | None) -> IngestResult:
@@ -157,14 +178,13 @@ class FactWriter:
                     duplicate=True,
                     version=appended.events[-1].version,
                 )
-            return IngestResult(
-                fact_id=fact.id,
-                event_id=first.event_id,
-                seq=first.seq,
-                status=fact.status if outdated_by is None else FactStatus.SUPERSEDED,
-                superseded=tuple(old.id for old, _ in replaced),
-                version=appended.events[-1].version,
-            )
+            values = {
+                "fact_id": fact.id, "event_id": first.event_id, "seq": first.seq,
+                "status": fact.status if outdated_by is None else FactStatus.SUPERSEDED,
+                "superseded": tuple(old.id for old, _ in replaced), "duplicate": False,
+                "version": appended.events[-1].version,
+            }  # fmt: skip
+            return _RESULTS.build(values, _RESULTS.fields_set(values.keys() - {"duplicate"}))
 
     def _request_digest(self, obs: Observation) -> str:
         """What a retry must repeat: the observation as sent, but its idempotency key, under
@@ -215,10 +235,14 @@ class FactWriter:
         )
 
     def _new_fact(self, checked: Checked) -> Fact:
+        """The fact of a checked observation, built without validating it again: each field
+        comes from a validated ``Observation``, the checks' verdict or the clock, already of
+        the type the fact declares."""
         obs = checked.observation
         # a ``fact`` from a source that does not confirm its records waits for the user
         pending = checked.kind is Kind.FACT and not self.setup.sources.confirmed(obs.source)
-        return Fact(
+        values = FACTS.template.copy()
+        values.update(
             id=self.clock.new_id("fact"), user_id=obs.user_id, domain=obs.domain, key=obs.key,
             value=checked.value, kind=checked.kind, source=obs.source, confidence=obs.confidence,
             scope=obs.scope, session_id=obs.session_id, observed_at=checked.observed_at,
@@ -228,6 +252,7 @@ class FactWriter:
             schema_version=checked.spec.version, context=dict(obs.context), change=obs.change,
             supersedes=obs.supersedes,
         )  # fmt: skip
+        return FACTS.build(values, _NEW_FACT_FIELDS)
 
     @unconditional
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
@@ -295,7 +320,56 @@ def _mismatch(key: str) -> ValidationReport:
     )
 
 
+_NOT_STORED = {"seq", "superseded_by", "supersede_reason", "status_reason"}
+_SCALARS = (str, int, bool, type(None))
+_NAMES: dict[str, str] = {
+    m: m.value for kind in (Kind, Scope, Sensitivity, FactStatus) for m in kind
+} | {s: s.value for s in Source.BUILTIN}
+"""Enum members and built-in sources by their stored name (a plain ``str``)."""
+_TIME = TypeAdapter(datetime)
+_TIMES: dict[tuple[datetime, timedelta | None], str] = {}
+"""Times as the fact's JSON dump writes them (pydantic's form: ``Z`` for UTC, the offset to
+the minute), by time and offset: a write's times repeat within a batch."""
+
+
+def _time(at: datetime) -> str:
+    key = (at, at.utcoffset())
+    found = _TIMES.get(key)
+    if found is None:
+        if len(_TIMES) >= 1024:
+            _TIMES.clear()
+        found = _TIMES[key] = _TIME.dump_python(at, mode="json")
+    return found
+
+
 def _dump(fact: Fact) -> dict[str, Any]:
-    return fact.model_dump(
-        mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
-    )
+    """The fact as its ``fact.asserted`` payload stores it: ``model_dump(mode="json")`` but
+    the fields the fold derives. A fact of the form a write builds (a scalar value, a finite
+    confidence, a plain text context, a built-in source) is written out field by field,
+    equal to the dump key for key and type for type; any other goes through pydantic."""
+    value, confidence, context, source = fact.value, fact.confidence, fact.context, fact.source
+    if not (
+        (type(value) in _SCALARS or (type(value) is float and math.isfinite(value)))
+        and type(confidence) is float
+        and math.isfinite(confidence)
+        and type(context) is dict
+        and all(type(k) is str and type(v) is str for k, v in context.items())
+        and source in _NAMES
+    ):
+        return fact.model_dump(mode="json", exclude=_NOT_STORED)
+    valid_until, provenance = fact.valid_until, fact.provenance
+    return {
+        "id": fact.id, "user_id": fact.user_id, "domain": fact.domain, "key": fact.key,
+        "value": value, "kind": _NAMES[fact.kind], "source": _NAMES[source],
+        "confidence": confidence, "scope": _NAMES[fact.scope], "session_id": fact.session_id,
+        "observed_at": _time(fact.observed_at), "recorded_at": _time(fact.recorded_at),
+        "valid_until": None if valid_until is None else _time(valid_until),
+        "provenance": {
+            "source_ref": provenance.source_ref, "consent_granted": provenance.consent_granted,
+            "consent_version": provenance.consent_version,
+            "audit_log_id": provenance.audit_log_id, "purpose": provenance.purpose,
+        },
+        "sensitivity": _NAMES[fact.sensitivity], "status": _NAMES[fact.status],
+        "schema_version": fact.schema_version, "context": dict(context), "change": fact.change,
+        "supersedes": fact.supersedes,
+    }  # fmt: skip

@@ -14,8 +14,12 @@ from memkg.engine.projections import Projections
 from memkg.errors import MemoryDisabled
 from memkg.events.projection import UserMemory
 from memkg.events.store import AppendResult, EventStore
+from memkg.events.stored import Shape
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import Fact
+
+_NEW_EVENTS: Shape[NewEvent] = Shape(NewEvent, {})
+_FACT_EVENT_FIELDS = _NEW_EVENTS.fields_set(_NEW_EVENTS.names)
 
 Freezes = Callable[[str, Sequence[NewEvent]], list[NewEvent]]
 """``(user_id, pending) → key.frozen`` events the pending write leaves in a strong conflict."""
@@ -47,19 +51,31 @@ class Journal:
         ``memory``: what ``writing(user_id)`` gave the block this append is made in (the
         same state of the stream, and writable), so it is not read again.
         """
+        if memory is not None:  # inside ``writing``: the lock is held, the user pinned
+            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
         with self.lock, self.projections.pinned(user_id):
-            if memory is None:
-                memory = self.writable(user_id)
-            if expected_version is None:
-                expected_version = memory.version
-            if freeze:
-                events = [*events, *self.freezes(user_id, events)]
-            appended = self.store.append(
-                user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
-            )
-            if not appended.duplicate:
-                self.projections.applied(user_id, appended.events)
-            return appended
+            memory = self.writable(user_id)
+            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
+
+    def _append(
+        self,
+        user_id: str,
+        events: Sequence[NewEvent],
+        memory: UserMemory,
+        expected_version: int | None,
+        idempotency_key: str | None,
+        freeze: bool,
+    ) -> AppendResult:
+        if expected_version is None:
+            expected_version = memory.version
+        if freeze:
+            events = [*events, *self.freezes(user_id, events)]
+        appended = self.store.append(
+            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+        )
+        if not appended.duplicate:
+            self.projections.applied(user_id, appended.events)
+        return appended
 
     @contextmanager
     def writing(self, user_id: str) -> Iterator[UserMemory]:
@@ -114,14 +130,14 @@ class Journal:
         return self.append(user_id, [event]).events[0]
 
     def fact_event(self, kind: EventType, fact: Fact, payload: dict[str, Any]) -> NewEvent:
-        """An event about ``fact`` (not yet appended), carrying its audit id."""
-        return NewEvent(
-            event_id=self.clock.new_id("evt"),
-            type=kind,
-            user_id=fact.user_id,
-            domain=fact.domain,
-            payload=payload,
-            recorded_at=self.clock.now(),
-            fact_id=fact.id,
-            audit_log_id=fact.provenance.audit_log_id,
-        )
+        """An event about ``fact`` (not yet appended), carrying its audit id.
+
+        Built without validation: every field is of its declared type already (an id and a
+        time from the clock, a fact's own fields), and the payload is copied as validation
+        would copy it."""
+        values = {
+            "event_id": self.clock.new_id("evt"), "type": kind, "user_id": fact.user_id,
+            "domain": fact.domain, "payload": dict(payload), "recorded_at": self.clock.now(),
+            "fact_id": fact.id, "audit_log_id": fact.provenance.audit_log_id,
+        }  # fmt: skip
+        return _NEW_EVENTS.build(values, _FACT_EVENT_FIELDS)

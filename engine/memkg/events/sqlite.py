@@ -39,6 +39,7 @@ from memkg.events.memory import (
     utc_instant,
 )
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
+from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import compact
 
@@ -71,6 +72,15 @@ _APPEND_AT = (
 )
 """Where an append lands: the stream's version and the log's last seq, in one statement."""
 _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES ({_MARKS})"
+_APPENDED: Shape[AppendResult] = Shape(AppendResult, {})
+_APPENDED_FIELDS = _APPENDED.fields_set(("events",))
+_ONE_STATEMENT = 32
+"""Appends of at most this many events go in as one multi-row ``INSERT`` (a statement is
+atomic on its own, so an append in a batch needs no savepoint)."""
+_INSERT_ROWS = tuple(
+    f"INSERT INTO events ({_COLUMNS}) VALUES {', '.join([f'({_MARKS})'] * n)}"
+    for n in range(_ONE_STATEMENT + 1)
+)
 _SET_STREAM = "INSERT OR REPLACE INTO streams VALUES (?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -115,6 +125,13 @@ class SqliteEventStore:
         self.path = Path(path)
         self._lock = threading.RLock()
         self._batch_depth = 0
+        self._batch_versions: dict[str, int] = {}
+        """Inside a batch: the stream versions its appends reached, not yet in ``streams``
+        (written once, before the batch commits or any other statement of it runs)."""
+        self._batch_seq: int | None = None
+        """Inside a batch, once an append numbered events: the last seq it assigned."""
+        self._batch_purges: int | None = None
+        """Inside a batch, once read: the purge count (no other writer runs until it ends)."""
         self._scrub: bool | None = None
         """Inside ``erasing``: whether the block removed rows (the file is rewritten once it
         committed); None outside."""
@@ -173,7 +190,9 @@ class SqliteEventStore:
     ) -> AppendResult:
         check_batch(user_id, events)
         rows = [_row(e) for e in events]
-        with self._write() as db:
+        # In a batch, an append without a key is one statement, atomic without a savepoint.
+        single = idempotency_key is None and 0 < len(rows) <= _ONE_STATEMENT
+        with self._write(appending=True, savepoint=not single) as db:
             if idempotency_key is not None:
                 seen = db.execute(
                     "SELECT first_seq, last_seq FROM idempotency WHERE user_id = ? AND key = ?",
@@ -193,7 +212,11 @@ class SqliteEventStore:
                         (user_id, idempotency_key),
                     )
             # We hold the write lock, so the next seqs are ours to assign.
-            version, base = db.execute(_APPEND_AT, (user_id,)).fetchone()
+            version, base = self._batch_versions.get(user_id), self._batch_seq
+            if version is None or base is None:
+                stored_version, stored_base = db.execute(_APPEND_AT, (user_id,)).fetchone()
+                version = stored_version if version is None else version
+                base = stored_base if base is None else base
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
@@ -202,20 +225,28 @@ class SqliteEventStore:
                 (base + i, row[0], user_id, version + i, *row[1:]) for i, row in enumerate(rows, 1)
             ]
             try:
-                db.executemany(_INSERT, numbered)
+                if single:
+                    values = [value for row in numbered for value in row]
+                    db.execute(_INSERT_ROWS[len(numbered)], values)
+                else:
+                    db.executemany(_INSERT, numbered)
             except sqlite3.IntegrityError as exc:
                 if "events.version" in str(exc):  # another writer bypassed the streams table
                     actual = _scalar(db, _STREAM_VERSION.format(table="events"), user_id)
                     raise ConcurrencyConflict(user_id, version, actual) from exc
                 raise StoreError(f"cannot append to stream {user_id!r}: {exc}") from exc
-            stream = (user_id, version + len(rows))
-            db.execute(_SET_STREAM, stream)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency VALUES (?, ?, ?, ?)",
                     (user_id, idempotency_key, base + 1, base + len(rows)),
                 )
-        return AppendResult(events=tuple(map(_event, numbered)))
+            if self._batch_depth:
+                self._batch_versions[user_id] = version + len(rows)
+                self._batch_seq = base + len(rows)
+            else:
+                db.execute(_SET_STREAM, (user_id, version + len(rows)))
+        events_stored = tuple(map(_event, numbered))
+        return _APPENDED.build({"events": events_stored, "duplicate": False}, _APPENDED_FIELDS)
 
     def read_stream(
         self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
@@ -292,17 +323,28 @@ class SqliteEventStore:
             after_seq = rows[-1][0]
 
     def stream_version(self, user_id: str) -> int:
+        with self._lock:
+            if user_id in self._batch_versions:
+                return self._batch_versions[user_id]
         rows = self._read("SELECT version FROM streams WHERE user_id = ?", (user_id,))
         return int(rows[0][0]) if rows else 0
 
     def stream_mark(self, user_id: str) -> tuple[int, int]:
-        row = self._read(_MARK, (user_id,))[0]
-        return int(row[0] or 0), int(row[1] or 0)
+        with self._lock:
+            pending = self._batch_versions.get(user_id)
+            if pending is not None and self._batch_purges is not None:
+                return pending, self._batch_purges
+            row = self._read(_MARK, (user_id,))[0]
+            if self._batch_depth:
+                self._batch_purges = int(row[1] or 0)
+            return pending or int(row[0] or 0), int(row[1] or 0)
 
     def head(self) -> int:
         return int(self._read("SELECT coalesce(max(seq), 0) FROM events", ())[0][0])
 
     def users(self) -> list[str]:
+        with self._lock:
+            self._write_versions()
         return [r[0] for r in self._read("SELECT user_id FROM streams ORDER BY user_id", ())]
 
     def subject_salt(self, user_id: str) -> bytes:
@@ -414,8 +456,11 @@ class SqliteEventStore:
                 self._batch_depth = 1
                 try:
                     yield
+                    self._write_versions()
                 finally:
                     self._batch_depth = 0
+                    self._batch_versions.clear()
+                    self._batch_seq = self._batch_purges = None
 
     @contextmanager
     def erasing(self) -> Iterator[None]:
@@ -434,11 +479,32 @@ class SqliteEventStore:
             if scrub:
                 self._compact()
 
+    def _write_versions(self) -> None:
+        """Write the stream versions the batch's appends reached to ``streams``."""
+        if self._batch_versions:
+            self._db.executemany(_SET_STREAM, list(self._batch_versions.items()))
+            self._batch_versions.clear()
+
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(
+        self, *, appending: bool = False, savepoint: bool = True
+    ) -> Iterator[sqlite3.Connection]:
+        """The connection inside a write transaction; inside a batch, inside a savepoint (an
+        append of one statement needs none). A write other than an append may change what the
+        batch remembers, so it runs after the pending stream versions are written and makes
+        the batch read the stream head and purge count again."""
         with self._lock:
             if self._batch_depth:
-                yield from self._savepoint()
+                if not appending:
+                    self._write_versions()
+                    self._batch_seq = self._batch_purges = None
+                if savepoint:
+                    yield from self._savepoint()
+                    return
+                try:
+                    yield self._db
+                except sqlite3.Error as exc:
+                    raise sqlite_failure(exc, f"event store {self.path}: write failed") from exc
                 return
             try:
                 self._db.execute("BEGIN IMMEDIATE")

@@ -18,6 +18,11 @@ from memkg.model.report import Problem
 from memkg.validate.pii import normalise, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
+_CLEAN: set[str] = set()
+"""Short texts found clean (no identifier, no instruction): values repeat (choices, entity
+names), and the scan is a pure function of the text. Texts with a finding are never kept."""
+_CLEAN_TEXT = 256
+_CLEAN_LIMIT = 8192
 
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
@@ -67,13 +72,23 @@ def text_problems(
     for parts, text, is_key in sorted(_walk(value), key=lambda item: str(item[0])):
         if not is_key and any(_matches(parts, pattern) for pattern in hashed):
             continue
+        if text in _CLEAN:
+            continue
+        findings = scan(text)
+        instruction = _INSTRUCTION.search(normalise(text)) is not None
+        if not (findings or instruction):
+            if len(text) <= _CLEAN_TEXT:
+                if len(_CLEAN) >= _CLEAN_LIMIT:
+                    _CLEAN.clear()
+                _CLEAN.add(text)
+            continue
         where = _json_path(prefix, parts)
         fix = (
             "use a plain name as the key and put nothing personal in it"
             if is_key
             else "remove it, or use a key whose schema marks the field x-pii: hash"
         )
-        for finding in scan(text):
+        for finding in findings:
             problems.append(
                 Problem(
                     code=finding.code,
@@ -84,7 +99,7 @@ def text_problems(
                     stage="guards",
                 )
             )
-        if _INSTRUCTION.search(normalise(text)):
+        if instruction:
             problems.append(
                 Problem(
                     code="injection.instruction",

@@ -113,6 +113,9 @@ class SchemaRegistry:
         self._history: dict[tuple[str, str], dict[int, KeySpec]] = {}
         self._groups: dict[tuple[str, str], int] = {}
         """(domain, group) → its newest version: a key missing from it was removed."""
+        self._current_specs: dict[tuple[str, str], KeySpec | None] = {}
+        """(domain, key) → ``spec(domain, key)`` of a declared key, once asked (every write
+        asks it; the schemas are read once)."""
         self.problems: list[tuple[str, str]] = []
         """(file, message) of every ``.json`` file left unread because of its name."""
         self.files: dict[str, Path] = {}
@@ -181,10 +184,16 @@ class SchemaRegistry:
 
     def spec(self, domain: str, key: str, version: int | None = None) -> KeySpec | None:
         """The key's spec at ``version``, or its current one (None once its group dropped it)."""
+        if version is None and (domain, key) in self._current_specs:
+            return self._current_specs[(domain, key)]
         versions = self._history.get((domain, key), {})
-        if not versions or (version is None and not self._current(domain, key)):
+        if not versions:
             return None
-        return versions.get(max(versions) if version is None else version)
+        if version is not None:
+            return versions.get(version)
+        found = versions[max(versions)] if self._current(domain, key) else None
+        self._current_specs[(domain, key)] = found  # only keys the schemas declare
+        return found
 
     def group(self, domain: str, group: str, version: int) -> dict[str, KeySpec]:
         """Key → spec of every key ``schemas/<domain>/<group>@<version>.json`` declares."""

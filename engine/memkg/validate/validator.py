@@ -107,6 +107,10 @@ def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
     return Problem(code="key.unknown", path="$.key", message=message, stage="envelope")
 
 
+_PASSED_LIMIT = 8192
+_PASSED_TEXT = 256
+
+
 def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
     problems = []
     for error in sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
@@ -150,6 +154,8 @@ class Validator:
         self.limits = limits
         self.state_valid_for = state_valid_for
         self.sources = sources or Sources()
+        self._passed: dict[tuple[int, str], KeySpec] = {}
+        """Text values each key's schema accepted (``_schema_problems``)."""
 
     def check_many(
         self,
@@ -211,7 +217,7 @@ class Validator:
         if spec is None:
             return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None
         if within_limits:
-            problems += _schema_problems(spec, obs.value)
+            problems += self._schema_problems(spec, obs.value)
         kind = obs.kind or spec.kind
         if kind is not spec.kind:
             problems.append(
@@ -237,6 +243,20 @@ class Validator:
             sensitivity, spec.consent, obs.provenance.consent_granted, spec.key
         )
         return problems, (obs, spec, kind, sensitivity, valid_until)
+
+    def _schema_problems(self, spec: KeySpec, value: Any) -> list[Problem]:
+        """``_schema_problems``, remembering the short text values each spec accepted (what a
+        key's values repeat): the verdict on a text depends on the spec and the text alone."""
+        if type(value) is not str or len(value) > _PASSED_TEXT:
+            return _schema_problems(spec, value)
+        if self._passed.get((id(spec), value)) is spec:
+            return []
+        problems = _schema_problems(spec, value)
+        if not problems:
+            if len(self._passed) >= _PASSED_LIMIT:
+                self._passed.clear()
+            self._passed[(id(spec), value)] = spec
+        return problems
 
     def _unknown_source(self, source: object) -> Problem:
         message = self.sources.unknown(source)

@@ -1,9 +1,9 @@
-"""A write validates each new fact once, and the projections hold what the log gives back.
+"""A write validates no fact again, and the projections hold what the log gives back.
 
-The writer builds the new fact (one validation); the freeze check's preview and the fold of
-the append read the event's payload back without validating it again (``events.stored``), and
-the fold of the log holds the same facts, down to their ``repr``, as the projections a write
-left.
+The writer builds the new fact from the validated observation and the checks' verdict,
+without running ``Fact``'s validator; the freeze check's preview and the fold of the append
+read the event's payload back without validating it again (``events.stored``), and the fold
+of the log holds the same facts, down to their ``repr``, as the projections a write left.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from memkg import Engine, FrozenClock
+from memkg.engine.facts import _dump
 from memkg.events.projection import UserMemory
 from support.observations import CONSENTED, T0, obs
 from support.validations import Validations
@@ -43,7 +44,7 @@ def _history(engine: Engine, size: int) -> None:
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("history", [0, 30, 300])
-def test_a_write_validates_its_new_fact_once_whatever_the_users_history(
+def test_a_write_validates_no_fact_whatever_the_users_history(
     store: str, history: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine = _engine(store, tmp_path)
@@ -52,12 +53,12 @@ def test_a_write_validates_its_new_fact_once_whatever_the_users_history(
     validations = Validations(monkeypatch)
     result = engine.ingest(obs(value="airline:SQ", source="profile", confidence=0.95))
     assert engine.memory("u1").seq == result.seq + 1  # the preview saw it: the key froze
-    assert validations.count == 1
+    assert validations.count == 0
     assert engine.memory("u1").facts[result.fact_id].seq == result.seq
     assert engine.user_graph("u1").memory.facts[result.fact_id].seq == result.seq
 
 
-def test_a_turn_instruction_validates_each_of_its_two_facts_once(
+def test_a_turn_instruction_validates_neither_of_its_two_facts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine = Engine(clock=FrozenClock(T0))
@@ -65,7 +66,7 @@ def test_a_turn_instruction_validates_each_of_its_two_facts_once(
     validations = Validations(monkeypatch)
     turn = {"scope": "turn", "session_id": "s1", "provenance": {"source_ref": "turn-3"}}
     engine.ingest(obs(value="airline:SQ", **turn))
-    assert validations.count == 2  # the instruction and its session note
+    assert validations.count == 0  # neither the instruction nor its session note
     notes = [f for f in engine.memory("u1").current() if f.scope.value == "session"]
     assert [f.value for f in notes] == ["airline:SQ"]
 
@@ -129,3 +130,26 @@ def test_memory_keeps_the_stored_value_not_the_callers_object() -> None:
     avoided.append("airline:CA")  # the caller reuses its list
     assert engine.memory("u1").facts[result.fact_id].value == ["airline:MU"]
     assert engine.user_graph("u1").memory.facts[result.fact_id].value == ["airline:MU"]
+
+
+def test_a_new_facts_payload_is_its_json_dump_key_for_key_and_type_for_type() -> None:
+    engine = Engine(clock=FrozenClock(T0))
+    for made in _varied():
+        engine.ingest(made)
+        engine.clock.advance(timedelta(minutes=1))  # type: ignore[attr-defined]
+    facts = [f for user in ("u1", "u2") for f in engine.memory(user).facts.values()]
+    odd = timezone(timedelta(hours=5, minutes=30, seconds=15))
+    changes: list[dict[str, Any]] = [
+        {"value": 1.5}, {"value": True}, {"value": None}, {"value": 10**30}, {"value": 7},
+        {"value": {"a": [1, (2, 3)]}}, {"value": float("nan")}, {"value": "x" * 300},
+        {"valid_until": datetime(2026, 5, 2, 1, 2, 3, 45, tzinfo=odd)},
+        {"observed_at": datetime(2026, 5, 1, 9, 30)}, {"confidence": 1},
+        {"recorded_at": datetime(2026, 5, 1, 9, 30, 0, 120000, tzinfo=UTC)},
+        {"context": {"trip_type": "leisure"}}, {"session_id": "s9", "supersedes": "fact_1"},
+        {"provenance": facts[0].provenance.model_copy(update={"consent_granted": True})},
+    ]  # fmt: skip
+    for fact in facts + [facts[0].model_copy(update=change) for change in changes]:
+        expected = fact.model_dump(
+            mode="json", exclude={"seq", "superseded_by", "supersede_reason", "status_reason"}
+        )
+        assert repr(_dump(fact)) == repr(expected)

@@ -170,3 +170,42 @@ def test_version_constraint_backs_up_the_stream_check(
     assert (caught.value.expected, caught.value.actual) == (0, 1)
     assert len(store.read_stream("alice")) == 1
     store.close()
+
+
+def test_an_append_in_a_batch_is_one_statement(tmp_path: Path, make_event: MakeEvent) -> None:
+    """Inside a batch, an append without an idempotency key is one ``INSERT`` (atomic on its
+    own, so no savepoint); each stream's version is read once and written once, at commit."""
+    store = SqliteEventStore(tmp_path / "events.db")
+    store.append("carol", [make_event("carol")])
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    with store.batch():
+        for n in range(12):
+            user = ("alice", "bob", "carol")[n % 3]
+            store.append(user, [make_event(user) for _ in range(1 + n % 2)])
+    store._db.set_trace_callback(None)
+
+    kinds = [s.split(" (")[0].split(" VALUES")[0] for s in statements]
+    assert kinds.count("INSERT INTO events") == 12
+    assert kinds.count("INSERT OR REPLACE INTO streams") == 3
+    assert sum(s.startswith("SELECT") for s in statements) == 3
+    assert not any(s.startswith(("SAVEPOINT", "RELEASE")) for s in statements)
+    assert len(statements) == 12 + 3 + 3 + 2  # and BEGIN, COMMIT
+    assert store.stream_version("carol") == 7 and len(store.read_stream("alice")) == 6
+    store.close()
+
+
+def test_a_failed_append_in_a_batch_stores_nothing_of_it(
+    tmp_path: Path, make_event: MakeEvent
+) -> None:
+    store = SqliteEventStore(tmp_path / "events.db")
+    taken = make_event("bob")
+    with store.batch():
+        store.append("alice", [make_event(), make_event()], expected_version=0)
+        store.append("bob", [taken])
+        with pytest.raises(StoreError):  # the second event's id is taken: the first goes too
+            store.append("alice", [make_event(), taken.model_copy(update={"user_id": "alice"})])
+        store.append("alice", [make_event()], expected_version=2)
+    assert [e.version for e in store.read_stream("alice")] == [1, 2, 3]
+    assert store.head() == 4
+    store.close()

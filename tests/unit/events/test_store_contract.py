@@ -285,6 +285,28 @@ def test_batch_that_fails_stores_nothing(store: EventStore, make_event: MakeEven
     assert list(store.read_all()) == []
 
 
+def test_reads_and_writes_inside_a_batch_see_its_appends(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    store.append("alice", [make_event(fact_id="f0")], expected_version=0)
+    with store.erasing():  # a batch that purges and erases too
+        store.append("alice", [make_event(fact_id="f1")], expected_version=1)
+        store.append("bob", [make_event("bob"), make_event("bob")], expected_version=0)
+        assert store.stream_version("alice") == 2 and store.stream_mark("bob")[0] == 2
+        assert store.users() == ["alice", "bob"]
+        purges = store.stream_mark("alice")[1]
+        store.purge_facts("alice", ["f1"])
+        assert store.stream_mark("alice") == (2, purges + 1)
+        store.append("alice", [make_event()], expected_version=2)
+        store.erase_subject("bob", erasure_id="e1", at_iso="2026-04-01T00:00:00+00:00")
+        assert store.stream_version("bob") == 0
+        store.append("bob", [make_event("bob")], expected_version=0)
+    assert (store.stream_version("alice"), store.stream_version("bob")) == (3, 1)
+    assert [e.version for e in store.read_stream("alice")] == [1, 3]
+    assert store.head() == max(e.seq for e in store.read_all())
+    assert store.users() == ["alice", "bob"]
+
+
 def test_the_stream_mark_moves_with_appends_purges_and_erasures(
     store: EventStore, make_event: MakeEvent
 ) -> None:
