@@ -108,7 +108,7 @@ class Engine:
                                       config.trace_retention)  # fmt: skip
         self.eraser = eraser = Eraser(
             store, log, projections, clock, lock, (recalls.before_erasure, tracer.before_erasure),
-            recalls.erase_vectors, (recalls.before_purge, tracer.before_purge),
+            recalls.erase_vectors, (recalls.before_purge, tracer.before_purge), setup.forget_texts,
         )  # fmt: skip
         self.switch = MemorySwitch(store, journal, clock, lock, eraser.erase)
         self.identity = Identity(setup, store, projections, journal, clock, lock)

@@ -56,6 +56,9 @@ class Eraser:
     """The same for a purge by audit id, each told a user and the facts removed: what
     depends on them (the user's vectors, the traces naming the facts) goes now, or its
     store is handed back to join the purge's transaction."""
+    forget_texts: Callable[[], None] = lambda: None
+    """Told after each erasure and purge: drop the values kept for reuse that are not any
+    user's state (validation's memos of texts it checked)."""
 
     def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt.
@@ -96,6 +99,7 @@ class Eraser:
             for one in [*ids, *linked]:
                 self.projections.changed(one)
             forget_shared()
+            self.forget_texts()
             return self._receipt(ids, receipts, apart)
 
     def _shared(self) -> SharedLog | None:
@@ -161,6 +165,7 @@ class Eraser:
                 self.projections.forget(user_id)
             for receipt in receipts:
                 self.after_purge(receipt.user_id)
+            self.forget_texts()
             return out
 
     def _reviews(self, cited: dict[str, list[str]]) -> dict[str, list[str]]:

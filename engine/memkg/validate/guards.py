@@ -61,6 +61,11 @@ def _json_path(prefix: str, parts: tuple[str | int, ...]) -> str:
     return prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
+def forget_clean() -> None:
+    """Drop the texts kept as clean: an erasure leaves no text it read in memory."""
+    _CLEAN.clear()
+
+
 def text_problems(
     value: Any, hashed: tuple[PathPattern, ...], prefix: str = "$.value"
 ) -> list[Problem]:

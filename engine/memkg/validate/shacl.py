@@ -185,6 +185,12 @@ class ShaclChecker:
             if isinstance(parent, URIRef)
         }
 
+    def forget(self) -> None:
+        """Drop the verdicts and literals kept for reuse: they hold the values checked, and an
+        erasure leaves no text it read in memory."""
+        self._memo.clear()
+        _literal.cache_clear()
+
     def check(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         """Problems per candidate, in input order."""
         if self._value_paths is None:

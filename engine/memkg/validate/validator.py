@@ -28,7 +28,13 @@ from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Sources
-from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
+from memkg.validate.guards import (
+    forget_clean,
+    hash_pii,
+    policy_problems,
+    prehashed,
+    text_problems,
+)
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import Candidate, ShaclChecker
@@ -156,6 +162,14 @@ class Validator:
         self.sources = sources or Sources()
         self._passed: dict[tuple[int, str], KeySpec] = {}
         """Text values each key's schema accepted (``_schema_problems``)."""
+
+    def forget_texts(self) -> None:
+        """Drop every value kept for reuse (the schema verdicts, the guards' clean texts, the
+        SHACL memo): an erasure leaves no text it read in memory."""
+        self._passed.clear()
+        forget_clean()
+        if self.shacl is not None:
+            self.shacl.forget()
 
     def check_many(
         self,
