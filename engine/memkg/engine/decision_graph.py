@@ -133,7 +133,7 @@ class WeightedGraphView:
         """Paths to ``to`` (through ``via``); with ``of_facts``, only those whose user hops
         are all edges of those facts get built.
 
-        The routes are ``queries.paths``' own walk (``queries._routes``); each hop is built
+        The routes are ``queries.paths``' own walk (``queries.routes``); each hop is built
         once, straight from the view's edge, and a route left out is never built. The order is
         the paths' refs, which tell every route apart.
         """
@@ -143,7 +143,7 @@ class WeightedGraphView:
         succ, nodes = view._succ, view.nodes
         built: dict[tuple[str, str, str], Edge] = {}
         found = []
-        for route in queries._routes(succ, user, to, 3):
+        for route in queries.routes(succ, user, to, 3):
             if via is not None and via not in [target for _, target, _ in route[:-1]]:
                 continue
             if of_facts is not None and any(

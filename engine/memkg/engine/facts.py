@@ -364,11 +364,7 @@ def _dump(fact: Fact) -> dict[str, Any]:
         "confidence": confidence, "scope": _NAMES[fact.scope], "session_id": fact.session_id,
         "observed_at": _time(fact.observed_at), "recorded_at": _time(fact.recorded_at),
         "valid_until": None if valid_until is None else _time(valid_until),
-        "provenance": {
-            "source_ref": provenance.source_ref, "consent_granted": provenance.consent_granted,
-            "consent_version": provenance.consent_version,
-            "audit_log_id": provenance.audit_log_id, "purpose": provenance.purpose,
-        },
+        "provenance": dict(provenance.__dict__),  # its fields, each a text, a flag or None
         "sensitivity": _NAMES[fact.sensitivity], "status": _NAMES[fact.status],
         "schema_version": fact.schema_version, "context": dict(context), "change": fact.change,
         "supersedes": fact.supersedes,

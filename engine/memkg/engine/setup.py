@@ -23,7 +23,6 @@ from memkg.model.source import Sources
 from memkg.model.weight import WeightParams
 from memkg.ontology import Ontology
 from memkg.roots import Roots
-from memkg.validate.guards import forget_clean
 from memkg.validate.limits import check_text
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import ShaclChecker
@@ -85,13 +84,11 @@ class Setup:
                          self.sources)  # fmt: skip
 
     def forget_texts(self) -> None:
-        """Drop the values validation keeps for reuse (``Validator.forget_texts``); the guards'
-        clean texts are the process's, so they go even where this engine built no validator."""
+        """Drop the values validation keeps for reuse (``Validator.forget_texts``), if this
+        engine built its validator."""
         validator = self.__dict__.get("validator")
         if isinstance(validator, Validator):
             validator.forget_texts()
-        else:
-            forget_clean()
 
     @cached_property
     def knowledge(self) -> Knowledge:

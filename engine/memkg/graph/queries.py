@@ -125,7 +125,7 @@ def paths(
         return []
     found = []
     hops: dict[tuple[str, str, str], Hop] = {}
-    for route in _routes(view._succ, user, concept, max_depth):
+    for route in routes(view._succ, user, concept, max_depth):
         path = []
         for edge in route:
             hop = hops.get(edge)
@@ -140,7 +140,7 @@ def paths(
     return sorted(found, key=lambda p: (-p.weight, [(h.relation, h.target) for h in p.hops]))
 
 
-def _routes(
+def routes(
     succ: dict[str, Any], source: str, target: str, cutoff: int
 ) -> Iterator[list[tuple[str, str, str]]]:
     """``nx.all_simple_edge_paths(view, source, target, cutoff)``, in the same order.

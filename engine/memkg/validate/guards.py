@@ -18,10 +18,8 @@ from memkg.model.report import Problem
 from memkg.validate.pii import normalise, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
-_CLEAN: set[str] = set()
-"""Short texts found clean (no identifier, no instruction): values repeat (choices, entity
-names), and the scan is a pure function of the text. Texts with a finding are never kept."""
 _CLEAN_TEXT = 256
+"""The longest text ``text_problems`` keeps in its ``clean`` memo."""
 _CLEAN_LIMIT = 8192
 
 _INSTRUCTION = re.compile(
@@ -61,31 +59,32 @@ def _json_path(prefix: str, parts: tuple[str | int, ...]) -> str:
     return prefix + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
-def forget_clean() -> None:
-    """Drop the texts kept as clean: an erasure leaves no text it read in memory."""
-    _CLEAN.clear()
-
-
 def text_problems(
-    value: Any, hashed: tuple[PathPattern, ...], prefix: str = "$.value"
+    value: Any,
+    hashed: tuple[PathPattern, ...],
+    prefix: str = "$.value",
+    clean: set[str] | None = None,
 ) -> list[Problem]:
     """Identifiers, credentials and instructions to the system in strings and object keys.
 
-    Keys are never exempt: hashing replaces values only.
+    Keys are never exempt: hashing replaces values only. ``clean``: short texts found clean
+    before, skipped, and where the ones found clean now are kept (values repeat, and the scan
+    is a pure function of the text; a text with a finding is never kept). The caller owns it
+    and clears it when a user is erased.
     """
     problems: list[Problem] = []
     for parts, text, is_key in sorted(_walk(value), key=lambda item: str(item[0])):
         if not is_key and any(_matches(parts, pattern) for pattern in hashed):
             continue
-        if text in _CLEAN:
+        if clean is not None and text in clean:
             continue
         findings = scan(text)
         instruction = _INSTRUCTION.search(normalise(text)) is not None
         if not (findings or instruction):
-            if len(text) <= _CLEAN_TEXT:
-                if len(_CLEAN) >= _CLEAN_LIMIT:
-                    _CLEAN.clear()
-                _CLEAN.add(text)
+            if clean is not None and len(text) <= _CLEAN_TEXT:
+                if len(clean) >= _CLEAN_LIMIT:
+                    clean.clear()
+                clean.add(text)
             continue
         where = _json_path(prefix, parts)
         fix = (

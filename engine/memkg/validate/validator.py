@@ -28,13 +28,7 @@ from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Sources
-from memkg.validate.guards import (
-    forget_clean,
-    hash_pii,
-    policy_problems,
-    prehashed,
-    text_problems,
-)
+from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import Candidate, ShaclChecker
@@ -162,12 +156,14 @@ class Validator:
         self.sources = sources or Sources()
         self._passed: dict[tuple[int, str], KeySpec] = {}
         """Text values each key's schema accepted (``_schema_problems``)."""
+        self._clean: set[str] = set()
+        """Short texts the guards' scan found clean (``guards.text_problems``)."""
 
     def forget_texts(self) -> None:
         """Drop every value kept for reuse (the schema verdicts, the guards' clean texts, the
         SHACL memo): an erasure leaves no text it read in memory."""
         self._passed.clear()
-        forget_clean()
+        self._clean.clear()
         if self.shacl is not None:
             self.shacl.forget()
 
@@ -251,8 +247,8 @@ class Validator:
             window = timedelta(hours=hours) if hours else self.state_valid_for
             valid_until = (obs.observed_at or now) + window
         if within_limits:
-            problems += text_problems(obs.value, spec.hashed_paths)
-            problems += text_problems(obs.context, (), prefix="$.context")
+            problems += text_problems(obs.value, spec.hashed_paths, clean=self._clean)
+            problems += text_problems(obs.context, (), prefix="$.context", clean=self._clean)
         problems += policy_problems(
             sensitivity, spec.consent, obs.provenance.consent_granted, spec.key
         )

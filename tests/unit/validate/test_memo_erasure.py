@@ -5,7 +5,7 @@ stays in memory."""
 from __future__ import annotations
 
 from memkg import Engine, EngineConfig, FrozenClock
-from memkg.validate import guards, shacl
+from memkg.validate import shacl
 from support.observations import CONSENTED, T0, obs
 
 CITY = "city:singapore"
@@ -16,7 +16,7 @@ def _kept(engine: Engine) -> dict[str, bool]:
     assert validator.shacl is not None
     return {
         "schema": any(text == CITY for _, text in validator._passed),
-        "guards": CITY in guards._CLEAN,
+        "guards": CITY in validator._clean,
         "shacl": bool(validator.shacl._memo),
         "literals": shacl._literal.cache_info().currsize > 0,
     }
