@@ -36,6 +36,11 @@ from memkg import Engine, EngineConfig, FrozenClock
 from memkg.events.sqlite import SqliteEventStore
 from memkg.model.event import EventType, NewEvent
 
+try:
+    from memkg.engine.snapshots import EVERY, LONGEST_UNKEPT
+except ImportError:  # a revision without snapshots
+    EVERY, LONGEST_UNKEPT = 64, 0
+
 AIRLINES = ["airline:MU", "airline:CA", "airline:CZ", "airline:HO", "airline:NH", "airline:LH"]
 CITIES = ["city:shanghai", "city:beijing", "city:tokyo", "city:frankfurt", "city:singapore"]
 START = datetime(2026, 5, 1, tzinfo=UTC)
@@ -300,6 +305,11 @@ def bulk_store(size: int, path: Path) -> None:
     over the store decide; a source restating its own earlier claim supersedes it
     (``fact.superseded``, reason ``restated``), so each key holds at most one live claim per
     source and the rest is history, as in a store the writer built.
+
+    Snapshots too are as the writer leaves them: a user whose stream reaches the length the
+    engine keeps snapshots of has one, some events (0 to ``EVERY - 1``, spread over the users)
+    before the stream's end, since the engine keeps one each time that many were folded (or
+    where the stream reached that length).
     """
     store = SqliteEventStore(path)
     data = observations(size, users=max(size // 100, 1), seed=13)
@@ -343,9 +353,22 @@ def bulk_store(size: int, path: Path) -> None:
                 fact_id=fact_id,
             )
         )
-    for user, events in by_user.items():
-        store.append(user, events)
-    store.close()
+    tails: dict[str, list[NewEvent]] = {}
+    for n, (user, events) in enumerate(by_user.items()):
+        cut = len(events) - n % EVERY
+        if cut < LONGEST_UNKEPT <= len(events):  # kept when the stream reached that length
+            cut = LONGEST_UNKEPT
+        store.append(user, events[:cut])
+        tails[user] = events[cut:]
+    with Engine(store) as engine:
+        keep = getattr(engine.projections, "keep_snapshot", None)  # older revisions keep none
+        for user, events in by_user.items():
+            if keep is not None and len(events) - len(tails[user]) >= LONGEST_UNKEPT:
+                keep(user)
+                engine.projections.forget(user)
+        for user, tail in tails.items():
+            if tail:
+                store.append(user, tail, expected_version=store.stream_version(user))
 
 
 def main(argv: list[str] | None = None) -> None:

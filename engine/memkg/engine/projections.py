@@ -277,6 +277,14 @@ class Projections:
             self._rows.applied(self._graphs.resident(user_id), len(events))
         self._pins.moved(user_id, events[-1].version)
 
+    def keep_snapshot(self, user_id: str) -> bool:
+        """Keep the user's snapshot now, whatever their stream's length (a store filled by
+        direct appends, an import): ``False`` when none is kept (a store without snapshots,
+        a stream that is not plain)."""
+        with self._lock:
+            self.graph(user_id)
+            return self._rows.keep(self._graphs.resident(user_id))
+
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
         with self._lock:
@@ -390,6 +398,12 @@ class _PlainRows:
         """``None``: the store does not hand its rows over (every load reads events)."""
         self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
 
+    def keep(self, resident: tuple[UserGraph, int] | None) -> bool:
+        """Keep the snapshot of the user's graph, if ``resident`` and the store keeps them."""
+        if self._snapshots is None or resident is None:
+            return False
+        return self._snapshots.keep(*resident)
+
     def applied(self, resident: tuple[UserGraph, int] | None, events: int) -> None:
         """``events`` were just folded into the user's graph, if ``resident`` (with the purge
         count it was read at): a snapshot may be due (``Snapshots``)."""
@@ -424,6 +438,8 @@ class _PlainRows:
         reviewed = [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS]
         self._just_read.keep(user_id, rows[-1][0] if rows else seq, reviewed)
         graph.fold_rows(rows, event)
+        if self._snapshots is not None:
+            self._snapshots.loaded(graph, len(rows))
         return True
 
 

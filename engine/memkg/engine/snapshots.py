@@ -14,9 +14,10 @@ folding the log gives (a property test folds generated streams both ways):
   release's model), is not read; the log is folded, and the next snapshot replaces it.
 
 Snapshots are written on the write path, never by a read, for streams of at least
-``LONGEST_UNKEPT`` events: once this process has folded ``max(EVERY, version // 8)`` of the
-user's events since it loaded the user or last wrote one, so writing costs a bounded share of
-the writes and the tail a load folds stays short.
+``LONGEST_UNKEPT`` events: once ``max(EVERY, version // 8)`` of the user's events were folded
+since the last snapshot (the log rows a load folded count: a user loaded from a long tail is
+kept at the next write, so users who write once per load still get one), writing costs a
+bounded share of the writes and the tail a load folds stays short.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from memkg.model.fact import Fact, Provenance
 
 EVERY = 64
 """The fewest events folded between two snapshots of one user."""
-LONGEST_UNKEPT = 512
-"""Streams shorter than this are not kept: their rows fold in about a millisecond, less than
-keeping a snapshot of them costs on the write path (measured on 100-fact users)."""
+LONGEST_UNKEPT = 128
+"""Streams shorter than this are not kept: their rows fold about as fast as a snapshot of them
+is read back, so keeping one would only cost writes (a 100-fact user of 200 events folds in
+about twice the time its snapshot restores in, and keeping it costs about one fold)."""
 _DIGEST = 16
 
 
@@ -93,26 +95,41 @@ class Snapshots:
             return None
         return version, reviews
 
+    def loaded(self, graph: UserGraph, folded: int) -> None:
+        """``graph`` was just loaded, folding ``folded`` rows of the log (those after its
+        snapshot, or the whole stream): what each load costs until a snapshot is kept."""
+        self._since[graph] = folded
+
     def applied(self, graph: UserGraph, purges: int, events: int) -> None:
         """``events`` were just folded into ``graph`` (resident, read at the store's purge
         count ``purges``): keep a snapshot once enough were since the last."""
-        user_id = graph.user_id
         since = self._since.get(graph, 0) + events
         if graph.version < LONGEST_UNKEPT or since < max(EVERY, graph.version // 8):
             self._since[graph] = since
             return
         self._since[graph] = 0
+        self.keep(graph, purges)
+
+    def keep(self, graph: UserGraph, purges: int) -> bool:
+        """Keep ``graph``'s snapshot now (read at the store's purge count ``purges``), whatever
+        its length; ``False`` when none is kept."""
+        user_id = graph.user_id
         try:
             state = {"memory": memory_state(_memory(graph)), "graph": graph_state(graph),
                      "reviews": self._rows.read_rows(user_id, up_to_version=graph.version,
                                                      types=self._review_types)}  # fmt: skip
             body = encode(state)
         except (TypeError, ValueError):  # not a plain stream's, or not JSON: none is kept
-            return
+            return False
         try:
-            self._store.write_snapshot(user_id, graph.version, graph.seq, purges, FORMAT, body)
+            kept = self._store.write_snapshot(
+                user_id, graph.version, graph.seq, purges, FORMAT, body
+            )
         except StoreError:
-            return  # a store that cannot take it now (read-only, busy) folds the log instead
+            return False  # a store that cannot take it now (read-only, busy) folds the log
+        if kept:
+            self._since[graph] = 0
+        return kept
 
 
 def _memory(graph: UserGraph) -> UserMemory:

@@ -266,3 +266,57 @@ def test_a_short_stream_is_not_kept(tmp_path: Path) -> None:
     """Its rows fold about as fast as a snapshot reads: keeping one would only cost writes."""
     path = _store(tmp_path, restated=LONGEST_UNKEPT // 4)
     assert _kept(path) == []
+
+
+def test_a_user_loaded_from_a_long_tail_is_kept_at_the_next_write_not_at_a_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user who writes once per load (many users, few resident) would otherwise never get a
+    snapshot: the rows the load folded count towards the next one."""
+    path = _store(tmp_path)
+    _change(path, "DELETE FROM snapshots")
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.memory("mei")
+        engine.edges("mei", "travel")
+    assert _kept(path) == []  # reads keep none
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.ingest({"user_id": "mei", "domain": "health", "key": "child.age", "value": 4,
+                       "source": "profile", "provenance": CONSENT})  # fmt: skip
+    store = SqliteEventStore(path)
+    events = len(store.read_stream("mei"))
+    store.close()
+    assert [(user, version) for user, version, _, _ in _kept(path)] == [("mei", events)]
+    counted = _Counted(monkeypatch)
+    _everything(path, "a.db")
+    assert (counted.restored, counted.rows) == (1, 0)
+
+
+def test_a_short_tail_after_a_snapshot_is_not_kept_again_at_the_next_write(tmp_path: Path) -> None:
+    path = _store(tmp_path)
+    (_, kept_at, _, _), = _kept(path)  # fmt: skip
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.ingest({"user_id": "mei", "domain": "health", "key": "child.age", "value": 4,
+                       "source": "profile", "provenance": CONSENT})  # fmt: skip
+        version = engine.store.stream_version("mei")
+    assert version - kept_at < EVERY
+    assert [version for _, version, _, _ in _kept(path)] == [kept_at]
+
+
+def test_a_snapshot_kept_on_request_is_read_whatever_the_streams_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a store filled by direct appends asks for: each user kept at once."""
+    path = _store(tmp_path, restated=LONGEST_UNKEPT // 4)
+    assert _kept(path) == []
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        assert engine.projections.keep_snapshot("mei")
+    assert [user for user, *_ in _kept(path)] == ["mei"]
+    counted = _Counted(monkeypatch)
+    from_snapshot = _everything(path, "a.db")
+    assert (counted.restored, counted.rows) == (1, 0)
+    with monkeypatch.context() as patch:
+        patch.setattr(snapshots, "FORMAT", "another format")
+        assert _everything(path, "b.db") == from_snapshot
+    with Engine(clock=FrozenClock(NIGHT), config=CONFIG) as engine:  # keeps none
+        _history(engine, 2)
+        assert not engine.projections.keep_snapshot("mei")
