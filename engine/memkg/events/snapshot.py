@@ -23,6 +23,7 @@ A state that is not what this module writes raises (``KeyError``, ``TypeError``,
 from __future__ import annotations
 
 import sys
+from operator import itemgetter
 from typing import Any
 
 from memkg.events.projection import UserMemory, event_type_texts
@@ -38,6 +39,8 @@ _APART = ("observed_at", "recorded_at", "valid_until", "superseded_by")
 _TOGETHER = tuple(name for name in _SHARED if name not in _APART)
 """Shared fields kept as a combination of positions, once for the facts that share it."""
 _READERS = field_readers()
+_TOGETHER_OF = itemgetter(*_TOGETHER)
+_OWN_OF = itemgetter(*_OWN)
 
 
 def memory_state(memory: UserMemory) -> dict[str, Any]:
@@ -64,12 +67,19 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
 
     order = {fact_id: at for at, fact_id in enumerate(memory.facts)}
     facts = []
+    # a fact's combination by the objects it holds (all alive for the call), so positions are
+    # looked up once per distinct set of objects, not once per fact and field
+    seen: dict[tuple[int, ...], int] = {}
     for fact in memory.facts.values():
         held = fact.__dict__
-        together = (sets.setdefault(frozenset(fact.model_fields_set), len(sets)),
-                    *(position(name, held[name]) for name in _TOGETHER))  # fmt: skip
-        combination = combinations.setdefault(together, len(combinations))
-        facts.append([combination, *(held[name] for name in _OWN),
+        fields_set = fact.model_fields_set
+        objects = (id(fields_set), *map(id, _TOGETHER_OF(held)))
+        combination = seen.get(objects)
+        if combination is None:
+            together = (sets.setdefault(frozenset(fields_set), len(sets)),
+                        *(position(name, held[name]) for name in _TOGETHER))  # fmt: skip
+            combination = seen[objects] = combinations.setdefault(together, len(combinations))
+        facts.append([combination, *_OWN_OF(held),
                       *(position(name, held[name]) for name in _APART)])  # fmt: skip
     kinds: dict[str, int] = {}
     history = [(seq, order.get(fact_id, fact_id), kinds.setdefault(kind, len(kinds)))
