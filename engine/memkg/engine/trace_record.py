@@ -122,13 +122,12 @@ def decision_trace(trace_id: str, decision: Decision) -> Trace:
                                 None if claim.standing == "won" else
                                 _reason(f"{claim.standing}: {claim.reason}"))  # fmt: skip
     for candidate in decision.candidates:
+        used = candidate.rule_id in selected
+        why = None if used else suppressed.get(candidate.rule_id, "its rule was not selected")
+        reason = _reason(f"rule {candidate.rule_id}: {why}" if why else None)
         for binding in candidate.bindings:
-            if binding.ref == "context":
-                continue
-            used = candidate.rule_id in selected
-            why = None if used else suppressed.get(candidate.rule_id, "its rule was not selected")
-            items[binding.ref] = _binding(binding.ref, used, _reason(
-                f"rule {candidate.rule_id}: {why}" if why else None))  # fmt: skip
+            if binding.ref != "context":
+                items[binding.ref] = _binding(binding.ref, used, reason)
     for left in decision.left_out:
         detail = f": {left.detail}" if left.detail else ""
         items.setdefault(left.ref, TraceItem(ref=left.ref, kind=left.kind, key=left.key,
