@@ -98,6 +98,7 @@ class MemoryReader:
         turn: str | None = None,
         context: Mapping[str, str] | None = None,
         language: str | None = None,
+        slot: tuple[dict[str, str], Review | None] | None = None,
     ) -> Resolution:
         """``resolve_key`` over the key's facts as ``KeyFacts`` holds them (``spec``'s key).
 
@@ -105,9 +106,14 @@ class MemoryReader:
         the slot's ``Lineup`` (all of the policy that does not move with time) is kept in
         ``key`` for this reader, declaration, session, turn, context slot, language and
         review, so a read at another time only weighs the claims and settles the outcome.
+        ``slot``: the context slot ``context`` reads (``KeyFacts.slot_read``) and the review
+        governing it (``latest_review``), when the caller has worked them out already.
         """
-        want = key.slot_read(context, spec)
-        review = latest_review(reviews, spec.domain, spec.key, want)
+        if slot is None:
+            want = key.slot_read(context, spec)
+            review = latest_review(reviews, spec.domain, spec.key, want)
+        else:
+            want, review = slot
         read = (user_id, session_id, turn, tuple(want.items()), language)
         kept = key.lineups.get(read) if key.signals is not None else None
         if kept is not None and kept[0] is self and kept[1] is spec and kept[2] == review:

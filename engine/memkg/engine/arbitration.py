@@ -95,6 +95,7 @@ class Arbiter:
         found = reader.resolve_read(
             key, key.lookup(signals), reviews, spec, now, user_id=graph.user_id,
             session_id=session_id, turn=turn, context=want, language=language,
+            slot=(want, review),
         )  # fmt: skip
         reads.resolved[slot_read] = (spec, reader, review, found)
         return found

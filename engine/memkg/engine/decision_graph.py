@@ -17,6 +17,7 @@ from memkg.arbitration import Outcome, Resolution, Standing, Step
 from memkg.arbitration.review import Review
 from memkg.arbitration.support import review_claim
 from memkg.events.projection import UserMemory
+from memkg.events.stored import Shape
 from memkg.graph import queries
 from memkg.graph.claims import EntityKeys
 from memkg.graph.knowledge import Knowledge
@@ -250,32 +251,37 @@ def reviewed_facts(
     return found
 
 
+_NODES: Shape[MemoryNode] = Shape(MemoryNode, {})
+_NODE_FIELDS = _NODES.fields_set(_NODES.names)
+_CLAIMS: Shape[MemoryClaimNode] = Shape(MemoryClaimNode, {})
+_CLAIM_FIELDS = _CLAIMS.fields_set(_CLAIMS.names)
+
+
 def memory_nodes(resolutions: Sequence[Resolution]) -> tuple[MemoryNode, ...]:
-    """The arbitration record of each key a decision read, for its explanation."""
-    return tuple(
-        MemoryNode(
-            key=r.key,
-            context=r.context,
-            value=r.value,
-            outcome=r.outcome.value,
-            step=r.step.value,
-            reason=r.reason,
-            strength=r.strength,
-            claims=tuple(
-                MemoryClaimNode(
-                    fact_id=c.fact_id,
-                    value=c.value,
-                    source=c.source.value,
-                    scope=c.scope.value,
-                    score=c.score,
-                    standing=c.standing.value,
-                    reason=c.reason,
-                )
-                for c in r.claims
-            ),
+    """The arbitration record of each key a decision read, for its explanation.
+
+    Every field is set, from a resolution's fields, which its model validated: each value is
+    already of the type the node's field holds (text for the enums, a float score, a new
+    dict for the context), so the nodes are built as validation would build them, without
+    running it (``Shape.build``; a test holds them equal to validated nodes, field types
+    included)."""
+    found = []
+    for r in sorted(resolutions, key=lambda r: (r.key, sorted(r.context.items()))):
+        if not r.claims and r.step.value != "role_default":
+            continue
+        claims = []
+        for c in r.claims:
+            values = _CLAIMS.template.copy()
+            values.update(fact_id=c.fact_id, value=c.value, source=c.source.value,
+                          scope=c.scope.value, score=c.score, standing=c.standing.value,
+                          reason=c.reason)  # fmt: skip
+            claims.append(_CLAIMS.build(values, _CLAIM_FIELDS))
+        values = _NODES.template.copy()
+        values.update(
+            key=r.key, context=dict(r.context), value=r.value, outcome=r.outcome.value,
+            step=r.step.value, reason=r.reason, strength=r.strength, claims=tuple(claims),
             stale=tuple(f"{f.source.value} {f.value!r}: {f.detail}" for f in r.stale),
             question=r.question.text if r.question else None,
-        )
-        for r in sorted(resolutions, key=lambda r: (r.key, sorted(r.context.items())))
-        if r.claims or r.step.value == "role_default"
-    )
+        )  # fmt: skip
+        found.append(_NODES.build(values, _NODE_FIELDS))
+    return tuple(found)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from functools import lru_cache
 
+from memkg.events.stored import Shape
 from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.decision import Decision
@@ -93,6 +94,20 @@ def _binding(ref: str, used: bool, reason: str | None) -> TraceItem:
     return TraceItem(ref=ref, kind="binding", used=used, reason=reason)
 
 
+_ITEMS: Shape[TraceItem] = Shape(TraceItem, {})
+_CLAIM_FIELDS = _ITEMS.fields_set(("ref", "kind", "key", "score", "used", "reason"))
+
+
+def _claim(ref: str, key: str, score: float, used: bool, reason: str | None) -> TraceItem:
+    """A claim's item, as ``TraceItem(ref=..., kind="claim", key=..., score=..., used=...,
+    reason=...)`` validates it: the values come from the explanation's validated nodes, of
+    the types the fields hold, so it is built without validating them again (``Shape``)."""
+    values = _ITEMS.template.copy()
+    values.update(ref=ref, kind="claim", key=key, score=score, scores={}, used=used,
+                  reason=reason)  # fmt: skip
+    return _ITEMS.build(values, _CLAIM_FIELDS)
+
+
 def decision_trace(trace_id: str, decision: Decision) -> Trace:
     """The memories a decision read: each key's claims as arbitration scored them, what the
     rules bound, and what was left out and why."""
@@ -103,18 +118,16 @@ def decision_trace(trace_id: str, decision: Decision) -> Trace:
     for node in decision.explanation.memory:
         for claim in node.claims:
             ref = f"fact:{claim.fact_id}"
-            items[ref] = TraceItem(ref=ref, kind="claim", key=node.key, score=claim.score,
-                                   used=claim.standing == "won",
-                                   reason=None if claim.standing == "won" else
-                                   _reason(f"{claim.standing}: {claim.reason}"))  # fmt: skip
+            items[ref] = _claim(ref, node.key, claim.score, claim.standing == "won",
+                                None if claim.standing == "won" else
+                                _reason(f"{claim.standing}: {claim.reason}"))  # fmt: skip
     for candidate in decision.candidates:
+        used = candidate.rule_id in selected
+        why = None if used else suppressed.get(candidate.rule_id, "its rule was not selected")
+        reason = _reason(f"rule {candidate.rule_id}: {why}" if why else None)
         for binding in candidate.bindings:
-            if binding.ref == "context":
-                continue
-            used = candidate.rule_id in selected
-            why = None if used else suppressed.get(candidate.rule_id, "its rule was not selected")
-            items[binding.ref] = _binding(binding.ref, used, _reason(
-                f"rule {candidate.rule_id}: {why}" if why else None))  # fmt: skip
+            if binding.ref != "context":
+                items[binding.ref] = _binding(binding.ref, used, reason)
     for left in decision.left_out:
         detail = f": {left.detail}" if left.detail else ""
         items.setdefault(left.ref, TraceItem(ref=left.ref, kind=left.kind, key=left.key,

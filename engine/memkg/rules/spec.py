@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from memkg.model.decision import HitPolicy, Output
 
 if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
     from memkg.rules.kinds.base import ConditionKind
 COMPARISONS = ("eq", "ne", "lt", "lte", "gt", "gte")
 OPS = (*COMPARISONS, "in", "not_in", "contains", "between", "outside", "exists")
@@ -201,6 +203,21 @@ class DomainSpec:
 
     def context_schema(self, name: str) -> dict[str, Any] | None:
         return BUILTIN_CONTEXT.get(name) or self.context.get(name)
+
+    def context_validator(self, name: str) -> Draft202012Validator:
+        """The JSON Schema validator of the declared context field ``name``: built on first
+        use and kept with the bundle (a validator is costly to build and cheap to run, and
+        every decision request checks its context)."""
+        found = self._validators.get(name)
+        if found is None:
+            from jsonschema import Draft202012Validator
+
+            found = self._validators[name] = Draft202012Validator(self.context[name])
+        return found
+
+    @cached_property
+    def _validators(self) -> dict[str, Draft202012Validator]:
+        return {}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
-from jsonschema import Draft202012Validator
 
 from memkg.rules.spec import RuleBundle, RuleTable
 
@@ -148,6 +147,6 @@ def request_problems(
                 f"declared: {sorted(spec.context)}"
             )
         else:
-            for error in Draft202012Validator(spec.context[name]).iter_errors(value):
+            for error in spec.context_validator(name).iter_errors(value):
                 problems.append(f"context.{name}: {error.message[:300]}")
     return problems

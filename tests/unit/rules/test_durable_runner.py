@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from memkg.config import Limits
-from memkg.rules.compiler import SINK, compile_table
+from memkg.rules.compiler import DONE, SINK, compile_table
 from memkg.rules.durable_runner import (
     _NEEDS_FRACTION,
     DurableRunner,
@@ -308,3 +308,65 @@ _JSON = st.recursive(
 def test_durable_json_skips_the_rewrite_only_where_it_changes_nothing(value: Any) -> None:
     text = json.dumps(value)
     assert durable_json(value) == _NEEDS_FRACTION.sub(_with_fraction, text)
+
+
+
+def _stock_firings(table: Any, messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
+    """The firings durable-rules' own Python side reports (``Host.assert_facts``, with its
+    ``Closure`` per action) for the batch ``DurableRunner.run`` asserts, in their order."""
+    from memkg.rules.durable_runner import _join_copies, _join_props
+
+    host = _MatcherHost()
+    host.set_rulesets({"t.x": compile_table(table)})
+    joins = sorted(_join_props(compile_table(table)))
+    batch = [
+        {**m, **_join_copies(m, joins), "sid": "s1", "id": f"s1.{i}"}
+        for i, m in enumerate(messages)
+    ]
+    host.assert_facts("t.x", batch)
+    host.delete_state("t.x", "s1")
+    return [
+        (f.rule, {k: v.removeprefix("s1.") for k, v in f.bound.items()})
+        for f in host.sink
+        if f.rule != DONE
+    ]
+
+
+def _many_rules() -> Any:
+    rules = "".join(
+        f"  - id: t.r{i}\n    when:\n"
+        f"      - fact: {{key: child.age, lt: {i}}}\n"
+        f"      - context: {{symptom: {'fever' if i % 2 else 'rash'}}}\n"
+        f"    then: {{action: go}}\n    reason_code: R{i}\n    explain: x\n"
+        for i in range(1, 13)
+    )
+    text = "hit_policy: first\nallow_no_match: true\nrules:\n" + rules
+    bundle, problems = load_bundle({"t/domain.yaml": DOMAIN, "t/x.yaml": text})
+    assert problems == []
+    return bundle.tables[("t", "x")]
+
+
+@given(
+    st.lists(st.integers(min_value=0, max_value=14), min_size=0, max_size=4),
+    st.sampled_from(["fever", "rash", "none"]),
+)
+def test_the_runner_fires_what_durable_rules_own_host_fires_in_its_order(
+    ages: list[int], symptom: str
+) -> None:
+    # the runner drives the C core itself (``DurableRunner._assert``): the same calls in the
+    # same order as durable-rules' Python side, so the same firings, bound the same way
+    table = _many_rules()
+    messages = [{"t": "fact", "key": "child.age", "value": a} for a in ages]
+    messages.append({"t": "context", "symptom": symptom})
+    got = [(f.rule, f.bound) for f in DurableRunner({"t.x": compile_table(table)}).run(
+        "t.x", messages)]  # fmt: skip
+    assert got == _stock_firings(table, messages)
+
+
+def test_a_batch_fires_many_actions_in_one_session() -> None:
+    table = _many_rules()
+    messages = [{"t": "fact", "key": "child.age", "value": a} for a in (2, 5)]
+    got = DurableRunner({"t.x": compile_table(table)}).run(
+        "t.x", [*messages, {"t": "context", "symptom": "fever"}]
+    )
+    assert len(got) == 8  # the fever rules below 3, 5, 7, 9, 11 for age 2; 7, 9, 11 for age 5

@@ -43,3 +43,23 @@ def test_decide_refuses_a_context_number_that_is_not_finite(engine: Engine, amou
     assert decision.result.status is DecisionStatus.INVALID_INPUT
     assert any("finite" in p for p in decision.problems), decision.problems
     assert engine.replay(decision.decision_id).reproduced
+
+
+def test_a_context_field_is_checked_by_one_validator_per_bundle(engine: Engine) -> None:
+    from jsonschema import Draft202012Validator
+
+    from memkg.rules.validation import request_problems
+
+    bundle = engine.intent.rules.bundle
+    spec = bundle.domains["travel"]
+    table = bundle.table("travel", None)
+    name = sorted(spec.context)[0]
+    kept = spec.context_validator(name)
+    for value in ("x", 3, None, ["a"], {"b": 1}):
+        problems = request_problems(bundle, "travel", None, table, {name: value})
+        fresh = [
+            f"context.{name}: {e.message[:300]}"
+            for e in Draft202012Validator(spec.context[name]).iter_errors(value)
+        ]
+        assert problems == fresh  # what a validator built for the request says
+    assert spec.context_validator(name) is kept  # built once, on first use
