@@ -211,7 +211,8 @@ def _slots(facts: Sequence[Fact], spec: KeySpec) -> dict[Slot, list[Fact]]:
         return {(): list(facts)} if facts else {}
     found: dict[Slot, list[Fact]] = {}
     for fact in facts:
-        found.setdefault(tuple(slot(fact.context, spec.context).items()), []).append(fact)
+        items = tuple(slot(fact.context, spec.context).items()) if fact.context else ()
+        found.setdefault(items, []).append(fact)
     return found
 
 
@@ -222,14 +223,20 @@ def _settled(reviews: Sequence[Review], spec: KeySpec, items: Slot, facts: Seque
     the preview (a write changes no fact's context or value, only statuses): an open review
     holds the slot, or there is none and those facts back one side at most (so the claims
     the reader counts among them, whatever their status after the write, do too)."""
-    review = latest_review(reviews, spec.domain, spec.key, dict(items))
+    review = latest_review(reviews, spec.domain, spec.key, dict(items)) if reviews else None
     if review is not None:
         return review.status is ReviewStatus.OPEN
     first: str | None = None
+    value: Any = _NO_VALUE
     for fact in facts:
-        backs = side(fact.value, spec.multi)
+        if fact.value is value:
+            continue  # the same object backs the same side (folded texts are shared)
+        value, backs = fact.value, side(fact.value, spec.multi)
         if first is None:
             first = backs
         elif backs != first:
             return False
     return True
+
+
+_NO_VALUE = object()
