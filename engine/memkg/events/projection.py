@@ -66,8 +66,8 @@ class UserMemory:
         """Fold one event in; events of other users are a caller bug.
 
         ``asserted``: for a ``fact.asserted`` event, its fact as ``asserted_facts`` read it
-        from the payload the event was appended with (numbered anyhow): taken, numbered
-        ``event.seq``, instead of reading the stored payload again."""
+        from the payload the event was appended with, whatever seq it was read with: taken,
+        numbered ``event.seq``, instead of reading the stored payload again."""
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
         if asserted is not None and event.type is EventType.FACT_ASSERTED:

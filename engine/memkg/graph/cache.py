@@ -158,12 +158,9 @@ class GraphCache:
             if events[0].version != graph.version + 1:
                 self.forget(user_id)
                 return
-            if asserted:
-                for event in events:
-                    graph.apply(event, asserted.get(event.event_id))
-            else:
-                for event in events:
-                    graph.apply(event)
+            read = asserted or {}
+            for event in events:
+                graph.apply(event, read.get(event.event_id))
             self._graphs.move_to_end(user_id)
             self._account(user_id, graph)
 
