@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from memkg.arbitration import Resolution, Review, ReviewStatus
 from memkg.arbitration.claims import SignalLookup, slot
@@ -142,6 +142,7 @@ class Arbiter:
         answer without weighing a claim are not asked (``_settled``), and a key with no
         other slot is not previewed."""
         graph = self.projections.graph_of(memory)
+        memory = cast(UserMemory, graph.memory)  # ``memory`` itself while its graph is resident
         user_id = memory.user_id
         keys: set[tuple[str, str]] = set()
         added: dict[tuple[str, str, str], list[Signal]] = {}
