@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from memkg.arbitration import Resolution, Review
+from memkg.arbitration import Resolution, Review, ReviewStatus
 from memkg.arbitration.claims import SignalLookup, slot
 from memkg.arbitration.reader import KeyFacts
 from memkg.arbitration.review import frozen_payload, latest_review
+from memkg.arbitration.support import side
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.events.projection import UserMemory, preview
+from memkg.events.projection import UserMemory, asserted_facts, preview
 from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact
@@ -125,12 +126,25 @@ class Arbiter:
 
         return graph.claim_signals
 
-    def freezes(self, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
+    def freezes(
+        self,
+        memory: UserMemory,
+        pending: Sequence[NewEvent],
+        asserted: Mapping[str, Fact] | None = None,
+    ) -> list[NewEvent]:
         """``key.frozen`` events for every key slot ``pending`` (a write about to be appended)
         leaves in a conflict above the freeze band with no open review: they go in the same
-        append as the write, so the review queue never waits for a read."""
-        graph = self.projections.graph(user_id)
-        memory = cast(UserMemory, graph.memory)  # what Projections.memory gives: not read again
+        append as the write, so the review queue never waits for a read.
+
+        ``memory``: the user's memory the write reads (``Projections.memory`` in its pinned
+        block), whose graph is not looked up again (``Projections.graph_of``).
+        ``asserted``: the facts of the write's ``fact.asserted`` events by event id, as
+        ``asserted_facts`` reads them (read here when not given). Slots the reader would
+        answer without weighing a claim are not asked (``_settled``), and a key with no
+        other slot is not previewed."""
+        graph = self.projections.graph_of(memory)
+        memory = cast(UserMemory, graph.memory)  # ``memory`` itself while its graph is resident
+        user_id = memory.user_id
         keys: set[tuple[str, str]] = set()
         added: dict[tuple[str, str, str], list[Signal]] = {}
         for event in pending:
@@ -146,6 +160,8 @@ class Arbiter:
                 keys.add((fact.domain, fact.key))
         if not keys:
             return []
+        if asserted is None:
+            asserted = asserted_facts(pending, memory.seq)
         known = self.edge_signals(graph)
 
         def signals(fact: Fact) -> list[Signal]:
@@ -157,16 +173,23 @@ class Arbiter:
             return [*known(fact), *extra]  # fmt: skip
 
         now, found = self.clock.now(), []
+        registry, reader = self.setup.registry, self.setup.reader
         for domain, key in sorted(keys):
-            spec = self.setup.registry.spec(domain, key)
+            spec = registry.spec(domain, key)
             if spec is None:
                 continue
             reviews = self.projections.key_reviews(graph, domain, key)
-            claims = preview(memory.live_claims(domain, key), pending, memory.seq)
+            before = memory.live_claims(domain, key)
+            new = [f for f in asserted.values() if f.key == key and f.domain == domain]
+            slots = _slots([*before, *new], spec)
+            weighed = [items for items, held in sorted(slots.items())
+                       if not _settled(reviews, spec, items, held)]  # fmt: skip
+            if not weighed:
+                continue  # no slot can freeze anew: the write is not previewed
+            claims = preview(before, pending, memory.seq, asserted)
             live = [f for f in claims if (f.domain, f.key) == (domain, key)]
-            for items in sorted({tuple(sorted(slot(f.context, spec.context).items()))
-                                 for f in live}):  # fmt: skip
-                held = self.setup.reader.freezes(
+            for items in weighed:
+                held = reader.freezes(
                     live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
                 )
                 if held is None:
@@ -178,3 +201,44 @@ class Arbiter:
                     recorded_at=now, fact_id=review_id,
                 ))  # fmt: skip
         return found
+
+
+Slot = tuple[tuple[str, str], ...]
+"""A key slot: the context fields that separate claims, with their values, by name."""
+
+
+def _slots(facts: Sequence[Fact], spec: KeySpec) -> dict[Slot, list[Fact]]:
+    """``facts`` by the slot each is in (``slot`` over the key's context fields)."""
+    if not spec.context:  # every fact is in the one slot
+        return {(): list(facts)} if facts else {}
+    found: dict[Slot, list[Fact]] = {}
+    for fact in facts:
+        items = tuple(slot(fact.context, spec.context).items()) if fact.context else ()
+        found.setdefault(items, []).append(fact)
+    return found
+
+
+def _settled(reviews: Sequence[Review], spec: KeySpec, items: Slot, facts: Sequence[Fact]) -> bool:
+    """Whether a write cannot freeze the slot anew, told without previewing it: the cases
+    ``MemoryReader.freezes`` answers ``None`` without weighing a claim. ``facts``: the slot's
+    live claims before the write and the write's new facts, which are the slot's claims in
+    the preview (a write changes no fact's context or value, only statuses): an open review
+    holds the slot, or there is none and those facts back one side at most (so the claims
+    the reader counts among them, whatever their status after the write, do too)."""
+    review = latest_review(reviews, spec.domain, spec.key, dict(items)) if reviews else None
+    if review is not None:
+        return review.status is ReviewStatus.OPEN
+    first: str | None = None
+    value: Any = _NO_VALUE
+    for fact in facts:
+        if fact.value is value:
+            continue  # the same object backs the same side (folded texts are shared)
+        value, backs = fact.value, side(fact.value, spec.multi)
+        if first is None:
+            first = backs
+        elif backs != first:
+            return False
+    return True
+
+
+_NO_VALUE = object()

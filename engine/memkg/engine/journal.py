@@ -4,7 +4,7 @@ lock, with the freezes arbitration says the write entails, then folded into the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +12,7 @@ from typing import Any
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.errors import MemoryDisabled
-from memkg.events.projection import UserMemory
+from memkg.events.projection import UserMemory, asserted_facts
 from memkg.events.store import AppendResult, EventStore
 from memkg.events.stored import Shape
 from memkg.model.event import Event, EventType, NewEvent
@@ -21,8 +21,11 @@ from memkg.model.fact import Fact
 _NEW_EVENTS: Shape[NewEvent] = Shape(NewEvent, {})
 _FACT_EVENT_FIELDS = _NEW_EVENTS.fields_set(_NEW_EVENTS.names)
 
-Freezes = Callable[[str, Sequence[NewEvent]], list[NewEvent]]
-"""``(user_id, pending) → key.frozen`` events the pending write leaves in a strong conflict."""
+Freezes = Callable[[UserMemory, Sequence[NewEvent], Mapping[str, Fact]], list[NewEvent]]
+"""``(memory, pending, asserted) → key.frozen`` events the pending write leaves in a strong
+conflict: ``memory``, the user's that the write reads; ``asserted``, the facts of its
+``fact.asserted`` events by event id, read from their payloads
+(``events.projection.asserted_facts``)."""
 
 
 @dataclass(eq=False, repr=False)
@@ -68,13 +71,15 @@ class Journal:
     ) -> AppendResult:
         if expected_version is None:
             expected_version = memory.version
-        if freeze:
-            events = [*events, *self.freezes(user_id, events)]
+        asserted = None
+        if freeze:  # the new facts are read once, for the freeze check and for the fold
+            asserted = asserted_facts(events, memory.seq)
+            events = [*events, *self.freezes(memory, events, asserted)]
         appended = self.store.append(
             user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
         )
         if not appended.duplicate:
-            self.projections.applied(user_id, appended.events)
+            self.projections.applied(user_id, appended.events, asserted)
         return appended
 
     @contextmanager

@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -196,6 +196,15 @@ class Projections:
             self._touch(user_id)
             return graph
 
+    def graph_of(self, memory: UserMemory) -> UserGraph:
+        """The graph ``memory`` was read from (``memory``, inside the user's pinned block, as
+        a write reads it): the resident graph that folds it, with no second lookup; the
+        user's current graph (``graph``) when that one is no longer resident."""
+        resident = self._graphs.resident(memory.user_id)
+        if resident is not None and resident[0].memory is memory:
+            return resident[0]
+        return self.graph(memory.user_id)
+
     def graph_as_of(
         self, user_id: str, *, seq: int | None = None, at: datetime | None = None
     ) -> UserGraph:
@@ -266,13 +275,16 @@ class Projections:
 
     # -- what the owner tells ---------------------------------------------------------------
 
-    def applied(self, user_id: str, events: Sequence[Event]) -> None:
-        """Fold events just appended into every cache."""
+    def applied(
+        self, user_id: str, events: Sequence[Event], asserted: Mapping[str, Fact] | None = None
+    ) -> None:
+        """Fold events just appended into every cache; ``asserted``: the facts of their
+        ``fact.asserted`` events by event id, already read (``GraphCache.apply``)."""
         if not events:
             return
         with self._lock:
             self.forget_joined(user_id)
-            self._graphs.apply(user_id, events)
+            self._graphs.apply(user_id, events, asserted)
             self._reviews.applied(user_id, events)
             self._rows.applied(self._graphs.resident(user_id), len(events))
         self._pins.moved(user_id, events[-1].version)

@@ -9,13 +9,13 @@ read never shows an expired state even before the sweep ran.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from memkg.events.stored import change_new, changed, stored_fact
+from memkg.events.stored import change_new, changed, numbered, stored_fact
 from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload
 from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
 
@@ -62,10 +62,19 @@ class UserMemory:
                 memory.apply(event)
         return memory
 
-    def apply(self, event: Event) -> None:
-        """Fold one event in; events of other users are a caller bug."""
+    def apply(self, event: Event, asserted: Fact | None = None) -> None:
+        """Fold one event in; events of other users are a caller bug.
+
+        ``asserted``: for a ``fact.asserted`` event, its fact as ``asserted_facts`` read it
+        from the payload the event was appended with, whatever seq it was read with: taken,
+        numbered ``event.seq``, instead of reading the stored payload again."""
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
+        if asserted is not None and event.type is EventType.FACT_ASSERTED:
+            fact = self.facts[asserted.id] = numbered(asserted, event.seq)
+            self._folded(fact, event.seq, EventType.FACT_ASSERTED)
+            self.version, self.seq = event.version, event.seq
+            return
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             fact = handler(self.facts, event.payload, event.seq, changed)
@@ -197,15 +206,36 @@ class UserMemory:
         return found
 
 
-def preview(facts: Iterable[Fact], events: Iterable[NewEvent], after_seq: int) -> list[Fact]:
+def preview(
+    facts: Iterable[Fact],
+    events: Iterable[NewEvent],
+    after_seq: int,
+    asserted: Mapping[str, Fact] | None = None,
+) -> list[Fact]:
     """``facts`` as they will be once ``events`` are stored (numbered after ``after_seq``),
-    storing nothing: what a write is about to do, for checks that go in the same append."""
+    storing nothing: what a write is about to do, for checks that go in the same append.
+
+    ``asserted``: the facts of the ``fact.asserted`` events, by event id, as
+    ``asserted_facts`` read them (the payloads are not read again)."""
     table = {f.id: f for f in facts}
     for offset, event in enumerate(events, 1):
-        handler = _HANDLERS.get(event.type)
-        if handler is not None:
+        if asserted is not None and (fact := asserted.get(event.event_id)) is not None:
+            table[fact.id] = numbered(fact, after_seq + offset)
+        elif (handler := _HANDLERS.get(event.type)) is not None:
             handler(table, event.payload, after_seq + offset, changed)
     return list(table.values())
+
+
+def asserted_facts(events: Iterable[NewEvent], after_seq: int) -> dict[str, Fact]:
+    """The fact of each ``fact.asserted`` event among ``events``, by event id, read from its
+    payload once and numbered as ``preview`` numbers it: for the checks a write goes through
+    (``preview``) and for the fold of the appended events (``UserMemory.apply``), which
+    number it again as they need."""
+    return {
+        event.event_id: stored_fact(event.payload["fact"], after_seq + offset)
+        for offset, event in enumerate(events, 1)
+        if event.type is EventType.FACT_ASSERTED
+    }
 
 
 def fold_all(

@@ -135,6 +135,18 @@ def stored_fact(stored: dict[str, Any], seq: int) -> Fact:
         return Fact.model_validate({**stored, "seq": seq})
 
 
+def numbered(fact: Fact, seq: int) -> Fact:
+    """A fact ``stored_fact`` read, numbered ``seq`` instead: what ``stored_fact`` gives for
+    the same payload and ``seq`` (the same values, the same fields set), without reading the
+    payload again. A write reads its new facts once, for its checks and for the fold."""
+    if fact.seq == seq:
+        return fact
+    data = FACTS.template.copy()
+    data.update(fact.__dict__)
+    data["seq"] = seq
+    return FACTS.build(data, fact.__pydantic_fields_set__)
+
+
 def _read(stored: dict[str, Any], seq: int) -> Fact:
     fields_set = _FIELDS_SETS.get(names := tuple(stored)) or _fields_set_of(names)
     data = FACTS.template.copy()

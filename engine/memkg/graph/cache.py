@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View, weighted_view
 from memkg.model.event import Event
+from memkg.model.fact import Fact
 from memkg.model.weight import WeightParams
 
 ReadStream = Callable[..., Sequence[Event]]
@@ -144,8 +145,12 @@ class GraphCache:
                 graph.apply(event)
         return graph
 
-    def apply(self, user_id: str, events: Sequence[Event]) -> None:
-        """Fold freshly appended events into a cached graph, or drop it if they do not follow."""
+    def apply(
+        self, user_id: str, events: Sequence[Event], asserted: Mapping[str, Fact] | None = None
+    ) -> None:
+        """Fold freshly appended events into a cached graph, or drop it if they do not follow;
+        ``asserted``: the facts of their ``fact.asserted`` events by event id, already read
+        from the payloads appended (``events.projection.asserted_facts``)."""
         with self._lock:
             graph = self._graphs.get(user_id)
             if graph is None or not events:
@@ -153,8 +158,9 @@ class GraphCache:
             if events[0].version != graph.version + 1:
                 self.forget(user_id)
                 return
+            read = asserted or {}
             for event in events:
-                graph.apply(event)
+                graph.apply(event, read.get(event.event_id))
             self._graphs.move_to_end(user_id)
             self._account(user_id, graph)
 

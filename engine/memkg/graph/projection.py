@@ -88,7 +88,7 @@ class FactFold(Protocol):
     @property
     def merged_ids(self) -> tuple[str, ...]: ...
 
-    def apply(self, event: Event) -> None: ...
+    def apply(self, event: Event, asserted: Fact | None = None) -> None: ...
 
     def fold_rows(
         self, rows: Iterable[StoredRow], row_event: Callable[[StoredRow], Event]
@@ -152,10 +152,11 @@ class UserGraph:
         the graph)."""
         return self._changes
 
-    def apply(self, event: Event) -> None:
-        """Fold one event in (events of other users are refused by the fold)."""
+    def apply(self, event: Event, asserted: Fact | None = None) -> None:
+        """Fold one event in (events of other users are refused by the fold); ``asserted``:
+        the fact of a ``fact.asserted`` event, already read (``UserMemory.apply``)."""
         try:
-            self._apply(event)
+            self._apply(event, asserted)
         finally:
             self._note_change(event)
 
@@ -197,8 +198,8 @@ class UserGraph:
             elif fact is not None:
                 self._changed_at[fact.domain] = self._changes
 
-    def _apply(self, event: Event) -> None:
-        self.memory.apply(event)
+    def _apply(self, event: Event, asserted: Fact | None) -> None:
+        self.memory.apply(event, asserted)
         if event.type is EventType.SIGNAL_RECORDED:
             self._signal(read_signal(event))
             return

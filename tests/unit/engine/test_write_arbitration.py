@@ -28,6 +28,7 @@ from memkg.arbitration import MemoryReader, Outcome, Resolution, Review, ReviewS
 from memkg.arbitration.claims import SignalLookup, build_claims, slot
 from memkg.arbitration.memory_arbiter import resolve
 from memkg.arbitration.review import frozen_payload, latest_review
+from memkg.engine import arbitration
 from memkg.engine.facts import IngestResult
 from memkg.engine.supersede import replaced_claims
 from memkg.events.projection import UserMemory, preview
@@ -101,10 +102,18 @@ def reference_engine(clock: FrozenClock) -> Engine:
     return engine
 
 
-def _reference_freezes(engine: Engine, user_id: str, pending: Sequence[NewEvent]) -> list[NewEvent]:
-    """``Arbiter.freezes`` as a full recompute: every claim and review of the key, every slot,
-    and each new fact read from its pending payload."""
+def _reference_freezes(
+    engine: Engine,
+    written: UserMemory,
+    pending: Sequence[NewEvent],
+    _asserted: Mapping[str, Fact] | None = None,
+) -> list[NewEvent]:
+    """``Arbiter.freezes`` as a full recompute: every claim and review of the key, every slot
+    (none left out because it cannot freeze), and each new fact read from its pending payload
+    (not the facts the journal read); the user's graph and memory looked up again."""
+    user_id = written.user_id
     graph, memory = engine.projections.graph(user_id), engine.projections.memory(user_id)
+    assert memory is written
     keys: set[tuple[str, str]] = set()
     added: dict[tuple[str, str, str], list[Signal]] = {}
     for event in pending:
@@ -321,3 +330,68 @@ def test_a_write_reads_its_keys_live_claims_whatever_the_users_history() -> None
     assert facts_read == 4
     assert weighed == 3  # behaviour, dialogue and the new profile claim
     assert reads == 0  # nothing is rebuilt from the log on write
+
+
+class Previews:
+    """Counts the write previews the freeze check makes (``Arbiter.freezes``), and checks
+    each against the preview read from the pending payloads alone: the facts the journal read
+    once (``asserted_facts``) must give the same claims, down to field types and fields sets."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+
+        def counted(
+            facts: Sequence[Fact], pending: Sequence[NewEvent], after_seq: int,
+            asserted: Mapping[str, Fact] | None = None,
+        ) -> list[Fact]:  # fmt: skip
+            self.count += 1
+            found = preview(facts, pending, after_seq, asserted)
+            read = preview(facts, pending, after_seq)
+            assert [repr(f) for f in found] == [repr(f) for f in read]
+            assert [f.model_fields_set for f in found] == [f.model_fields_set for f in read]
+            return found
+
+        monkeypatch.setattr(arbitration, "preview", counted)
+
+
+@pytest.mark.parametrize("seed", [5, 17])
+def test_slots_that_cannot_freeze_are_not_previewed_and_the_log_is_the_same(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Arbiter.freezes`` leaves out the slots ``MemoryReader.freezes`` would answer without
+    weighing (``_settled``), and a key with no other slot is not previewed: the log is the
+    one the check of every slot leaves, byte for byte, with fewer previews."""
+    previews = Previews(monkeypatch)
+    logs, counts = [], []
+    for settled in (arbitration._settled, lambda *_args: False):
+        monkeypatch.setattr(arbitration, "_settled", settled)
+        previews.count = 0
+        engine, rng = Engine(clock=FrozenClock(T0)), random.Random(seed)
+        for _ in range(400):
+            _step(engine, rng, ["u1", "u2"])
+        logs.append(_log(engine))
+        counts.append(previews.count)
+    assert logs[0] == logs[1]
+    assert b"key.frozen" in logs[0] and b'"scope":"turn"' in logs[0]
+    assert 0 < counts[0] < counts[1]
+
+
+def test_a_write_previews_only_a_key_it_can_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
+    previews = Previews(monkeypatch)
+    engine = Engine(clock=FrozenClock(T0))
+    engine.ingest(obs(value="airline:MU", source="behavior"))
+    engine.ingest(obs(value="airline:MU", source="dialogue"))
+    assert previews.count == 0  # one side: nothing to weigh
+    engine.ingest(obs(value="airline:CA", source="profile", confidence=0.95))
+    assert previews.count == 1
+    assert [r.key for r in engine.review_queue()] == ["airline.preferred"]
+    engine.ingest(obs(value="airline:SQ", source="profile"))
+    engine.ingest(obs(value="airline:CZ", source="dialogue", scope="turn", session_id="s1",
+                      provenance={"source_ref": "turn-1"}))  # fmt: skip
+    assert previews.count == 1  # the open review holds the key's one slot
+    engine.ingest(obs(key="seat.preference", value="window", context={"trip_type": "business"}))
+    engine.ingest(obs(key="seat.preference", value="aisle", context={"trip_type": "leisure"}))
+    assert previews.count == 1  # one side in each slot
+    engine.ingest(obs(key="seat.preference", value="middle", source="profile", confidence=1.0,
+                      context={"trip_type": "leisure"}))  # fmt: skip
+    assert previews.count == 2

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from memkg import Engine, EngineConfig, FrozenClock
 from memkg.events import projection, stored
 from memkg.events.projection import UserMemory, fold_all
-from memkg.events.stored import stored_fact
-from memkg.model.event import Event
+from memkg.events.stored import numbered, stored_fact
+from memkg.model.event import Event, EventType
 from memkg.model.fact import Fact
 from support.observations import CONSENTED, T0, obs
 from support.schema_roots import add_seat_choice, project_copy, reopen
@@ -120,6 +120,34 @@ def test_rebuilt_and_cold_read_facts_equal_validated_ones(
         with Engine.open(path, clock=clock) as cold:
             for user in USERS:
                 _same(cold.memory(user).facts, written[user])
+
+
+def test_a_read_fact_numbered_again_equals_the_one_read_with_that_seq(
+    tmp_path: Path,
+) -> None:
+    """A write reads its new facts once (``asserted_facts``) and numbers them again for the
+    fold (``numbered``): what ``stored_fact`` gives for that seq, for every stored form, the
+    one validation takes included, and what a fold of the stored rows gives."""
+    clock = FrozenClock(T0)
+    with Engine.open(tmp_path / "m.db", clock=clock) as engine:
+        _log(engine, clock)
+        written = {u: dict(engine.memory(u).facts) for u in USERS}
+        events = [e for e in engine.store.read_all() if e.type is EventType.FACT_ASSERTED]
+    payloads = [e.payload["fact"] for e in events]
+    payloads.append({**payloads[0], "id": "f-validated", "schema_version": "1"})
+    checked = 0
+    for payload in payloads:
+        read = stored_fact(payload, 3)
+        again = numbered(read, 41)
+        expected = stored_fact(payload, 41)
+        _same({"f": again}, {"f": expected})
+        assert again.model_fields_set is read.model_fields_set
+        assert numbered(expected, 41) is expected
+        checked += 1
+    assert checked == len(events) + 1 >= 18
+    with Engine.open(tmp_path / "m.db", clock=clock) as cold:
+        for user in USERS:  # the writes' fold, from the facts they read, equals the log's
+            _same(written[user], UserMemory.from_events(user, cold.store.read_stream(user)).facts)
 
 
 def test_a_custom_source_and_stored_forms_validation_takes_read_as_it_gives_them() -> None:
