@@ -35,11 +35,15 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> str
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
+    # pip runs again under the target interpreter: a ``PYTHONPATH`` that reaches the source
+    # tree would show it memkg as installed already, and it would install nothing
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
         [sys.executable, "-m", "pip", "--disable-pip-version-check", *args],
         capture_output=True,
         text=True,
         timeout=1800,
+        env=env,
     )
 
 
