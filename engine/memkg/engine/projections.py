@@ -4,7 +4,7 @@ The event log is the truth; what is kept here is disposable and rebuilt from it.
 compares the user's stream version in the store with the cached one, so a write by another
 process is seen on the next read, by folding only the events after the cached version
 (``tail``) when the view is the plain stream; a view that joins merged ids also checks the
-other ids' versions (``_joins``); appends made by this engine are folded in (``applied``);
+other ids' versions (``_Joins``); appends made by this engine are folded in (``applied``);
 an erased or purged user leaves every cache at once (``forget``). The graphs' estimated bytes
 (``max_bytes``) bound who stays resident, and ``max_users``, when set, bounds how many: a user
 whose graph leaves leaves every cache, and ``_touch`` is the one place a count evicts.
@@ -29,6 +29,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -87,11 +88,7 @@ class Projections:
         self.max_users = max_users
         self._lock = threading.RLock()
         self._resident: OrderedDict[str, None] = OrderedDict()
-        self._joined_by: dict[str, set[str]] = {}
-        """user → the users whose cached views join that user's events (merged ids)."""
-        self._joins: dict[str, dict[str, int]] = {}
-        """user → the stream version of each other id its cached view joins, as read: another
-        process's write to one of them is seen on the next read (``_joins_moved``)."""
+        self._joins = _Joins(stream)
         self._graphs = GraphCache(
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail, load=self._load,
@@ -99,8 +96,7 @@ class Projections:
         self._just_read = _JustRead()
         self._rows = _PlainRows(stream, self._just_read)
         self._reviews = _ReviewCache(stream, self._same_read)
-        self._live: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
-        """user → domain → the live facts and the graph mark they were read at."""
+        self._live = _LiveFacts()
         self.key_reads = GraphReads()
         self._revisions: dict[str, Revisions] = {}
         self._pins = _Pins()
@@ -112,14 +108,9 @@ class Projections:
             return view(user_id, self._stream.read_stream, up_to_seq)[0]
         with self._lock:
             # the other ids' versions before the read: a write meanwhile is read again later
-            before = {o: self._stream.stream_mark(o)[0] for o in self._joins.get(user_id, ())}
+            before = self._joins.versions(user_id)
             events, ids = view(user_id, self._stream.read_stream, None)
-            if len(ids) > 1:
-                for other in ids - {user_id}:
-                    self._joined_by.setdefault(other, set()).add(user_id)
-                self._joins[user_id] = {o: before.get(o, -1) for o in ids - {user_id}}
-            else:
-                self._joins.pop(user_id, None)
+            self._joins.read(user_id, ids - {user_id}, before)
             self._just_read.keep(user_id, events[-1].seq if events else None, events)
         return events
 
@@ -128,7 +119,7 @@ class Projections:
         with self._lock:
             found = self._rows.fold(user_id, self._new_graph)
             if found is not None:
-                self._joins.pop(user_id, None)
+                self._joins.drop(user_id)
                 return found
         graph = self._new_graph(user_id)
         for event in self.read(user_id):
@@ -166,17 +157,11 @@ class Projections:
         if found is not None:
             return found
         with self._lock:
-            if self._joins_moved(user_id):
+            if self._joins.moved(user_id):
                 self.forget(user_id)
         found = self._stream.stream_mark(user_id)
         self._pins.checked(user_id, found)
         return found
-
-    def _joins_moved(self, user_id: str) -> bool:
-        joins = self._joins.get(user_id) or {}
-        return any(
-            self._stream.stream_mark(other)[0] != version for other, version in joins.items()
-        )
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -237,19 +222,11 @@ class Projections:
 
     def live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
         """The domain's facts in ``graph`` but superseded history, kept until the stream moves."""
-        mark = (graph.version, graph.seq, len(graph.memory.facts))
         with self._lock:
-            of_user = self._live.setdefault(graph.user_id, {})
-            cached = of_user.get(domain)
-            if cached is None or cached[0] != mark:
-                facts = [
-                    f
-                    for f in graph.memory.facts.values()
-                    if f.domain == domain and f.status is not FactStatus.SUPERSEDED
-                ]
-                cached = of_user[domain] = (mark, facts)
+            facts, read = self._live.of(graph, domain)
+            if read:
                 self._touch(graph.user_id)
-            return cached[1]
+            return facts
 
     def revisions(self, digest: str, build: Callable[[], Revisions]) -> Revisions:
         """The revision record of a rule bundle (schemas and ontology are fixed per engine)."""
@@ -300,7 +277,7 @@ class Projections:
     def forget_joined(self, user_id: str) -> None:
         """Drop the cached views that join this user's events (merged ids of one person)."""
         with self._lock:
-            for other in self._joined_by.pop(user_id, ()):
+            for other in self._joins.joined_by(user_id):
                 self.forget(other)
 
     def changed(self, user_id: str) -> None:
@@ -314,11 +291,11 @@ class Projections:
         self._pins.checked(user_id, None)  # read anew: checked again
         with self._lock:
             self._resident.pop(user_id, None)
-            self._joins.pop(user_id, None)
+            self._joins.drop(user_id)
             self._just_read.drop(user_id)
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
-            self._live.pop(user_id, None)
+            self._live.forget(user_id)
 
     def reset(self) -> None:
         """Start over: every projection is folded from the log on its next read."""
@@ -330,7 +307,7 @@ class Projections:
         """The user was read. What was worked out of a graph not resident (a replay's, a dry
         run's, one the byte bound let go) is not kept; a count bound, if set, evicts here."""
         if user_id not in self._graphs:
-            self._live.pop(user_id, None)
+            self._live.forget(user_id)
             self._reviews.forget(user_id)
             return
         self._resident[user_id] = None
@@ -460,6 +437,64 @@ _ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], d
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
 _REVIEW_ROWS = frozenset(t.value for t in _REVIEW_EVENTS)
+
+
+class _Joins:
+    """Which other ids each user's cached view joins (merged ids of one person), with each
+    one's stream version as read: another process's write to one of them is seen on the next
+    read (``moved``); and, per id, the users whose views join it."""
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+        self._of: dict[str, dict[str, int]] = {}
+        self._by: dict[str, set[str]] = {}
+
+    def versions(self, user_id: str) -> dict[str, int]:
+        """The stream versions of the ids the user's view joined, now (before a read)."""
+        return {o: self._stream.stream_mark(o)[0] for o in self._of.get(user_id, ())}
+
+    def read(self, user_id: str, others: AbstractSet[str], before: dict[str, int]) -> None:
+        """The user's view was read, joining ``others``, whose versions were ``before``."""
+        if not others:
+            self._of.pop(user_id, None)
+            return
+        for other in others:
+            self._by.setdefault(other, set()).add(user_id)
+        self._of[user_id] = {o: before.get(o, -1) for o in others}
+
+    def moved(self, user_id: str) -> bool:
+        joins = self._of.get(user_id) or {}
+        return any(self._stream.stream_mark(o)[0] != version for o, version in joins.items())
+
+    def joined_by(self, user_id: str) -> set[str]:
+        """The users whose views join ``user_id``'s events (forgotten here)."""
+        return self._by.pop(user_id, set())
+
+    def drop(self, user_id: str) -> None:
+        self._of.pop(user_id, None)
+
+
+class _LiveFacts:
+    """Per user and domain, the facts but superseded history, and the graph mark (version,
+    position, facts held) they were read at: kept until the stream moves."""
+
+    def __init__(self) -> None:
+        self._by_user: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
+
+    def of(self, graph: UserGraph, domain: str) -> tuple[list[Fact], bool]:
+        """The domain's live facts in ``graph``, and whether they were read anew."""
+        mark = (graph.version, graph.seq, len(graph.memory.facts))
+        of_user = self._by_user.setdefault(graph.user_id, {})
+        cached = of_user.get(domain)
+        if cached is not None and cached[0] == mark:
+            return cached[1], False
+        facts = [f for f in graph.memory.facts.values()
+                 if f.domain == domain and f.status is not FactStatus.SUPERSEDED]  # fmt: skip
+        of_user[domain] = (mark, facts)
+        return facts, True
+
+    def forget(self, user_id: str) -> None:
+        self._by_user.pop(user_id, None)
 
 
 class _ReviewCache:
