@@ -37,9 +37,9 @@ from memkg.events.sqlite import SqliteEventStore
 from memkg.model.event import EventType, NewEvent
 
 try:
-    from memkg.engine.snapshots import EVERY, LONGEST_UNKEPT
-except ImportError:  # a revision without snapshots
-    EVERY, LONGEST_UNKEPT = 64, 0
+    from memkg.engine.snapshots import EVERY, LONGEST_UNKEPT_LOADED
+except ImportError:  # a revision without them
+    EVERY, LONGEST_UNKEPT_LOADED = 64, 128
 
 AIRLINES = ["airline:MU", "airline:CA", "airline:CZ", "airline:HO", "airline:NH", "airline:LH"]
 CITIES = ["city:shanghai", "city:beijing", "city:tokyo", "city:frankfurt", "city:singapore"]
@@ -310,10 +310,11 @@ def bulk_store(size: int, path: Path) -> None:
     (``fact.superseded``, reason ``restated``), so each key holds at most one live claim per
     source and the rest is history, as in a store the writer built.
 
-    Snapshots too are as the writer leaves them: a user whose stream reaches the length the
-    engine keeps snapshots of has one, some events (0 to ``EVERY - 1``, spread over the users)
-    before the stream's end, since the engine keeps one each time that many were folded (or
-    where the stream reached that length).
+    Snapshots are as a store whose users came back leaves them (each loaded and written again
+    since): a user whose stream reaches the length the engine keeps after a load
+    (``LONGEST_UNKEPT_LOADED``) has one, some events (0 to ``EVERY - 1``, spread over the
+    users) before the stream's end, since the engine keeps one at the write after a load that
+    folded that many rows (or where the stream reached that length).
     """
     store = SqliteEventStore(path)
     data = observations(size, users=max(size // 100, 1), seed=13)
@@ -360,14 +361,14 @@ def bulk_store(size: int, path: Path) -> None:
     tails: dict[str, list[NewEvent]] = {}
     for n, (user, events) in enumerate(by_user.items()):
         cut = len(events) - n % EVERY
-        if cut < LONGEST_UNKEPT <= len(events):  # kept when the stream reached that length
-            cut = LONGEST_UNKEPT
+        if cut < LONGEST_UNKEPT_LOADED <= len(events):  # kept where it reached that length
+            cut = LONGEST_UNKEPT_LOADED
         store.append(user, events[:cut])
         tails[user] = events[cut:]
     with Engine(store) as engine:
         keep = getattr(engine.projections, "keep_snapshot", None)  # older revisions keep none
         for user, events in by_user.items():
-            if keep is not None and len(events) - len(tails[user]) >= LONGEST_UNKEPT:
+            if keep is not None and len(events) - len(tails[user]) >= LONGEST_UNKEPT_LOADED:
                 keep(user)
                 engine.projections.forget(user)
         for user, tail in tails.items():

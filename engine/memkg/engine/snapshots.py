@@ -13,11 +13,12 @@ folding the log gives (a property test folds generated streams both ways):
   the event types: a body that does not check, or a snapshot of another format (another
   release's model), is not read; the log is folded, and the next snapshot replaces it.
 
-Snapshots are written on the write path, never by a read, for streams of at least
-``LONGEST_UNKEPT`` events: once ``max(EVERY, version // 8)`` of the user's events were folded
-since the last snapshot (the log rows a load folded count: a user loaded from a long tail is
-kept at the next write, so users who write once per load still get one), writing costs a
-bounded share of the writes and the tail a load folds stays short.
+Snapshots are written on the write path, never by a read, once ``max(EVERY, version // 8)``
+of the user's events were folded since the last: for streams of at least ``LONGEST_UNKEPT``
+events, whatever folded them; for streams of at least ``LONGEST_UNKEPT_LOADED``, when a load
+folded that many of the log's rows, at the write after it (each later load would fold them
+again; a user who writes once per load gets one too). Writing costs a bounded share of the
+writes and the tail a load folds stays short.
 """
 
 from __future__ import annotations
@@ -40,9 +41,13 @@ from memkg.model.fact import Fact, Provenance
 
 EVERY = 64
 """The fewest events folded between two snapshots of one user."""
-LONGEST_UNKEPT = 128
-"""Streams shorter than this are not kept: their rows fold about as fast as a snapshot of them
-is read back, so keeping one would only cost writes (a 100-fact user of 200 events folds in
+LONGEST_UNKEPT = 512
+"""Streams shorter than this are not kept by the writes of one residency alone: keeping costs
+about two writes, and a user written that often while resident is seldom loaded (at 10k facts
+in 100-fact users, keeping them made ingest about a tenth slower)."""
+LONGEST_UNKEPT_LOADED = 128
+"""Streams shorter than this are not kept even after a load folded many of their rows: they
+fold about as fast as their snapshot is read back (a 100-fact user of 200 events folds in
 about twice the time its snapshot restores in, and keeping it costs about one fold)."""
 _DIGEST = 16
 
@@ -62,9 +67,11 @@ class Snapshots:
 
     def __init__(self, store: SnapshotStore, rows: RowStream, review_types: tuple[str, ...]):
         self._store, self._rows, self._review_types = store, rows, review_types
-        self._since: weakref.WeakKeyDictionary[UserGraph, int] = weakref.WeakKeyDictionary()
-        """Per graph (while it lives), the events written and folded into it since it was
-        loaded or last kept."""
+        self._since: weakref.WeakKeyDictionary[UserGraph, tuple[int, int]] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Per graph (while it lives), the events folded into it since the last snapshot (the
+        rows its load folded, then the writes), and of those the rows its load folded."""
 
     @classmethod
     def of(cls, store: object, review_types: tuple[str, ...]) -> Snapshots | None:
@@ -98,16 +105,19 @@ class Snapshots:
     def loaded(self, graph: UserGraph, folded: int) -> None:
         """``graph`` was just loaded, folding ``folded`` rows of the log (those after its
         snapshot, or the whole stream): what each load costs until a snapshot is kept."""
-        self._since[graph] = folded
+        self._since[graph] = (folded, folded)
 
     def applied(self, graph: UserGraph, purges: int, events: int) -> None:
         """``events`` were just folded into ``graph`` (resident, read at the store's purge
         count ``purges``): keep a snapshot once enough were since the last."""
-        since = self._since.get(graph, 0) + events
-        if graph.version < LONGEST_UNKEPT or since < max(EVERY, graph.version // 8):
-            self._since[graph] = since
+        since, loaded = self._since.get(graph, (0, 0))
+        since += events
+        due = max(EVERY, graph.version // 8)
+        shortest = LONGEST_UNKEPT_LOADED if loaded >= due else LONGEST_UNKEPT
+        if graph.version < shortest or since < due:
+            self._since[graph] = (since, loaded)
             return
-        self._since[graph] = 0
+        self._since[graph] = (0, 0)
         self.keep(graph, purges)
 
     def keep(self, graph: UserGraph, purges: int) -> bool:
@@ -128,7 +138,7 @@ class Snapshots:
         except StoreError:
             return False  # a store that cannot take it now (read-only, busy) folds the log
         if kept:
-            self._since[graph] = 0
+            self._since[graph] = (0, 0)
         return kept
 
 

@@ -19,7 +19,7 @@ import pytest
 from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import snapshots
-from memkg.engine.snapshots import EVERY, FORMAT, LONGEST_UNKEPT, Snapshots
+from memkg.engine.snapshots import EVERY, FORMAT, LONGEST_UNKEPT, LONGEST_UNKEPT_LOADED, Snapshots
 from memkg.errors import StoreError
 from memkg.events import sqlite as sqlite_store
 from memkg.events.memory import MemoryEventStore
@@ -211,8 +211,11 @@ def test_a_snapshot_that_does_not_check_is_not_read(
 ) -> None:
     path = _store(tmp_path)
     whole = _everything(path, "a.db")
-    _change(path, "UPDATE snapshots SET body = CAST(substr(body, 1, 40) || x'20'"
-                  " || substr(body, 42) AS BLOB)")  # one byte of the body changed
+    _change(
+        path,
+        "UPDATE snapshots SET body = CAST(substr(body, 1, 40) || x'20'"
+        " || substr(body, 42) AS BLOB)",
+    )  # one byte of the body changed
     counted = _Counted(monkeypatch)
     assert _everything(path, "b.db") == whole
     assert counted.restored == 0
@@ -320,3 +323,19 @@ def test_a_snapshot_kept_on_request_is_read_whatever_the_streams_length(
     with Engine(clock=FrozenClock(NIGHT), config=CONFIG) as engine:  # keeps none
         _history(engine, 2)
         assert not engine.projections.keep_snapshot("mei")
+
+
+def test_a_shorter_stream_is_kept_at_the_write_after_a_load_that_folded_it(tmp_path: Path) -> None:
+    """Writes of one residency keep none below ``LONGEST_UNKEPT``; a load that folds the rows
+    of a stream past ``LONGEST_UNKEPT_LOADED`` keeps one at its next write."""
+    path = _store(tmp_path, restated=LONGEST_UNKEPT_LOADED)
+    store = SqliteEventStore(path)
+    events = len(store.read_stream("mei"))
+    store.close()
+    assert LONGEST_UNKEPT_LOADED < events < LONGEST_UNKEPT
+    assert _kept(path) == []
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        engine.ingest({"user_id": "mei", "domain": "health", "key": "child.age", "value": 4,
+                       "source": "profile", "provenance": CONSENT})  # fmt: skip
+        version = engine.store.stream_version("mei")
+    assert [(user, kept) for user, kept, _, _ in _kept(path)] == [("mei", version)]
