@@ -496,6 +496,10 @@ class _LiveFacts:
     def forget(self, user_id: str) -> None:
         self._by_user.pop(user_id, None)
 
+    def __len__(self) -> int:
+        """How many users' live facts are held."""
+        return len(self._by_user)
+
 
 class _ReviewCache:
     """Each user's reviews as of a graph's stream version and log position: read up to that
