@@ -366,11 +366,12 @@ def bulk_store(size: int, path: Path) -> None:
         store.append(user, events[:cut])
         tails[user] = events[cut:]
     with Engine(store) as engine:
-        keep = getattr(engine.projections, "keep_snapshot", None)  # older revisions keep none
+        projections = getattr(engine, "projections", None)  # older revisions keep none
+        keep = getattr(projections, "keep_snapshot", None)
         for user, events in by_user.items():
             if keep is not None and len(events) - len(tails[user]) >= LONGEST_UNKEPT_LOADED:
                 keep(user)
-                engine.projections.forget(user)
+                projections.forget(user)
         for user, tail in tails.items():
             if tail:
                 store.append(user, tail, expected_version=store.stream_version(user))
