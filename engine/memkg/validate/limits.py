@@ -7,7 +7,7 @@ validator. ``json_text_depth`` checks raw JSON text before ``json.loads`` sees i
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from memkg.config import Limits
@@ -81,6 +81,11 @@ def _printable(name: object) -> bool:
 
 def check_value(value: Any, limits: Limits) -> list[Problem]:
     """Every limit the value breaks; stops descending where a limit is hit."""
+    return [] if _flat_within(value, limits) else walk_value(value, limits)
+
+
+def walk_value(value: Any, limits: Limits) -> list[Problem]:
+    """``check_value`` by walking every node (what the one-pass check stands for)."""
     problems: list[Problem] = []
     size = 0
     stack: list[tuple[Any, tuple[str | int, ...], int]] = [(value, (), 0)]
@@ -129,6 +134,43 @@ def check_value(value: Any, limits: Limits) -> list[Problem]:
             )
             break
     return problems
+
+
+def _flat_within(value: Any, limits: Limits) -> bool:
+    """Whether ``value`` breaks no limit, told in one pass where that is plain (most values
+    and every envelope): ASCII text, or a list or an object of ASCII texts and finite
+    numbers. ``False``: the walk decides (it may find nothing either)."""
+    if type(value) is str:
+        return _short_ascii(value, limits) and len(value) <= limits.max_value_bytes
+    items: Iterable[Any]
+    if type(value) is dict:
+        if not all(type(name) is str and _short_ascii(name, limits) for name in value):
+            return False
+        items = value.values()
+    elif type(value) is list:
+        items = value
+    else:
+        return False
+    if len(value) > limits.max_items:
+        return False
+    size = 2
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if not _short_ascii(item, limits):
+                return False
+            size += len(item)
+        elif kind is bool or item is None:
+            size += 4
+        elif kind is int or (kind is float and math.isfinite(item)):
+            size += 8
+        else:
+            return False
+    return size <= limits.max_value_bytes
+
+
+def _short_ascii(text: str, limits: Limits) -> bool:
+    return len(text) <= limits.max_string_chars and text.isascii()
 
 
 def _children(
