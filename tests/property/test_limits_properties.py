@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memkg.config import Limits
@@ -38,4 +38,29 @@ def test_the_one_pass_check_says_what_the_walk_says(value: Any, limits: Limits) 
 
 @given(st.dictionaries(st.text(alphabet="abc", max_size=6), _SCALARS, max_size=6), _LIMITS)
 def test_flat_objects_too(value: dict[str, Any], limits: Limits) -> None:
+    assert check_value(value, limits) == walk_value(value, limits)
+
+
+_PLAIN = st.one_of(st.text(alphabet="ab", max_size=6), st.integers(), st.booleans(), st.none())
+_NESTED = st.recursive(
+    _PLAIN,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet="ab", max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+_SMALL = Limits(max_value_bytes=5, max_depth=1, max_string_chars=4, max_items=2)
+
+
+@given(_NESTED, _LIMITS)
+@example(["aaa", "bbb"], _SMALL)  # the size, counted over the texts
+@example([["a"]], _SMALL)  # nested past the depth
+@example({"a": {"b": 1}}, _SMALL)
+@example(["aaaaa"], _SMALL)  # a text past the string limit
+@example([1, 2, 3], _SMALL)  # past the item limit
+def test_plain_nested_values_too(value: Any, limits: Limits) -> None:
+    """Values the one pass decides itself (ASCII, nested), against limits they may break."""
     assert check_value(value, limits) == walk_value(value, limits)

@@ -218,6 +218,10 @@ def _slots(facts: Sequence[Fact], spec: KeySpec) -> dict[Slot, list[Fact]]:
     return found
 
 
+_NO_VALUE = object()
+"""A value no fact holds: what ``_settled`` compares the first fact's value with."""
+
+
 def _settled(reviews: Sequence[Review], spec: KeySpec, items: Slot, facts: Sequence[Fact]) -> bool:
     """Whether a write cannot freeze the slot anew, told without previewing it: the cases
     ``MemoryReader.freezes`` answers ``None`` without weighing a claim. ``facts``: the slot's
@@ -239,6 +243,3 @@ def _settled(reviews: Sequence[Review], spec: KeySpec, items: Slot, facts: Seque
         elif backs != first:
             return False
     return True
-
-
-_NO_VALUE = object()

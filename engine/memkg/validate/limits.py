@@ -137,9 +137,10 @@ def walk_value(value: Any, limits: Limits) -> list[Problem]:
 
 
 def _flat_within(value: Any, limits: Limits) -> bool:
-    """Whether ``value`` breaks no limit, told in one pass where that is plain (most values
-    and every envelope): ASCII text, or a list or an object of ASCII texts and finite
-    numbers. ``False``: the walk decides (it may find nothing either)."""
+    """Whether ``value`` breaks no limit, told in one pass where that is plain (most values):
+    ASCII text, or a list or an object of ASCII texts and finite numbers. ``False``: the walk
+    decides (it may find nothing either; an envelope holding a provenance or a context object
+    is walked)."""
     if type(value) is str:
         return _short_ascii(value, limits) and len(value) <= limits.max_value_bytes
     items: Iterable[Any]
