@@ -224,6 +224,18 @@ def concurrent(engine: Engine, threads: int, runs: int, figures: Figures) -> Non
         figures.add("decision.commits_per_decision", commits / total, "", f"{threads} threads")
 
 
+def checkpoint_cpu(path: Path) -> float | None:
+    """CPU (ms) the file's WAL checkpoint thread has spent so far, where it has one: the
+    copying the commits no longer do inline (counted in a decision's CPU only when it runs
+    while that decision does)."""
+    try:
+        from memkg.sqlitefile import checkpointer_of
+    except ImportError:  # a revision whose commits checkpoint inline
+        return None
+    checkpointer = checkpointer_of(path)
+    return None if checkpointer is None else checkpointer.cpu_seconds * 1e3
+
+
 def _takes_position(engine: Any) -> bool:
     return "as_of" in inspect.signature(engine.intent._input).parameters
 
@@ -288,6 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         # collector's full walks, which otherwise land on whichever decision is running
         gc.collect()
         gc.freeze()
+        checkpointed = checkpoint_cpu(root / "bench.db")
         walls, cpus, matched, statuses = [], [], [], collections.Counter[str]()
         fired = 0
         for i in range(args.runs):
@@ -314,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
             raw.delete_state("bench", sid)
             matched.append((time.process_time() - start) * 1e3)
 
+        if checkpointed is not None:
+            checkpointed = (checkpoint_cpu(root / "bench.db") or 0.0) - checkpointed
         python_cpus, same = python_runner(engine, clock, args.runs)
 
         cold_walls, cold_cpus = [], []
@@ -345,6 +360,9 @@ def main(argv: list[str] | None = None) -> None:
     figures.add("decision.cpu_p99", percentile(cpus, 99), "ms", "goal ≤ 5 ms")
     r50 = figures.add("decision.raw_durable_rules_p50", percentile(matched, 50), "ms", "CPU")
     figures.add("decision.ratio_to_raw_p50", c50 / r50, "x", "CPU p50 / raw CPU p50; goal ≤ 2x")
+    if checkpointed is not None:
+        figures.add("decision.checkpoint_cpu_per_decision", checkpointed / args.runs, "ms",
+                    "the WAL checkpoint thread's CPU, over the timed decisions")  # fmt: skip
     if python_cpus:
         figures.add("decision.python_runner_cpu_p50", percentile(python_cpus, 50), "ms",
                     "goal ≤ 1 ms")  # fmt: skip

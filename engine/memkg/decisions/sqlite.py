@@ -22,7 +22,7 @@ from pathlib import Path
 from memkg.decisions.log import Citing, duplicate, not_found
 from memkg.errors import sqlite_failure
 from memkg.model.decision import Decision
-from memkg.sqlitefile import compact
+from memkg.sqlitefile import Checkpointer, attach, compact, detach
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -72,6 +72,9 @@ class SqliteDecisionLog:
         except sqlite3.Error as exc:
             self._db.close()
             raise sqlite_failure(exc, f"cannot open decision log {self.path}") from exc
+        self._checkpoints: Checkpointer | None = (
+            attach(self._db, self.path) if self._wal() else None
+        )
 
     def _create(self) -> None:
         try:
@@ -128,6 +131,8 @@ class SqliteDecisionLog:
                         pending.error = duplicate(pending.row[0])
                         pending.error.__cause__ = exc
                 self._db.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.nudge()
             except BaseException:
                 if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
                     with contextlib.suppress(sqlite3.Error):
@@ -241,4 +246,11 @@ class SqliteDecisionLog:
 
     def close(self) -> None:
         with self._lock:
+            checkpointer, self._checkpoints = self._checkpoints, None
+            if checkpointer is not None:
+                detach(checkpointer)
             self._db.close()
+
+    def _wal(self) -> bool:
+        """Whether the file is in WAL mode (a read-only file may not be)."""
+        return str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"

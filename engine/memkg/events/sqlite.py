@@ -41,7 +41,7 @@ from memkg.events.memory import (
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
 from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
-from memkg.sqlitefile import compact
+from memkg.sqlitefile import Checkpointer, attach, compact, detach
 
 SCHEMA_VERSION = 2
 """The newest file schema this release reads. 2: the file holds snapshots. A file starts at 1
@@ -135,6 +135,7 @@ class SqliteEventStore:
         self._scrub: bool | None = None
         """Inside ``erasing``: whether the block removed rows (the file is rewritten once it
         committed); None outside."""
+        self._checkpoints: Checkpointer | None = None
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -159,6 +160,7 @@ class SqliteEventStore:
                 f"memkg understands ({SCHEMA_VERSION}): upgrade memkg to open it"
             )
         self._secret = bytes.fromhex(meta["subject_key"])
+        self._checkpoints = attach(self._db, self.path)
 
     def _prepare(self, busy_timeout: float) -> dict[str, str]:
         self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
@@ -425,6 +427,9 @@ class SqliteEventStore:
 
     def close(self) -> None:
         with self._lock:
+            checkpointer, self._checkpoints = self._checkpoints, None
+            if checkpointer is not None:
+                detach(checkpointer)
             self._db.close()
 
     def _set_journal_mode(self, busy_timeout: float) -> None:
@@ -513,6 +518,8 @@ class SqliteEventStore:
             try:
                 yield self._db
                 self._db.execute("COMMIT")
+                if self._checkpoints is not None:
+                    self._checkpoints.nudge()
             except BaseException as exc:
                 if self._db.in_transaction:  # a failed COMMIT may already have ended it
                     with suppress(sqlite3.Error):  # the first failure is the one to report

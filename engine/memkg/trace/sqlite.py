@@ -27,7 +27,7 @@ from pathlib import Path
 from memkg.errors import sqlite_failure
 from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
-from memkg.sqlitefile import compact
+from memkg.sqlitefile import Checkpointer, attach, compact, detach
 from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 _SCHEMA = """
@@ -76,6 +76,8 @@ class SqliteTraceStore:
         except sqlite3.Error as exc:
             self._db.close()
             raise sqlite_failure(exc, f"trace store {self.path}: cannot open") from exc
+        wal = str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
+        self._checkpoints: Checkpointer | None = attach(self._db, self.path) if wal else None
 
     @property
     def database(self) -> str:
@@ -158,6 +160,9 @@ class SqliteTraceStore:
 
     def close(self) -> None:
         with self._lock:
+            checkpointer, self._checkpoints = self._checkpoints, None
+            if checkpointer is not None:
+                detach(checkpointer)
             self._db.close()
 
     def _table(self) -> bool:
@@ -188,6 +193,8 @@ class SqliteTraceStore:
                 yield self._db
                 self._db.execute("COMMIT")
                 self._ready = True
+                if self._checkpoints is not None:
+                    self._checkpoints.nudge()
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
