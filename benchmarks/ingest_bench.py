@@ -263,7 +263,10 @@ def serve(path: Path, users: int, figures: Figures) -> None:
         # without it): what start-up loaded leaves the collector's full walks
         gc.collect()
         gc.freeze()
-        chosen = everyone[:: max(len(everyone) // users, 1)][:users]
+        count = min(users, max(len(everyone) // 2, 1))  # the other half writes (below)
+        chosen = everyone[:: max(len(everyone) // count, 1)][:count]
+        cold_and_warm_writes(engine, clock, [u for u in everyone if u not in set(chosen)],
+                             figures)  # fmt: skip
         statuses: dict[str, int] = {first.status.value: 1}
         peak, spent = resident_bytes(), 0.0
         for n, user in enumerate(chosen):
@@ -299,6 +302,36 @@ def serve(path: Path, users: int, figures: Figures) -> None:
         "MB",
         "the largest resident size sampled after each step; goal ≤ 1,000 MB at 1M facts",
     )
+
+
+WRITERS, ROUNDS = 500, 4
+"""``serve`` writes once to each of ``WRITERS`` users not resident, then ``ROUNDS`` times more
+to the same users, now resident."""
+
+
+def cold_and_warm_writes(
+    engine: Engine, clock: FrozenClock, pool: list[str], figures: Figures
+) -> None:
+    """A write's CPU at this store's size, for a user not resident (the write loads it: its
+    snapshot and the rows after it) and for one resident: against the same figures of a
+    smaller store, whether a write's cost grows with the store or only with how often it
+    finds its user resident (the random users of ``ingest_facts_per_s`` mix the two)."""
+    writers = pool[:: max(len(pool) // WRITERS, 1)][:WRITERS]
+    made = observations(len(writers) * (ROUNDS + 1), users=1, seed=29)
+    for n, obs in enumerate(made):
+        obs["user_id"] = writers[n % len(writers)]
+    cold, warm = made[: len(writers)], made[len(writers) :]
+    spent = {"cold": 0.0, "warm": 0.0}
+    for name, batch in (("cold", cold), ("warm", warm)):
+        for offset in range(0, len(batch), 500):
+            start = cpu_seconds()
+            engine.ingest_many(batch[offset : offset + 500])
+            spent[name] += cpu_seconds() - start
+            clock.advance(timedelta(seconds=1))
+    figures.add("cold_write_cpu_ms", spent["cold"] * 1e3 / len(cold), "ms",
+                f"the first write to each of {len(writers)} users not resident")  # fmt: skip
+    figures.add("warm_ingest_facts_per_s", len(warm) / spent["warm"], "facts/s",
+                f"CPU, {ROUNDS} more writes to each of those users, now resident")  # fmt: skip
 
 
 def bulk_store(size: int, path: Path) -> None:
