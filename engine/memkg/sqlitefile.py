@@ -120,10 +120,13 @@ _FILES: dict[Path, Checkpointer] = {}
 _FILES_LOCK = threading.Lock()
 
 
-def attach(db: sqlite3.Connection, path: Path) -> Checkpointer:
-    """The checkpointer of ``path``'s file, for a writer's connection ``db`` (in WAL mode):
-    SQLite's own checkpoint on its commits becomes the backstop only. ``detach`` when the
-    connection closes."""
+def attach(db: sqlite3.Connection, path: Path) -> Checkpointer | None:
+    """The checkpointer of ``path``'s file, for a writer's connection ``db``: SQLite's own
+    checkpoint on its commits becomes the backstop only. ``detach`` when the connection
+    closes. ``None`` when the file is not in WAL mode (a read-only file may not be): there is
+    nothing to checkpoint."""
+    if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        return None
     db.execute(f"PRAGMA wal_autocheckpoint = {BACKSTOP_PAGES}")
     key = path.resolve()
     with _FILES_LOCK:

@@ -93,3 +93,13 @@ def test_the_writers_of_one_file_share_a_thread_that_ends_with_the_last(tmp_path
         _wait_for(lambda: checkpointer.runs > 0, "the new thread never checkpointed")
     finally:
         reopened.close()
+
+
+def test_a_file_not_in_wal_mode_gets_no_thread(tmp_path: Path) -> None:
+    path = tmp_path / "plain.db"
+    traces = SqliteTraceStore(path)  # the trace store leaves the journal mode as it finds it
+    try:
+        assert traces._checkpoints is None and _threads(path) == []
+        assert sqlitefile.checkpointer_of(path) is None
+    finally:
+        traces.close()

@@ -72,9 +72,7 @@ class SqliteDecisionLog:
         except sqlite3.Error as exc:
             self._db.close()
             raise sqlite_failure(exc, f"cannot open decision log {self.path}") from exc
-        self._checkpoints: Checkpointer | None = (
-            attach(self._db, self.path) if self._wal() else None
-        )
+        self._checkpoints: Checkpointer | None = attach(self._db, self.path)
 
     def _create(self) -> None:
         try:
@@ -250,7 +248,3 @@ class SqliteDecisionLog:
             if checkpointer is not None:
                 detach(checkpointer)
             self._db.close()
-
-    def _wal(self) -> bool:
-        """Whether the file is in WAL mode (a read-only file may not be)."""
-        return str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"

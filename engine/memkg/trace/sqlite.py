@@ -76,8 +76,7 @@ class SqliteTraceStore:
         except sqlite3.Error as exc:
             self._db.close()
             raise sqlite_failure(exc, f"trace store {self.path}: cannot open") from exc
-        wal = str(self._db.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal"
-        self._checkpoints: Checkpointer | None = attach(self._db, self.path) if wal else None
+        self._checkpoints: Checkpointer | None = attach(self._db, self.path)
 
     @property
     def database(self) -> str:
