@@ -164,20 +164,16 @@ class MemoryReader:
         frozen, long-term, not expired) backs one side, so the conflict strength is 0.
         """
         mine, want = _slot_facts(facts, spec, context)
-        review = latest_review(reviews, spec.domain, spec.key, want)
-        if review is not None and review.status is ReviewStatus.OPEN:
+        counted = [
+            f
+            for f in mine
+            if f.status in COUNTED
+            and tier_of(f, None, set()) is not None
+            and slot(f.context, spec.context) == want
+            and (f.valid_until is None or f.valid_until > now)
+        ]
+        if cannot_freeze(reviews, spec, want, counted):
             return None
-        if review is None:
-            counted = {
-                side(f.value, spec.multi)
-                for f in mine
-                if f.status in COUNTED
-                and tier_of(f, None, set()) is not None
-                and slot(f.context, spec.context) == want
-                and (f.valid_until is None or f.valid_until > now)
-            }
-            if len(counted) < 2:
-                return None
         held = self.resolve_key(mine, signals, reviews, spec, now, user_id=user_id, context=want)
         return held if held.outcome is Outcome.FROZEN else None
 
@@ -280,3 +276,31 @@ class KeyFacts:
         if want and tuple(want.items()) not in self.slots:
             return {}
         return want
+
+
+_NO_VALUE = object()
+"""A value no fact holds: what ``cannot_freeze`` compares the first fact's value with."""
+
+
+def cannot_freeze(
+    reviews: Sequence[Review], spec: KeySpec, want: Mapping[str, str], facts: Sequence[Fact]
+) -> bool:
+    """Whether the slot ``want`` of ``spec``'s key cannot freeze anew, told without weighing a
+    claim: an open review already holds it; or no reviewer's value competes and ``facts``
+    (the slot's counted claims, or any set of facts that holds them) back one side at most,
+    so the conflict strength is 0. ``MemoryReader.freezes`` asks it of the counted claims; a
+    write asks it of the slot's claims and its new facts before previewing anything."""
+    review = latest_review(reviews, spec.domain, spec.key, dict(want)) if reviews else None
+    if review is not None:
+        return review.status is ReviewStatus.OPEN
+    first: str | None = None
+    value: Any = _NO_VALUE
+    for fact in facts:
+        if fact.value is value:
+            continue  # the same object backs the same side (folded texts are shared)
+        value, backs = fact.value, side(fact.value, spec.multi)
+        if first is None:
+            first = backs
+        elif backs != first:
+            return False
+    return True

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from memkg.arbitration import Resolution, Review, ReviewStatus
+from memkg.arbitration import Resolution, Review
 from memkg.arbitration.claims import SignalLookup, slot
-from memkg.arbitration.reader import KeyFacts
+from memkg.arbitration.reader import KeyFacts, cannot_freeze
 from memkg.arbitration.review import frozen_payload, latest_review
-from memkg.arbitration.support import side
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
@@ -140,7 +139,7 @@ class Arbiter:
         block), whose graph is not looked up again (``Projections.graph_of``).
         ``asserted``: the facts of the write's ``fact.asserted`` events by event id, as
         ``asserted_facts`` reads them (read here when not given). Slots the reader would
-        answer without weighing a claim are not asked (``_settled``), and a key with no
+        answer without weighing a claim are not asked (``cannot_freeze``), and a key with no
         other slot is not previewed."""
         graph = self.projections.graph_of(memory)
         memory = cast(UserMemory, graph.memory)  # ``memory`` itself while its graph is resident
@@ -183,7 +182,7 @@ class Arbiter:
             new = [f for f in asserted.values() if f.key == key and f.domain == domain]
             slots = _slots([*before, *new], spec)
             weighed = [items for items, held in sorted(slots.items())
-                       if not _settled(reviews, spec, items, held)]  # fmt: skip
+                       if not cannot_freeze(reviews, spec, dict(items), held)]  # fmt: skip
             if not weighed:
                 continue  # no slot can freeze anew: the write is not previewed
             claims = preview(before, pending, memory.seq, asserted)
@@ -216,30 +215,3 @@ def _slots(facts: Sequence[Fact], spec: KeySpec) -> dict[Slot, list[Fact]]:
         items = tuple(slot(fact.context, spec.context).items()) if fact.context else ()
         found.setdefault(items, []).append(fact)
     return found
-
-
-_NO_VALUE = object()
-"""A value no fact holds: what ``_settled`` compares the first fact's value with."""
-
-
-def _settled(reviews: Sequence[Review], spec: KeySpec, items: Slot, facts: Sequence[Fact]) -> bool:
-    """Whether a write cannot freeze the slot anew, told without previewing it: the cases
-    ``MemoryReader.freezes`` answers ``None`` without weighing a claim. ``facts``: the slot's
-    live claims before the write and the write's new facts, which are the slot's claims in
-    the preview (a write changes no fact's context or value, only statuses): an open review
-    holds the slot, or there is none and those facts back one side at most (so the claims
-    the reader counts among them, whatever their status after the write, do too)."""
-    review = latest_review(reviews, spec.domain, spec.key, dict(items)) if reviews else None
-    if review is not None:
-        return review.status is ReviewStatus.OPEN
-    first: str | None = None
-    value: Any = _NO_VALUE
-    for fact in facts:
-        if fact.value is value:
-            continue  # the same object backs the same side (folded texts are shared)
-        value, backs = fact.value, side(fact.value, spec.multi)
-        if first is None:
-            first = backs
-        elif backs != first:
-            return False
-    return True

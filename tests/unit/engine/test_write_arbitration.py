@@ -359,12 +359,12 @@ def test_slots_that_cannot_freeze_are_not_previewed_and_the_log_is_the_same(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``Arbiter.freezes`` leaves out the slots ``MemoryReader.freezes`` would answer without
-    weighing (``_settled``), and a key with no other slot is not previewed: the log is the
+    weighing (``cannot_freeze``), and a key with no other slot is not previewed: the log is the
     one the check of every slot leaves, byte for byte, with fewer previews."""
     previews = Previews(monkeypatch)
     logs, counts = [], []
-    for settled in (arbitration._settled, lambda *_args: False):
-        monkeypatch.setattr(arbitration, "_settled", settled)
+    for settled in (arbitration.cannot_freeze, lambda *_args: False):
+        monkeypatch.setattr(arbitration, "cannot_freeze", settled)
         previews.count = 0
         engine, rng = Engine(clock=FrozenClock(T0)), random.Random(seed)
         for _ in range(400):
