@@ -5,10 +5,12 @@ SQLite copies a WAL's pages back into the database (a checkpoint) on whichever c
 the WAL past ``wal_autocheckpoint`` pages: with the decision log's records that is one
 decision or ingest in a few dozen, and it pays the copy and the syncs (5 to 10 ms of CPU, most
 of a decision's p99). memkg's writers on one file share a ``Checkpointer`` instead: each
-commit nudges it, and its thread runs a ``PASSIVE`` checkpoint (which waits for no reader or
-writer) once per ``PAUSE`` while commits come, so the copying overlaps the callers' work
-instead of landing on one of them. A commit's durability does not change: it is synced to the
-WAL before it returns, whatever the checkpoint does afterwards.
+commit tells it how many bytes of rows it wrote, and once ``EVERY_BYTES`` have been written
+since the last checkpoint its thread runs a ``PASSIVE`` one (which waits for no reader or
+writer), ``PAUSE`` after, so the copying overlaps the callers' work instead of landing on one
+of them, about as often as SQLite's own would (each checkpoint syncs the database file: more
+of them would cost more). A commit's durability does not change: it is synced to the WAL
+before it returns, whatever the checkpoint does afterwards.
 
 The writers keep SQLite's own checkpoint as a backstop at ``BACKSTOP_PAGES``, should the
 thread fall behind (a reader pinning the WAL, a machine too busy to schedule it). Erasure's
@@ -30,8 +32,12 @@ from memkg.errors import StoreError, sqlite_failure
 
 log = logging.getLogger(__name__)
 
+EVERY_BYTES = 1 << 20
+"""Bytes of rows written (payloads, records) between checkpoints: about the 1,000 pages of
+WAL at which SQLite's own checkpoint would run, once the pages indexes and tables touch
+are counted."""
 PAUSE = 0.05
-"""Seconds a nudge waits for more commits before the checkpoint that takes them all."""
+"""Seconds the thread waits, once a checkpoint is due, for the commit that made it due."""
 BACKSTOP_PAGES = 16_384
 """``wal_autocheckpoint`` of the writers: SQLite's own checkpoint, past 64 MB of WAL only."""
 
@@ -46,15 +52,18 @@ class Checkpointer:
         self.cpu_seconds = 0.0
         """The thread's CPU time spent checkpointing (what the writers no longer pay inline)."""
         self._users = 0
+        self._written = 0
         self._due = False
         self._wake = threading.Condition()
         self._running = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def nudge(self) -> None:
-        """A commit happened: checkpoint within ``PAUSE``."""
+    def wrote(self, size: int) -> None:
+        """A commit wrote about ``size`` bytes of rows: once ``EVERY_BYTES`` are written since
+        the last checkpoint, checkpoint within ``PAUSE``."""
         with self._wake:
-            if not self._due:
+            self._written += size
+            if self._written >= EVERY_BYTES and not self._due:
                 self._due = True
                 self._wake.notify()
 
@@ -106,13 +115,13 @@ class Checkpointer:
             db.close()
 
     def _next(self) -> bool:
-        """Wait for a nudge, then ``PAUSE`` for the commits after it; False once released."""
+        """Wait until a checkpoint is due, then ``PAUSE``; False once released."""
         with self._wake:
             while not self._due and self._users:
                 self._wake.wait()
             if self._users:
                 self._wake.wait(PAUSE)
-            self._due = False
+            self._due, self._written = False, 0
             return self._users > 0
 
 

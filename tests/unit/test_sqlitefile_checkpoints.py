@@ -87,12 +87,30 @@ def test_the_writers_of_one_file_share_a_thread_that_ends_with_the_last(tmp_path
     assert _threads(tmp_path / "other.db") == []
     reopened = SqliteEventStore(path)  # a new writer starts a new thread
     try:
-        reopened.append("u", _events(1, 10))
+        reopened.append("u", _events(60, 20_000, start=1_000))
         checkpointer = sqlitefile.checkpointer_of(path)
         assert checkpointer is not None
         _wait_for(lambda: checkpointer.runs > 0, "the new thread never checkpointed")
     finally:
         reopened.close()
+
+
+def test_a_checkpoint_runs_once_per_megabyte_of_rows_not_per_commit(tmp_path: Path) -> None:
+    path = tmp_path / "memkg.db"
+    store = SqliteEventStore(path)
+    try:
+        checkpointer = sqlitefile.checkpointer_of(path)
+        assert checkpointer is not None
+        for n in range(100):  # 100 commits, about 100 kB of payloads: none due
+            store.append("u", _events(1, 1_000, start=n))
+        time.sleep(3 * sqlitefile.PAUSE)
+        assert checkpointer.runs == 0
+        for n in range(40):  # 40 commits, about 4 MB: a few checkpoints, not 40
+            store.append("u", _events(1, 100_000, start=100 + n))
+        _wait_for(lambda: checkpointer.runs > 0, "the thread never checkpointed")
+        assert checkpointer.runs <= 4_100_000 // sqlitefile.EVERY_BYTES
+    finally:
+        store.close()
 
 
 def test_a_file_not_in_wal_mode_gets_no_thread(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ class SqliteDecisionLog:
                         pending.error.__cause__ = exc
                 self._db.execute("COMMIT")
                 if self._checkpoints is not None:
-                    self._checkpoints.nudge()
+                    self._checkpoints.wrote(sum(len(p.row[-1]) for p in batch))
             except BaseException:
                 if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
                     with contextlib.suppress(sqlite3.Error):

@@ -136,6 +136,8 @@ class SqliteEventStore:
         """Inside ``erasing``: whether the block removed rows (the file is rewritten once it
         committed); None outside."""
         self._checkpoints: Checkpointer | None = None
+        self._written = 0
+        """Bytes of payload the open transaction appended (for the checkpointer)."""
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -237,6 +239,7 @@ class SqliteEventStore:
                     actual = _scalar(db, _STREAM_VERSION.format(table="events"), user_id)
                     raise ConcurrencyConflict(user_id, version, actual) from exc
                 raise StoreError(f"cannot append to stream {user_id!r}: {exc}") from exc
+            self._written += sum(len(row[5]) for row in rows)
             if idempotency_key is not None:
                 db.execute(
                     "INSERT INTO idempotency VALUES (?, ?, ?, ?)",
@@ -519,7 +522,7 @@ class SqliteEventStore:
                 yield self._db
                 self._db.execute("COMMIT")
                 if self._checkpoints is not None:
-                    self._checkpoints.nudge()
+                    self._checkpoints.wrote(self._written)
             except BaseException as exc:
                 if self._db.in_transaction:  # a failed COMMIT may already have ended it
                     with suppress(sqlite3.Error):  # the first failure is the one to report
@@ -527,6 +530,8 @@ class SqliteEventStore:
                 if isinstance(exc, sqlite3.Error):
                     raise sqlite_failure(exc, f"event store {self.path}: write failed") from exc
                 raise
+            finally:
+                self._written = 0
 
     def _savepoint(self) -> Iterator[sqlite3.Connection]:
         """Inside a batch: one append is atomic on its own, the commit comes at the end."""

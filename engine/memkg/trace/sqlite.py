@@ -91,9 +91,12 @@ class SqliteTraceStore:
                 pass  # the table, on the first trace
         with self._guard("write"):
             try:
-                return int(self._db.execute(_PUT, row).rowcount) == 1
+                stored = int(self._db.execute(_PUT, row).rowcount) == 1
             except sqlite3.IntegrityError as exc:
                 raise duplicate(trace.trace_id) from exc
+        if stored and self._checkpoints is not None:
+            self._checkpoints.wrote(len(row[3]))
+        return stored
 
     def get(self, trace_id: str) -> Trace:
         if not self._table():
@@ -192,8 +195,6 @@ class SqliteTraceStore:
                 yield self._db
                 self._db.execute("COMMIT")
                 self._ready = True
-                if self._checkpoints is not None:
-                    self._checkpoints.nudge()
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
