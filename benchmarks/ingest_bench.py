@@ -304,7 +304,7 @@ def serve(path: Path, users: int, figures: Figures) -> None:
     )
 
 
-WRITERS, ROUNDS = 500, 4
+WRITERS, ROUNDS = 100, 10
 """``serve`` writes once to each of ``WRITERS`` users not resident, then ``ROUNDS`` times more
 to the same users, now resident."""
 
