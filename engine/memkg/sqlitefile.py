@@ -146,8 +146,11 @@ def attach(db: sqlite3.Connection, path: Path) -> Checkpointer | None:
     return checkpointer
 
 
-def detach(checkpointer: Checkpointer) -> None:
-    """A writer of the file closed: the last one ends the thread."""
+def detach(checkpointer: Checkpointer | None) -> None:
+    """A writer of the file closed (``attach`` gave it ``checkpointer``): the last one ends
+    the thread."""
+    if checkpointer is None:
+        return
     with _FILES_LOCK:
         if checkpointer._release():
             _FILES.pop(checkpointer.path, None)

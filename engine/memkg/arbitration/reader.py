@@ -283,14 +283,14 @@ _NO_VALUE = object()
 
 
 def cannot_freeze(
-    reviews: Sequence[Review], spec: KeySpec, want: Mapping[str, str], facts: Sequence[Fact]
+    reviews: Sequence[Review], spec: KeySpec, want: dict[str, str], facts: Sequence[Fact]
 ) -> bool:
     """Whether the slot ``want`` of ``spec``'s key cannot freeze anew, told without weighing a
     claim: an open review already holds it; or no reviewer's value competes and ``facts``
     (the slot's counted claims, or any set of facts that holds them) back one side at most,
     so the conflict strength is 0. ``MemoryReader.freezes`` asks it of the counted claims; a
     write asks it of the slot's claims and its new facts before previewing anything."""
-    review = latest_review(reviews, spec.domain, spec.key, dict(want)) if reviews else None
+    review = latest_review(reviews, spec.domain, spec.key, want) if reviews else None
     if review is not None:
         return review.status is ReviewStatus.OPEN
     first: str | None = None

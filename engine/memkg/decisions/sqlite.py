@@ -244,7 +244,6 @@ class SqliteDecisionLog:
 
     def close(self) -> None:
         with self._lock:
-            checkpointer, self._checkpoints = self._checkpoints, None
-            if checkpointer is not None:
-                detach(checkpointer)
+            detach(self._checkpoints)
+            self._checkpoints = None
             self._db.close()

@@ -180,6 +180,9 @@ class Arbiter:
             reviews = self.projections.key_reviews(graph, domain, key)
             before = memory.live_claims(domain, key)
             new = [f for f in asserted.values() if f.key == key and f.domain == domain]
+            # asked before the preview, of the slot's claims and the new facts: a write changes
+            # statuses only, never a value or a context, so the claims the reader would count
+            # after it are among these
             slots = _slots([*before, *new], spec)
             weighed = [items for items, held in sorted(slots.items())
                        if not cannot_freeze(reviews, spec, dict(items), held)]  # fmt: skip

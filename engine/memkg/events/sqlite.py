@@ -430,9 +430,8 @@ class SqliteEventStore:
 
     def close(self) -> None:
         with self._lock:
-            checkpointer, self._checkpoints = self._checkpoints, None
-            if checkpointer is not None:
-                detach(checkpointer)
+            detach(self._checkpoints)
+            self._checkpoints = None
             self._db.close()
 
     def _set_journal_mode(self, busy_timeout: float) -> None:

@@ -162,9 +162,8 @@ class SqliteTraceStore:
 
     def close(self) -> None:
         with self._lock:
-            checkpointer, self._checkpoints = self._checkpoints, None
-            if checkpointer is not None:
-                detach(checkpointer)
+            detach(self._checkpoints)
+            self._checkpoints = None
             self._db.close()
 
     def _table(self) -> bool:
