@@ -139,7 +139,6 @@ def _memory_state(memory: Any) -> dict[str, Any]:
         "facts": {i: (f.__dict__, f.model_fields_set) for i, f in memory.facts.items()},
         "order": list(memory.facts),
         "marks": (memory.version, memory.seq, memory.memory_off, memory.plain),
-        "history": memory.history_log,
         "by_key": memory._by_key,
         "live": {slot: list(ids) for slot, ids in memory._live.items()},
         "links": memory._links,

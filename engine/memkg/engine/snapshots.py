@@ -56,7 +56,7 @@ def _format() -> str:
     """The snapshot format: its version and what the state it holds is made of."""
     made_of = [sorted(Fact.model_fields), sorted(Provenance.model_fields),
                sorted(SignalRecord.model_fields), sorted(t.value for t in EventType)]  # fmt: skip
-    return "memkg.snapshot/2:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
+    return "memkg.snapshot/3:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
 
 
 FORMAT = _format()

@@ -21,7 +21,7 @@ from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_rea
 
 _LIVE = LIVE_STATUSES
 
-FACT_BYTES = 800
+FACT_BYTES = 650
 """What one folded fact holds in memory with its share of the indexes and the history
 (measured with ``tracemalloc``; a test keeps the estimate within a factor of the count).
 Most of it is the fact's own values: what facts repeat is shared (``events.stored``)."""
@@ -37,8 +37,6 @@ class UserMemory:
         self.facts: dict[str, Fact] = {}
         self.version = 0
         self.seq = 0
-        self.history_log: list[tuple[int, str, str]] = []
-        """(seq, fact id, event type): what happened to each fact, in order."""
         self._by_key: dict[tuple[str, str], list[str]] = {}
         self._live: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
@@ -72,14 +70,14 @@ class UserMemory:
             raise ValueError(f"event {event.event_id} is about another user")
         if asserted is not None and event.type is EventType.FACT_ASSERTED:
             fact = self.facts[asserted.id] = numbered(asserted, event.seq)
-            self._folded(fact, event.seq, EventType.FACT_ASSERTED)
+            self._folded(fact, EventType.FACT_ASSERTED)
             self.version, self.seq = event.version, event.seq
             return
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             fact = handler(self.facts, event.payload, event.seq, changed)
             if fact is not None:
-                self._folded(fact, event.seq, event.type)
+                self._folded(fact, event.type)
         elif event.type in _IDENTITY:
             self._identity(event)
         self.version, self.seq = event.version, event.seq
@@ -109,13 +107,12 @@ class UserMemory:
         if handler is not None:
             fact = handler(self.facts, row_payload(row), row[0], change)
             if fact is not None:
-                self._folded(fact, row[0], kind)
+                self._folded(fact, kind)
         self.version, self.seq = row[3], row[0]
 
-    def _folded(self, fact: Fact, seq: int, kind: EventType) -> None:
-        """Index the fact an event just made or changed: its history, its key, its liveness."""
+    def _folded(self, fact: Fact, kind: EventType) -> None:
+        """Index the fact an event just made or changed: its key, its liveness."""
         fact_id = fact.id
-        self.history_log.append((seq, fact_id, _TYPE_TEXT[kind]))
         slot = (fact.domain, fact.key)
         if kind is EventType.FACT_ASSERTED:
             if (asserted := self._by_key.get(slot)) is None:
@@ -308,16 +305,8 @@ def collector_paused() -> Iterator[None]:
 _IDENTITY = frozenset({EventType.MEMORY_DISABLED, EventType.MEMORY_ENABLED,
                        EventType.MERGE_PROPOSED, EventType.USERS_MERGED,
                        EventType.USERS_SPLIT})  # fmt: skip
-_TYPE_TEXT = {t: t.value for t in EventType}
-"""An event type's text, as the history keeps it (a lookup, not ``Enum.value``'s property)."""
 _ROW_TYPES = {t.value: t for t in EventType}
 """An event type by the text a stored row holds."""
-
-
-def event_type_texts() -> dict[str, str]:
-    """Each event type's text as the history keeps it, by that text (a restored history
-    shares the one text per type, as a fold's does)."""
-    return {text: text for text in _TYPE_TEXT.values()}
 
 
 Change = Callable[[Fact, dict[str, Any]], Fact]

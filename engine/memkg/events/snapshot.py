@@ -13,9 +13,8 @@ Reading back converts each distinct value once, by the rules the fold reads a st
 with (``events.stored.field_readers``), builds each combination's fields once, then each
 fact from a copy of them, as the fold builds facts (shared keys and fields sets). The facts'
 own values and contexts (which can be lists and dicts) are kept per fact, so no two facts
-share one. Where the history, the key index and the later facts name a fact the memory
-holds, they name it by its position among the facts (a fact's id is written once), and an
-event type by its position in a list of the types the history names.
+share one. Where the key index and the later facts name a fact the memory holds, they name it
+by its position among the facts (a fact's id is written once).
 A state that is not what this module writes raises (``KeyError``, ``TypeError``,
 ``ValueError``, ``IndexError``): the caller folds the log instead.
 """
@@ -26,7 +25,7 @@ import sys
 from operator import itemgetter
 from typing import Any
 
-from memkg.events.projection import UserMemory, event_type_texts
+from memkg.events.projection import UserMemory
 from memkg.events.stored import FACTS, field_readers
 from memkg.model.fact import Fact, Provenance
 
@@ -81,9 +80,6 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
             combination = seen[objects] = combinations.setdefault(together, len(combinations))
         facts.append([combination, *_OWN_OF(held),
                       *(position(name, held[name]) for name in _APART)])  # fmt: skip
-    kinds: dict[str, int] = {}
-    history = [(seq, order.get(fact_id, fact_id), kinds.setdefault(kind, len(kinds)))
-               for seq, fact_id, kind in memory.history_log]  # fmt: skip
     later = values["superseded_by"]
     values["superseded_by"] = [order.get(by, by) for by in later]
     return {
@@ -95,8 +91,6 @@ def memory_state(memory: UserMemory) -> dict[str, Any]:
         "tables": [values[name] for name in _SHARED],
         "combinations": list(combinations),
         "facts": facts,
-        "kinds": list(kinds),
-        "history": history,
         "by_key": [(*slot, [order.get(i, i) for i in ids]) for slot, ids in memory._by_key.items()],
         "live": [(*slot, [order.get(i, i) for i in ids]) for slot, ids in memory._live.items()],
     }
@@ -112,7 +106,7 @@ def provenance_json(value: Any) -> Any:
 
 def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
     """Put ``state`` (``memory_state``'s) into ``memory``, new and of the same user."""
-    if memory.facts or memory.history_log or state["user"] != memory.user_id:
+    if memory.facts or state["user"] != memory.user_id:
         raise ValueError("a snapshot restores a new memory of its own user")
     if state["fields"] != [list(_OWN), list(_TOGETHER), list(_APART)]:
         raise ValueError("the snapshot's facts have other fields")
@@ -147,11 +141,7 @@ def restore_memory(memory: UserMemory, state: dict[str, Any]) -> None:
         data["observed_at"], data["recorded_at"] = observed[at_observed], recorded[at_recorded]
         data["valid_until"], data["superseded_by"] = until[at_until], later[at_later]
         facts[id_] = build(data, fields_set)
-    texts = event_type_texts()
-    kinds = [texts[kind] for kind in state["kinds"]]
     memory.facts = facts
-    memory.history_log = [(int(s), order[i] if type(i) is int and i >= 0 else _named(i, order),
-                           kinds[t]) for s, i, t in state["history"]]  # fmt: skip
     memory._by_key = {(_text(d), _text(k)): [_named(i, order) for i in found]
                       for d, k, found in state["by_key"]}  # fmt: skip
     memory._live = {(_text(d), _text(k)): dict.fromkeys(_named(i, order) for i in found)

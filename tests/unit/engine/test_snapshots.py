@@ -114,7 +114,6 @@ def _everything(path: Path, name: str) -> list[Any]:
                 (f.model_dump(), f.model_fields_set, f.provenance.model_fields_set)
                 for f in memory.facts.values()
             ],
-            memory.history_log,
             engine.history("mei", "child.age"),
             engine.edges("mei", "travel"),
             engine.graph("mei", "travel", fmt="turtle"),
