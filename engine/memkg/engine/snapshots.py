@@ -90,17 +90,13 @@ class Snapshots:
             return None
         version, seq, body = found
         try:
-            with collector_paused():  # thousands of objects, none of them in a cycle
-                state = decode(body)
-                memory = state["memory"]
-                if (memory["version"], memory["seq"]) != (version, seq):
-                    return None
-                restore_memory(_memory(graph), memory)
-                restore_graph(graph, state["graph"])
-                reviews = [tuple(row) for row in state["reviews"]]
+            # thousands of objects, none of them in a cycle; the decoded state is dropped
+            # when ``_restore`` returns, before the collector resumes, so it never scans it
+            with collector_paused():
+                reviews = _restore(graph, body, version, seq)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
-        return version, reviews
+        return None if reviews is None else (version, reviews)
 
     def loaded(self, graph: UserGraph, folded: int) -> None:
         """``graph`` was just loaded, folding ``folded`` rows of the log (those after its
@@ -140,6 +136,18 @@ class Snapshots:
         if kept:
             self._since[graph] = (0, 0)
         return kept
+
+
+def _restore(graph: UserGraph, body: bytes, version: int, seq: int) -> list[StoredRow] | None:
+    """Put the snapshot ``body`` of the stream at ``version`` (log position ``seq``) into
+    ``graph``: the review rows it keeps; ``None`` when it was taken elsewhere in the stream."""
+    state = decode(body)
+    memory = state["memory"]
+    if (memory["version"], memory["seq"]) != (version, seq):
+        return None
+    restore_memory(_memory(graph), memory)
+    restore_graph(graph, state["graph"])
+    return [tuple(row) for row in state["reviews"]]
 
 
 def _memory(graph: UserGraph) -> UserMemory:

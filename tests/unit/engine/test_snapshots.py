@@ -8,8 +8,11 @@ What runs is counted, not timed: the rows folded and the snapshots restored.
 
 from __future__ import annotations
 
+import gc
 import shutil
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -141,6 +144,34 @@ def test_a_long_stream_loads_from_a_snapshot_and_the_rows_after_it(
         from_rows = _everything(path, "b.db")
     assert from_snapshot == from_rows
     assert from_snapshot[-1] is True
+
+
+def test_the_collector_resumes_after_a_restore_with_none_of_the_decoded_state_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the decoded body (a list per fact) dies before the collector resumes: the young objects
+    # it then scans are the memory's own (its facts and their fields), not a second copy
+    path = _store(tmp_path)
+    young_lists: list[int] = []
+
+    @contextmanager
+    def paused() -> Iterator[None]:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            young_lists.append(sum(type(o) is list for o in gc.get_objects(0)))
+            if enabled:
+                gc.enable()
+
+    monkeypatch.setattr(snapshots, "collector_paused", paused)
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        gc.collect()
+        facts = len(engine.memory("mei").facts)
+    assert facts > LONGEST_UNKEPT // 2
+    assert len(young_lists) == 1  # the one restore
+    assert young_lists[0] < facts // 3, young_lists  # a list per fact before
 
 
 def test_a_snapshot_keeps_what_each_fact_set_and_each_time_in_its_own_zone(
