@@ -153,17 +153,15 @@ def test_the_collector_resumes_after_a_restore_with_none_of_the_decoded_state_le
     # it then scans are the memory's own (its facts and their fields), not a second copy
     path = _store(tmp_path)
     young_lists: list[int] = []
+    collector_paused = snapshots.collector_paused
 
     @contextmanager
     def paused() -> Iterator[None]:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            yield
-        finally:
-            young_lists.append(sum(type(o) is list for o in gc.get_objects(0)))
-            if enabled:
-                gc.enable()
+        with collector_paused():
+            try:
+                yield
+            finally:  # the young lists, counted before the collector resumes
+                young_lists.append(sum(type(o) is list for o in gc.get_objects(0)))
 
     monkeypatch.setattr(snapshots, "collector_paused", paused)
     with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
