@@ -22,7 +22,7 @@ from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_rea
 _LIVE = LIVE_STATUSES
 
 FACT_BYTES = 650
-"""What one folded fact holds in memory with its share of the indexes and the history
+"""What one folded fact holds in memory with its share of the key and live indexes
 (measured with ``tracemalloc``; a test keeps the estimate within a factor of the count).
 Most of it is the fact's own values: what facts repeat is shared (``events.stored``)."""
 
