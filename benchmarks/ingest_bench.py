@@ -265,8 +265,8 @@ def serve(path: Path, users: int, figures: Figures) -> None:
         gc.freeze()
         count = min(users, max(len(everyone) // 2, 1))  # the other half writes (below)
         chosen = everyone[:: max(len(everyone) // count, 1)][:count]
-        cold_and_warm_writes(engine, clock, [u for u in everyone if u not in set(chosen)],
-                             figures)  # fmt: skip
+        deciding = set(chosen)
+        cold_and_warm_writes(engine, clock, [u for u in everyone if u not in deciding], figures)
         statuses: dict[str, int] = {first.status.value: 1}
         peak, spent = resident_bytes(), 0.0
         for n, user in enumerate(chosen):
