@@ -8,6 +8,7 @@ edge (``SignalLookup``: the engine answers it from the contextual graph).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -118,6 +119,22 @@ def build_claims(
         )
         claims.append(Claim(fact=fact, weight=weight, tier=tier))
     return claims
+
+
+def silent(fact: Fact, holding: AbstractSet[str]) -> bool:
+    """Whether no read of the fact's key can tell ``fact`` from a fact never stored, while
+    ``holding`` (the ids of the user's facts that hold) holds no more than it does now: a
+    superseded claim that ``may_take_part`` does not list, of global scope (``current_turn``
+    reads only turn and session claims) and with no context (so it names no context slot a
+    read could resolve). Superseded facts stay superseded, and a fact that stops holding
+    does not hold again but by a confirmation, so such a fact stays silent until one.
+    A snapshot's restore leaves such facts unread (``events.snapshot``)."""
+    return (
+        fact.status is FactStatus.SUPERSEDED
+        and fact.scope is Scope.GLOBAL
+        and not fact.context
+        and not (fact.supersede_reason in REPLACED and fact.superseded_by in holding)
+    )
 
 
 def may_take_part(facts: Sequence[Fact]) -> list[Fact]:

@@ -229,7 +229,8 @@ class KeyFacts:
     stands), not once per read."""
 
     facts: tuple[Fact, ...]
-    """Every fact of the key, whatever its status, in the order asserted."""
+    """Every fact of the key, whatever its status, in the order asserted; or all of them but
+    facts no read tells apart (``claims.silent``), which a restore may leave unread."""
     taking: tuple[Fact, ...]
     """Those a read can list (``may_take_part``), in the same order."""
     slots: frozenset[tuple[tuple[str, str], ...]]

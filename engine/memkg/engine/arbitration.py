@@ -80,7 +80,8 @@ class Arbiter:
         facts = reads.keys.get((spec.domain, spec.key))
         signals = self.edge_signals(graph)
         if facts is None or facts[0] is not spec:
-            of_key = graph.memory.of_key(spec.domain, spec.key)
+            # the key's facts but those a restore left unread, which no read tells apart
+            of_key = graph.memory.bearing(spec.domain, spec.key)
             facts = (spec, KeyFacts.of(of_key, spec, signals))
             reads.keys[(spec.domain, spec.key)] = facts
         key = facts[1]
@@ -155,7 +156,7 @@ class Arbiter:
                     Signal(SignalKind(event.payload["kind"]), event.recorded_at, event.event_id)
                 )
                 keys.add(edge[:2])
-            elif (fact := memory.facts.get(event.fact_id or "")) is not None:
+            elif event.fact_id and (fact := memory.fact(event.fact_id)) is not None:
                 keys.add((fact.domain, fact.key))
         if not keys:
             return []

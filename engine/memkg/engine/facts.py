@@ -290,7 +290,7 @@ class FactWriter:
         with self.journal.lock:
             memory = self.projections.memory(user_id)
             live = (FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION)
-            due = [f for f in memory.facts.values()
+            due = [f for f in memory.unsuperseded()
                    if f.valid_until is not None and f.valid_until <= now
                    and f.status in live]  # fmt: skip
             if not due:

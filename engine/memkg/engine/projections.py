@@ -45,7 +45,7 @@ from memkg.identity import IDENTITY_EVENTS, view
 from memkg.identity.stream import SWITCH_EVENTS, holds_any
 from memkg.model.decision import Revisions
 from memkg.model.event import Event, EventType, StoredRow
-from memkg.model.fact import Fact, FactStatus
+from memkg.model.fact import Fact
 from memkg.model.weight import WeightParams
 
 if TYPE_CHECKING:
@@ -483,13 +483,13 @@ class _LiveFacts:
 
     def of(self, graph: UserGraph, domain: str) -> tuple[list[Fact], bool]:
         """The domain's live facts in ``graph``, and whether they were read anew."""
-        mark = (graph.version, graph.seq, len(graph.memory.facts))
+        memory = graph.memory
+        mark = (graph.version, graph.seq, memory.count)
         of_user = self._by_user.setdefault(graph.user_id, {})
         cached = of_user.get(domain)
         if cached is not None and cached[0] == mark:
             return cached[1], False
-        facts = [f for f in graph.memory.facts.values()
-                 if f.domain == domain and f.status is not FactStatus.SUPERSEDED]  # fmt: skip
+        facts = memory.unsuperseded(domain)
         of_user[domain] = (mark, facts)
         return facts, True
 

@@ -64,7 +64,7 @@ class Reads:
 
     def fact(self, user_id: str, fact_id: str) -> Fact:
         check_args(user_id=user_id, fact_id=fact_id)
-        fact = self.projections.memory(user_id).facts.get(fact_id)
+        fact = self.projections.memory(user_id).fact(fact_id)
         if fact is None:
             raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
         return fact
@@ -93,6 +93,6 @@ class Reads:
         return RebuildReport(
             users=len(memories),
             events=count,
-            facts=sum(len(m.facts) for m in memories.values()),
+            facts=sum(m.count for m in memories.values()),
             seconds=time.perf_counter() - start,
         )

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from memkg.arbitration.claims import silent
 from memkg.errors import StoreError
 from memkg.events.projection import UserMemory, collector_paused
 from memkg.events.snapshot import memory_state, provenance_json, restore_memory
@@ -50,13 +51,15 @@ LONGEST_UNKEPT_LOADED = 128
 fold about as fast as their snapshot is read back (a 100-fact user of 200 events folds in
 about twice the time its snapshot restores in, and keeping it costs about one fold)."""
 _DIGEST = 16
+_LENGTH = 4
+"""Bytes of the length before each part of a body."""
 
 
 def _format() -> str:
     """The snapshot format: its version and what the state it holds is made of."""
     made_of = [sorted(Fact.model_fields), sorted(Provenance.model_fields),
                sorted(SignalRecord.model_fields), sorted(t.value for t in EventType)]  # fmt: skip
-    return "memkg.snapshot/3:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
+    return "memkg.snapshot/4:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
 
 
 FORMAT = _format()
@@ -121,10 +124,11 @@ class Snapshots:
         its length; ``False`` when none is kept."""
         user_id = graph.user_id
         try:
-            state = {"memory": memory_state(_memory(graph)), "graph": graph_state(graph),
+            memory, history = memory_state(_memory(graph), silent)
+            state = {"memory": memory, "graph": graph_state(graph),
                      "reviews": self._rows.read_rows(user_id, up_to_version=graph.version,
                                                      types=self._review_types)}  # fmt: skip
-            body = encode(state)
+            body = encode(state, history)
         except (TypeError, ValueError):  # not a plain stream's, or not JSON: none is kept
             return False
         try:
@@ -141,11 +145,11 @@ class Snapshots:
 def _restore(graph: UserGraph, body: bytes, version: int, seq: int) -> list[StoredRow] | None:
     """Put the snapshot ``body`` of the stream at ``version`` (log position ``seq``) into
     ``graph``: the review rows it keeps; ``None`` when it was taken elsewhere in the stream."""
-    state = decode(body)
+    state, history = decode(body)
     memory = state["memory"]
     if (memory["version"], memory["seq"]) != (version, seq):
         return None
-    restore_memory(_memory(graph), memory)
+    restore_memory(_memory(graph), memory, history)
     restore_graph(graph, state["graph"])
     return [tuple(row) for row in state["reviews"]]
 
@@ -157,16 +161,29 @@ def _memory(graph: UserGraph) -> UserMemory:
     return memory
 
 
-def encode(state: dict[str, Any]) -> bytes:
-    """A snapshot's body: ``state`` as JSON, after its digest."""
-    body = orjson.dumps(state, default=provenance_json)
+def encode(state: dict[str, Any], history: list[bytes]) -> bytes:
+    """A snapshot's body: its digest, then ``state`` as JSON and each history document, each
+    after its length."""
+    parts = [orjson.dumps(state, default=provenance_json), *history]
+    body = b"".join(len(part).to_bytes(_LENGTH, "big") + part for part in parts)
     return hashlib.blake2b(body, digest_size=_DIGEST).digest() + body
 
 
-def decode(blob: bytes) -> dict[str, Any]:
-    """The state ``encode`` kept in ``blob``; ``ValueError`` when it does not check."""
-    digest, body = blob[:_DIGEST], blob[_DIGEST:]
+def decode(blob: bytes) -> tuple[dict[str, Any], list[bytes]]:
+    """The state and history documents ``encode`` kept in ``blob``; ``ValueError`` when it
+    does not check. The documents are not parsed (``History`` parses them when asked)."""
+    digest, body = blob[:_DIGEST], memoryview(blob)[_DIGEST:]
     if hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
         raise ValueError("the snapshot does not match its digest")
-    state: dict[str, Any] = orjson.loads(body)
-    return state
+    parts, at = [], 0
+    while at < len(body):
+        length = int.from_bytes(body[at : at + _LENGTH], "big")
+        at += _LENGTH
+        if length > len(body) - at:
+            raise ValueError("a part of the snapshot runs past its end")
+        parts.append(body[at : at + length])
+        at += length
+    if not parts:
+        raise ValueError("the snapshot holds no state")
+    state: dict[str, Any] = orjson.loads(parts[0])
+    return state, [bytes(part) for part in parts[1:]]

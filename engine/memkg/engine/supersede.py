@@ -24,7 +24,7 @@ def replaced_claims(memory: UserMemory, checked: Checked) -> list[tuple[Fact, Su
     """
     obs = checked.observation
     if obs.supersedes is not None:
-        target = memory.facts.get(obs.supersedes)
+        target = memory.fact(obs.supersedes)
         if target is None or target.key != obs.key or target.domain != obs.domain:
             raise ValidationFailed(
                 ValidationReport(

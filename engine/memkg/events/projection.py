@@ -9,11 +9,12 @@ read never shows an expired state even before the sweep ran.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from memkg.events.stored import change_new, changed, numbered, stored_fact
 from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload
@@ -27,14 +28,42 @@ FACT_BYTES = 650
 Most of it is the fact's own values: what facts repeat is shared (``events.stored``)."""
 
 
+class Deferred(Protocol):
+    """Superseded facts a memory holds unread (a snapshot's history, ``events.snapshot``):
+    built only when something asks for the whole history."""
+
+    order: list[str]
+    """Every fact id of the memory when it was deferred, in the order the fold made them."""
+    count: int
+    """How many facts it holds."""
+    nbytes: int
+    """About how much memory it holds unread."""
+
+    def facts(self) -> dict[str, Fact]:
+        """Its facts by id, built (each call builds them anew)."""
+        ...
+
+
+_MATERIALIZING = threading.Lock()
+"""Held while a memory builds its deferred facts: two readers never build them twice."""
+
+
 class UserMemory:
-    """One user's facts (every status), as of the last event applied."""
+    """One user's facts (every status), as of the last event applied.
+
+    A memory restored from a snapshot may hold its superseded history unread (``Deferred``):
+    every fact that is not superseded is built, and the rest is built, in its place, the first
+    time something reads ``facts`` whole, a fact not built (``fact``) or a key's history. What
+    decisions and writes read (``live``, ``live_claims``, ``unsuperseded``, ``fact`` of a
+    claim) never builds it, so a load costs the facts that can take part, not the history.
+    """
 
     def __init__(self, user_id: str, upcast: Callable[[Fact], Fact] | None = None) -> None:
         self.user_id = user_id
         self.upcast = upcast
         """Reads a live fact stored under an old key version as the current one (a view)."""
-        self.facts: dict[str, Fact] = {}
+        self._facts: dict[str, Fact] = {}
+        self._deferred: Deferred | None = None
         self.version = 0
         self.seq = 0
         self._by_key: dict[tuple[str, str], list[str]] = {}
@@ -49,6 +78,82 @@ class UserMemory:
         self._links: dict[str, tuple[str, str]] = {}
         self.plain = True
         """No switch or link event was folded: the user's own stream is the whole view."""
+
+    @property
+    def facts(self) -> dict[str, Fact]:
+        """Every fact by id, in the order the fold made them (deferred ones built first)."""
+        if self._deferred is not None:
+            self._build_deferred()
+        return self._facts
+
+    @facts.setter
+    def facts(self, facts: dict[str, Fact]) -> None:
+        self._facts, self._deferred = facts, None
+
+    def defer(self, deferred: Deferred) -> None:
+        """Hold ``deferred`` unread beside the facts built (a snapshot's restore)."""
+        if self._deferred is not None:
+            raise ValueError("a memory defers one history")
+        self._deferred = deferred
+
+    @property
+    def deferred(self) -> Deferred | None:
+        """The history held unread, if any."""
+        return self._deferred
+
+    @property
+    def count(self) -> int:
+        """How many facts the memory holds, built or not."""
+        deferred = self._deferred
+        return len(self._facts) + (deferred.count if deferred is not None else 0)
+
+    @property
+    def built(self) -> int:
+        """How many of them are built (``count`` less the deferred ones)."""
+        return len(self._facts)
+
+    def fact(self, fact_id: str) -> Fact | None:
+        """One fact by id; the deferred history is built only when the fact is not built."""
+        found = self._facts.get(fact_id)
+        if found is None and self._deferred is not None:
+            found = self.facts.get(fact_id)
+        return found
+
+    def unsuperseded(self, domain: str | None = None) -> list[Fact]:
+        """Every fact of ``domain`` (or all) but the superseded ones, in the order of
+        ``facts``: the deferred history is never read (it holds superseded facts only)."""
+        superseded = FactStatus.SUPERSEDED
+        return [f for f in self._facts.values()
+                if f.status is not superseded and domain in (None, f.domain)]  # fmt: skip
+
+    def _build_deferred(self) -> None:
+        with _MATERIALIZING:
+            deferred = self._deferred
+            if deferred is None:
+                return  # another reader built them meanwhile
+            later, built = deferred.facts(), self._facts
+            merged: dict[str, Fact] = {}
+            for fact_id in deferred.order:
+                fact = built.get(fact_id)
+                if fact is None:
+                    fact = later.get(fact_id)
+                if fact is not None:
+                    merged[fact_id] = fact
+            for fact_id, fact in built.items():  # folded since the restore
+                if fact_id not in merged:
+                    merged[fact_id] = fact
+            self._facts = merged
+            self._deferred = None
+
+    def _facts_for(self, kind: EventType, payload: Mapping[str, Any]) -> dict[str, Fact]:
+        """The facts a status event's handler changes: the deferred history built first when
+        the fact it names is not built, or when a confirmation makes a fact that does not
+        hold hold again (a deferred fact is silent only while no such fact holds)."""
+        if self._deferred is not None:
+            fact = self._facts.get(payload.get("fact_id") or "")
+            if fact is None or (kind is EventType.FACT_CONFIRMED and fact.status not in _LIVE):
+                self._build_deferred()
+        return self._facts
 
     @classmethod
     def from_events(
@@ -69,13 +174,14 @@ class UserMemory:
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
         if asserted is not None and event.type is EventType.FACT_ASSERTED:
-            fact = self.facts[asserted.id] = numbered(asserted, event.seq)
+            fact = self._facts[asserted.id] = numbered(asserted, event.seq)
             self._folded(fact, EventType.FACT_ASSERTED)
             self.version, self.seq = event.version, event.seq
             return
         handler = _HANDLERS.get(event.type)
         if handler is not None:
-            fact = handler(self.facts, event.payload, event.seq, changed)
+            facts = self._facts_for(event.type, event.payload)
+            fact = handler(facts, event.payload, event.seq, changed)
             if fact is not None:
                 self._folded(fact, event.type)
         elif event.type in _IDENTITY:
@@ -87,7 +193,7 @@ class UserMemory:
         their events, building no ``Event`` (``row_event`` builds the rare one a fold reads
         whole: a switch or link event). Into an empty memory, a status change lands on the
         fact the same fold built, which no one holds yet (``change_new``), not on a copy."""
-        change = change_new if not self.facts else changed
+        change = change_new if not self._facts and self._deferred is None else changed
         with collector_paused():
             for row in rows:
                 self.fold_row(row, row_event, change)
@@ -105,7 +211,8 @@ class UserMemory:
             return
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            fact = handler(self.facts, row_payload(row), row[0], change)
+            payload = row_payload(row)
+            fact = handler(self._facts_for(kind, payload), payload, row[0], change)
             if fact is not None:
                 self._folded(fact, kind)
         self.version, self.seq = row[3], row[0]
@@ -155,7 +262,8 @@ class UserMemory:
 
     def estimated_bytes(self) -> int:
         """About how much memory the projection holds (what a memory bound counts)."""
-        return 1_000 + FACT_BYTES * len(self.facts)
+        deferred = self._deferred
+        return 1_000 + FACT_BYTES * len(self._facts) + (deferred.nbytes if deferred else 0)
 
     def current(self, domain: str | None = None, at: datetime | None = None) -> list[Fact]:
         """Facts that hold now: active, pending confirmation or frozen; states not yet expired.
@@ -174,11 +282,12 @@ class UserMemory:
         """The facts that hold (``LIVE_STATUSES``) of ``domain``, or all, oldest first (by
         seq, then id): read from the live index, so the cost is the live facts, not the
         history. A memory given its facts without folding them (a rule case's) is scanned."""
-        if self._live or not self.facts:
+        facts = self._facts  # every live fact is built
+        if self._live or not facts:
             ids = (i for (d, _), held in self._live.items() if domain in (None, d) for i in held)
-            found = [self.facts[i] for i in ids]
+            found = [facts[i] for i in ids]
         else:
-            found = [f for f in self.facts.values()
+            found = [f for f in facts.values()
                      if f.status in _LIVE and domain in (None, f.domain)]  # fmt: skip
         return sorted(found, key=lambda f: (f.seq, f.id))
 
@@ -194,10 +303,19 @@ class UserMemory:
         self.facts_read += len(found)
         return found
 
+    def bearing(self, domain: str, key: str) -> list[Fact]:
+        """``of_key`` but the deferred history: every fact of the key a read can tell apart
+        (the facts a restore left unread are silent: ``arbitration.claims.silent``)."""
+        facts = self._facts
+        found = [facts[i] for i in self._by_key.get((domain, key), ()) if i in facts]
+        self.facts_read += len(found)
+        return found
+
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         """The key's facts that hold (``LIVE_STATUSES``), in the order they were asserted:
         read from the live index, so the cost is the key's live claims, not its history."""
-        found = sorted((self.facts[i] for i in self._live.get((domain, key), ())),
+        facts = self._facts  # every live fact is built
+        found = sorted((facts[i] for i in self._live.get((domain, key), ())),
                        key=lambda f: (f.seq, f.id))  # fmt: skip
         self.facts_read += len(found)
         return found

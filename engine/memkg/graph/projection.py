@@ -100,6 +100,18 @@ class FactFold(Protocol):
 
     def live(self, domain: str | None = None) -> list[Fact]: ...
 
+    def fact(self, fact_id: str) -> Fact | None: ...
+
+    def bearing(self, domain: str, key: str) -> list[Fact]: ...
+
+    def unsuperseded(self, domain: str | None = None) -> list[Fact]: ...
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def built(self) -> int: ...
+
     def estimated_bytes(self) -> int: ...
 
 
@@ -169,7 +181,7 @@ class UserGraph:
                 self.apply(row_event(row))
             return
         self.memory.fold_rows(rows, row_event)
-        facts, changed_at, changes = self.memory.facts, self._changed_at, self._changes
+        fact_of, changed_at, changes = self.memory.fact, self._changed_at, self._changes
         for row in rows:  # what ``_apply`` and ``_note_change`` do, row by row
             changes += 1
             type_ = row[4]
@@ -180,7 +192,7 @@ class UserGraph:
                 fact_id = row[6]
                 if fact_id is None:
                     self._floor = changes
-                elif (fact := facts.get(fact_id)) is not None:
+                elif (fact := fact_of(fact_id)) is not None:
                     changed_at[fact.domain] = changes
         if changes != self._changes:
             self._changes = changed_at[None] = changes
@@ -192,7 +204,7 @@ class UserGraph:
         if event.type is EventType.SIGNAL_RECORDED:
             self._changed_at[event.domain or ""] = self._changes
         elif event.type in _FACT_EVENTS:
-            fact = self.memory.facts.get(event.fact_id) if event.fact_id else None
+            fact = self.memory.fact(event.fact_id) if event.fact_id else None
             if event.fact_id is None:
                 self._floor = self._changes  # cannot tell which fact: every entry is stale
             elif fact is not None:
@@ -203,7 +215,7 @@ class UserGraph:
         if event.type is EventType.SIGNAL_RECORDED:
             self._signal(read_signal(event))
             return
-        fact = self.memory.facts.get(event.fact_id or "") if event.fact_id else None
+        fact = self.memory.fact(event.fact_id) if event.fact_id else None
         if fact is None:
             return
         if event.type is EventType.FACT_ASSERTED:
@@ -271,7 +283,7 @@ class UserGraph:
     def estimated_bytes(self) -> int:
         """About how much memory the graph holds, its facts' fold included (measured with
         ``tracemalloc``; a test keeps the estimate within a factor of the count)."""
-        facts = len(self.memory.facts)
+        facts = self.memory.built  # a history held unread has no targets nor claims
         signals = len(self.signals)
         rdf = 0
         if self._dataset is not None:
