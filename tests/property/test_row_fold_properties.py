@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from memkg.clock import FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import Engine
+from memkg.arbitration.claims import silent
+from memkg.arbitration.reader import KeyFacts
 from memkg.engine.snapshots import decode, encode
 from memkg.errors import MemkgError
 from memkg.events.projection import fold_all, fold_all_rows
@@ -228,6 +230,25 @@ def test_a_rebuild_from_rows_folds_what_a_rebuild_from_events_folds(
         assert report.facts == sum(len(m.facts) for m in from_events.values())
 
 
+def _reads(graph: UserGraph) -> dict[tuple[str, str], Any]:
+    """What a read of each key works out of the graph (``Arbiter.resolution``'s facts), and
+    its resolution; a history left unread stays unread."""
+    setup, unread = PROTOTYPE.setup, graph.memory.deferred
+    found = {}
+    for domain, key in sorted({(d, k) for d, k, _ in CLAIMS}):
+        spec = setup.key_spec(domain, key)
+        facts = KeyFacts.of(graph.memory.bearing(domain, key), spec, graph.claim_signals)
+        resolution = setup.reader.resolve_read(
+            facts, graph.claim_signals, [], spec, READ_AT, user_id=graph.user_id
+        )
+        found[(domain, key)] = (facts.taking, facts.slots, resolution)
+    assert graph.memory.deferred is unread
+    return found
+
+
+READ_AT = datetime(2026, 6, 1, tzinfo=UTC)
+
+
 _OWN_ONLY = frozenset(t.value for t in SWITCH_EVENTS | IDENTITY_EVENTS)
 """Rows that make a view other than the plain stream: no snapshot is kept past them."""
 
@@ -249,12 +270,21 @@ def test_a_snapshot_and_the_rows_after_it_fold_what_all_rows_fold(
                     break
                 head = engine.setup.new_graph(name)
                 head.fold_rows(rows[:end], store.row_event)
-                kept = decode(encode({"memory": memory_state(head.memory),
-                                      "graph": graph_state(head)}))  # fmt: skip
-                restored = engine.setup.new_graph(name)
-                restore_memory(restored.memory, kept["memory"])
-                restore_graph(restored, kept["graph"])
+                memory, history = memory_state(head.memory, silent)
+                body = encode({"memory": memory, "graph": graph_state(head)}, history)
+
+                def restore() -> UserGraph:
+                    kept, documents = decode(body)
+                    graph = engine.setup.new_graph(name)
+                    restore_memory(graph.memory, kept["memory"], documents)
+                    restore_graph(graph, kept["graph"])
+                    return graph
+
+                restored = restore()
                 assert _state(restored) == _state(head)
+                # the rest folded onto a restore that still holds its history unread
+                restored = restore()
                 restored.fold_rows(rows[end:], store.row_event)
+                assert _reads(restored) == _reads(whole)
                 assert _state(restored) == _state(whole)
             assert _built(restored) == _built(whole)

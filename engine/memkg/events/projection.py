@@ -149,7 +149,7 @@ class UserMemory:
         """The facts a status event's handler changes: the deferred history built first when
         the fact it names is not built, or when a confirmation makes a fact that does not
         hold hold again (a deferred fact is silent only while no such fact holds)."""
-        if self._deferred is not None:
+        if self._deferred is not None and kind is not EventType.FACT_ASSERTED:
             fact = self._facts.get(payload.get("fact_id") or "")
             if fact is None or (kind is EventType.FACT_CONFIRMED and fact.status not in _LIVE):
                 self._build_deferred()

@@ -164,7 +164,9 @@ def restore_memory(memory: UserMemory, state: dict[str, Any], history: list[byte
         raise ValueError("a snapshot restores a new memory of its own user")
     if state["fields"] != [list(_OWN), list(_TOGETHER), list(_APART)]:
         raise ValueError("the snapshot's facts have other fields")
-    order = [_id(i) for i in state["ids"]]
+    order = state["ids"]
+    if not set(map(type, order)) <= {str}:
+        raise TypeError("a fact is named by its id")
     facts = _facts(state["facts"], order, memory.user_id)
     count = int(state["history"])
     if len(facts) + count != len(order) or (count > 0) != bool(history):
@@ -172,9 +174,9 @@ def restore_memory(memory: UserMemory, state: dict[str, Any], history: list[byte
     memory.facts = facts
     if count:
         memory.defer(History(memory.user_id, order, history, count))
-    memory._by_key = {(_text(d), _text(k)): [_named(i, order) for i in found]
+    memory._by_key = {(_text(d), _text(k)): _names(found, order)
                       for d, k, found in state["by_key"]}  # fmt: skip
-    memory._live = {(_text(d), _text(k)): dict.fromkeys(_named(i, order) for i in found)
+    memory._live = {(_text(d), _text(k)): dict.fromkeys(_names(found, order))
                     for d, k, found in state["live"]}  # fmt: skip
     for found in memory._live.values():
         if any(i not in facts for i in found):
@@ -249,10 +251,11 @@ def _facts(table: dict[str, Any], order: list[str], user_id: str) -> dict[str, F
     return facts
 
 
-def _id(value: Any) -> str:
-    if type(value) is not str:
-        raise TypeError("a fact is named by its id")
-    return value
+def _names(refs: list[Any], order: list[str]) -> list[Any]:
+    """``_named`` of each of ``refs``: by their positions at once when all are positions."""
+    if refs and set(map(type, refs)) == {int} and min(refs) >= 0:
+        return list(map(order.__getitem__, refs))
+    return [_named(ref, order) for ref in refs]
 
 
 def _named(ref: Any, order: list[str]) -> Any:

@@ -190,7 +190,7 @@ def test_a_snapshot_keeps_what_each_fact_set_and_each_time_in_its_own_zone(
     with Engine(store, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
         folded = engine.memory("mei")
         restored = engine.setup.new_graph("mei").memory
-        restore_memory(restored, snapshots.decode(snapshots.encode(memory_state(folded))))
+        restore_memory(restored, *snapshots.decode(snapshots.encode(*memory_state(folded))))
         pairs = list(zip(folded.facts.values(), restored.facts.values(), strict=True))
         assert len(pairs) == 2
         for before, after in pairs:
