@@ -25,10 +25,11 @@ from memkg.arbitration import (
     ReviewStatus,
 )
 from memkg.arbitration import resolve as lined_up
-from memkg.arbitration.claims import build_claims
+from memkg.arbitration.claims import build_claims, silent
 from memkg.arbitration.defaults import RoleDefaults
 from memkg.arbitration.reader import KeyFacts
 from memkg.model.fact import (
+    LIVE_STATUSES,
     Fact,
     FactStatus,
     Provenance,
@@ -196,3 +197,25 @@ def test_a_lineup_kept_across_times_reads_as_arbitration_from_scratch(
                       user_id="u1", **read)  # fmt: skip
         assert got == want
     assert len(kept.lineups) <= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), shape=shapes, read=reads, later=times)
+def test_a_read_is_the_same_without_the_facts_silent_while_the_rest_hold(
+    data: st.DataObject, shape: str, read: dict[str, Any], later: list[timedelta]
+) -> None:
+    """What a restore leaves unread (``claims.silent``) changes no read of the key: the
+    key's facts without them resolve as all of them do, in every session, turn and slot."""
+    facts, signals, review = data.draw(histories(shape))
+    spec = _spec(shape)
+    holding = {f.id for f in facts if f.status in LIVE_STATUSES}
+    told = [f for f in facts if not silent(f, holding)]
+    reviews = [review] if review is not None else []
+    for offset in later:
+        now = NOW + offset
+        whole, without = (
+            _record(READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id],
+                    reviews, spec, now, user_id="u1", **read)  # fmt: skip
+            for held in (facts, told)
+        )
+        assert without == whole
