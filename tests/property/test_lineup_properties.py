@@ -214,8 +214,10 @@ def test_a_read_is_the_same_without_the_facts_silent_while_the_rest_hold(
     for offset in later:
         now = NOW + offset
         whole, without = (
-            _record(READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id],
-                    reviews, spec, now, user_id="u1", **read)  # fmt: skip
+            _record(
+                READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id], reviews,
+                spec, now, user_id="u1", **read,
+            )
             for held in (facts, told)
         )
         assert without == whole

@@ -21,11 +21,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memkg.arbitration.claims import silent
+from memkg.arbitration.reader import KeyFacts
 from memkg.clock import FrozenClock
 from memkg.config import EngineConfig
 from memkg.engine import Engine
-from memkg.arbitration.claims import silent
-from memkg.arbitration.reader import KeyFacts
 from memkg.engine.snapshots import decode, encode
 from memkg.errors import MemkgError
 from memkg.events.projection import fold_all, fold_all_rows
@@ -273,7 +273,7 @@ def test_a_snapshot_and_the_rows_after_it_fold_what_all_rows_fold(
                 memory, history = memory_state(head.memory, silent)
                 body = encode({"memory": memory, "graph": graph_state(head)}, history)
 
-                def restore() -> UserGraph:
+                def restore(body: bytes = body, name: str = name) -> UserGraph:
                     kept, documents = decode(body)
                     graph = engine.setup.new_graph(name)
                     restore_memory(graph.memory, kept["memory"], documents)

@@ -43,6 +43,11 @@ class Deferred(Protocol):
         """Its facts by id, built (each call builds them anew)."""
         ...
 
+    def holds(self, fact_id: str) -> bool:
+        """Whether ``fact_id`` names one of the memory's facts when it was deferred (built or
+        not): an id no fact has (a review's, say) needs nothing built to be told apart."""
+        ...
+
 
 _MATERIALIZING = threading.Lock()
 """Held while a memory builds its deferred facts: two readers never build them twice."""
@@ -113,9 +118,9 @@ class UserMemory:
         return len(self._facts)
 
     def fact(self, fact_id: str) -> Fact | None:
-        """One fact by id; the deferred history is built only when the fact is not built."""
+        """One fact by id; the deferred history is built only when it holds the fact."""
         found = self._facts.get(fact_id)
-        if found is None and self._deferred is not None:
+        if found is None and self._deferred is not None and self._deferred.holds(fact_id):
             found = self.facts.get(fact_id)
         return found
 
@@ -149,9 +154,13 @@ class UserMemory:
         """The facts a status event's handler changes: the deferred history built first when
         the fact it names is not built, or when a confirmation makes a fact that does not
         hold hold again (a deferred fact is silent only while no such fact holds)."""
-        if self._deferred is not None and kind is not EventType.FACT_ASSERTED:
-            fact = self._facts.get(payload.get("fact_id") or "")
-            if fact is None or (kind is EventType.FACT_CONFIRMED and fact.status not in _LIVE):
+        deferred = self._deferred
+        if deferred is not None and kind is not EventType.FACT_ASSERTED:
+            fact_id = payload.get("fact_id") or ""
+            fact = self._facts.get(fact_id)
+            if (fact is None and deferred.holds(fact_id)) or (
+                kind is EventType.FACT_CONFIRMED and fact is not None and fact.status not in _LIVE
+            ):
                 self._build_deferred()
         return self._facts
 

@@ -205,6 +205,9 @@ class History:
             self._positions = set(self.order)
         return self._positions
 
+    def holds(self, fact_id: str) -> bool:
+        return fact_id in self.positions
+
     def facts(self) -> dict[str, Fact]:
         found: dict[str, Fact] = {}
         for document in self.documents:

@@ -189,3 +189,21 @@ def test_a_confirmation_of_a_fact_that_does_not_hold_builds_the_history_first(
         assert isinstance(revived, UserMemory)
         assert revived.deferred is None
         assert revived.facts[live.id].status is FactStatus.ACTIVE
+
+
+def test_a_write_that_freezes_a_key_leaves_the_history_unread(tmp_path: Path) -> None:
+    """A ``key.frozen`` event names its review where other events name a fact: folding it
+    asks the memory for an id no fact has, which never builds the history."""
+    path, _ = _store(tmp_path)
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        unread = engine.memory("mei").deferred
+        assert unread is not None
+        behaviour = {"user_id": "mei", "domain": "travel", "key": "airline.preferred",
+                     "source": "behavior", "confidence": 0.95}  # fmt: skip
+        engine.ingest({**behaviour, "value": "airline:CZ"})
+        frozen = engine.store.read_stream("mei")[-1]
+        assert frozen.type is EventType.KEY_FROZEN
+        memory = engine.memory("mei")
+        assert memory.fact(frozen.fact_id or "") is None
+        assert memory.deferred is unread
+        assert engine.resolve("mei", "travel", "airline.preferred").outcome.value == "frozen"
