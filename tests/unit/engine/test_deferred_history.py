@@ -191,9 +191,9 @@ def test_a_confirmation_of_a_fact_that_does_not_hold_builds_the_history_first(
         assert revived.facts[live.id].status is FactStatus.ACTIVE
 
 
-def test_a_write_that_freezes_a_key_leaves_the_history_unread(tmp_path: Path) -> None:
-    """A ``key.frozen`` event names its review where other events name a fact: folding it
-    asks the memory for an id no fact has, which never builds the history."""
+def test_a_freeze_and_its_review_leave_the_history_unread(tmp_path: Path) -> None:
+    """``key.frozen`` and ``review.resolved`` events name their review where other events name
+    a fact: folding them asks the memory for an id no fact has, which builds nothing."""
     path, _ = _store(tmp_path)
     with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
         unread = engine.memory("mei").deferred
@@ -207,3 +207,7 @@ def test_a_write_that_freezes_a_key_leaves_the_history_unread(tmp_path: Path) ->
         assert memory.fact(frozen.fact_id or "") is None
         assert memory.deferred is unread
         assert engine.resolve("mei", "travel", "airline.preferred").outcome.value == "frozen"
+        [review] = engine.review_queue()
+        engine.resolve_review(review.review_id, "airline:CZ", "behaviour holds", reviewer="ops")
+        assert engine.memory("mei").deferred is unread
+        assert engine.resolve("mei", "travel", "airline.preferred").value == "airline:CZ"
