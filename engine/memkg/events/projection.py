@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, Protocol
@@ -49,8 +49,10 @@ class Deferred(Protocol):
         ...
 
 
-_MATERIALIZING = threading.Lock()
-"""Held while a memory builds its deferred facts: two readers never build them twice."""
+_MATERIALIZING = threading.RLock()
+"""Held while a memory builds its deferred facts, and while events are folded into a memory
+that still defers some: a read that builds them (under no engine lock) and a write folding
+into the same memory take turns, so neither loses what the other put in place."""
 
 
 class UserMemory:
@@ -182,6 +184,13 @@ class UserMemory:
         numbered ``event.seq``, instead of reading the stored payload again."""
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
+        if self._deferred is not None:
+            with _MATERIALIZING:
+                self._apply(event, asserted)
+        else:  # nothing can build deferred facts meanwhile: none are held
+            self._apply(event, asserted)
+
+    def _apply(self, event: Event, asserted: Fact | None) -> None:
         if asserted is not None and event.type is EventType.FACT_ASSERTED:
             fact = self._facts[asserted.id] = numbered(asserted, event.seq)
             self._folded(fact, EventType.FACT_ASSERTED)
@@ -203,7 +212,7 @@ class UserMemory:
         whole: a switch or link event). Into an empty memory, a status change lands on the
         fact the same fold built, which no one holds yet (``change_new``), not on a copy."""
         change = change_new if not self._facts and self._deferred is None else changed
-        with collector_paused():
+        with collector_paused(), _MATERIALIZING if self._deferred is not None else nullcontext():
             for row in rows:
                 self.fold_row(row, row_event, change)
 

@@ -10,6 +10,8 @@ gives, down to the order of the facts.
 from __future__ import annotations
 
 import shutil
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,48 @@ def test_a_freeze_and_its_review_leave_the_history_unread(tmp_path: Path) -> Non
         engine.resolve_review(review.review_id, "airline:CZ", "behaviour holds", reviewer="ops")
         assert engine.memory("mei").deferred is unread
         assert engine.resolve("mei", "travel", "airline.preferred").value == "airline:CZ"
+
+
+class _PausingOrder(list[str]):
+    """The deferred history's ids, which pause once iterated (the build is then about to put
+    its merged facts in place) until a write on another thread has finished or has had its
+    chance to run."""
+
+    def __init__(self, ids: list[str], built: threading.Event, written: threading.Event):
+        super().__init__(ids)
+        self.built, self.written = built, written
+
+    def __iter__(self) -> Iterator[str]:
+        yield from super().__iter__()
+        self.built.set()
+        self.written.wait(timeout=0.5)
+
+
+def test_a_history_read_building_the_history_loses_no_write_made_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A history read builds the deferred facts under no engine lock; a write to the same user
+    on another thread lands in the memory the build puts in place, not in the one it left."""
+    path, _ = _store(tmp_path)
+    built, written = threading.Event(), threading.Event()
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        memory = engine.memory("mei")
+        assert memory.deferred is not None
+        seat = memory.live_claims("travel", "seat.preference")[0]
+        memory.deferred.order = _PausingOrder(memory.deferred.order, built, written)  # type: ignore[attr-defined]
+        reader = threading.Thread(target=engine.history, args=("mei", "child.age"))
+        reader.start()
+        assert built.wait(timeout=30)
+
+        def retract() -> None:
+            engine.retract("mei", seat.id, "said by mistake")
+            written.set()
+
+        writer = threading.Thread(target=retract)
+        writer.start()
+        reader.join()
+        writer.join()
+        assert engine.memory("mei").deferred is None
+        assert engine.fact("mei", seat.id).status is FactStatus.RETRACTED
+        live = engine.memory("mei").live_claims("travel", "seat.preference")
+        assert seat.id not in {f.id for f in live}
