@@ -78,6 +78,9 @@ class UserMemory:
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
         key's live claims without walking the key's history."""
         self.facts_read = 0
+        self.on_built: Callable[[], None] | None = None
+        """Called once a deferred history was built (outside every lock of this module): the
+        cache holding the memory measures it again."""
         """Facts handed out by the per-key reads (``of_key``, ``live_claims``) so far: what
         a read of one key cost, for tests and benchmarks to count."""
         self.memory_off: dict[str, Any] | None = None
@@ -111,8 +114,11 @@ class UserMemory:
     @property
     def count(self) -> int:
         """How many facts the memory holds, built or not."""
-        deferred = self._deferred
-        return len(self._facts) + (deferred.count if deferred is not None else 0)
+        if self._deferred is None:
+            return len(self._facts)
+        with _MATERIALIZING:  # not between a build's two assignments
+            deferred = self._deferred
+            return len(self._facts) + (deferred.count if deferred is not None else 0)
 
     @property
     def built(self) -> int:
@@ -121,8 +127,9 @@ class UserMemory:
 
     def fact(self, fact_id: str) -> Fact | None:
         """One fact by id; the deferred history is built only when it holds the fact."""
+        deferred = self._deferred  # first: a build puts its facts in place, then clears it
         found = self._facts.get(fact_id)
-        if found is None and self._deferred is not None and self._deferred.holds(fact_id):
+        if found is None and deferred is not None and deferred.holds(fact_id):
             found = self.facts.get(fact_id)
         return found
 
@@ -151,6 +158,8 @@ class UserMemory:
                     merged[fact_id] = fact
             self._facts = merged
             self._deferred = None
+        if (measure := self.on_built) is not None:
+            measure()
 
     def _facts_for(self, kind: EventType, payload: Mapping[str, Any]) -> dict[str, Fact]:
         """The facts a status event's handler changes: the deferred history built first when

@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 
 from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View, weighted_view
@@ -94,6 +95,9 @@ class GraphCache:
                 self._graphs[user_id] = graph
                 self._purges[user_id] = purges
                 self._views.pop(user_id, None)
+                if graph.memory.built != graph.memory.count:
+                    # a read may build the history it holds unread: measured again then
+                    graph.memory.on_built = partial(self._measure, user_id, graph)
             self._graphs.move_to_end(user_id)
             self._account(user_id, graph)
             return graph
@@ -122,6 +126,12 @@ class GraphCache:
         with self._lock:
             graph = self._graphs.get(user_id)
             return None if graph is None else (graph, self._purges.get(user_id, -1))
+
+    def _measure(self, user_id: str, graph: UserGraph) -> None:
+        """Measure ``graph`` again if it is still the user's resident graph."""
+        with self._lock:
+            if self._graphs.get(user_id) is graph:
+                self._account(user_id, graph)
 
     def _account(self, user_id: str, graph: UserGraph) -> None:
         """Measure ``user_id``'s graph again, then evict others until the bounds hold."""

@@ -84,6 +84,8 @@ class FactFold(Protocol):
     """Set while the user has turned memory off (the view then holds no facts)."""
     plain: bool
     """Whether the fold is of the user's own stream alone (no switch or link events)."""
+    on_built: Callable[[], None] | None
+    """Called once facts the fold held unread were built (``count`` then equals ``built``)."""
 
     @property
     def merged_ids(self) -> tuple[str, ...]: ...

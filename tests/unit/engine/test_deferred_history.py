@@ -258,3 +258,53 @@ def test_a_history_read_building_the_history_loses_no_write_made_meanwhile(
         assert engine.fact("mei", seat.id).status is FactStatus.RETRACTED
         live = engine.memory("mei").live_claims("travel", "seat.preference")
         assert seat.id not in {f.id for f in live}
+
+
+def test_a_history_built_by_a_read_counts_at_once_against_the_memory_bound(
+    tmp_path: Path,
+) -> None:
+    """The cache measures a user's graph when it is read or written; a read that builds the
+    history it held unread measures it again as soon as it is built, so what is resident is
+    counted in full and the bound evicts by it (no wait for that user's next read)."""
+    path, _ = _store(tmp_path)
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        projections = engine.projections
+        held = projections.memory("mei")
+        assert held.deferred is not None
+        before = projections.graph_bytes
+        engine.history("mei", "child.age")  # builds the history, after the read measured it
+        assert held.deferred is None
+        resident = projections._graphs.resident("mei")
+        assert resident is not None
+        assert projections.graph_bytes == resident[0].estimated_bytes() > before
+
+
+def test_a_fact_read_while_another_read_builds_the_history_is_found(tmp_path: Path) -> None:
+    """``fact`` misses a deferred fact among the built ones, then finds it in the history;
+    another reader may build the history in between, and the fact is then found there."""
+    path, _ = _store(tmp_path)
+    looked, built = threading.Event(), threading.Event()
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        memory = engine.memory("mei")
+        assert memory.deferred is not None
+        quiet = next(i for i in memory.deferred.order if i not in memory._facts)
+
+        class _Pausing(dict[str, Any]):
+            """The built facts, pausing the slow reader right after it looked ``quiet`` up."""
+
+            def get(self, key: str, default: Any = None) -> Any:
+                found = dict.get(self, key, default)
+                if key == quiet and threading.current_thread() is slow:
+                    looked.set()
+                    built.wait(timeout=30)
+                return found
+
+        memory._facts = _Pausing(memory._facts)
+        found: list[Any] = []
+        slow = threading.Thread(target=lambda: found.append(engine.fact("mei", quiet).status))
+        slow.start()
+        assert looked.wait(timeout=30)
+        engine.history("mei", "child.age")  # builds the history meanwhile
+        built.set()
+        slow.join()
+        assert found == [FactStatus.SUPERSEDED]
