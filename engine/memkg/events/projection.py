@@ -111,6 +111,12 @@ class UserMemory:
         """The history held unread, if any."""
         return self._deferred
 
+    def parts(self) -> tuple[dict[str, Fact], Deferred | None]:
+        """The facts built and the history held unread, read together (a build running on
+        another thread puts its facts in place and clears the history in two steps)."""
+        with _MATERIALIZING:
+            return self._facts, self._deferred
+
     @property
     def count(self) -> int:
         """How many facts the memory holds, built or not."""

@@ -73,10 +73,10 @@ def memory_state(
     that ``silent`` says no read tells apart (none without it)."""
     if not memory.plain or memory.memory_off is not None or memory.merged_ids:
         raise ValueError("only the memory of a plain stream is kept as a snapshot")
-    held = memory.deferred
+    facts, held = memory.parts()
     if not isinstance(held, History) or len(held.documents) >= HISTORY_DOCUMENTS:
         held = None
-    facts = memory.facts if held is None else memory._facts
+        facts = memory.facts
     if held is None:
         ids = list(facts)
     else:  # the history unread holds every fact it named but those built since
