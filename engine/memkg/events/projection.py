@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from operator import attrgetter, itemgetter
 from typing import Any, Protocol
@@ -49,10 +49,8 @@ class Deferred(Protocol):
         ...
 
 
-_MATERIALIZING = threading.RLock()
-"""Held while a memory builds its deferred facts, and while events are folded into a memory
-that still defers some: a read that builds them (under no engine lock) and a write folding
-into the same memory take turns, so neither loses what the other put in place."""
+_UNUSED = nullcontext()
+"""What a memory that never deferred facts holds as its build lock: nothing to take turns on."""
 
 
 class UserMemory:
@@ -71,6 +69,11 @@ class UserMemory:
         """Reads a live fact stored under an old key version as the current one (a view)."""
         self._facts: dict[str, Fact] = {}
         self._deferred: Deferred | None = None
+        self._building: AbstractContextManager[Any] = _UNUSED
+        """Held while the memory builds its deferred facts, and while events are folded into
+        it before they are built: a read that builds them (under no engine lock) and a write
+        folding in take turns, so neither loses what the other put in place (a lock of its
+        own from ``defer`` on)."""
         self.version = 0
         self.seq = 0
         self._by_key: dict[tuple[str, str], list[str]] = {}
@@ -104,6 +107,7 @@ class UserMemory:
         """Hold ``deferred`` unread beside the facts built (a snapshot's restore)."""
         if self._deferred is not None:
             raise ValueError("a memory defers one history")
+        self._building = threading.RLock()  # before the history: whoever sees one sees it
         self._deferred = deferred
 
     @property
@@ -114,7 +118,7 @@ class UserMemory:
     def parts(self) -> tuple[dict[str, Fact], Deferred | None]:
         """The facts built and the history held unread, read together (a build running on
         another thread puts its facts in place and clears the history in two steps)."""
-        with _MATERIALIZING:
+        with self._building:
             return self._facts, self._deferred
 
     @property
@@ -122,7 +126,7 @@ class UserMemory:
         """How many facts the memory holds, built or not."""
         if self._deferred is None:
             return len(self._facts)
-        with _MATERIALIZING:  # not between a build's two assignments
+        with self._building:  # not between a build's two assignments
             deferred = self._deferred
             return len(self._facts) + (deferred.count if deferred is not None else 0)
 
@@ -147,7 +151,7 @@ class UserMemory:
                 if f.status is not superseded and domain in (None, f.domain)]  # fmt: skip
 
     def _build_deferred(self) -> None:
-        with _MATERIALIZING:
+        with self._building:
             deferred = self._deferred
             if deferred is None:
                 return  # another reader built them meanwhile
@@ -200,7 +204,7 @@ class UserMemory:
         if event.user_id != self.user_id:
             raise ValueError(f"event {event.event_id} is about another user")
         if self._deferred is not None:
-            with _MATERIALIZING:
+            with self._building:
                 self._apply(event, asserted)
         else:  # nothing can build deferred facts meanwhile: none are held
             self._apply(event, asserted)
@@ -227,7 +231,7 @@ class UserMemory:
         whole: a switch or link event). Into an empty memory, a status change lands on the
         fact the same fold built, which no one holds yet (``change_new``), not on a copy."""
         change = change_new if not self._facts and self._deferred is None else changed
-        with collector_paused(), _MATERIALIZING if self._deferred is not None else nullcontext():
+        with collector_paused(), self._building:
             for row in rows:
                 self.fold_row(row, row_event, change)
 
