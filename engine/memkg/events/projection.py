@@ -81,11 +81,12 @@ class UserMemory:
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
         key's live claims without walking the key's history."""
         self.facts_read = 0
-        self.on_built: Callable[[], None] | None = None
-        """Called once a deferred history was built (outside every lock of this module): the
-        cache holding the memory measures it again."""
         """Facts handed out by the per-key reads (``of_key``, ``live_claims``) so far: what
         a read of one key cost, for tests and benchmarks to count."""
+        self.on_built: Callable[[], None] | None = None
+        """Called once a deferred history was built, after the build lets go of the memory
+        (a build a fold needs runs inside the fold, and calls it there): the cache holding
+        the memory measures it again."""
         self.memory_off: dict[str, Any] | None = None
         """The ``memory.disabled`` payload while the user's memory is off, else ``None``."""
         self._links: dict[str, tuple[str, str]] = {}
