@@ -93,9 +93,8 @@ class Projections:
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
-        self._just_read = _JustRead()
-        self._rows = _PlainRows(stream, self._just_read)
-        self._reviews = _ReviewCache(stream, self._same_read)
+        self._reviews = _ReviewCache(stream, self.read)
+        self._rows = _PlainRows(stream, self._loaded)
         self._live = _LiveFacts()
         self.key_reads = GraphReads()
         self._revisions: dict[str, Revisions] = {}
@@ -111,7 +110,6 @@ class Projections:
             before = self._joins.versions(user_id)
             events, ids = view(user_id, self._stream.read_stream, None)
             self._joins.read(user_id, ids - {user_id}, before)
-            self._just_read.keep(user_id, events[-1].seq if events else None, events)
         return events
 
     def _load(self, user_id: str) -> UserGraph:
@@ -122,17 +120,19 @@ class Projections:
                 self._joins.drop(user_id)
                 return found
         graph = self._new_graph(user_id)
-        for event in self.read(user_id):
+        events = self.read(user_id)
+        for event in events:
             graph.apply(event)
+        self._loaded(graph, events)
         return graph
 
-    def _same_read(self, user_id: str, up_to_seq: int | None = None) -> list[Event]:
-        """The view up to ``up_to_seq`` for the review index: the events just read for a graph
-        when they end there (the same read, so the same state of the stream; of a graph
-        folded from rows, its review events), else read anew."""
+    def _loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
+        """``graph`` was just loaded from a read holding ``events`` (at least its review
+        events): its review index is folded from them now, from the same read, so that no
+        later read of the user reads the history again for it, however many other users are
+        loaded meanwhile."""
         with self._lock:
-            found = self._just_read.take(user_id, up_to_seq)
-        return found if found is not None else self.read(user_id, up_to_seq)
+            self._reviews.loaded(graph, events)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -292,7 +292,6 @@ class Projections:
         with self._lock:
             self._resident.pop(user_id, None)
             self._joins.drop(user_id)
-            self._just_read.drop(user_id)
             self._graphs.forget(user_id)
             self._reviews.forget(user_id)
             self._live.forget(user_id)
@@ -355,35 +354,15 @@ _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS
 _OWN_ONLY_ROWS = frozenset(t.value for t in _OWN_ONLY)
 
 
-class _JustRead:
-    """The last whole view read for a graph: the user, the log position it ends at, and its
-    events (of a view folded from rows, its review events only). The review index of that
-    graph is folded from them, not read again (``Projections._same_read``), once."""
-
-    def __init__(self) -> None:
-        self._last: tuple[str, int | None, list[Event]] | None = None
-
-    def keep(self, user_id: str, last_seq: int | None, events: list[Event]) -> None:
-        self._last = (user_id, last_seq, events)
-
-    def take(self, user_id: str, up_to_seq: int | None) -> list[Event] | None:
-        last, self._last = self._last, None
-        if last is not None and last[1] is not None and last[:2] == (user_id, up_to_seq):
-            return last[2]
-        return None
-
-    def drop(self, user_id: str) -> None:
-        if self._last is not None and self._last[0] == user_id:
-            self._last = None
-
-
 class _PlainRows:
     """Folds a user's stored rows when they are the user's whole view (no switch or link
     row): no ``Event`` is built but for the review events, kept for the review index. When
     the store keeps snapshots (``engine.snapshots``), the fold starts from the user's."""
 
-    def __init__(self, stream: object, just_read: _JustRead) -> None:
-        self._stream, self._just_read = row_stream(stream), just_read
+    def __init__(
+        self, stream: object, loaded: Callable[[UserGraph, Sequence[Event]], None]
+    ) -> None:
+        self._stream, self._loaded = row_stream(stream), loaded
         """``None``: the store does not hand its rows over (every load reads events)."""
         self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
 
@@ -410,23 +389,21 @@ class _PlainRows:
             if restored is not None:
                 version, reviews = restored
                 tail = self._stream.read_rows(user_id, after_version=version)
-                if self._folded(user_id, graph, tail, reviews, graph.seq):
+                if self._folded(graph, tail, reviews):
                     return graph
         graph = new_graph(user_id)
-        return graph if self._folded(user_id, graph, self._stream.read_rows(user_id)) else None
+        return graph if self._folded(graph, self._stream.read_rows(user_id)) else None
 
     def _folded(
-        self, user_id: str, graph: UserGraph, rows: list[StoredRow],
-        reviews: Sequence[StoredRow] = (), seq: int | None = None,
-    ) -> bool:  # fmt: skip
-        """Fold ``rows`` into ``graph`` (after ``reviews``, the review rows of a snapshot
-        ending at ``seq``); ``False``: they are not the plain view."""
+        self, graph: UserGraph, rows: list[StoredRow], reviews: Sequence[StoredRow] = ()
+    ) -> bool:
+        """Fold ``rows`` into ``graph`` (after ``reviews``, the review rows of the snapshot it
+        was restored from); ``False``: they are not the plain view."""
         if self._stream is None or not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
             return False
         event = self._stream.row_event
-        reviewed = [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS]
-        self._just_read.keep(user_id, rows[-1][0] if rows else seq, reviewed)
         graph.fold_rows(rows, event)
+        self._loaded(graph, [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS])
         if self._snapshots is not None:
             self._snapshots.loaded(graph, len(rows))
         return True
@@ -510,9 +487,21 @@ class _ReviewCache:
         self._stream, self._read = stream, read
         self._index: dict[str, _ReviewIndex] = {}
 
+    def loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
+        """``graph`` was just folded from a read that held ``events`` (its review events at
+        least): the user's index, from the same read."""
+        found: dict[str, Review] = {}
+        for event in events:
+            fold_review(found, event)
+        self._index[graph.user_id] = ((graph.version, graph.seq), found, _by_key(found))
+
     def of(self, graph: UserGraph) -> _ReviewIndex:
         user_id, mark = graph.user_id, (graph.version, graph.seq)
         cached = self._index.get(user_id)
+        if cached is not None and cached[0] != mark and cached[0][1] == mark[1]:
+            # the same log position, the version the store gave the graph after its load (a
+            # purge leaves it past the last event): the same events, the same reviews
+            cached = (mark, *cached[1:])
         if cached is not None and cached[0] != mark and graph.memory.plain:
             tail = self._stream.read_stream(user_id, up_to_seq=graph.seq,
                                             after_version=cached[0][0])  # fmt: skip
@@ -520,10 +509,7 @@ class _ReviewCache:
             cached = (mark, *_fold_reviews(cached, tail)[1:]) if follows else None
         if cached is None or cached[0] != mark:
             found = reviews_from(self._read(user_id, up_to_seq=graph.seq))
-            by_key: dict[tuple[str, str], dict[str, Review]] = {}
-            for review in found.values():
-                by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
-            cached = (mark, found, by_key)
+            cached = (mark, found, _by_key(found))
         self._index[user_id] = cached
         return cached
 
@@ -537,6 +523,13 @@ class _ReviewCache:
 
     def forget(self, user_id: str) -> None:
         self._index.pop(user_id, None)
+
+
+def _by_key(reviews: Mapping[str, Review]) -> dict[tuple[str, str], dict[str, Review]]:
+    by_key: dict[tuple[str, str], dict[str, Review]] = {}
+    for review in reviews.values():
+        by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
+    return by_key
 
 
 def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex:

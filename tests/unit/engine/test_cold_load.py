@@ -24,6 +24,7 @@ import rdflib
 from pydantic import BaseModel
 
 from memkg import Engine, FrozenClock
+from memkg.arbitration.review import reviews_from
 from memkg.config import EngineConfig
 from memkg.events import memory as memory_events
 from memkg.events.sqlite import SqliteEventStore
@@ -216,3 +217,44 @@ def test_rows_of_another_user_are_refused(tmp_path: Path) -> None:
             graph.fold_rows(rows, store.row_event)
         assert _folds(engine, "mei")().memory.facts == engine.memory("mei").facts
 
+
+
+@pytest.mark.parametrize("path_taken", ["rows", "events"])
+def test_users_loaded_one_after_another_each_keep_their_reviews_from_their_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path_taken: str
+) -> None:
+    """A server reads many users before it writes or decides for one of them again: each
+    user's review index comes from what its load read, never from reading its history again
+    (it did for all but the last user loaded, a cost that grew with each user's history)."""
+    path = _store(tmp_path)
+    with Engine.open(path, clock=FrozenClock(NIGHT - timedelta(minutes=30)),
+                     config=CONFIG) as engine:  # fmt: skip
+        for user in ("li", "wen"):
+            engine.ingest({"user_id": user, "domain": "health", "key": "child.age", "value": 4,
+                           "source": "profile", "provenance": CONSENT})  # fmt: skip
+    if path_taken == "events":
+        monkeypatch.delattr(SqliteEventStore, "read_rows")
+    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
+        for user in ("mei", "li", "wen"):
+            engine.user_graph(user)  # loaded; its reviews not asked for yet
+        with counted() as found:
+            decision = engine.decide("mei", "health", FEVER)
+            engine.decide("li", "health", FEVER)
+        assert decision.result.reason_codes == ("ASTHMA_CHILD_NIGHT_FEVER",)
+        assert found["event from a row"] == 0, f"a user's history was read again: {found}"
+        whole: list[str] = []  # a write's reads of a stream from its start
+        read_stream = engine.store.read_stream
+
+        def watched(user_id: str, *args: Any, **kwargs: Any) -> list[Event]:
+            if kwargs.get("after_version") is None:
+                whole.append(user_id)
+            return read_stream(user_id, *args, **kwargs)
+
+        monkeypatch.setattr(engine.store, "read_stream", watched)
+        engine.ingest({"user_id": "wen", "domain": "health", "key": "child.age", "value": 5,
+                       "source": "profile", "provenance": CONSENT})  # fmt: skip
+        assert whole == []
+        # the index is the one a fresh read gives: Mei's frozen key is still open for review
+        reviews = engine.projections.reviews("mei")
+        assert [(r.key, r.status.value) for r in reviews] == [("medical.allergies", "open")]
+        assert reviews == list(reviews_from(engine.read_events("mei")).values())
