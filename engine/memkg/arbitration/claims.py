@@ -14,10 +14,10 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Scope, SupersedeReason
+from memkg.model.fact import LIVE_STATUSES, REPLACING, Fact, FactStatus, Scope
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
-REPLACED = (SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION)
+REPLACED = REPLACING
 """Why a superseded claim is still listed by a read while what replaced it holds."""
 COUNTED = (FactStatus.ACTIVE, FactStatus.FROZEN)
 """Statuses of the claims that count as evidence (pending ones are listed, not counted)."""

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from memkg.events.stored import change_new, changed, numbered, stored_fact
 from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason
+from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason, spent
 
 _LIVE = LIVE_STATUSES
 
@@ -80,6 +80,15 @@ class UserMemory:
         self._live: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
         key's live claims without walking the key's history."""
+        self._bearing: dict[tuple[str, str], dict[str, None]] = {}
+        """Per key, the ids of ``_by_key`` but the spent facts (``model.fact.spent``) and the
+        history a restore left unread, in the same order: what ``bearing`` reads, so a read of
+        a key after a write costs the claims a read can list, not the key's history."""
+        self._unsuperseded: dict[str, None] = {}
+        """The ids of the built facts that are not superseded, in the order of ``_facts``."""
+        self._stale = False
+        """``_bearing`` and ``_unsuperseded`` are to be worked out again before they are read
+        (facts handed over whole: a restore's, a rule case's), and not kept meanwhile."""
         self.facts_read = 0
         """Facts handed out by the per-key reads (``of_key``, ``live_claims``) so far: what
         a read of one key cost, for tests and benchmarks to count."""
@@ -103,6 +112,18 @@ class UserMemory:
     @facts.setter
     def facts(self, facts: dict[str, Fact]) -> None:
         self._facts, self._deferred = facts, None
+        self._stale = True
+
+    def _reindex(self) -> None:
+        """Work ``_bearing`` and ``_unsuperseded`` out again from the facts and ``_by_key``
+        (facts handed over whole, a history built)."""
+        self._stale = False
+        facts, superseded = self._facts, FactStatus.SUPERSEDED
+        self._unsuperseded = {i: None for i, f in facts.items() if f.status is not superseded}
+        self._bearing = {
+            slot: {i: None for i in ids if (f := facts.get(i)) is not None and not spent(f)}
+            for slot, ids in self._by_key.items()
+        }
 
     def defer(self, deferred: Deferred) -> None:
         """Hold ``deferred`` unread beside the facts built (a snapshot's restore)."""
@@ -147,9 +168,12 @@ class UserMemory:
     def unsuperseded(self, domain: str | None = None) -> list[Fact]:
         """Every fact of ``domain`` (or all) but the superseded ones, in the order of
         ``facts``: the deferred history is never read (it holds superseded facts only)."""
-        superseded = FactStatus.SUPERSEDED
-        return [f for f in self._facts.values()
-                if f.status is not superseded and domain in (None, f.domain)]  # fmt: skip
+        if self._stale:
+            self._reindex()
+        facts = self._facts
+        found = [f for i in self._unsuperseded if domain in (None, (f := facts[i]).domain)]
+        self.facts_read += len(self._unsuperseded)
+        return found
 
     def _build_deferred(self) -> None:
         with self._building:
@@ -169,6 +193,7 @@ class UserMemory:
                     merged[fact_id] = fact
             self._facts = merged
             self._deferred = None
+            self._reindex()
         if (measure := self.on_built) is not None:
             measure()
 
@@ -264,6 +289,8 @@ class UserMemory:
                 self._by_key[slot] = [fact_id]
             else:
                 asserted.append(fact_id)
+        if not self._stale:
+            self._index(fact, slot, kind)
         live = self._live.get(slot)
         if fact.status not in _LIVE:
             if live is not None:
@@ -272,6 +299,23 @@ class UserMemory:
             self._live[slot] = {fact_id: None}
         else:
             live[fact_id] = None
+
+    def _index(self, fact: Fact, slot: tuple[str, str], kind: EventType) -> None:
+        """Keep ``_bearing`` and ``_unsuperseded`` as the fact an event just made or changed
+        leaves them: a new fact joins both at the end (the order of ``_by_key`` and
+        ``_facts``), a superseded one leaves them, and for good."""
+        fact_id = fact.id
+        if kind is EventType.FACT_ASSERTED:
+            self._bearing.setdefault(slot, {})[fact_id] = None
+        if fact.status is FactStatus.SUPERSEDED:
+            self._unsuperseded.pop(fact_id, None)
+            if spent(fact) and (bearing := self._bearing.get(slot)) is not None:
+                bearing.pop(fact_id, None)
+        elif fact_id not in self._unsuperseded:
+            if kind is EventType.FACT_ASSERTED:
+                self._unsuperseded[fact_id] = None
+            else:  # superseded no more, which no command does: both in order again
+                self._reindex()
 
     def _identity(self, event: Event) -> None:
         self.plain = False
@@ -342,10 +386,13 @@ class UserMemory:
         return found
 
     def bearing(self, domain: str, key: str) -> list[Fact]:
-        """``of_key`` but the deferred history: every fact of the key a read can tell apart
-        (the facts a restore left unread are silent: ``arbitration.claims.silent``)."""
+        """``of_key`` but the spent facts (``model.fact.spent``) and the deferred history: the
+        facts of the key a read can tell apart (the facts a restore left unread are silent:
+        ``arbitration.claims.silent``), read from an index kept as events arrive."""
+        if self._stale:
+            self._reindex()
         facts = self._facts
-        found = [facts[i] for i in self._by_key.get((domain, key), ()) if i in facts]
+        found = [facts[i] for i in self._bearing.get((domain, key), ()) if i in facts]
         self.facts_read += len(found)
         return found
 

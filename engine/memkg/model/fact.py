@@ -127,6 +127,22 @@ class FactStatus(StrEnum):
 
 LIVE_STATUSES = frozenset({FactStatus.ACTIVE, FactStatus.PENDING_CONFIRMATION, FactStatus.FROZEN})
 """Statuses of facts that still hold (confirmed or not, frozen or not): the one definition."""
+REPLACING = frozenset({SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTION})
+"""Why a superseded claim may still be listed by a read: its successor replaced it (a change
+in the world, a correction), which a read shows while the successor holds."""
+
+
+def spent(fact: Fact) -> bool:
+    """Whether no read of the fact's key can tell ``fact`` from a fact never stored, now or
+    ever: superseded (which is for good) other than by a change or a correction, of global
+    scope and without context. ``arbitration.claims.silent`` holds for it whatever holds;
+    reads of a key skip such facts (``events.projection.UserMemory.bearing``)."""
+    return (
+        fact.status is FactStatus.SUPERSEDED
+        and fact.scope is Scope.GLOBAL
+        and not fact.context
+        and fact.supersede_reason not in REPLACING
+    )
 
 
 class Provenance(BaseModel):
