@@ -11,7 +11,7 @@ import pytest
 from memkg import Engine
 from memkg.engine import IngestResult
 from memkg.events.projection import UserMemory
-from memkg.model.fact import LIVE_STATUSES
+from memkg.model.fact import LIVE_STATUSES, FactStatus, spent
 
 Observe = Callable[..., IngestResult]
 SEATS = ["window", "aisle", "middle"]
@@ -64,3 +64,31 @@ def test_a_fixture_memory_given_its_facts_is_scanned(talked: Engine) -> None:
     given = UserMemory("u1")
     given.facts = dict(folded.facts)
     assert given.live("travel") == folded.live("travel")
+
+
+def test_a_keys_bearing_claims_and_the_unsuperseded_facts_are_read_without_walking(
+    talked: Engine, observe: Observe
+) -> None:
+    """What a read of a key lines up (``bearing``) and what a decision reads of a domain
+    (``unsuperseded``) come from indexes kept as events arrive: equal to filtering every fact,
+    without walking the table, after a write as before it."""
+    memory = talked.memory("u1")
+
+    def scanned() -> tuple[list[Any], list[Any]]:
+        every = list(memory.facts.values())
+        seats = [f for f in every if f.key == "seat.preference" and not spent(f)]
+        return seats, [f for f in every if f.status is not FactStatus.SUPERSEDED]
+
+    for _ in range(2):
+        seats, unsuperseded = scanned()
+        # of 60 seat claims, the 2 that hold; those and the cabin and the retracted airline
+        assert len(seats) == 2 and len(unsuperseded) == 4
+        table = memory._facts  # type: ignore[attr-defined]
+        memory._facts = _NoScan(table)  # type: ignore[attr-defined]
+        try:
+            assert memory.bearing("travel", "seat.preference") == seats
+            assert memory.unsuperseded("travel") == unsuperseded
+            assert memory.unsuperseded("health") == []
+        finally:
+            memory._facts = table  # type: ignore[attr-defined]
+        observe("u1", "travel", "seat.preference", "aisle", source="dialogue")  # then again
