@@ -37,6 +37,7 @@ from memkg.model.fact import (
     Sensitivity,
     Source,
     SupersedeReason,
+    spent,
 )
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, SignalKind
@@ -210,6 +211,30 @@ def test_a_read_is_the_same_without_the_facts_silent_while_the_rest_hold(
     spec = _spec(shape)
     holding = {f.id for f in facts if f.status in LIVE_STATUSES}
     told = [f for f in facts if not silent(f, holding)]
+    reviews = [review] if review is not None else []
+    for offset in later:
+        now = NOW + offset
+        whole, without = (
+            _record(
+                READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id], reviews,
+                spec, now, user_id="u1", **read,
+            )
+            for held in (facts, told)
+        )
+        assert without == whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), shape=shapes, read=reads, later=times)
+def test_a_read_is_the_same_without_the_spent_facts(
+    data: st.DataObject, shape: str, read: dict[str, Any], later: list[timedelta]
+) -> None:
+    """What a key's reads skip as events arrive (``model.fact.spent``: silent whatever holds)
+    changes no read of the key, in every session, turn and slot, nor the slots it holds
+    claims in but through them."""
+    facts, signals, review = data.draw(histories(shape))
+    spec = _spec(shape)
+    told = [f for f in facts if not spent(f)]
     reviews = [review] if review is not None else []
     for offset in later:
         now = NOW + offset

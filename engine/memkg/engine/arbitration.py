@@ -77,14 +77,8 @@ class Arbiter:
         slot at the same time resolves nothing.
         """
         reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
-        facts = reads.keys.get((spec.domain, spec.key))
         signals = self.edge_signals(graph)
-        if facts is None or facts[0] is not spec:
-            # the key's facts but those a restore left unread, which no read tells apart
-            of_key = graph.memory.bearing(spec.domain, spec.key)
-            facts = (spec, KeyFacts.of(of_key, spec, signals))
-            reads.keys[(spec.domain, spec.key)] = facts
-        key = facts[1]
+        key = self._key_facts(graph, spec)
         want = key.slot_read(context, spec)
         review = latest_review(reviews, spec.domain, spec.key, want)
         if reads.now != now:
@@ -101,25 +95,50 @@ class Arbiter:
         reads.resolved[slot_read] = (spec, reader, review, found)
         return found
 
+    def _key_facts(self, graph: UserGraph, spec: KeySpec) -> KeyFacts:
+        """``spec``'s key as every read of it needs it, kept while no event is folded into
+        ``graph``: its facts but those no read tells apart (spent ones, and those a restore
+        left unread), with their claims' signals."""
+        reads = self.projections.key_reads.of(graph)
+        found = reads.keys.get((spec.domain, spec.key))
+        if found is None or found[0] is not spec:
+            of_key = graph.memory.bearing(spec.domain, spec.key)
+            found = (spec, KeyFacts.of(of_key, spec, self.edge_signals(graph)))
+            reads.keys[(spec.domain, spec.key)] = found
+        return found[1]
+
     def resolved_facts(
         self, user_id: str, domain: str, *, session_id: str | None = None,
         turn: str | None = None, language: str | None = None,
     ) -> list[Resolution]:  # fmt: skip
-        """What reads and decisions use: every key slot's resolved value with its record."""
+        """What reads and decisions use: every key slot's resolved value with its record.
+
+        Every slot that has claims or a role default, resolved as ``resolution`` resolves it
+        for ``resolve`` and decisions (what it works out is kept while the user's memory
+        stands), in the order of the domain's keys and of their slots: what the domain's keys
+        hold, at a cost that does not grow with the user's history."""
         check_args(
             user_id=user_id, domain=domain, session_id=session_id, turn=turn, language=language
         )
-        registry = self.setup.registry
+        registry, defaults = self.setup.registry, self.setup.reader.defaults
         specs = [s for k in registry.keys(domain) if (s := registry.spec(domain, k))]
+        found = []
         with self.lock:
             graph = self.projections.graph(user_id)
             reviews = self.projections.reviews(user_id, graph)
-            found = self.setup.reader.resolve_domain(
-                list(graph.memory.facts.values()), self.edge_signals(graph),
-                reviews, specs, self.clock.now(), user_id=user_id,
-                session_id=session_id, turn=turn, language=language,
-            )  # fmt: skip
-            return found
+            now = self.clock.now()
+            for spec in specs:
+                slots = {tuple(sorted(held)) for held in self._key_facts(graph, spec).slots}
+                if defaults.get(spec.domain, spec.key) is not None:
+                    slots.add(())
+                for items in sorted(slots):
+                    resolution = self.resolution(
+                        graph, reviews, spec, now, session_id=session_id, turn=turn,
+                        context=dict(items), language=language,
+                    )  # fmt: skip
+                    if resolution.claims or resolution.value is not None:
+                        found.append(resolution)
+        return found
 
     def edge_signals(self, graph: UserGraph) -> SignalLookup:
         """A claim's signals: those on its edge in the contextual graph."""

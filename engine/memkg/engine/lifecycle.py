@@ -22,7 +22,7 @@ from memkg.events.retry import Attempts, unconditional
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
-from memkg.lifecycle.notes import Note, NoteBook, check_note_events
+from memkg.lifecycle.notes import Note, check_note_events
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
@@ -86,8 +86,7 @@ class Lifecycle:
         """The user's live free-text notes, oldest first."""
         check_args(user_id=user_id, domain=domain)
         # the notes a read sees: none while memory is off, merged ids' notes too
-        events = self.journal.projections.read(user_id)
-        return NoteBook.from_events(events).live(domain, self.clock.now())
+        return self.journal.projections.notes(user_id).live(domain, self.clock.now())
 
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""

@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-from memkg.arbitration.review import Review, fold_review, reviews_from
+from memkg.arbitration.review import Review, fold_review
 from memkg.engine.snapshots import Snapshots
 from memkg.events.projection import UserMemory
 from memkg.events.store import row_stream
@@ -43,6 +43,7 @@ from memkg.graph.projection import FactFold, UserGraph
 from memkg.graph.view import View
 from memkg.identity import IDENTITY_EVENTS, view
 from memkg.identity.stream import SWITCH_EVENTS, holds_any
+from memkg.lifecycle.notes import NoteBook
 from memkg.model.decision import Revisions
 from memkg.model.event import Event, EventType, StoredRow
 from memkg.model.fact import Fact
@@ -93,7 +94,7 @@ class Projections:
             self.read, self._mark, new_graph, max_users=None, dropped=self.forget,
             max_bytes=max_bytes, tail=self.tail, load=self._load,
         )  # fmt: skip
-        self._reviews = _ReviewCache(stream, self.read)
+        self._folds = _Folds(stream, self.read)
         self._rows = _PlainRows(stream, self._loaded)
         self._live = _LiveFacts()
         self.key_reads = GraphReads()
@@ -123,16 +124,15 @@ class Projections:
         events = self.read(user_id)
         for event in events:
             graph.apply(event)
-        self._loaded(graph, events)
+        self._loaded(graph, events, whole=True)
         return graph
 
-    def _loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
-        """``graph`` was just loaded from a read holding ``events`` (at least its review
-        events): its review index is folded from them now, from the same read, so that no
-        later read of the user reads the history again for it, however many other users are
-        loaded meanwhile."""
+    def _loaded(self, graph: UserGraph, events: Sequence[Event], *, whole: bool) -> None:
+        """``graph`` was just loaded from a read holding ``events``: the whole view, or (from
+        rows) its review events. What is kept of them is folded now, from the same read, so
+        that no later read of the user reads the history again for it."""
         with self._lock:
-            self._reviews.loaded(graph, events)
+            self._folds.loaded(graph, events, whole=whole)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -208,15 +208,20 @@ class Projections:
     def reviews(self, user_id: str, graph: UserGraph | None = None) -> list[Review]:
         """The user's reviews as ``graph`` holds the stream (a graph just read; default: the
         current one), kept current event by event."""
-        return list(self._review_index(graph or self.graph(user_id))[1].values())
+        return list(self._held(self._folds.reviews, graph or self.graph(user_id))[0].values())
 
     def key_reviews(self, graph: UserGraph, domain: str, key: str) -> list[Review]:
         """The reviews of one key, in the order ``reviews`` lists them."""
-        return list(self._review_index(graph)[2].get((domain, key), {}).values())
+        return list(self._held(self._folds.reviews, graph)[1].get((domain, key), {}).values())
 
-    def _review_index(self, graph: UserGraph) -> _ReviewIndex:
+    def notes(self, user_id: str) -> NoteBook:
+        """The user's notes (every status; callers must not change the book), kept as the
+        reviews are."""
+        return self._held(self._folds.notes, self.graph(user_id))
+
+    def _held(self, kept: _Kept[_Folded], graph: UserGraph) -> _Folded:
         with self._lock:
-            found = self._reviews.of(graph)
+            found = kept.of(graph)
             self._touch(graph.user_id)
             return found
 
@@ -262,7 +267,7 @@ class Projections:
         with self._lock:
             self.forget_joined(user_id)
             self._graphs.apply(user_id, events, asserted)
-            self._reviews.applied(user_id, events)
+            self._folds.applied(user_id, events)
             self._rows.applied(self._graphs.resident(user_id), len(events))
         self._pins.moved(user_id, events[-1].version)
 
@@ -293,7 +298,7 @@ class Projections:
             self._resident.pop(user_id, None)
             self._joins.drop(user_id)
             self._graphs.forget(user_id)
-            self._reviews.forget(user_id)
+            self._folds.forget(user_id)
             self._live.forget(user_id)
 
     def reset(self) -> None:
@@ -307,7 +312,7 @@ class Projections:
         run's, one the byte bound let go) is not kept; a count bound, if set, evicts here."""
         if user_id not in self._graphs:
             self._live.forget(user_id)
-            self._reviews.forget(user_id)
+            self._folds.forget(user_id)
             return
         self._resident[user_id] = None
         self._resident.move_to_end(user_id)
@@ -359,10 +364,9 @@ class _PlainRows:
     row): no ``Event`` is built but for the review events, kept for the review index. When
     the store keeps snapshots (``engine.snapshots``), the fold starts from the user's."""
 
-    def __init__(
-        self, stream: object, loaded: Callable[[UserGraph, Sequence[Event]], None]
-    ) -> None:
+    def __init__(self, stream: object, loaded: Callable[..., None]) -> None:
         self._stream, self._loaded = row_stream(stream), loaded
+        """Told of each graph folded here, with the review events of its rows."""
         """``None``: the store does not hand its rows over (every load reads events)."""
         self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
 
@@ -403,17 +407,19 @@ class _PlainRows:
             return False
         event = self._stream.row_event
         graph.fold_rows(rows, event)
-        self._loaded(graph, [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS])
+        reviewed = [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS]
+        self._loaded(graph, reviewed, whole=False)
         if self._snapshots is not None:
             self._snapshots.loaded(graph, len(rows))
         return True
 
 
-_ReviewIndex = tuple[tuple[int, int], dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
-"""A user's reviews at a stream version and log position: by id, and by (domain, key)."""
+_Reviews = tuple[dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
+"""A user's reviews: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
 _REVIEW_ROWS = frozenset(t.value for t in _REVIEW_EVENTS)
+_Folded = TypeVar("_Folded")
 
 
 class _Joins:
@@ -478,72 +484,103 @@ class _LiveFacts:
         return len(self._by_user)
 
 
-class _ReviewCache:
-    """Each user's reviews as of a graph's stream version and log position: read up to that
-    position, never past it (a write another process commits after the graph was read is in
-    neither), caught up by the events after it, and kept current event by event."""
+class _Kept(Generic[_Folded]):
+    """Per user, a fold of some kinds of the user's events (the reviews, the notes) as of a
+    graph's stream version and log position: read up to that position, never past it (a
+    write another process commits after the graph was read is in neither), caught up by the
+    events after it, and kept current event by event. ``fold`` never changes what it is
+    handed (a reader may hold it): it returns it, or a new fold when an event touches it."""
 
-    def __init__(self, stream: Stream, read: Callable[..., list[Event]]) -> None:
-        self._stream, self._read = stream, read
-        self._index: dict[str, _ReviewIndex] = {}
+    def __init__(
+        self, stream: Stream, read: Callable[..., list[Event]],
+        fold: Callable[[_Folded | None, Sequence[Event]], _Folded],
+    ) -> None:  # fmt: skip
+        self._stream, self._read, self._fold = stream, read, fold
+        self._kept: dict[str, tuple[tuple[int, int], _Folded]] = {}
 
     def loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
-        """``graph`` was just folded from a read that held ``events`` (its review events at
-        least): the user's index, from the same read."""
-        found: dict[str, Review] = {}
-        for event in events:
-            fold_review(found, event)
-        self._index[graph.user_id] = ((graph.version, graph.seq), found, _by_key(found))
+        """``graph`` was just folded from a read that held ``events`` (those of the kinds
+        folded at least): the user's fold, from the same read."""
+        self._kept[graph.user_id] = ((graph.version, graph.seq), self._fold(None, events))
 
-    def of(self, graph: UserGraph) -> _ReviewIndex:
+    def of(self, graph: UserGraph) -> _Folded:
         user_id, mark = graph.user_id, (graph.version, graph.seq)
-        cached = self._index.get(user_id)
+        cached = self._kept.get(user_id)
         if cached is not None and cached[0] != mark and cached[0][1] == mark[1]:
             # the same log position, the version the store gave the graph after its load (a
-            # purge leaves it past the last event): the same events, the same reviews
-            cached = (mark, *cached[1:])
+            # purge leaves it past the last event): the same events
+            cached = (mark, cached[1])
         if cached is not None and cached[0] != mark and graph.memory.plain:
             tail = self._stream.read_stream(user_id, up_to_seq=graph.seq,
                                             after_version=cached[0][0])  # fmt: skip
             follows = bool(tail) and tail[0].version == cached[0][0] + 1
-            cached = (mark, *_fold_reviews(cached, tail)[1:]) if follows else None
+            cached = (mark, self._fold(cached[1], tail)) if follows else None
         if cached is None or cached[0] != mark:
-            found = reviews_from(self._read(user_id, up_to_seq=graph.seq))
-            cached = (mark, found, _by_key(found))
-        self._index[user_id] = cached
-        return cached
+            cached = (mark, self._fold(None, self._read(user_id, up_to_seq=graph.seq)))
+        self._kept[user_id] = cached
+        return cached[1]
 
     def applied(self, user_id: str, events: Sequence[Event]) -> None:
-        cached = self._index.get(user_id)
+        cached = self._kept.get(user_id)
         if cached is not None:
             if cached[0][0] + 1 != events[0].version:
-                del self._index[user_id]  # they do not follow: read again when asked
+                del self._kept[user_id]  # they do not follow: read again when asked
             else:
-                self._index[user_id] = _fold_reviews(cached, events)
+                last = events[-1]
+                self._kept[user_id] = ((last.version, last.seq), self._fold(cached[1], events))
 
     def forget(self, user_id: str) -> None:
-        self._index.pop(user_id, None)
+        self._kept.pop(user_id, None)
 
 
-def _by_key(reviews: Mapping[str, Review]) -> dict[tuple[str, str], dict[str, Review]]:
-    by_key: dict[tuple[str, str], dict[str, Review]] = {}
-    for review in reviews.values():
-        by_key.setdefault((review.domain, review.key), {})[review.review_id] = review
-    return by_key
+class _Folds:
+    """What is kept per user beside the graphs, folded from the user's events: the review
+    index and the notes."""
+
+    def __init__(self, stream: Stream, read: Callable[..., list[Event]]) -> None:
+        self.reviews = _Kept(stream, read, _fold_reviews)
+        self.notes = _Kept(stream, read, _fold_notes)
+
+    def loaded(self, graph: UserGraph, events: Sequence[Event], *, whole: bool) -> None:
+        """``graph`` was just loaded from a read holding ``events``: the ``whole`` view, or
+        its review events only (the notes are then read when first asked for)."""
+        self.reviews.loaded(graph, events)
+        if whole:
+            self.notes.loaded(graph, events)
+        else:
+            self.notes.forget(graph.user_id)
+
+    def applied(self, user_id: str, events: Sequence[Event]) -> None:
+        self.reviews.applied(user_id, events)
+        self.notes.applied(user_id, events)
+
+    def forget(self, user_id: str) -> None:
+        self.reviews.forget(user_id)
+        self.notes.forget(user_id)
 
 
-def _fold_reviews(cached: _ReviewIndex, events: Sequence[Event]) -> _ReviewIndex:
-    _, reviews, by_key = cached
+def _fold_reviews(held: _Reviews | None, events: Sequence[Event]) -> _Reviews:
     touched = [e for e in events if e.type in _REVIEW_EVENTS]
-    if touched:  # new dicts: a reader may hold the old ones
-        reviews, by_key = dict(reviews), dict(by_key)
-        for event in touched:
-            fold_review(reviews, event)
-            changed = reviews.get(event.payload["review_id"])
-            if changed is not None:
-                slot = (changed.domain, changed.key)
-                by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
-    return ((events[-1].version, events[-1].seq), reviews, by_key)
+    if held is not None and not touched:
+        return held
+    reviews, by_key = ({}, {}) if held is None else (dict(held[0]), dict(held[1]))
+    for event in touched:
+        fold_review(reviews, event)
+        changed = reviews.get(event.payload["review_id"])
+        if changed is not None:
+            slot = (changed.domain, changed.key)
+            by_key[slot] = {**by_key.get(slot, {}), changed.review_id: changed}
+    return reviews, by_key
+
+
+def _fold_notes(book: NoteBook | None, events: Sequence[Event]) -> NoteBook:
+    touched = [e for e in events if e.type in NoteBook.EVENTS]
+    if book is not None and not touched:
+        return book
+    book = NoteBook() if book is None else book.copy()
+    for event in touched:
+        book.apply(event)
+    return book
 
 
 class _Pins:

@@ -112,10 +112,20 @@ def note_event(clock: Clock, kind: EventType, note: Note, payload: dict[str, Any
 class NoteBook:
     """Every note of one user (all statuses), folded from their events."""
 
+    EVENTS = frozenset({EventType.NOTE_SAVED, EventType.NOTE_MERGED, EventType.NOTE_DROPPED,
+                        EventType.SESSION_CONSOLIDATED})  # fmt: skip
+    """The events a book folds; every other event passes it by."""
+
     def __init__(self) -> None:
         self.notes: dict[str, Note] = {}
         self.consolidations: list[dict[str, Any]] = []
         """Payloads of ``session.consolidated`` events, oldest first."""
+
+    def copy(self) -> NoteBook:
+        """A book of the same notes, which folding more events into leaves this one as is."""
+        book = NoteBook()
+        book.notes, book.consolidations = dict(self.notes), list(self.consolidations)
+        return book
 
     @classmethod
     def from_events(cls, events: Iterable[Event]) -> NoteBook:

@@ -248,3 +248,52 @@ def test_a_decision_after_a_write_reads_no_more_the_longer_the_history() -> None
             assert node.value == engine.resolve("u1", "travel", node.key, context=OFFERS).value
     engine_short.close()
     engine_long.close()
+
+
+class _Walks(dict[str, Any]):
+    """A user's fact table that counts the walks over it (the reads of one id are free)."""
+
+    walks = 0
+
+    def values(self) -> Any:
+        _Walks.walks += 1
+        return super().values()
+
+    def items(self) -> Any:
+        _Walks.walks += 1
+        return super().items()
+
+    def __iter__(self) -> Any:
+        _Walks.walks += 1
+        return super().__iter__()
+
+
+def test_a_profile_reads_each_key_as_a_decision_does(
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``render_profile`` (every turn of an agent) resolves each key through the path that
+    decisions and ``resolve`` take: no walk of the user's history, whatever its length, and
+    at a later time no slot lined up again; what it shows is what ``resolve`` answers."""
+    _history(engine, clock, 40)
+    lineups = _Lineups(monkeypatch)
+    first = engine.render_profile("u1", "travel")
+    memory = engine.memory("u1")
+    memory._facts = _Walks(memory._facts)  # type: ignore[attr-defined]
+    for step in (timedelta(seconds=1), timedelta(days=3)):
+        clock.advance(step)
+        lined_up, walks = lineups.count, _Walks.walks
+        again = engine.render_profile("u1", "travel")
+        assert lineups.count == lined_up, step
+        assert _Walks.walks == walks, step
+        assert [i.ref for i in again.included] == [i.ref for i in first.included]
+    assert [i.ref for i in first.included] == [
+        "key:cabin.class", "key:cabin.class[trip_type=leisure]", "key:seat.preference"
+    ]
+    _seat(engine, "middle")
+    walks = _Walks.walks
+    after = engine.render_profile("u1", "travel")
+    assert _Walks.walks == walks
+    lines = {i.ref: i.line for i in after.included}
+    assert 'value: "middle"' in lines["key:seat.preference"]
+    held = engine.resolve("u1", "travel", "cabin.class", context={"trip_type": "leisure"})
+    assert f'value: "{held.value}"' in lines["key:cabin.class[trip_type=leisure]"]

@@ -62,7 +62,7 @@ def test_resident_users_are_bounded_least_recently_read_first(clock: FrozenClock
 
 def test_what_replays_work_out_is_not_kept_past_the_byte_bound(clock: FrozenClock) -> None:
     """A replay reads a graph of the past, which no bound holds: what is worked out of it
-    (live facts, reviews) goes with it, so every cache stays within the byte bound."""
+    (live facts, reviews, notes) goes with it, so every cache stays within the byte bound."""
     engine = Engine(config=EngineConfig(memory_bound=1), clock=clock)  # one graph at a time
     made = []
     for n in range(12):
@@ -73,7 +73,9 @@ def test_what_replays_work_out_is_not_kept_past_the_byte_bound(clock: FrozenCloc
         assert engine.replay(decision.decision_id).reproduced
     assert engine.projections.resident_graphs() == 1
     assert len(engine.projections.users()) <= 1
-    assert len(engine.projections._live) <= 1 and len(engine.projections._reviews._index) <= 1
+    folds = engine.projections._folds  # type: ignore[attr-defined]
+    assert len(engine.projections._live) <= 1
+    assert len(folds.reviews._kept) <= 1 and len(folds.notes._kept) <= 1
 
 
 def test_an_erased_user_leaves_every_cache(engine: Engine) -> None:
