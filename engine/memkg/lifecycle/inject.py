@@ -190,7 +190,6 @@ def render_profile(
     items += [item for note, weight in notes for item in _note_items(note, weight, now)]
     order = {id(item): index for index, item in enumerate(items)}
     by_weight = sorted(items, key=lambda i: (i.weight, -order[id(i)]))
-    kept, dropped = list(items), list[ProfileItem]()
     head = [
         "---",
         "memkg: profile",
@@ -198,20 +197,36 @@ def render_profile(
         f"domain: {quote(domain)}",
         f"as_of: {quote(now.isoformat())}",
     ]
-    while True:
+
+    def without(lowest: int) -> tuple[str, int, list[ProfileItem], list[ProfileItem]]:
+        """The block without the ``lowest`` lowest-weight items, and its tokens."""
+        dropped = by_weight[:lowest]
+        gone = {id(item) for item in dropped}
+        kept = [item for item in items if id(item) not in gone]
         text = _text(head, kept, dropped)
-        tokens = counter(text)
-        if tokens <= budget:
-            break
-        if not kept:
+        return text, counter(text), kept, dropped
+
+    # the fewest lowest-weight items left out for the block to fit: bisected, since leaving
+    # one more out never lengthens the block once the line saying what was left out is in
+    # (a test holds this equal to leaving them out one at a time); O(log n) counts, not n
+    text, tokens, kept, dropped = without(0)
+    if tokens > budget:
+        found = without(len(items))
+        if found[1] > budget:
             raise InvalidOperation(
-                f"a budget of {budget} tokens cannot hold the profile frame ({tokens} tokens); "
-                "give at least that many",
+                f"a budget of {budget} tokens cannot hold the profile frame ({found[1]} "
+                "tokens); give at least that many",
                 code="profile.budget",
             )
-        lowest = by_weight.pop(0)
-        kept.remove(lowest)
-        dropped.append(lowest)
+        low, high = 1, len(items)
+        while low < high:
+            middle = (low + high) // 2
+            tried = without(middle)
+            if tried[1] <= budget:
+                high, found = middle, tried
+            else:
+                low = middle + 1
+        text, tokens, kept, dropped = found
     return Profile(
         text=text,
         tokens=tokens,
