@@ -207,22 +207,48 @@ def rebuild_figures(engine: Engine, path: Path, label: str, figures: Figures) ->
                 "every projection of resident users; goal ≤ 1 KB")  # fmt: skip
 
 
+TURN_CONTEXT = {"airline": "airline:CA", "destination": "city:shanghai"}
+"""The context of the decision each turn of ``one_user_history`` makes after its write."""
+
+
 def one_user_history(length: int, window: int, folder: Path, figures: Figures) -> None:
-    """Cost per write at the start and at the end of one user's history, one write at a time."""
+    """Cost per write at the start and at the end of one user's history, one write at a time;
+    and in those two windows, what an agent's turn reads right after its write: a decision,
+    the memory block for the prompt (``render_profile``) and ``recall``."""
     clock = FrozenClock(START)
     data = observations(length, users=1, seed=11, user="long-history")
+    user = data[0]["user_id"]
+    reads: dict[str, Any] = {
+        "decide": lambda: engine.decide(user, "travel", TURN_CONTEXT),
+        "profile": lambda: engine.render_profile(user, "travel"),
+        "recall": lambda: engine.recall(user, "preferred seat and airline", domain="travel"),
+    }
+    timed_reads = set(range(100, 100 + window)) | set(range(length - window, length))
     with Engine.open(folder / "history.db", clock=clock) as engine:
         times: list[float] = []
-        for obs in data:
+        read_times: dict[str, dict[int, float]] = {name: {} for name in reads}
+        for index, obs in enumerate(data):
             start = cpu_seconds()
             engine.ingest(obs)
             times.append(cpu_seconds() - start)
             clock.advance(timedelta(seconds=1))
+            if index in timed_reads:
+                for name, read in reads.items():
+                    start = cpu_seconds()
+                    read()
+                    read_times[name][index] = cpu_seconds() - start
     early = sorted(times[100 : 100 + window])[window // 2]
     late = sorted(times[-window:])[window // 2]
     figures.add("history.early_ms_per_write", early * 1e3, "ms", f"writes 100-{100 + window}")
     figures.add("history.late_ms_per_write", late * 1e3, "ms", f"last {window} of {length}")
     figures.add("history.late_to_early", late / early, "x", "goal ≤ 1.3x")
+    for name, found in read_times.items():
+        first = sorted(t for i, t in found.items() if i < 100 + window)[window // 2]
+        last = sorted(t for i, t in found.items() if i >= length - window)[window // 2]
+        figures.add(f"history.{name}_late_ms", last * 1e3, "ms",
+                    f"after each of the last {window} writes")  # fmt: skip
+        figures.add(f"history.{name}_late_to_early", last / first, "x",
+                    "right after a write, end / start of history; goal ≤ 1.3x")  # fmt: skip
 
 
 def bulk(size: int, folder: Path, figures: Figures) -> None:

@@ -47,6 +47,14 @@ GOALS: tuple[tuple[tuple[str, ...], str, str, bool], ...] = (
      True),
     (("history.late_to_early",), "one user's write CPU, end / start of history", "≤ 1.3×",
      False),
+    (("history.decide_late_to_early",), "a decision right after a write, end / start of one "
+     "user's history", "≤ 1.3×", False),
+    (("history.profile_late_to_early",), "render_profile right after a write, end / start of "
+     "one user's history", "≤ 1.3×", False),
+    (("history.recall_late_to_early",), "recall right after a write, end / start of one "
+     "user's history", "≤ 1.3×", False),
+    (("history.profile_late_ms",), "render_profile right after a write at the end of that "
+     "history (ms of CPU)", "", False),
     (("validate.shacl_per_fact",), "SHACL per fact (µs)", "", False),
     (("decision.decided_share",), "benchmark decisions that decide", "> 0", True),
     (("decision.cpu_p50",), "decision CPU p50 (ms), SQLite decision log", "≤ 1", False),
