@@ -306,14 +306,8 @@ def serve(path: Path, users: int, figures: Figures) -> None:
                     f"mean over {len(chosen)} users, each read from the log")  # fmt: skip
         figures.add("decided_share", statuses.get("decided", 0) / (len(chosen) + 1), "of runs",
                     str(statuses))  # fmt: skip
-        fresh = observations(INTO_BUILT, users=len(everyone), seed=17)
-        spent = 0.0
-        for offset in range(0, INTO_BUILT, 500):
-            start = cpu_seconds()
-            engine.ingest_many(fresh[offset : offset + 500])
-            spent += cpu_seconds() - start
-            clock.advance(timedelta(seconds=1))
-            peak = max(peak, resident_bytes())
+        spent, peak = ingest_timed(engine, clock, observations(INTO_BUILT, users=len(everyone),
+                                                              seed=17), peak)  # fmt: skip
         figures.add("ingest_facts_per_s", INTO_BUILT / spent, "facts/s",
                     f"CPU, {INTO_BUILT:,} validated facts (SHACL on) into the built store, "
                     "users drawn at random")  # fmt: skip
@@ -329,6 +323,21 @@ def serve(path: Path, users: int, figures: Figures) -> None:
         "MB",
         "the largest resident size sampled after each step; goal ≤ 1,000 MB at 1M facts",
     )
+
+
+def ingest_timed(
+    engine: Engine, clock: FrozenClock, facts: list[dict[str, Any]], peak: int
+) -> tuple[float, int]:
+    """``facts`` ingested 500 at a time, a second apart: the CPU seconds it took and the
+    largest resident size sampled (from ``peak``)."""
+    spent = 0.0
+    for offset in range(0, len(facts), 500):
+        start = cpu_seconds()
+        engine.ingest_many(facts[offset : offset + 500])
+        spent += cpu_seconds() - start
+        clock.advance(timedelta(seconds=1))
+        peak = max(peak, resident_bytes())
+    return spent, peak
 
 
 def resident_writes(
@@ -353,13 +362,7 @@ def resident_writes(
     fresh = observations(INTO_BUILT, users=len(writers), seed=23)
     for obs in fresh:
         obs["user_id"] = writers[int(obs["user_id"].removeprefix("user-"))]
-    spent = 0.0
-    for offset in range(0, INTO_BUILT, 500):
-        start = cpu_seconds()
-        engine.ingest_many(fresh[offset : offset + 500])
-        spent += cpu_seconds() - start
-        clock.advance(timedelta(seconds=1))
-        peak = max(peak, resident_bytes())
+    spent, peak = ingest_timed(engine, clock, fresh, peak)
     after = projections.resident_graphs()
     figures.add("resident_ingest_facts_per_s", INTO_BUILT / spent, "facts/s",
                 f"CPU, {INTO_BUILT:,} validated facts over {len(writers)} users drawn at "

@@ -201,47 +201,36 @@ def test_a_lineup_kept_across_times_reads_as_arbitration_from_scratch(
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.data(), shape=shapes, read=reads, later=times)
-def test_a_read_is_the_same_without_the_facts_silent_while_the_rest_hold(
-    data: st.DataObject, shape: str, read: dict[str, Any], later: list[timedelta]
+@given(
+    data=st.data(), shape=shapes, read=reads, later=times, left=st.sampled_from(["silent", "spent"])
+)
+def test_a_read_is_the_same_without_the_facts_no_read_tells_apart(
+    data: st.DataObject, shape: str, read: dict[str, Any], later: list[timedelta], left: str
 ) -> None:
-    """What a restore leaves unread (``claims.silent``) changes no read of the key: the
-    key's facts without them resolve as all of them do, in every session, turn and slot."""
+    """What a restore leaves unread (``claims.silent``, while the rest hold) and what a key's
+    reads skip as events arrive (``model.fact.spent``, whatever holds) change no read of the
+    key: the key's facts without them resolve as all of them do, in every session, turn and
+    slot."""
     facts, signals, review = data.draw(histories(shape))
     spec = _spec(shape)
     holding = {f.id for f in facts if f.status in LIVE_STATUSES}
-    told = [f for f in facts if not silent(f, holding)]
+    if left == "silent":
+        told = [f for f in facts if not silent(f, holding)]
+    else:
+        told = [f for f in facts if not spent(f)]
     reviews = [review] if review is not None else []
     for offset in later:
         now = NOW + offset
         whole, without = (
             _record(
-                READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id], reviews,
-                spec, now, user_id="u1", **read,
-            )
-            for held in (facts, told)
-        )
-        assert without == whole
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.data(), shape=shapes, read=reads, later=times)
-def test_a_read_is_the_same_without_the_spent_facts(
-    data: st.DataObject, shape: str, read: dict[str, Any], later: list[timedelta]
-) -> None:
-    """What a key's reads skip as events arrive (``model.fact.spent``: silent whatever holds)
-    changes no read of the key, in every session, turn and slot, nor the slots it holds
-    claims in but through them."""
-    facts, signals, review = data.draw(histories(shape))
-    spec = _spec(shape)
-    told = [f for f in facts if not spent(f)]
-    reviews = [review] if review is not None else []
-    for offset in later:
-        now = NOW + offset
-        whole, without = (
-            _record(
-                READER.resolve_read, KeyFacts.of(held, spec), lambda f: signals[f.id], reviews,
-                spec, now, user_id="u1", **read,
+                READER.resolve_read,
+                KeyFacts.of(held, spec),
+                lambda f: signals[f.id],
+                reviews,
+                spec,
+                now,
+                user_id="u1",
+                **read,
             )
             for held in (facts, told)
         )

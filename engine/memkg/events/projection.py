@@ -86,9 +86,11 @@ class UserMemory:
         a key after a write costs the claims a read can list, not the key's history."""
         self._unsuperseded: dict[str, None] = {}
         """The ids of the built facts that are not superseded, in the order of ``_facts``."""
-        self._stale = False
-        """``_bearing`` and ``_unsuperseded`` are to be worked out again before they are read
-        (facts handed over whole: a restore's, a rule case's), and not kept meanwhile."""
+        self._stale = True
+        """``_bearing`` and ``_unsuperseded`` are to be worked out before they are next read,
+        and not kept meanwhile: until the first read (a fold from the log or a rebuild keeps
+        nothing it may never need), and after facts were handed over whole (a restore's, a
+        rule case's)."""
         self.facts_read = 0
         """Facts handed out by the per-key reads (``of_key``, ``live_claims``) so far: what
         a read of one key cost, for tests and benchmarks to count."""

@@ -70,9 +70,11 @@ def test_a_keys_bearing_claims_and_the_unsuperseded_facts_are_read_without_walki
     talked: Engine, observe: Observe
 ) -> None:
     """What a read of a key lines up (``bearing``) and what a decision reads of a domain
-    (``unsuperseded``) come from indexes kept as events arrive: equal to filtering every fact,
-    without walking the table, after a write as before it."""
+    (``unsuperseded``) come from indexes worked out on the first read and kept as events
+    arrive from then on: equal to filtering every fact, without walking the table again,
+    after a write as before it."""
     memory = talked.memory("u1")
+    memory.bearing("travel", "seat.preference")  # the first read works the indexes out
 
     def scanned() -> tuple[list[Any], list[Any]]:
         every = list(memory.facts.values())
