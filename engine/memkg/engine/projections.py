@@ -559,10 +559,15 @@ class _Folds:
         self.notes.forget(user_id)
 
 
+_NO_REVIEWS: _Reviews = ({}, {})
+_NO_NOTES = NoteBook()
+"""What most users hold, shared: a fold is never changed once made (``_Kept``)."""
+
+
 def _fold_reviews(held: _Reviews | None, events: Sequence[Event]) -> _Reviews:
     touched = [e for e in events if e.type in _REVIEW_EVENTS]
-    if held is not None and not touched:
-        return held
+    if not touched:
+        return _NO_REVIEWS if held is None else held
     reviews, by_key = ({}, {}) if held is None else (dict(held[0]), dict(held[1]))
     for event in touched:
         fold_review(reviews, event)
@@ -575,8 +580,8 @@ def _fold_reviews(held: _Reviews | None, events: Sequence[Event]) -> _Reviews:
 
 def _fold_notes(book: NoteBook | None, events: Sequence[Event]) -> NoteBook:
     touched = [e for e in events if e.type in NoteBook.EVENTS]
-    if book is not None and not touched:
-        return book
+    if not touched:
+        return _NO_NOTES if book is None else book
     book = NoteBook() if book is None else book.copy()
     for event in touched:
         book.apply(event)

@@ -195,7 +195,7 @@ class UserMemory:
                     merged[fact_id] = fact
             self._facts = merged
             self._deferred = None
-            self._reindex()
+            self._stale = True  # the indexes are worked out again on their next read
         if (measure := self.on_built) is not None:
             measure()
 
