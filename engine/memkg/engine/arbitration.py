@@ -129,7 +129,9 @@ class Arbiter:
             now = self.clock.now()
             for spec in specs:
                 slots = {tuple(sorted(held)) for held in self._key_facts(graph, spec).slots}
-                if defaults.get(spec.domain, spec.key) is not None:
+                if defaults.get(spec.domain, spec.key) is not None or graph.memory.skips(
+                    spec.domain, spec.key
+                ):  # a role default, or facts no read lists: the general slot (a review's)
                     slots.add(())
                 for items in sorted(slots):
                     resolution = self.resolution(

@@ -311,8 +311,11 @@ class UserMemory:
             self._bearing.setdefault(slot, {})[fact_id] = None
         if fact.status is FactStatus.SUPERSEDED:
             self._unsuperseded.pop(fact_id, None)
-            if spent(fact) and (bearing := self._bearing.get(slot)) is not None:
+            bearing = self._bearing.get(slot)
+            if spent(fact) and bearing is not None:
                 bearing.pop(fact_id, None)
+            elif bearing is None or fact_id not in bearing:
+                self._stale = True  # superseded again, by a change (no command does): in order
         elif fact_id not in self._unsuperseded:
             if kind is EventType.FACT_ASSERTED:
                 self._unsuperseded[fact_id] = None
@@ -397,6 +400,14 @@ class UserMemory:
         found = [facts[i] for i in self._bearing.get((domain, key), ()) if i in facts]
         self.facts_read += len(found)
         return found
+
+    def skips(self, domain: str, key: str) -> bool:
+        """Whether the key holds facts ``bearing`` leaves out (spent ones, or a history held
+        unread): facts of global scope without context, which give the key its general
+        slot though no read lists them."""
+        if self._stale:
+            self._reindex()
+        return len(self._by_key.get((domain, key), ())) > len(self._bearing.get((domain, key), ()))
 
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         """The key's facts that hold (``LIVE_STATUSES``), in the order they were asserted:

@@ -206,19 +206,25 @@ def render_profile(
         text = _text(head, kept, dropped)
         return text, counter(text), kept, dropped
 
-    # the fewest lowest-weight items left out for the block to fit: bisected, since leaving
-    # one more out never lengthens the block once the line saying what was left out is in
-    # (a test holds this equal to leaving them out one at a time); O(log n) counts, not n
+    # the fewest lowest-weight items left out for the block to fit, bisected: O(log n) counts
+    # of the block, not n. That is the fewest whenever leaving one more out never lengthens
+    # the block once the line saying what was left out is in, as with the built-in estimate
+    # (a line costs 5 tokens or more, that line grows by 3 at most; a test holds it equal to
+    # leaving items out one at a time); with a counter where it can, a few more may be left
+    # out, never one over the budget
     text, tokens, kept, dropped = without(0)
     if tokens > budget:
         found = without(len(items))
+        if found[1] > budget:  # then fewer may still fit: tried one at a time, as a last resort
+            fits = (tried for n in range(1, len(items)) if (tried := without(n))[1] <= budget)
+            found = next(fits, found)
         if found[1] > budget:
             raise InvalidOperation(
                 f"a budget of {budget} tokens cannot hold the profile frame ({found[1]} "
                 "tokens); give at least that many",
                 code="profile.budget",
             )
-        low, high = 1, len(items)
+        low, high = 1, len(found[3])
         while low < high:
             middle = (low + high) // 2
             tried = without(middle)

@@ -15,6 +15,7 @@ import pytest
 
 from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig
+from memkg.model.event import EventType, NewEvent
 from support.observations import T0
 
 CONSENT = {"consent_granted": True, "consent_version": "2026-01", "purpose": "care"}
@@ -98,3 +99,30 @@ def test_resolved_facts_of_a_restored_user_equal_the_reader_from_scratch(
         assert (memory.built < memory.count) is kept  # the history held unread, when kept
         assert found == _reference(engine, "travel")  # (which builds it)
         assert _compared(engine, clock) > 30
+
+
+def test_a_key_whose_facts_no_read_lists_keeps_its_general_slot() -> None:
+    """A key settled by a reviewer, whose facts were then all superseded by a migration (spent:
+    no read lists them), still shows the reviewer's value, as ``resolve`` gives it."""
+    clock = FrozenClock(T0)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    ids = []
+    for allergies, source in ((["allergen:peanut"], "profile"), ([], "system")):  # frozen
+        clock.advance(timedelta(minutes=7))
+        ids.append(engine.ingest({"user_id": "u1", "domain": "health", "key": "medical.allergies",
+                                  "value": allergies, "source": source,
+                                  "provenance": CONSENT}).fact_id)  # fmt: skip
+    (review,) = engine.projections.reviews("u1")
+    engine.resolve_review(review.review_id, ["allergen:peanut"], "checked with the user")
+    engine.journal.append("u1", [
+        NewEvent(event_id=clock.new_id("evt"), type=EventType.FACT_SUPERSEDED, user_id="u1",
+                 domain="health", payload={"fact_id": fact_id, "reason": "migration"},
+                 recorded_at=clock.now(), fact_id=fact_id)
+        for fact_id in ids
+    ])  # fmt: skip
+    assert engine.memory("u1").bearing("health", "medical.allergies") == []
+    held = engine.resolve("u1", "health", "medical.allergies")
+    assert held.value == ["allergen:peanut"]
+    found = engine.resolved_facts("u1", "health")
+    assert [r.model_dump_json() for r in found] == _reference(engine, "health")
+    assert [r.value for r in found if r.key == "medical.allergies"] == [["allergen:peanut"]]

@@ -11,6 +11,7 @@ import pytest
 from memkg import Engine
 from memkg.engine import IngestResult
 from memkg.events.projection import UserMemory
+from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import LIVE_STATUSES, FactStatus, spent
 
 Observe = Callable[..., IngestResult]
@@ -94,3 +95,25 @@ def test_a_keys_bearing_claims_and_the_unsuperseded_facts_are_read_without_walki
         finally:
             memory._facts = table  # type: ignore[attr-defined]
         observe("u1", "travel", "seat.preference", "aisle", source="dialogue")  # then again
+
+
+def test_a_spent_fact_superseded_again_by_a_change_is_read_again(talked: Engine) -> None:
+    """No command supersedes a superseded fact, but a log may (an import): superseded again by
+    a change that holds, a spent fact can be listed again, and the index takes it back, in
+    its place."""
+    memory = talked.memory("u1")
+    memory.bearing("travel", "seat.preference")
+    every = list(memory.facts.values())
+    gone = next(f for f in every if f.key == "seat.preference" and spent(f))
+    holds = next(f for f in every if f.key == "seat.preference" and f.status in LIVE_STATUSES)
+    talked.journal.append("u1", [
+        NewEvent(event_id="evt_again", type=EventType.FACT_SUPERSEDED, user_id="u1",
+                 domain="travel", payload={"fact_id": gone.id, "by_fact_id": holds.id,
+                                           "reason": "correction"},
+                 recorded_at=gone.recorded_at, fact_id=gone.id)
+    ])  # fmt: skip
+    again = memory.fact(gone.id)
+    assert again is not None and not spent(again)
+    expected = [f for f in memory.facts.values() if f.key == "seat.preference" and not spent(f)]
+    assert gone.id in [f.id for f in expected]
+    assert memory.bearing("travel", "seat.preference") == expected
