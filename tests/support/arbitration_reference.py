@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 
 from memkg.arbitration.claims import (
     COUNTED,
-    REPLACED,
     Claim,
     SignalLookup,
     build_claims,
@@ -38,7 +37,7 @@ from memkg.arbitration.resolution import (
 )
 from memkg.arbitration.review import Review, ReviewStatus, latest_review
 from memkg.arbitration.support import NONE, canon, is_none, review_claim, side
-from memkg.model.fact import FactStatus, Kind, SupersedeReason
+from memkg.model.fact import REPLACING, FactStatus, Kind, SupersedeReason
 from memkg.model.keyspec import KeySpec
 
 _LONG_TERM = (Kind.FACT, Kind.PREFERENCE)
@@ -246,7 +245,7 @@ def _taking_part(
             taking.pending.append(claim)
         elif f.status in COUNTED:
             taking.live.append(claim)
-        elif f.status is FactStatus.SUPERSEDED and f.supersede_reason in REPLACED:
+        elif f.status is FactStatus.SUPERSEDED and f.supersede_reason in REPLACING:
             taking.replaced.append(claim)
     live = {c.fact.id for c in taking.live}
     taking.replaced[:] = [c for c in taking.replaced if c.fact.superseded_by in live]

@@ -14,11 +14,9 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from memkg.arbitration.resolution import Tier
-from memkg.model.fact import LIVE_STATUSES, REPLACING, Fact, FactStatus, Scope
+from memkg.model.fact import LIVE_STATUSES, REPLACING, Fact, FactStatus, Scope, superseded_plainly
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
-REPLACED = REPLACING
-"""Why a superseded claim is still listed by a read while what replaced it holds."""
 COUNTED = (FactStatus.ACTIVE, FactStatus.FROZEN)
 """Statuses of the claims that count as evidence (pending ones are listed, not counted)."""
 
@@ -129,11 +127,8 @@ def silent(fact: Fact, holding: AbstractSet[str]) -> bool:
     read could resolve). Superseded facts stay superseded, and a fact that stops holding
     does not hold again but by a confirmation, so such a fact stays silent until one.
     A snapshot's restore leaves such facts unread (``events.snapshot``)."""
-    return (
-        fact.status is FactStatus.SUPERSEDED
-        and fact.scope is Scope.GLOBAL
-        and not fact.context
-        and not (fact.supersede_reason in REPLACED and fact.superseded_by in holding)
+    return superseded_plainly(fact) and not (
+        fact.supersede_reason in REPLACING and fact.superseded_by in holding
     )
 
 
@@ -149,7 +144,7 @@ def may_take_part(facts: Sequence[Fact]) -> list[Fact]:
         if f.id in holding
         or (
             f.status is FactStatus.SUPERSEDED
-            and f.supersede_reason in REPLACED
+            and f.supersede_reason in REPLACING
             and f.superseded_by in holding
         )
     ]

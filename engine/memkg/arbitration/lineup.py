@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memkg.arbitration.claims import COUNTED, REPLACED, Claim, slot
+from memkg.arbitration.claims import COUNTED, Claim, slot
 from memkg.arbitration.policy import Policy
 from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import (
@@ -42,7 +42,7 @@ from memkg.arbitration.support import (
     review_claim,
     side,
 )
-from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
+from memkg.model.fact import REPLACING, Fact, FactStatus, Kind, SupersedeReason
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, Weight, WeightParams, claim_weight
 
@@ -174,7 +174,7 @@ class _Arranged:
             e
             for e in kept
             if e.fact.status is FactStatus.SUPERSEDED
-            and e.fact.supersede_reason in REPLACED
+            and e.fact.supersede_reason in REPLACING
             and e.fact.superseded_by in counted
         ]
         self.entrants: list[Entrant] = []

@@ -365,9 +365,10 @@ class _PlainRows:
     the store keeps snapshots (``engine.snapshots``), the fold starts from the user's."""
 
     def __init__(self, stream: object, loaded: Callable[..., None]) -> None:
-        self._stream, self._loaded = row_stream(stream), loaded
-        """Told of each graph folded here, with the review events of its rows."""
+        self._stream = row_stream(stream)
         """``None``: the store does not hand its rows over (every load reads events)."""
+        self._loaded = loaded
+        """Told of each graph folded here, with the review events of its rows."""
         self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
 
     def keep(self, resident: tuple[UserGraph, int] | None) -> bool:

@@ -315,12 +315,12 @@ class UserMemory:
             if spent(fact) and bearing is not None:
                 bearing.pop(fact_id, None)
             elif bearing is None or fact_id not in bearing:
-                self._stale = True  # superseded again, by a change (no command does): in order
+                self._stale = True  # superseded again, by a change (no command does)
         elif fact_id not in self._unsuperseded:
             if kind is EventType.FACT_ASSERTED:
                 self._unsuperseded[fact_id] = None
-            else:  # superseded no more, which no command does: both in order again
-                self._reindex()
+            else:
+                self._stale = True  # superseded no more (no command does)
 
     def _identity(self, event: Event) -> None:
         self.plain = False

@@ -211,11 +211,21 @@ def render_profile(
     # the block once the line saying what was left out is in, as with the built-in estimate
     # (a line costs 5 tokens or more, that line grows by 3 at most; a test holds it equal to
     # leaving items out one at a time); with a counter where it can, a few more may be left
-    # out, never one over the budget
-    text, tokens, kept, dropped = without(0)
-    if tokens > budget:
+    # out, never one over the budget. When leaving all out does not fit, fewer may: they are
+    # tried one at a time, so the block is refused only when no count fits.
+    found = without(0)
+    if found[1] > budget:
         found = without(len(items))
-        if found[1] > budget:  # then fewer may still fit: tried one at a time, as a last resort
+        if found[1] <= budget:
+            low, high = 1, len(items)
+            while low < high:
+                middle = (low + high) // 2
+                tried = without(middle)
+                if tried[1] <= budget:
+                    high, found = middle, tried
+                else:
+                    low = middle + 1
+        else:
             fits = (tried for n in range(1, len(items)) if (tried := without(n))[1] <= budget)
             found = next(fits, found)
         if found[1] > budget:
@@ -224,15 +234,7 @@ def render_profile(
                 "tokens); give at least that many",
                 code="profile.budget",
             )
-        low, high = 1, len(found[3])
-        while low < high:
-            middle = (low + high) // 2
-            tried = without(middle)
-            if tried[1] <= budget:
-                high, found = middle, tried
-            else:
-                low = middle + 1
-        text, tokens, kept, dropped = found
+    text, tokens, kept, dropped = found
     return Profile(
         text=text,
         tokens=tokens,

@@ -132,17 +132,19 @@ REPLACING = frozenset({SupersedeReason.EXPLICIT_CHANGE, SupersedeReason.CORRECTI
 in the world, a correction), which a read shows while the successor holds."""
 
 
+def superseded_plainly(fact: Fact) -> bool:
+    """Superseded (which is for good), of global scope and without context: a claim that a
+    read lists only as what a change or a correction that holds replaced
+    (``arbitration.claims.silent``)."""
+    return fact.status is FactStatus.SUPERSEDED and fact.scope is Scope.GLOBAL and not fact.context
+
+
 def spent(fact: Fact) -> bool:
     """Whether no read of the fact's key can tell ``fact`` from a fact never stored, now or
-    ever: superseded (which is for good) other than by a change or a correction, of global
-    scope and without context. ``arbitration.claims.silent`` holds for it whatever holds;
-    reads of a key skip such facts (``events.projection.UserMemory.bearing``)."""
-    return (
-        fact.status is FactStatus.SUPERSEDED
-        and fact.scope is Scope.GLOBAL
-        and not fact.context
-        and fact.supersede_reason not in REPLACING
-    )
+    ever: superseded plainly, other than by a change or a correction.
+    ``arbitration.claims.silent`` holds for it whatever holds; reads of a key skip such facts
+    (``events.projection.UserMemory.bearing``)."""
+    return superseded_plainly(fact) and fact.supersede_reason not in REPLACING
 
 
 class Provenance(BaseModel):
