@@ -299,15 +299,16 @@ def _kept_by(
 ) -> tuple[tuple[Any, ...] | None, tuple[object, ...]]:
     """The key and objects a node is kept under in ``Reuse``: those it was built from, or,
     for a node shown from the rule and the request's context alone (a context test that
-    failed, a rule that fired on the context), the user's input facts as well. Bound to no
-    memory of the user's, such a node would hold the request's context values (a symptom,
-    say) past their erasure; bound to their facts it goes with them. An input without facts
-    keeps nothing (no key)."""
+    failed, a rule that fired on the context), the user's memory as well
+    (``DecisionInput.ties``). Bound to no memory of the user's, such a node would hold the
+    request's context values (a symptom, say) past their erasure; bound to it, it goes with
+    it, and stays across writes that leave it as it is. An input tied to nothing keeps
+    nothing (no key)."""
     if key is None or len(held) > 1:
         return key, held
-    if not inp.facts:
+    if not inp.ties:
         return None, ()
-    return (*key, inp.user_id), (*held, *inp.facts)
+    return (*key, inp.user_id), (*held, *inp.ties)
 
 
 def _shown_context(cond: Condition, ctx: dict[str, Any]) -> tuple[str, ...] | None:

@@ -78,9 +78,10 @@ def _close(
     gets the truth of every test.
 
     Which rules these are follows from the rules that fired and the truth of each test
-    alone, so ``reuse`` keeps them under those (for the user, while the input's facts
-    live): an evaluation whose tests come out as an earlier one's (the same facts, a
-    context that decides the same) skips the walk over the rules.
+    alone, so ``reuse`` keeps them under those (for the user, while the user's memory is
+    resident): an evaluation whose tests come out as an earlier one's (the same facts, or
+    a write that leaves them deciding the same, a context that decides the same) skips
+    the walk over the rules.
     """
     resolve = resolver(None, inp.items[-1].props)
     tests = plan.tests
@@ -92,10 +93,11 @@ def _close(
             truth[position] = memo[cond.signature] = holds_alone(
                 cond, pool(cond, inp, by_key), resolve
             )
-    # kept only while the facts it was worked out from live (with none, not kept)
+    # a function of the plan, the rules that fired and the truth of the tests, kept while
+    # the user's memory is (``DecisionInput.ties``; tied to nothing, not kept)
     key = ("close", id(plan), inp.user_id, frozenset(fired), tuple(truth))
-    kept_by = (plan, *inp.facts)
-    kept = reuse.get(key, kept_by) if inp.facts else None
+    kept_by = (plan, *inp.ties)
+    kept = reuse.get(key, kept_by) if inp.ties else None
     if kept is not None:
         return kept  # type: ignore[no-any-return]
     close = []
@@ -108,7 +110,7 @@ def _close(
         if misses <= 1 and misses < len(positions):
             close.append((misses, -held, rule.index, rule))
     closest = tuple(rule for *_, rule in sorted(close, key=lambda c: c[:3]))
-    if inp.facts:
+    if inp.ties:
         reuse.put(key, kept_by, closest)
     return closest
 

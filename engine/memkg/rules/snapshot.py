@@ -106,10 +106,22 @@ class DecisionInput:
     left_out: tuple[LeftOut, ...] = ()
     frozen_keys: tuple[str, ...] = ()
     items: tuple[Item, ...] = field(default=(), compare=False)
+    owner: object = field(default=None, compare=False, repr=False)
+    """What holds the user's memory (the resident ``UserMemory``), when the input was read
+    from one: what the evaluator keeps of this input without a fact to tie it to lives as
+    long as it does (``Reuse``), so a write keeps it and an erasure or an eviction drops it."""
 
     @property
     def facts_by_id(self) -> dict[str, Fact]:
         return {f.id: f for f in self.facts}
+
+    @property
+    def ties(self) -> tuple[object, ...]:
+        """What ``Reuse`` ties what it keeps of this input to when none of the input's own
+        facts does (a node shown from the rule and the context alone, which rules nearly
+        fired): the user's memory (``owner``), else every fact of the input; none, and
+        nothing is kept."""
+        return (self.owner,) if self.owner is not None else self.facts
 
 
 def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> dict[str, Any]:
@@ -147,10 +159,12 @@ def build_input(
     default_timezone: str = "UTC",
     wanted: Sequence[tuple[str, str | None]] | None = None,
     reuse: Reuse | None = None,
+    owner: object = None,
 ) -> DecisionInput:
     """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads, and
     ``wanted`` the (to, via) of its path conditions, sorted, when already known. ``reuse``
-    keeps each fact's messages for the next input that holds the same fact."""
+    keeps each fact's messages for the next input that holds the same fact; ``owner`` is
+    what holds the user's memory (``DecisionInput.owner``)."""
     verdicts = verdicts or {}
     left_out: list[LeftOut] = []
     eligible: dict[str, Fact] = {}
@@ -231,6 +245,7 @@ def build_input(
         left_out=tuple(sorted(left_out, key=lambda x: (x.key, x.reason, x.ref))),
         frozen_keys=tuple(sorted(frozen)),
         items=items,
+        owner=owner,
     )
 
 

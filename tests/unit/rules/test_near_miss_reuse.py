@@ -232,12 +232,13 @@ def test_no_explanation_node_keeps_an_erased_users_request_context(tmp_path: Pat
     assert left == []
 
 
-def test_a_node_shown_from_the_context_alone_is_built_once_while_the_facts_live(
+def test_a_node_shown_from_the_context_alone_is_built_once_while_the_memory_is_resident(
     tmp_path: Path,
 ) -> None:
     """A near miss that failed on a context test and a rule that fired on the context alone
-    are kept bound to the user's facts: the same request again, on the same memory, is
-    served the very nodes the first built; another user, or new memory, builds its own."""
+    are kept bound to the user's memory: the same request again, on the same memory or
+    after a write, is served the very nodes the first built; another user, or the memory
+    read anew (evicted, erased), builds its own."""
     made, clock = made_with(tmp_path, RULES + CONTEXT_ONLY)
     first = decide(made, clock, symptom="rash", allergen="allergen:latex")
     failed = [n for n in first.explanation.why_not if n.failing.kind == "context"]
@@ -249,8 +250,36 @@ def test_a_node_shown_from_the_context_alone_is_built_once_while_the_facts_live(
     fresh(made, again)
     other = decide(made, clock, symptom="fever")
     assert not any(n is m for n in failed for m in other.explanation.why_not)
-    write(made, clock, "child.age", 5)  # new memory: built again, and the same
+    write(made, clock, "child.age", 5)  # a write: the nodes show no fact, they stay
     later = decide(made, clock, symptom="rash", allergen="allergen:latex")
     assert later.explanation.why_not == again.explanation.why_not
-    assert not any(n is m for n in failed for m in later.explanation.why_not)
+    assert all(any(n is m for m in later.explanation.why_not) for n in failed)
+    assert any(n is fired[0] for n in later.explanation.selected)
     fresh(made, later)
+    made.projections.forget("u")  # evicted: read anew, built anew, and the same
+    gc.collect()
+    anew = decide(made, clock, symptom="rash", allergen="allergen:latex")
+    assert anew.explanation.why_not == later.explanation.why_not
+    assert not any(n is m for n in failed for m in anew.explanation.why_not)
+    assert not any(n is fired[0] for n in anew.explanation.selected)
+    fresh(made, anew)
+
+
+def test_a_write_that_leaves_every_test_as_it_was_finds_the_near_misses_kept(
+    engine: tuple[Engine, FrozenClock], walks: list[str], closes: list[object]
+) -> None:
+    """Which rules nearly fired follows from the rules that fired and the truth of each test:
+    a write that changes neither (a child of 4 now 5: still under 10, not under 2) works
+    none of it out again, and says what a decision with nothing kept says."""
+    made, clock = engine
+    first = decide(made, clock)
+    assert len(closes) == 1 and near(first) == ["t.infant_fever"]
+    write(made, clock, "child.age", 5)
+    later = decide(made, clock)
+    assert len(closes) == 1 and near(later) == ["t.infant_fever"]
+    assert "5" in (later.explanation.why_not[0].failing.failure or "")
+    write(made, clock, "child.age", 1)  # now under 2: the tests change, worked out again
+    infant = decide(made, clock)
+    assert len(closes) == 2 and not near(infant)
+    fresh(made, later)
+    fresh(made, infant)
