@@ -154,7 +154,7 @@ def _state(graph: UserGraph) -> dict[str, Any]:
         **_memory_state(graph.memory),
         "signals": graph.signals,
         "signals_by_edge": graph._signals_by_edge,
-        "changes": (graph.changes, graph._floor, graph._changed_at),
+        "changes": (graph.changes, graph._floor, graph._changed_at, graph._key_changed_at),
         "claims": [graph.claims_of(d) for d in [None, *DOMAINS]],
         "edge_index": graph._live,
         "bytes": graph.estimated_bytes(),

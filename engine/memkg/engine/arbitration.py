@@ -69,12 +69,13 @@ class Arbiter:
         """One key slot of one user, resolved: what ``resolve`` answers and what a decision
         uses for the key (one function, so the two cannot disagree).
 
-        What it works out is kept while no event is folded into ``graph``
-        (``Projections.key_reads``): the key's facts and their claims' signals as every
-        read needs them, and the resolution itself for one time, by all it depends on
-        besides the graph: the time, the key's declaration, the context slot read, session,
+        What it works out is kept while no event touches the key (``Projections.key_reads``,
+        ``UserGraph.key_mark``): the key's facts and their claims' signals as every read
+        needs them, and the resolution itself for one time, by all it depends on: the
+        key's facts, the time, the key's declaration, the context slot read, session,
         turn, language and the review that governs the slot; a second read of an unchanged
-        slot at the same time resolves nothing.
+        slot at the same time resolves nothing, and a write to another key leaves this
+        one's facts as they were read.
         """
         reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
         signals = self.edge_signals(graph)
@@ -85,26 +86,30 @@ class Arbiter:
             reads.now, reads.resolved = now, {}
         slot_read = (now, spec.domain, spec.key, tuple(want.items()), session_id, turn, language)
         held = reads.resolved.get(slot_read)
-        if held is not None and held[0] is spec and held[1] is reader and held[2] == review:
-            return held[3]
+        if (held is not None and held[0] is spec and held[1] is reader and held[2] == review
+                and held[3] is key):  # fmt: skip
+            return held[4]
         found = reader.resolve_read(
             key, key.lookup(signals), reviews, spec, now, user_id=graph.user_id,
             session_id=session_id, turn=turn, context=want, language=language,
             slot=(want, review),
         )  # fmt: skip
-        reads.resolved[slot_read] = (spec, reader, review, found)
+        reads.resolved[slot_read] = (spec, reader, review, key, found)
         return found
 
     def _key_facts(self, graph: UserGraph, spec: KeySpec) -> KeyFacts:
-        """``spec``'s key as every read of it needs it, kept while no event is folded into
-        ``graph``: its facts but those no read tells apart (spent ones, and those a restore
-        left unread), with their claims' signals."""
-        reads = self.projections.key_reads.of(graph)
-        found = reads.keys.get((spec.domain, spec.key))
-        if found is None or found[0] is not spec:
+        """``spec``'s key as every read of it needs it, kept while no event touches the key
+        (``UserGraph.key_mark``): its facts but those no read tells apart (spent ones, and
+        those a restore left unread), with their claims' signals."""
+        reads, slot_key = self.projections.key_reads.of(graph), (spec.domain, spec.key)
+        found = reads.keys.get(slot_key)
+        if (found is None or found[0] is not spec
+                or found[2] < graph.key_mark(spec.domain, spec.key)):  # fmt: skip
+            # the mark is read before the facts: an event folded meanwhile leaves it stale
+            mark = graph.changes
             of_key = graph.memory.bearing(spec.domain, spec.key)
-            found = (spec, KeyFacts.of(of_key, spec, self.edge_signals(graph)))
-            reads.keys[(spec.domain, spec.key)] = found
+            found = (spec, KeyFacts.of(of_key, spec, self.edge_signals(graph)), mark)
+            reads.keys[slot_key] = found
         return found[1]
 
     def resolved_facts(

@@ -322,7 +322,8 @@ class Projections:
 
 class GraphReads:
     """What reads of each graph (this engine's, a replay's or a dry run's: kept while it lives)
-    worked out from it, while no event has been folded into it since."""
+    worked out from it; each key's part while no event has touched the key since
+    (``UserGraph.key_mark``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -331,27 +332,29 @@ class GraphReads:
     def of(self, graph: UserGraph) -> KeyReads:
         with self._lock:
             found = self._found.get(graph)
-            if found is None or found.mark != graph.changes:
-                found = self._found[graph] = KeyReads(graph.changes)
+            if found is None:
+                found = self._found[graph] = KeyReads()
             return found
 
 
 class KeyReads:
-    """What reads of one graph worked out from it, good while the graph stands at ``mark``
-    (``UserGraph.changes``): filled and used by arbitration (``engine/arbitration.py``)."""
+    """What reads of one graph worked out from it, per key: filled and used by arbitration
+    (``engine/arbitration.py``)."""
 
-    __slots__ = ("keys", "mark", "now", "resolved")
+    __slots__ = ("keys", "now", "resolved")
 
-    def __init__(self, mark: int) -> None:
-        self.mark = mark
-        self.keys: dict[tuple[str, str], tuple[KeySpec, KeyFacts]] = {}
-        """Per key, its declaration and its facts as every read of it needs them
-        (``KeyFacts``)."""
+    def __init__(self) -> None:
+        self.keys: dict[tuple[str, str], tuple[KeySpec, KeyFacts, int]] = {}
+        """Per key, its declaration, its facts as every read of it needs them (``KeyFacts``)
+        and the graph's ``changes`` they were read at: good while ``UserGraph.key_mark`` of
+        the key stays below."""
         self.now: datetime | None = None
         self.resolved: dict[
-            tuple[Any, ...], tuple[KeySpec, MemoryReader, Review | None, Resolution]
+            tuple[Any, ...], tuple[KeySpec, MemoryReader, Review | None, KeyFacts, Resolution]
         ] = {}
-        """Key slots resolved at ``now``, by all a resolution depends on besides the graph."""
+        """Key slots resolved at ``now``, by all a resolution depends on: the key's facts
+        (the very ``KeyFacts``) and what the slot read (the key's declaration, the reader,
+        the review that governs the slot)."""
 
 
 _OWN_ONLY = SWITCH_EVENTS | IDENTITY_EVENTS

@@ -139,6 +139,7 @@ class UserGraph:
         self._changes = 0
         self._floor = 0
         self._changed_at: dict[str | None, int] = {}
+        self._key_changed_at: dict[tuple[str, str], int] = {}
         self._claims: dict[str | None, tuple[int, tuple[Claim, ...]]] = {}
 
     @classmethod
@@ -168,6 +169,12 @@ class UserGraph:
         the graph)."""
         return self._changes
 
+    def key_mark(self, domain: str, key: str) -> int:
+        """The change (``changes``) at which an event last touched the key's facts or the
+        signals on their edges, or a fact it could not name (every key's then): what is
+        worked out from the key alone at ``changes`` holds while this stays below it."""
+        return max(self._floor, self._key_changed_at.get((domain, key), 0))
+
     def apply(self, event: Event, asserted: Fact | None = None) -> None:
         """Fold one event in (events of other users are refused by the fold); ``asserted``:
         the fact of a ``fact.asserted`` event, already read (``UserMemory.apply``)."""
@@ -186,33 +193,38 @@ class UserGraph:
             return
         self.memory.fold_rows(rows, row_event)
         fact_of, changed_at, changes = self.memory.fact, self._changed_at, self._changes
+        key_changed_at = self._key_changed_at
         for row in rows:  # what ``_apply`` and ``_note_change`` do, row by row
             changes += 1
             type_ = row[4]
             if type_ == _SIGNAL_ROW:
-                self._signal(row_signal(row))
-                changed_at[row[5] or ""] = changes
+                self._signal(signal := row_signal(row))
+                changed_at[signal.domain] = key_changed_at[(signal.domain, signal.key)] = changes
             elif type_ in _FACT_ROWS:
                 fact_id = row[6]
                 if fact_id is None:
                     self._floor = changes
                 elif (fact := fact_of(fact_id)) is not None:
-                    changed_at[fact.domain] = changes
+                    changed_at[fact.domain] = key_changed_at[(fact.domain, fact.key)] = changes
         if changes != self._changes:
             self._changes = changed_at[None] = changes
 
     def _note_change(self, event: Event) -> None:
-        """Mark the ``claims_of`` entries the event made stale (after it is folded in)."""
+        """Mark the ``claims_of`` entries and the keys (``key_mark``) the event made stale
+        (after it is folded in)."""
         self._changes += 1
-        self._changed_at[None] = self._changes
+        changes = self._changed_at[None] = self._changes
         if event.type is EventType.SIGNAL_RECORDED:
-            self._changed_at[event.domain or ""] = self._changes
+            domain = event.domain or ""
+            self._changed_at[domain] = changes
+            self._key_changed_at[(domain, str(event.payload.get("key")))] = changes
         elif event.type in _FACT_EVENTS:
             fact = self.memory.fact(event.fact_id) if event.fact_id else None
             if event.fact_id is None:
-                self._floor = self._changes  # cannot tell which fact: every entry is stale
+                self._floor = changes  # cannot tell which fact: every entry is stale
             elif fact is not None:
-                self._changed_at[fact.domain] = self._changes
+                self._changed_at[fact.domain] = changes
+                self._key_changed_at[(fact.domain, fact.key)] = changes
 
     def _apply(self, event: Event, asserted: Fact | None) -> None:
         self.memory.apply(event, asserted)

@@ -1,7 +1,8 @@
-"""What a decision reads of each key is worked out once per state of the user's graph: a
-second decision for an unchanged user reads no key's history again, at the same time,
-session, turn and context resolves no key slot again, and at a later time lines no slot's
-claims up again (it only weighs them). Counted, never timed."""
+"""What a decision reads of each key is worked out once per state of the key in the user's
+graph: a second decision for an unchanged user reads no key's history again (one after a
+write reads the written key's only), at the same time, session, turn and context resolves
+no key slot again, and at a later time lines no slot's claims up again (it only weighs
+them). Counted, never timed."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def _history(engine: Engine, clock: FrozenClock, restated: int) -> None:
 
 
 def test_a_second_decision_reads_no_keys_history_while_the_user_is_unchanged(
-    engine: Engine, clock: FrozenClock
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _history(engine, clock, 40)
     memory = engine.memory("u1")
@@ -60,12 +61,30 @@ def test_a_second_decision_reads_no_keys_history_while_the_user_is_unchanged(
             assert node.value == held.value, node.key
         assert engine.replay(again.decision_id).reproduced
 
-    _seat(engine, "window")  # a write: the keys are read again, with it
+    keys_read: list[str] = []
+    bearing = memory.bearing
+
+    def counted(domain: str, key: str) -> Any:
+        keys_read.append(key)
+        return bearing(domain, key)
+
+    monkeypatch.setattr(memory, "bearing", counted)
+    _seat(engine, "window")  # a write: its key is read again, with it; the cabin class not
     before = memory.facts_read
     after = _offers(engine)
-    assert memory.facts_read - before == read_first  # a claim in, its restated one out
+    assert keys_read == ["seat.preference"]
+    # a claim in, its restated one out; the cabin class's one fact kept as it was read
+    assert memory.facts_read - before == read_first - 1
     assert [m.value for m in after.explanation.memory if m.key == "seat.preference"] == ["window"]
     assert engine.replay(after.decision_id).reproduced
+
+    keys_read.clear()
+    engine.ingest({"user_id": "u1", "domain": "travel", "key": "cabin.class", "value": "economy",
+                   "source": "dialogue", "context": {"trip_type": "leisure"}})  # fmt: skip
+    later = _offers(engine)
+    assert keys_read == ["cabin.class"]
+    assert [m.value for m in later.explanation.memory if m.key == "cabin.class"] == ["economy"]
+    assert engine.replay(later.decision_id).reproduced
 
 
 def _record(made: Decision) -> str:
@@ -110,7 +129,7 @@ def test_a_key_slot_is_resolved_once_per_time_session_turn_and_context(
                                                      context=OFFERS)) == 0  # fmt: skip
     assert held.value == "first"
 
-    # each thing a resolution depends on besides the graph resolves the slots again
+    # each thing a resolution depends on besides the key's facts resolves the slots again
     assert resolutions.during(lambda: _offers(engine, session_id="s1")) >= keys
     assert resolutions.during(lambda: _offers(engine, session_id="s1", turn="t1")) >= keys
     assert resolutions.during(lambda: engine.resolve("u1", "travel", "cabin.class")) == 1
@@ -120,10 +139,11 @@ def test_a_key_slot_is_resolved_once_per_time_session_turn_and_context(
     later: list[Decision] = []
     assert resolutions.during(lambda: later.append(_offers(engine))) >= keys
     assert later[0].decided_at != first.decided_at
-    _seat(engine, "window", source="behavior")
-    assert resolutions.during(lambda: _offers(engine)) >= keys
+    _seat(engine, "window", source="behavior")  # at the same time: the seat's slot only
+    written: list[Decision] = []
+    assert resolutions.during(lambda: written.append(_offers(engine))) == 1
 
-    for made in (first, same[0], later[0]):
+    for made in (first, same[0], later[0], written[0]):
         assert engine.replay(made.decision_id).reproduced
 
 
@@ -207,8 +227,8 @@ def test_a_later_decision_weighs_claims_again_but_lines_no_slot_up_again(
             assert made[-1].decided_at == clock.now()
     assert lineups.during(lambda: made.append(_offers(engine, session_id="s2"))) >= 2
 
-    _seat(engine, "window", source="behavior")  # a write: every slot is lined up again
-    assert lineups.during(lambda: made.append(_offers(engine))) >= 2
+    _seat(engine, "window", source="behavior")  # a write: the written key's slot lined up
+    assert lineups.during(lambda: made.append(_offers(engine))) == 1  # again, no other
     clock.advance(timedelta(seconds=1))
     assert lineups.during(lambda: made.append(_offers(engine))) == 0
     for decision in made:
