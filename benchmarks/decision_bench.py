@@ -12,7 +12,9 @@ the goals bound: on a shared machine wall time also counts other processes), the
 CPU p50 to raw durable-rules' CPU p50 (both measured with ``time.process_time``), and a user
 not resident (every cached projection dropped before each call), each such decision paired
 with a warm one of the same context right after it: cold / warm is the ratio of their medians,
-so that a machine whose speed drifts during the run moves both sides alike.
+so that a machine whose speed drifts during the run moves both sides alike. A decision right
+after a write to the user (an agent's turn: write what it learned, then decide), paired the
+same way: what a write leaves to be worked out again.
 The heap is settled after the first decision, as the HTTP and MCP servers settle it once
 started (``memkg.heap.settle``): without it a full collection of what start-up loaded lands on
 a decision now and then (40 to 70 ms of CPU), and p99 measures the collector.
@@ -355,6 +357,22 @@ def main(argv: list[str] | None = None) -> None:
             paired_warm.append(
                 timed(lambda c=context: engine.decide("bench", "health", c, decision="bench"))[2]
             )
+        # an agent's turn writes what it learned, then decides: each decision right after a
+        # write to the user (the history's next observations, every kind of write in turn),
+        # paired with a warm decision of the same context right after it, as above
+        after_cpus, after_warm = [], []
+        later = history(args.facts + args.runs // 2, seed=6)[args.facts :]
+        for i, observation in enumerate(later):
+            context = {"symptom": SYMPTOMS[i % len(SYMPTOMS)]}
+            clock.advance(timedelta(seconds=1))
+            engine.ingest({**observation, "observed_at": clock.now().isoformat()})
+            after_cpus.append(
+                timed(lambda c=context: engine.decide("bench", "health", c, decision="bench"))[2]
+            )
+            clock.advance(timedelta(seconds=1))
+            after_warm.append(
+                timed(lambda c=context: engine.decide("bench", "health", c, decision="bench"))[2]
+            )
         if args.threads > 1 and args.log == "sqlite":
             concurrent(engine, args.threads, args.runs, figures)
         engine.close()
@@ -391,6 +409,11 @@ def main(argv: list[str] | None = None) -> None:
                     "CPU, cold against the warm decisions paired with them; goal ≤ 3x")  # fmt: skip
         figures.add("decision.cold_to_all_warm_p50", cold / c50, "x",
                     "CPU, cold against the timed warm runs above")  # fmt: skip
+    if after_cpus:
+        after = figures.add("decision.after_write_cpu_p50", percentile(after_cpus, 50), "ms",
+                            "a decision right after a write to the user")  # fmt: skip
+        figures.add("decision.after_write_to_warm_p50", after / percentile(after_warm, 50), "x",
+                    "CPU, against a warm decision of the same context right after each")  # fmt: skip
     figures.save(args.json)
 
 

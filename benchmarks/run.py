@@ -65,6 +65,8 @@ GOALS: tuple[tuple[tuple[str, ...], str, str, bool], ...] = (
      False),
     (("decision.ratio_to_raw_p50",), "decision / raw durable-rules, p50", "≤ 2×", False),
     (("decision.cold_to_warm_p50",), "cold / warm decision, p50", "≤ 3×", False),
+    (("decision.after_write_to_warm_p50",), "a decision right after a write / warm, p50", "",
+     False),
     (("decision.commits_per_decision",), "decision log commits per decision, 4 threads",
      "< 1", False),
     (("rebuild.10000.events_per_s",), "rebuild after a 10k ingest (events/s of CPU)", "≥ 100,000",
