@@ -128,23 +128,36 @@ class GraphCache:
             return None if graph is None else (graph, self._purges.get(user_id, -1))
 
     def _measure(self, user_id: str, graph: UserGraph) -> None:
-        """Measure ``graph`` again if it is still the user's resident graph."""
-        with self._lock:
-            if self._graphs.get(user_id) is graph:
-                self._account(user_id, graph)
+        """Measure ``graph`` again if it is still the user's resident graph.
 
-    def _account(self, user_id: str, graph: UserGraph) -> None:
-        """Measure ``user_id``'s graph again, then evict others until the bounds hold."""
+        A read that built the history the graph held unread calls it, holding none of the
+        owner's locks (``Engine.history``, say): the owner's lock is taken before this
+        cache's, never after, so the owner is told of the graphs evicted once this cache's
+        lock is released (a read holding the owner's lock and waiting for this one would
+        otherwise wait for ever, as would this)."""
+        with self._lock:
+            gone = self._account(user_id, graph, tell=False) if (
+                self._graphs.get(user_id) is graph) else []  # fmt: skip
+        for other in gone:
+            self._dropped(other)
+
+    def _account(self, user_id: str, graph: UserGraph, *, tell: bool = True) -> list[str]:
+        """Measure ``user_id``'s graph again, then evict others until the bounds hold: the
+        users evicted, the owner told of each (``dropped``) unless ``tell`` is false."""
         size = graph.estimated_bytes()
         self._total += size - self._bytes.get(user_id, 0)
         self._bytes[user_id] = size
+        evicted = []
         while len(self._graphs) > 1 and (
             (self._max is not None and len(self._graphs) > self._max)
             or (self._max_bytes is not None and self._total > self._max_bytes)
         ):
             gone = next(iter(self._graphs))  # the served user is the newest
             self.forget(gone)
-            self._dropped(gone)
+            evicted.append(gone)
+            if tell:
+                self._dropped(gone)
+        return evicted
 
     def as_of(self, user_id: str, *, seq: int | None = None, at: datetime | None = None
               ) -> UserGraph:  # fmt: skip
