@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> None:
         after = figures.add("decision.after_write_cpu_p50", percentile(after_cpus, 50), "ms",
                             "a decision right after a write to the user")  # fmt: skip
         figures.add("decision.after_write_to_warm_p50", after / percentile(after_warm, 50), "x",
-                    "CPU, against a warm decision of the same context right after each")  # fmt: skip
+                    "CPU, against a warm one of the same context right after each")  # fmt: skip
     figures.save(args.json)
 
 
