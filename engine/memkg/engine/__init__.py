@@ -89,6 +89,7 @@ class Engine:
             upcaster=self._upcaster,
             max_users=config.resident_users,
             max_bytes=config.memory_bound,
+            lock=lock,  # a read folding another process's writes waits for a decision
         )
         self.arbiter = arbiter = Arbiter(setup, projections, clock, lock)
         self.journal = journal = Journal(store, projections, clock, lock, arbiter.freezes)

@@ -19,6 +19,12 @@ thread's reads of the user check the store once, and the write's own appends mov
 A write by another process meanwhile makes the append conflict, and the write is computed
 again on the fresh state (``events.retry``).
 
+The engine's instance takes the engine's lock as its own: decisions and writes read a graph
+under that lock, so a read that catches the graph up with another process's writes (any read
+of ``graph``, from any thread) waits for them, and a decision never reads memory past the log
+position it records. The graph cache's lock is taken after it, never before (a history build
+that evicts tells ``forget`` once the cache's lock is released).
+
 A separate instance over other data (a migration's scratch stream, a replay's past) shares
 nothing with the engine's: no position or version can be taken for another's.
 """
@@ -82,12 +88,13 @@ class Projections:
         upcaster: Callable[[], Upcast | None] = lambda: None,
         max_users: int | None = None,
         max_bytes: int | None = None,
+        lock: threading.RLock | None = None,
     ) -> None:
         self._stream = stream
         self._new_graph = new_graph
         self._upcaster = upcaster
         self.max_users = max_users
-        self._lock = threading.RLock()
+        self._lock = lock or threading.RLock()  # the engine's: see the module
         self._resident: OrderedDict[str, None] = OrderedDict()
         self._joins = _Joins(stream)
         self._graphs = GraphCache(
