@@ -31,9 +31,11 @@ def _seat(engine: Engine, value: str) -> None:
 @pytest.fixture
 def engines(tmp_path: Path) -> Iterator[tuple[Engine, Engine]]:
     clock = FrozenClock(T0)
-    with Engine.open(tmp_path / "m.db", clock=clock) as writer:
-        with Engine.open(tmp_path / "m.db", clock=clock) as reader:
-            yield writer, reader
+    with (
+        Engine.open(tmp_path / "m.db", clock=clock) as writer,
+        Engine.open(tmp_path / "m.db", clock=clock) as reader,
+    ):
+        yield writer, reader
 
 
 def test_a_read_folding_another_process_write_waits_for_a_decision_in_progress(
