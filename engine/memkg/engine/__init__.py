@@ -241,6 +241,7 @@ class Engine:
     declared_keys = via("lifecycle", Lifecycle.declared_keys)
     key_schema = via("lifecycle", Lifecycle.key_schema)
     notes = via("lifecycle", Lifecycle.notes)
+    note_book = via("lifecycle", Lifecycle.note_book)
     note_tool = via("lifecycle", Lifecycle.note_tool)
     append_notes = via("lifecycle", Lifecycle.append_notes)
     save_memory_note = via("lifecycle", Lifecycle.save_memory_note)

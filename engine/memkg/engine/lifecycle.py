@@ -22,7 +22,7 @@ from memkg.events.retry import Attempts, unconditional
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject
 from memkg.lifecycle.note_tool import parse_arguments, save_memory_note_tool
-from memkg.lifecycle.notes import Note, check_note_events
+from memkg.lifecycle.notes import Note, NoteBook, check_note_events
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
@@ -87,6 +87,21 @@ class Lifecycle:
         check_args(user_id=user_id, domain=domain)
         # the notes a read sees: none while memory is off, merged ids' notes too
         return self.journal.projections.notes(user_id).live(domain, self.clock.now())
+
+    def note_book(self, user_id: str) -> tuple[NoteBook, int]:
+        """The notes of the user's own stream, every status, and the stream's version in the
+        store (what consolidation plans from and appends after; a purge leaves it past the
+        last event): the notes kept while the user is resident when the user's view is that
+        stream (no switch or merged ids), at a cost that does not grow with the stream; else
+        folded from the stream (another process's write read with them makes the append
+        conflict, and the plan is made again)."""
+        check_args(user_id=user_id)
+        projections = self.journal.projections
+        with self.lock:  # the graph and its notes at one version
+            graph = projections.graph(user_id)
+            if graph.memory.plain:
+                return projections.notes(user_id, graph), graph.version
+            return NoteBook.from_events(self.port.read_events(user_id)), graph.version
 
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""

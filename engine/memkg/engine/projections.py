@@ -221,10 +221,10 @@ class Projections:
         """The reviews of one key, in the order ``reviews`` lists them."""
         return list(self._held(self._folds.reviews, graph)[1].get((domain, key), {}).values())
 
-    def notes(self, user_id: str) -> NoteBook:
-        """The user's notes (every status; callers must not change the book), kept as the
-        reviews are."""
-        return self._held(self._folds.notes, self.graph(user_id))
+    def notes(self, user_id: str, graph: UserGraph | None = None) -> NoteBook:
+        """The user's notes as ``graph`` holds the stream (default: the current graph; every
+        status; callers must not change the book), kept as the reviews are."""
+        return self._held(self._folds.notes, graph or self.graph(user_id))
 
     def _held(self, kept: _Kept[_Folded], graph: UserGraph) -> _Folded:
         with self._lock:

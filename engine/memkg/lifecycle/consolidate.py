@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import ConcurrencyConflict, LLMError
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
-from memkg.lifecycle.notes import Note, NoteBook, note_event, note_payload
+from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.promote import PromotedFact, promote
 from memkg.lifecycle.screen import note_problems
@@ -107,9 +107,8 @@ def _merge(
     domain: str,
     session_id: str,
 ) -> ConsolidationReport:
-    events = port.read_events(user_id)
-    version = events[-1].version if events else 0
-    book, now = NoteBook.from_events(events), port.clock.now()
+    book, version = port.note_book(user_id)
+    now = port.clock.now()
     session = book.of_session(domain, session_id, now)
     base = {"user_id": user_id, "domain": domain, "session_id": session_id}
     if not session:

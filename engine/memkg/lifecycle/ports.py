@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from memkg.clock import Clock
+from memkg.lifecycle.notes import NoteBook
 from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Fact, FactStatus, Observation
 from memkg.model.report import Problem, ValidationReport
@@ -64,6 +65,12 @@ class MemoryPort(Protocol):
         ...
 
     def read_events(self, user_id: str) -> list[Event]: ...
+
+    def note_book(self, user_id: str) -> tuple[NoteBook, int]:
+        """The notes the user's own stream holds (every status; the book is not to be
+        changed) and the stream version they are read at: what an append of note events
+        after them expects (``append_notes(expected_version=...)``)."""
+        ...
 
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
         """Every fact ever stored for ``key``, whatever its status."""

@@ -160,3 +160,63 @@ def test_it_runs_in_the_background(clock: FrozenClock) -> None:
         assert engine.save_memory_note(USER, DOMAIN, "Likes tea", "global").saved
         release.set()
         assert handle.result(timeout=10).method == "llm"
+
+
+def _seat(engine: Engine, value: str, **provenance: str) -> None:
+    engine.ingest({"user_id": USER, "domain": DOMAIN, "key": "seat.preference", "value": value,
+                   "source": "dialogue", "provenance": provenance})  # fmt: skip
+
+
+def test_a_session_end_reads_none_of_the_history(
+    tmp_path: Any, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consolidation plans from the notes kept while the user is resident, not from the
+    whole stream: a session's end costs the same after 200 restatements as after none, and
+    merges what a fold of the whole stream would have."""
+    with Engine.open(tmp_path / "m.db", clock=clock) as engine:
+        for n in range(200):
+            _seat(engine, ["window", "aisle"][n % 2])
+        _save(engine, clock, "Prefers window seats.", "prefers  WINDOW seats")
+        engine.render_profile(USER, DOMAIN)  # a turn's prompt: the notes are read, then kept
+        read: list[int] = []  # events each read of the stream handed over
+        real = engine.store.read_stream
+
+        def counted(user_id: str, *args: Any, **kwargs: Any) -> Any:
+            found = real(user_id, *args, **kwargs)
+            read.append(len(found))
+            return found
+
+        monkeypatch.setattr(engine.store, "read_stream", counted)
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert sum(read) == 0  # none of the 400 events before
+        assert report.method == "fallback" and len(report.memories) == 1
+        assert _lasting(engine) == ["prefers  WINDOW seats"]
+
+
+def test_a_session_ends_after_a_purge_of_the_streams_last_event(
+    tmp_path: Any, clock: FrozenClock
+) -> None:
+    """A purge removes events but leaves the stream's version where it was: the
+    consolidation's append expects that version, not the last event's (which conflicted on
+    every attempt)."""
+    with Engine.open(tmp_path / "m.db", clock=clock) as engine:
+        _save(engine, clock, "Prefers window seats.", "prefers  WINDOW seats")
+        _seat(engine, "aisle", audit_log_id="aud-1")
+        engine.erase_audit_id("aud-1")  # the last event gone; the version stays
+        assert engine.store.stream_mark(USER)[0] > engine.read_events(USER)[-1].version
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert len(report.memories) == 1 and len(report.events) == 2
+        assert _lasting(engine) == ["prefers  WINDOW seats"]
+
+
+def test_a_user_whose_memory_went_off_and_on_consolidates_from_their_own_stream(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    """A view with a memory switch is not the plain stream: its notes are folded from the
+    user's own stream, and the append expects that stream's version."""
+    plain.disable_memory(USER)
+    plain.enable_memory(USER)
+    _save(plain, clock, "Prefers window seats.", "prefers  WINDOW seats")
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert len(report.memories) == 1
+    assert _lasting(plain) == ["prefers  WINDOW seats"]
