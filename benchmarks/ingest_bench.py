@@ -19,6 +19,7 @@ import argparse
 import gc
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -214,7 +215,9 @@ TURN_CONTEXT = {"airline": "airline:CA", "destination": "city:shanghai"}
 def one_user_history(length: int, window: int, folder: Path, figures: Figures) -> None:
     """Cost per write at the start and at the end of one user's history, one write at a time;
     and in those two windows, what an agent's turn reads right after its write: a decision,
-    the memory block for the prompt (``render_profile``) and ``recall``."""
+    the memory block for the prompt (``render_profile``) and ``recall``; and after every fifth
+    write there, a session's end: a session note saved, then the session consolidated (CPU of
+    the whole process: consolidation runs on a thread of its own)."""
     clock = FrozenClock(START)
     data = observations(length, users=1, seed=11, user="long-history")
     user = data[0]["user_id"]
@@ -223,6 +226,7 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
         "profile": lambda: engine.render_profile(user, "travel"),
         "recall": lambda: engine.recall(user, "preferred seat and airline", domain="travel"),
     }
+    ends: dict[int, float] = {}  # a session's end, by the write it followed
     timed_reads = set(range(100, 100 + window)) | set(range(length - window, length))
     with Engine.open(folder / "history.db", clock=clock) as engine:
         times: list[float] = []
@@ -237,6 +241,14 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
                     start = cpu_seconds()
                     read()
                     read_times[name][index] = cpu_seconds() - start
+                if index % 5 == 0 and hasattr(engine, "consolidate"):
+                    session = f"session-{index}"
+                    # the same wish each time: merged with the lasting note, not one more
+                    engine.save_memory_note(user, "travel", "Asked for a quiet room", "session",
+                                            session_id=session)  # fmt: skip
+                    start = cpu_seconds()
+                    engine.consolidate(user, "travel", session).result(timeout=60)
+                    ends[index] = cpu_seconds() - start
     early = sorted(times[100 : 100 + window])[window // 2]
     late = sorted(times[-window:])[window // 2]
     figures.add("history.early_ms_per_write", early * 1e3, "ms", f"writes 100-{100 + window}")
@@ -249,6 +261,13 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
                     f"after each of the last {window} writes")  # fmt: skip
         figures.add(f"history.{name}_late_to_early", last / first, "x",
                     "right after a write, end / start of history; goal ≤ 1.3x")  # fmt: skip
+    if ends:
+        first = statistics.median(t for i, t in ends.items() if i < 100 + window)
+        last = statistics.median(t for i, t in ends.items() if i >= length - window)
+        figures.add("history.consolidate_late_ms", last * 1e3, "ms",
+                    f"a session's end, after every fifth of the last {window} writes")  # fmt: skip
+        figures.add("history.consolidate_late_to_early", last / first, "x",
+                    "a session's end, end / start of history; goal ≤ 1.3x")  # fmt: skip
 
 
 def bulk(size: int, folder: Path, figures: Figures) -> None:

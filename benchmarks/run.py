@@ -53,6 +53,8 @@ GOALS: tuple[tuple[tuple[str, ...], str, str, bool], ...] = (
      "one user's history", "≤ 1.3×", False),
     (("history.recall_late_to_early",), "recall right after a write, end / start of one "
      "user's history", "≤ 1.3×", False),
+    (("history.consolidate_late_to_early",), "a session's end (consolidation), end / start of "
+     "one user's history", "≤ 1.3×", False),
     (("history.profile_late_ms",), "render_profile right after a write at the end of that "
      "history (ms of CPU)", "", False),
     (("validate.shacl_per_fact",), "SHACL per fact (µs)", "", False),
