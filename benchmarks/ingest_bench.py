@@ -5,7 +5,9 @@ and a durable SQLite append, in batches of ``--batch``, at each store size in ``
 flatness is the rate over the last tenth against the first. ``--no-shacl-sizes`` adds runs
 without SHACL, to show its share. One user's history: ``--history`` writes one by one into a
 single user and compares the cost per write at the start and at the end of that history (the
-goal is flat: a write touches its key's live claims, never the user's history). Rebuild:
+goal is flat: a write touches its key's live claims, never the user's history), and so what a
+turn reads right after its write (a decision, ``render_profile``, ``recall``) and a session's
+end (a note saved, the session consolidated). Rebuild:
 events/s and resident memory after the rebuild, per fact. ``--bulk N`` builds an N-fact store
 by appending fact events straight through the store (no validation, seconds rather than the
 hour a validated 1M-fact ingest takes today) and rebuilds it: how rebuild and memory scale to
