@@ -126,7 +126,9 @@ class FactWriter:
         """Validate a batch together (one SHACL run) and store each accepted observation."""
         checked = self.setup.validator.check_many(observations, self.clock.now(), self._salt)
         outcomes = []
-        with self.journal.store.batch():
+        # the engine's lock before the store's, as every write and decision takes them (the
+        # batch holds the store's to its end; each item takes the engine's)
+        with self.journal.lock, self.journal.store.batch():
             for index, item in enumerate(checked):
                 outcomes.append(self._store_one(index, item))
         return outcomes

@@ -285,43 +285,45 @@ def test_a_history_build_that_evicts_takes_no_lock_against_a_read_in_progress(
     """A read outside the projections' lock (a key's history) that builds the history and pushes
     the cache over its bound evicts another user; the cache tells the projections, which
     take their own lock, only after releasing its own: a read holding the projections' lock
-    and waiting for the cache's meanwhile goes on (both orders at once were a deadlock)."""
+    and waiting for the cache's meanwhile goes on (both orders at once were a deadlock). On a
+    regression the engine is left open: closing it would wait for a lock a stuck thread holds."""
     path, _ = _store(tmp_path)
-    with Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG) as engine:
-        engine.ingest({"user_id": "ada", "domain": "travel", "key": "seat.preference",
-                       "value": "aisle", "source": "dialogue"})  # fmt: skip
-        projections = engine.projections
-        cache = projections._graphs
-        held = projections.memory("mei")
-        projections.memory("ada")  # the newest: Mei's graph is the one the bound evicts
-        assert held.deferred is not None
-        cache._max_bytes = projections.graph_bytes  # the history built is over the bound
-        holding, dropping = threading.Event(), threading.Event()
-        tell = cache._dropped
+    engine = Engine.open(path, clock=FrozenClock(NIGHT), config=CONFIG)
+    engine.ingest({"user_id": "ada", "domain": "travel", "key": "seat.preference",
+                   "value": "aisle", "source": "dialogue"})  # fmt: skip
+    projections = engine.projections
+    cache = projections._graphs
+    held = projections.memory("mei")
+    projections.memory("ada")  # the newest: Mei's graph is the one the bound evicts
+    assert held.deferred is not None
+    cache._max_bytes = projections.graph_bytes  # the history built is over the bound
+    holding, dropping = threading.Event(), threading.Event()
+    tell = cache._dropped
 
-        def told(user_id: str) -> None:
-            dropping.set()  # the projections' lock, held by the other reader, is next
-            tell(user_id)
+    def told(user_id: str) -> None:
+        dropping.set()  # the projections' lock, held by the other reader, is next
+        tell(user_id)
 
-        cache._dropped = told
+    cache._dropped = told
 
-        def read_holding_the_lock() -> None:
-            with projections._lock:
-                holding.set()
-                assert dropping.wait(timeout=30)
-                cache.resident("ada")  # the cache's lock
+    def read_holding_the_lock() -> None:
+        with projections._lock:
+            holding.set()
+            dropping.wait(timeout=10)
+            cache.resident("ada")  # the cache's lock
 
-        first = threading.Thread(target=read_holding_the_lock, daemon=True)
-        first.start()
-        assert holding.wait(timeout=30)
-        # ``history`` without its lookup (which waits for the lock): the memory it reads
-        second = threading.Thread(target=held.history, args=("child.age", "health"), daemon=True)
-        second.start()
-        first.join(timeout=10)
-        second.join(timeout=10)
-        assert not first.is_alive() and not second.is_alive()
-        assert held.deferred is None
-        assert "mei" not in cache and engine.history("mei", "child.age")
+    first = threading.Thread(target=read_holding_the_lock, daemon=True)
+    first.start()
+    assert holding.wait(timeout=30)
+    # ``history`` without its lookup (which waits for the lock): the memory it reads
+    second = threading.Thread(target=held.history, args=("child.age", "health"), daemon=True)
+    second.start()
+    first.join(timeout=20)
+    second.join(timeout=20)
+    assert not first.is_alive() and not second.is_alive()
+    assert dropping.is_set() and held.deferred is None
+    assert "mei" not in cache and engine.history("mei", "child.age")
+    engine.close()
 
 
 def test_a_fact_read_while_another_read_builds_the_history_is_found(tmp_path: Path) -> None:
