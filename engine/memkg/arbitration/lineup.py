@@ -206,6 +206,9 @@ class _Arranged:
             if not live:
                 self.kind = "settled"
                 return
+            # a claim replaced by a settled one is left out with it, as when all are settled
+            remaining = {e.fact.id for e in live}
+            replaced = [e for e in replaced if e.fact.superseded_by in remaining]
             live.append(Entrant.of(review_claim(review, spec)))
         if not live:
             self.kind = "empty"

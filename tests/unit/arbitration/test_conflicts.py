@@ -116,3 +116,32 @@ def test_review_resolution_unfreezes(engine: Engine, ingest: Ingest, clock: Froz
     later = engine.resolve("u1", "commerce", "contact.preference")
     assert later.value == "sms" and later.outcome is Outcome.ADOPTED
     assert later.step is Step.WEIGHTED_EVIDENCE and engine.review_queue() == []
+
+
+def test_a_settled_change_leaves_what_it_replaced_out_of_a_session_read(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """A claim replaced by an explicit change whose new value a review then settled: a read
+    in a session that holds a claim of its own lists the session claim and the reviewer's
+    value, and the replaced claim no more than a read outside the session does (it raised a
+    ``KeyError`` looking up the settled change)."""
+    airline = {"user_id": "u1", "domain": "travel", "key": "airline.preferred"}
+    engine.ingest({**airline, "value": "airline:CA", "source": "dialogue", "scope": "session",
+                   "session_id": "s2"})  # fmt: skip
+    engine.ingest({**airline, "value": "airline:CA", "source": "behavior"})
+    engine.ingest({**airline, "value": "airline:MU", "source": "behavior", "change": True})
+    engine.ingest({**airline, "value": "airline:CZ", "source": "dialogue"})  # a conflict
+    [review] = engine.review_queue()
+    clock.advance(timedelta(minutes=5))
+    engine.resolve_review(review.review_id, "airline:CA", "asked the user")
+    outside = engine.resolve("u1", "travel", "airline.preferred")
+    inside = engine.resolve("u1", "travel", "airline.preferred", session_id="s2")
+    assert (outside.value, inside.value) == ("airline:CA", "airline:CA")
+    replaced = {f.id for f in engine.history("u1", "airline.preferred", "travel")
+                if f.status is FactStatus.SUPERSEDED}  # fmt: skip
+    listed = {c.fact_id for c in inside.claims}
+    assert replaced and not replaced & listed
+    assert not replaced & {c.fact_id for c in outside.claims}
+    made = engine.decide("u1", "travel", {"trip_type": "leisure"}, decision="offers",
+                         session_id="s2")  # fmt: skip
+    assert engine.replay(made.decision_id).reproduced
