@@ -101,7 +101,10 @@ class Lifecycle:
             graph = projections.graph(user_id)
             if graph.memory.plain:
                 return projections.notes(user_id, graph), graph.version
-            return NoteBook.from_events(self.port.read_events(user_id)), graph.version
+            version = graph.version
+        # read after the version, holding no lock: what is appended meanwhile is read too,
+        # and makes the append after ``version`` conflict
+        return NoteBook.from_events(self.port.read_events(user_id)), version
 
     def note_tool(self, domain: str) -> Tool:
         """``save_memory_note`` as a tool definition (``.to_openai()`` for a request)."""

@@ -220,3 +220,19 @@ def test_a_user_whose_memory_went_off_and_on_consolidates_from_their_own_stream(
     report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert len(report.memories) == 1
     assert _lasting(plain) == ["prefers  WINDOW seats"]
+
+
+def test_a_merged_user_consolidates_the_notes_of_their_own_stream(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    """Merged ids read each other's notes, but a session's end merges the notes of the id it
+    is asked for, from that id's own stream, and appends there."""
+    merge = plain.merge_users(USER, "u2", by="support", reason="one person")
+    plain.merge_users(USER, "u2", by="support", reason="one person", confirm=merge.merge_id)
+    plain.save_memory_note("u2", DOMAIN, "Prefers aisle seats.", "session", session_id=SESSION)
+    _save(plain, clock, "Prefers window seats.", "prefers  WINDOW seats")
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert [len(m.from_notes) for m in report.memories] == [2]
+    assert "aisle" not in " ".join(m.text for m in report.memories)
+    assert any(e.type is EventType.SESSION_CONSOLIDATED for e in plain.read_events(USER))
+    assert not any(e.type is EventType.SESSION_CONSOLIDATED for e in plain.read_events("u2"))
