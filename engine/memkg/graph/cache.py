@@ -135,9 +135,10 @@ class GraphCache:
         cache's, never after, so the owner is told of the graphs evicted once this cache's
         lock is released (a read holding the owner's lock and waiting for this one would
         otherwise wait for ever, as would this)."""
+        gone: list[str] = []
         with self._lock:
-            gone = self._account(user_id, graph, tell=False) if (
-                self._graphs.get(user_id) is graph) else []  # fmt: skip
+            if self._graphs.get(user_id) is graph:
+                gone = self._account(user_id, graph, tell=False)
         for other in gone:
             self._dropped(other)
 
