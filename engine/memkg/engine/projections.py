@@ -131,15 +131,16 @@ class Projections:
         events = self.read(user_id)
         for event in events:
             graph.apply(event)
-        self._loaded(graph, events, whole=True)
+        self._loaded(graph, events)
         return graph
 
-    def _loaded(self, graph: UserGraph, events: Sequence[Event], *, whole: bool) -> None:
+    def _loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
         """``graph`` was just loaded from a read holding ``events``: the whole view, or (from
-        rows) its review events. What is kept of them is folded now, from the same read, so
-        that no later read of the user reads the history again for it."""
+        rows) every event of the kinds kept beside the graph (reviews, notes). What is kept
+        of them is folded now, from the same read, so that no later read of the user reads
+        the history again for it."""
         with self._lock:
-            self._folds.loaded(graph, events, whole=whole)
+            self._folds.loaded(graph, events)
 
     def tail(self, cached: FactFold, version: int) -> list[Event] | None:
         """The events of the user's stream after ``cached`` (a projection of it), when they
@@ -371,15 +372,16 @@ _OWN_ONLY_ROWS = frozenset(t.value for t in _OWN_ONLY)
 
 class _PlainRows:
     """Folds a user's stored rows when they are the user's whole view (no switch or link
-    row): no ``Event`` is built but for the review events, kept for the review index. When
-    the store keeps snapshots (``engine.snapshots``), the fold starts from the user's."""
+    row): no ``Event`` is built but for the review and note events, for the review index and
+    the notes. When the store keeps snapshots (``engine.snapshots``), the fold starts from
+    the user's, which keeps those events too."""
 
     def __init__(self, stream: object, loaded: Callable[..., None]) -> None:
         self._stream = row_stream(stream)
         """``None``: the store does not hand its rows over (every load reads events)."""
         self._loaded = loaded
-        """Told of each graph folded here, with the review events of its rows."""
-        self._snapshots = Snapshots.of(stream, tuple(_REVIEW_ROWS))
+        """Told of each graph folded here, with the review and note events of its rows."""
+        self._snapshots = Snapshots.of(stream, tuple(sorted(_KEPT_ROWS)))
 
     def keep(self, resident: tuple[UserGraph, int] | None) -> bool:
         """Keep the snapshot of the user's graph, if ``resident`` and the store keeps them."""
@@ -402,24 +404,23 @@ class _PlainRows:
             graph = new_graph(user_id)
             restored = snapshots.restore(user_id, graph)
             if restored is not None:
-                version, reviews = restored
+                version, kept = restored
                 tail = self._stream.read_rows(user_id, after_version=version)
-                if self._folded(graph, tail, reviews):
+                if self._folded(graph, tail, kept):
                     return graph
         graph = new_graph(user_id)
         return graph if self._folded(graph, self._stream.read_rows(user_id)) else None
 
     def _folded(
-        self, graph: UserGraph, rows: list[StoredRow], reviews: Sequence[StoredRow] = ()
+        self, graph: UserGraph, rows: list[StoredRow], kept: Sequence[StoredRow] = ()
     ) -> bool:
-        """Fold ``rows`` into ``graph`` (after ``reviews``, the review rows of the snapshot it
-        was restored from); ``False``: they are not the plain view."""
+        """Fold ``rows`` into ``graph`` (after ``kept``, the review and note rows of the
+        snapshot it was restored from); ``False``: they are not the plain view."""
         if self._stream is None or not _OWN_ONLY_ROWS.isdisjoint([row[4] for row in rows]):
             return False
         event = self._stream.row_event
         graph.fold_rows(rows, event)
-        reviewed = [event(row) for row in (*reviews, *rows) if row[4] in _REVIEW_ROWS]
-        self._loaded(graph, reviewed, whole=False)
+        self._loaded(graph, [event(row) for row in (*kept, *rows) if row[4] in _KEPT_ROWS])
         if self._snapshots is not None:
             self._snapshots.loaded(graph, len(rows))
         return True
@@ -429,7 +430,8 @@ _Reviews = tuple[dict[str, Review], dict[tuple[str, str], dict[str, Review]]]
 """A user's reviews: by id, and by (domain, key)."""
 
 _REVIEW_EVENTS = frozenset({EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED})
-_REVIEW_ROWS = frozenset(t.value for t in _REVIEW_EVENTS)
+_KEPT_ROWS = frozenset(t.value for t in _REVIEW_EVENTS | NoteBook.EVENTS)
+"""The events folded beside the graphs (the review index, the notes), as stored rows."""
 _Folded = TypeVar("_Folded")
 
 
@@ -552,14 +554,11 @@ class _Folds:
         self.reviews = _Kept(stream, read, _fold_reviews)
         self.notes = _Kept(stream, read, _fold_notes)
 
-    def loaded(self, graph: UserGraph, events: Sequence[Event], *, whole: bool) -> None:
-        """``graph`` was just loaded from a read holding ``events``: the ``whole`` view, or
-        its review events only (the notes are then read when first asked for)."""
+    def loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
+        """``graph`` was just loaded from a read holding ``events``: every event of the kinds
+        folded here (the whole view, or the review and note events of its rows)."""
         self.reviews.loaded(graph, events)
-        if whole:
-            self.notes.loaded(graph, events)
-        else:
-            self.notes.forget(graph.user_id)
+        self.notes.loaded(graph, events)
 
     def applied(self, user_id: str, events: Sequence[Event]) -> None:
         self.reviews.applied(user_id, events)

@@ -5,7 +5,8 @@ A snapshot is a cache over the log, never the truth, and is used only where it i
 folding the log gives (a property test folds generated streams both ways):
 
 * only the plain stream is kept (no memory switch, no merged ids: those views read other
-  streams), with the review events the review index folds, as stored;
+  streams), with the events the review index and the notes fold, as stored (a load folds
+  both from them and the rows after, and reads no history for them later);
 * the store keeps it only at an event the stream still holds, and only while no purge or
   erasure happened since the graph was read; erasure and purges delete the user's snapshot
   in their own transaction, and any later purge or erasure retires it (``SnapshotStore``);
@@ -59,7 +60,7 @@ def _format() -> str:
     """The snapshot format: its version and what the state it holds is made of."""
     made_of = [sorted(Fact.model_fields), sorted(Provenance.model_fields),
                sorted(SignalRecord.model_fields), sorted(t.value for t in EventType)]  # fmt: skip
-    return "memkg.snapshot/4:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
+    return "memkg.snapshot/5:" + hashlib.sha256(orjson.dumps(made_of)).hexdigest()[:16]
 
 
 FORMAT = _format()
@@ -68,8 +69,8 @@ FORMAT = _format()
 class Snapshots:
     """Reads and writes the snapshots of a store that keeps them (``SnapshotStore``)."""
 
-    def __init__(self, store: SnapshotStore, rows: RowStream, review_types: tuple[str, ...]):
-        self._store, self._rows, self._review_types = store, rows, review_types
+    def __init__(self, store: SnapshotStore, rows: RowStream, kept_types: tuple[str, ...]):
+        self._store, self._rows, self._kept_types = store, rows, kept_types
         self._since: weakref.WeakKeyDictionary[UserGraph, tuple[int, int]] = (
             weakref.WeakKeyDictionary()
         )
@@ -77,17 +78,17 @@ class Snapshots:
         rows its load folded, then the writes), and of those the rows its load folded."""
 
     @classmethod
-    def of(cls, store: object, review_types: tuple[str, ...]) -> Snapshots | None:
+    def of(cls, store: object, kept_types: tuple[str, ...]) -> Snapshots | None:
         """The store's snapshots, when it keeps them and hands its rows over, else ``None``."""
         found, rows = snapshot_store(store), row_stream(store)
         if found is None or rows is None:
             return None
-        return cls(found, rows, review_types)
+        return cls(found, rows, kept_types)
 
     def restore(self, user_id: str, graph: UserGraph) -> tuple[int, list[StoredRow]] | None:
-        """Put the user's snapshot into ``graph`` (new): the version it holds and the review
-        rows it keeps; ``None`` (``graph`` maybe half filled: drop it) when there is no
-        snapshot or it does not check."""
+        """Put the user's snapshot into ``graph`` (new): the version it holds and the rows it
+        keeps (the review and note events, ``kept_types``); ``None`` (``graph`` maybe half
+        filled: drop it) when there is no snapshot or it does not check."""
         found = self._store.read_snapshot(user_id, FORMAT)
         if found is None:
             return None
@@ -96,10 +97,10 @@ class Snapshots:
             # thousands of objects, none of them in a cycle; the decoded state is dropped
             # when ``_restore`` returns, before the collector resumes, so it never scans it
             with collector_paused():
-                reviews = _restore(graph, body, version, seq)
+                kept = _restore(graph, body, version, seq)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             return None
-        return None if reviews is None else (version, reviews)
+        return None if kept is None else (version, kept)
 
     def loaded(self, graph: UserGraph, folded: int) -> None:
         """``graph`` was just loaded, folding ``folded`` rows of the log (those after its
@@ -126,8 +127,8 @@ class Snapshots:
         try:
             memory, history = memory_state(_memory(graph), silent)
             state = {"memory": memory, "graph": graph_state(graph),
-                     "reviews": self._rows.read_rows(user_id, up_to_version=graph.version,
-                                                     types=self._review_types)}  # fmt: skip
+                     "kept": self._rows.read_rows(user_id, up_to_version=graph.version,
+                                                  types=self._kept_types)}  # fmt: skip
             body = encode(state, history)
         except (TypeError, ValueError):  # not a plain stream's, or not JSON: none is kept
             return False
@@ -144,14 +145,14 @@ class Snapshots:
 
 def _restore(graph: UserGraph, body: bytes, version: int, seq: int) -> list[StoredRow] | None:
     """Put the snapshot ``body`` of the stream at ``version`` (log position ``seq``) into
-    ``graph``: the review rows it keeps; ``None`` when it was taken elsewhere in the stream."""
+    ``graph``: the rows it keeps; ``None`` when it was taken elsewhere in the stream."""
     state, history = decode(body)
     memory = state["memory"]
     if (memory["version"], memory["seq"]) != (version, seq):
         return None
     restore_memory(_memory(graph), memory, history)
     restore_graph(graph, state["graph"])
-    return [tuple(row) for row in state["reviews"]]
+    return [tuple(row) for row in state["kept"]]
 
 
 def _memory(graph: UserGraph) -> UserMemory:

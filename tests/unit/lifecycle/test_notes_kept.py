@@ -69,9 +69,12 @@ def test_notes_are_read_from_the_stream_once_then_kept_current(
 
 
 @pytest.mark.parametrize("kept", [True, False])
-def test_notes_of_a_user_loaded_from_the_store_are_all_there(tmp_path: Path, kept: bool) -> None:
+def test_notes_of_a_user_loaded_from_the_store_are_all_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: bool
+) -> None:
     """A user folded from the store's rows (from a snapshot, or from the start) shows every
-    note the stream holds, the notes written before a snapshot included."""
+    note the stream holds, the notes written before a snapshot included, and the load folds
+    them: the first turn's prompt after it reads none of the history again."""
     clock = FrozenClock(T0)
     path, config = tmp_path / "m.db", EngineConfig(shacl=False)
     with Engine.open(path, clock=clock, config=config) as engine:
@@ -84,6 +87,17 @@ def test_notes_of_a_user_loaded_from_the_store_are_all_there(tmp_path: Path, kep
         engine.save_memory_note("u1", "travel", "Prefers quiet hotels", "global")
     with Engine.open(path, clock=clock, config=config) as engine:
         engine.decide("u1", "travel", {"trip_type": "leisure"}, decision="offers")  # a load
+        read: list[int] = []  # events each read of the stream handed over
+        real = engine.store.read_stream
+
+        def counted(user_id: str, *args: Any, **kwargs: Any) -> list[Event]:
+            found = real(user_id, *args, **kwargs)
+            read.append(len(found))
+            return found
+
+        monkeypatch.setattr(engine.store, "read_stream", counted)
         shown = engine.render_profile("u1", "travel").text
+        assert read == []
         assert "toddler" in shown and "quiet hotels" in shown
+        monkeypatch.undo()
         assert engine.notes("u1") == _fresh_notes(engine) != []
