@@ -136,9 +136,8 @@ class Projections:
 
     def _loaded(self, graph: UserGraph, events: Sequence[Event]) -> None:
         """``graph`` was just loaded from a read holding ``events``: the whole view, or (from
-        rows) every event of the kinds kept beside the graph (reviews, notes). What is kept
-        of them is folded now, from the same read, so that no later read of the user reads
-        the history again for it."""
+        rows) its review and note events, folded now from the same read, so that no later
+        read of the user reads the history again for them."""
         with self._lock:
             self._folds.loaded(graph, events)
 
