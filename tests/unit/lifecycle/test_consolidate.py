@@ -11,6 +11,7 @@ import pytest
 
 from memkg import Engine, EventType, FrozenClock, MemoryLLM, Scope
 from support.scripted_model import ScriptedModel
+from support.stream_reads import stream_reads
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
 
@@ -178,15 +179,7 @@ def test_a_session_end_reads_none_of_the_history(
             _seat(engine, ["window", "aisle"][n % 2])
         _save(engine, clock, "Prefers window seats.", "prefers  WINDOW seats")
         engine.render_profile(USER, DOMAIN)  # a turn's prompt: the notes are read, then kept
-        read: list[int] = []  # events each read of the stream handed over
-        real = engine.store.read_stream
-
-        def counted(user_id: str, *args: Any, **kwargs: Any) -> Any:
-            found = real(user_id, *args, **kwargs)
-            read.append(len(found))
-            return found
-
-        monkeypatch.setattr(engine.store, "read_stream", counted)
+        read = stream_reads(engine, monkeypatch)  # events each read hands over
         report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
         assert sum(read) == 0  # none of the 400 events before
         assert report.method == "fallback" and len(report.memories) == 1

@@ -13,8 +13,8 @@ import pytest
 from memkg import Engine, FrozenClock
 from memkg.config import EngineConfig
 from memkg.lifecycle.notes import NoteBook
-from memkg.model.event import Event
 from support.observations import T0
+from support.stream_reads import stream_reads
 
 
 def _seat(engine: Engine, value: str) -> None:
@@ -40,15 +40,7 @@ def test_notes_are_read_from_the_stream_once_then_kept_current(
         for n in range(60):
             _seat(engine, ["window", "aisle"][n % 2])
         engine.save_memory_note("u1", "travel", "Travelling with a toddler", "global")
-        read: list[int] = []  # events each read of the stream handed over
-        real = engine.store.read_stream
-
-        def counted(user_id: str, *args: Any, **kwargs: Any) -> list[Event]:
-            found = real(user_id, *args, **kwargs)
-            read.append(len(found))
-            return found
-
-        monkeypatch.setattr(engine.store, "read_stream", counted)
+        read = stream_reads(engine, monkeypatch)  # events each read hands over
         first = engine.render_profile("u1", "travel")
         assert "Travelling with a toddler" in first.text
         assert len(read) <= 1  # the stream read once (or never: kept since the user's load)
@@ -87,15 +79,7 @@ def test_notes_of_a_user_loaded_from_the_store_are_all_there(
         engine.save_memory_note("u1", "travel", "Prefers quiet hotels", "global")
     with Engine.open(path, clock=clock, config=config) as engine:
         engine.decide("u1", "travel", {"trip_type": "leisure"}, decision="offers")  # a load
-        read: list[int] = []  # events each read of the stream handed over
-        real = engine.store.read_stream
-
-        def counted(user_id: str, *args: Any, **kwargs: Any) -> list[Event]:
-            found = real(user_id, *args, **kwargs)
-            read.append(len(found))
-            return found
-
-        monkeypatch.setattr(engine.store, "read_stream", counted)
+        read = stream_reads(engine, monkeypatch)  # events each read hands over
         shown = engine.render_profile("u1", "travel").text
         assert read == []
         assert "toddler" in shown and "quiet hotels" in shown
