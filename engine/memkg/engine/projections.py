@@ -375,7 +375,9 @@ class _PlainRows:
     the notes. When the store keeps snapshots (``engine.snapshots``), the fold starts from
     the user's, which keeps those events too."""
 
-    def __init__(self, stream: object, loaded: Callable[..., None]) -> None:
+    def __init__(
+        self, stream: object, loaded: Callable[[UserGraph, Sequence[Event]], None]
+    ) -> None:
         self._stream = row_stream(stream)
         """``None``: the store does not hand its rows over (every load reads events)."""
         self._loaded = loaded

@@ -112,9 +112,8 @@ def note_event(clock: Clock, kind: EventType, note: Note, payload: dict[str, Any
 class NoteBook:
     """Every note of one user (all statuses), folded from their events."""
 
-    EVENTS = frozenset({EventType.NOTE_SAVED, EventType.NOTE_MERGED, EventType.NOTE_DROPPED,
-                        EventType.SESSION_CONSOLIDATED})  # fmt: skip
-    """The events a book folds; every other event passes it by."""
+    EVENTS = NOTE_EVENTS
+    """The events a book folds (those the lifecycle writes); every other event passes it by."""
 
     def __init__(self) -> None:
         self.notes: dict[str, Note] = {}
