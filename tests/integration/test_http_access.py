@@ -15,7 +15,7 @@ from memkg import Engine
 from memkg.access.sqlite import SqliteAccessStore
 from memkg.cli import main
 from memkg.clock import FrozenClock
-from memkg.errors import ConfigError
+from memkg.errors import AccessDenied, ConfigError, MemkgError
 from memkg.service.auth import RateLimiter
 from memkg.service.settings import ServiceSettings
 from support.observations import CONSENTED, obs
@@ -205,6 +205,11 @@ def test_access_commands(tmp_path: Path) -> None:
     out = io.StringIO()
     assert main(["--db", db, "access", "key", "revoke", "nope"], out) == 1
     assert json.loads(out.getvalue())["error"] == "access.key_not_found"
+    out = io.StringIO()
+    limited = ["key", "create", "ops", "--scope", "admin", "--domain", "travel"]
+    assert main(["--db", db, "access", *limited], out) == 1
+    assert json.loads(out.getvalue())["error"] == "access.admin_limited"
+    assert len(run("key", "list")["keys"]) == 1  # type: ignore[arg-type]
 
 
 def test_erasing_an_unknown_user_does_no_vacuum(tmp_path: Path, clock: FrozenClock) -> None:
@@ -219,3 +224,66 @@ def test_erasing_an_unknown_user_does_no_vacuum(tmp_path: Path, clock: FrozenClo
         assert not any("VACUUM" in s for s in statements)
         engine.erase("u1")
         assert any("VACUUM" in s for s in statements)
+
+
+def test_an_admin_key_acts_on_the_whole_store_so_none_is_limited(engine: Engine) -> None:
+    """Keys, grants, the audit, metrics and schema checks are the whole store's: an admin key
+    limited to a domain or a user would mint itself an unlimited one."""
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    with pytest.raises(MemkgError) as refused:
+        keyring.create("limited admin", ["admin"], ["travel"], user_id="u1")
+    assert refused.value.code == "access.admin_limited" and "'*'" in str(refused.value)
+    with pytest.raises(MemkgError):
+        keyring.create("travel admin", ["admin"], ["travel"])
+    admin = client(app, token(keyring))
+    made = admin.post("/v1/access/keys", json={"name": "bound", "scopes": ["admin"],
+                                               "domains": ["*"], "user_id": "u1"})  # fmt: skip
+    assert made.status_code == 400 and made.json()["error"] == "access.admin_limited"
+    assert len(keyring.list_keys()) == 1
+
+    # a limited admin key already in a store (made before this check) reaches no admin route
+    from memkg.access.model import ApiKey, ApiScope
+
+    old = ApiKey(key_id="k_old", name="old", scopes=(ApiScope.ADMIN,), domains=("travel",),
+                 user_id="u1", created_at=engine.clock.now())  # fmt: skip
+    principal = keyring.authenticate(token(keyring))
+    with pytest.raises(AccessDenied) as denied:
+        type(principal)(old).require(ApiScope.ADMIN)
+    assert denied.value.code == "access.scope" and "every domain" in str(denied.value)
+    type(principal)(old).require(ApiScope.READ)  # within its domain and user, as before
+
+
+def test_a_limited_admin_key_in_the_store_mints_nothing(engine: Engine) -> None:
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    from memkg.access import secret
+    from memkg.access.model import ApiKey, ApiScope
+
+    key_id, text, digest = secret.mint()
+    keyring.store.add_key(ApiKey(key_id=key_id, name="old", scopes=(ApiScope.ADMIN,),
+                                 domains=("travel",), user_id="u1",
+                                 created_at=engine.clock.now()), digest)  # fmt: skip
+    limited = client(app, text)
+    minted = limited.post("/v1/access/keys", json={"name": "esc", "scopes": ["admin"],
+                                                   "domains": ["*"]})  # fmt: skip
+    assert minted.status_code == 403 and minted.json()["error"] == "access.scope"
+    assert limited.get("/v1/access/audit").status_code == 403
+    assert limited.get("/metrics").status_code == 403
+    assert len(keyring.list_keys()) == 1
+    assert limited.get("/v1/users/u1/facts").status_code == 200  # its own user, as before
+
+
+def test_a_key_names_known_domains_in_bounded_form(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    for domains in (["travle"], ["\ud800"], ["x" * 100_000], ["travel"] * 100):
+        sent = json.dumps({"name": "n", "scopes": ["read"], "domains": domains})
+        made = admin.post("/v1/access/keys", content=sent,
+                          headers={"content-type": "application/json"})  # fmt: skip
+        assert made.status_code in (400, 404, 422), (domains[0][:10], made.status_code)
+        assert "domain" in made.text
+    assert len(keyring.list_keys()) == 1
+    ok = admin.post("/v1/access/keys", json={"name": "n", "scopes": ["read"],
+                                             "domains": ["travel", "health"]})  # fmt: skip
+    assert ok.status_code == 201 and ok.json()["key"]["domains"] == ["health", "travel"]

@@ -63,9 +63,17 @@ class Keyring:
         if not name.strip() or len(name) > _MAX_NAME:
             raise MemkgError(f"a key needs a name of 1 to {_MAX_NAME} characters",
                              code="access.name_invalid")  # fmt: skip
+        scopes = scopes_of(scopes)
+        whole = (ALL_DOMAINS,) if ALL_DOMAINS in domains else domains
+        if ApiScope.ADMIN in scopes and (whole != (ALL_DOMAINS,) or user_id is not None):
+            raise MemkgError(
+                "an admin key manages keys, grants and the audit of the whole store, so it "
+                "cannot be limited to domains or a user: give it the domains '*' and no user, "
+                "or give a limited key the scopes it needs (read, write, decide, review, erase)",
+                code="access.admin_limited",
+            )
         key_id, token, digest = secret.mint()
-        key = ApiKey(key_id=key_id, name=name, scopes=scopes_of(scopes),
-                     domains=(ALL_DOMAINS,) if ALL_DOMAINS in domains else domains,
+        key = ApiKey(key_id=key_id, name=name, scopes=scopes, domains=whole,
                      user_id=user_id, created_at=self.clock.now(),
                      expires_at=expires_at)  # fmt: skip
         self.store.add_key(key, digest)

@@ -2,7 +2,9 @@
 
 The order, and the code each refusal carries:
 
-1. the scope (``admin`` implies every scope), else ``access.scope``;
+1. the scope (``admin`` implies every scope), else ``access.scope``; an admin operation
+   (keys, grants, the audit, metrics, checks) also needs a key that reaches every domain and
+   user;
 2. the domain: one of the key's own (``*`` is every domain), else an active grant of that
    domain and scope to the key (its purpose is recorded), else ``access.domain``;
 3. the subject: a key (or grant) bound to one user reaches only that user, else
@@ -41,6 +43,19 @@ class Principal:
                 " it (memkg access key create --scope ...)",
                 code="access.scope",
             )
+        if scope is ApiScope.ADMIN and not self.whole_store:
+            # keys, grants and the audit are the whole store's: a limited admin key (one made
+            # before keys were checked for it) would otherwise mint itself an unlimited one
+            raise AccessDenied(
+                f"key {self.key_id} is limited to domains or a user, and admin operations act "
+                "on the whole store: use an admin key for every domain ('*') bound to no user",
+                code="access.scope",
+            )
+
+    @property
+    def whole_store(self) -> bool:
+        """The key reaches every domain and every user."""
+        return self.open_access or (self.all_domains and self.key.user_id is None)
 
     @property
     def all_domains(self) -> bool:

@@ -601,6 +601,9 @@ class Routes:
 
     async def keys_create(self, call: Call) -> Response:
         b = call.body
+        for domain in b.domains:
+            if domain != "*":
+                call.domain_known(domain)  # a misspelt domain would make a key reaching nothing
         issued = await run_in_threadpool(lambda: self._ring().create(
             b.name, b.scopes, b.domains, user_id=b.user_id, expires_at=b.expires_at))  # fmt: skip
         return _json(issued.model_dump(mode="json"), 201)

@@ -14,6 +14,8 @@ from memkg.model.identity import Merge
 
 DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
+KeyDomain = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]{0,31})$",
+                                 description="a memory domain, or * for every domain")]
 CONTEXT_ITEM = r"^[a-z][a-z0-9_]{0,31}=[^=]{0,64}$"
 SeqNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
@@ -212,8 +214,8 @@ class ReviewsOut(_Out):
 
 class KeyCreateBody(_In):
     name: str = Field(min_length=1, max_length=200)
-    scopes: list[str] = Field(min_length=1)
-    domains: list[str] = Field(min_length=1)
+    scopes: list[str] = Field(min_length=1, max_length=16)
+    domains: list[KeyDomain] = Field(min_length=1, max_length=64)
     user_id: str | None = Field(None, max_length=128)
     expires_at: datetime | None = None
 
