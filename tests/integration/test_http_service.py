@@ -71,6 +71,38 @@ def test_a_batch_reports_each_item(client: TestClient) -> None:
     assert [p["code"] for p in results[2]["problems"]] == ["envelope.type"]
 
 
+def test_a_batch_is_bounded_and_its_answer_too(engine: Engine) -> None:
+    """A small body must not buy a long hold of the engine or a huge answer: a list of
+    300,000 empty objects fits in 1 MiB."""
+    app, keyring = keyed_app(engine, max_batch=50)
+    with keyed_client(app, token(keyring)) as client:
+        many = client.post("/v1/observations", content="[" + ",".join(["{}"] * 51) + "]",
+                           headers={"content-type": "application/json"})  # fmt: skip
+        assert many.status_code == 413 and many.json()["error"] == "request.too_large"
+        assert "50" in many.json()["message"] and engine.store.head() == 0
+        assert client.post("/v1/observations", json=[obs()] * 50).status_code == 200
+        # one item with thousands of unknown fields: its refusal lists a bounded number
+        noisy = {**obs(), **{f"f{i}": i for i in range(2_000)}}
+        refused = client.post("/v1/observations", json=noisy)
+        problems = refused.json()["problems"]
+        assert refused.status_code == 422 and len(problems) <= 21
+        assert problems[-1]["code"] == "envelope.more" and "1,980" in problems[-1]["message"]
+        assert len(refused.content) < 10_000
+
+
+def test_a_batch_with_odd_user_ids_or_a_version_condition_is_refused_clearly(
+    client: TestClient, engine: Engine
+) -> None:
+    odd = client.post("/v1/observations", json=[obs(user_id=["u1"]), obs(user_id={"a": 1})])
+    assert odd.status_code == 200
+    assert [r["result"] for r in odd.json()["results"]] == ["rejected", "rejected"]
+    conditional = client.post("/v1/observations", params={"expected_version": 0},
+                              json=[obs()])  # fmt: skip
+    assert conditional.status_code == 400 and conditional.json()["error"] == "request.invalid"
+    assert "expected_version" in conditional.json()["message"]
+    assert engine.store.head() == 0
+
+
 def test_errors_map_to_statuses_with_the_cli_json(client: TestClient) -> None:
     missing = client.post("/v1/users/u1/facts/fact_nope/confirm")
     assert missing.status_code == 404 and missing.json()["error"] == "fact.not_found"

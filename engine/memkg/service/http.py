@@ -226,7 +226,7 @@ def create_app(
                           code="service.no_keys")  # fmt: skip
     gate = Gate(engine)
     depth = engine.config.limits.max_depth + 3  # a batch's list, the envelope, the value
-    body = Body(max_body_bytes or settings.max_body_bytes, depth)
+    body = Body(max_body_bytes or settings.max_body_bytes, depth, settings.max_batch)
     metrics = Metrics(lambda: float(len(gate(engine.review_queue))), engine.conflicts)
     auth = Authenticator(keyring, limiter or RateLimiter(settings.rate_limit))
     routes = Routes(gate, body, keyring, lambda: readiness(gate))

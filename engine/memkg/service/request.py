@@ -9,13 +9,21 @@ from starlette.requests import Request
 
 from memkg.errors import MemkgError
 from memkg.service.gate import parse_json
+from memkg.service.settings import MAX_BATCH
 
 
 class Body:
     """Reads a request's JSON body: size-capped while streaming, depth-checked, parsed."""
 
-    def __init__(self, max_bytes: int, max_depth: int) -> None:
-        self.max_bytes, self.max_depth = max_bytes, max_depth
+    def __init__(self, max_bytes: int, max_depth: int, max_items: int = MAX_BATCH) -> None:
+        self.max_bytes, self.max_depth, self.max_items = max_bytes, max_depth, max_items
+
+    def check_items(self, items: list[Any]) -> None:
+        """Refuse a list of more than ``max_items`` items (``request.too_large``)."""
+        if len(items) > self.max_items:
+            raise MemkgError(f"the list holds {len(items):,} items, over the {self.max_items:,} "
+                             "one request may send: split it over several requests",
+                             code="request.too_large")  # fmt: skip
 
     async def read(self, request: Request, *, optional: bool = False) -> Any:
         declared = request.headers.get("content-length", "")

@@ -247,6 +247,11 @@ class Routes:
         """One observation (201, or 200 for a retried duplicate) or a list of them (200)."""
         data = await self.body.read(call.request)
         items = data if isinstance(data, list) else [data]
+        self.body.check_items(items)
+        if isinstance(data, list) and call.query.expected_version is not None:
+            raise MemkgError("expected_version makes one observation conditional: send that "
+                             "observation alone, or the list without it",
+                             code="request.invalid")  # fmt: skip
         for item in items:
             if isinstance(item, dict):
                 domain, user = item.get("domain"), item.get("user_id")
@@ -255,8 +260,9 @@ class Routes:
                 call.allow(WRITE, domain if isinstance(domain, str) else None,
                            user if isinstance(user, str) else None, known=False)  # fmt: skip
         if isinstance(data, list):
-            call.subject = None if len({i.get("user_id") for i in items
-                                        if isinstance(i, dict)}) != 1 else call.subject  # fmt: skip
+            users = {u if isinstance(u := i.get("user_id"), str) else None
+                     for i in items if isinstance(i, dict)}  # fmt: skip
+            call.subject = None if len(users) != 1 else call.subject
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
             raise refusal("envelope.type", "send an observation object or a list of them")

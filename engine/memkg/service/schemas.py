@@ -14,8 +14,8 @@ from memkg.model.identity import Merge
 
 DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
-KeyDomain = Annotated[str, Field(pattern=r"^(\*|[a-z][a-z0-9_]{0,31})$",
-                                 description="a memory domain, or * for every domain")]
+KEY_DOMAIN = r"^(\*|[a-z][a-z0-9_]{0,31})$"
+KeyDomain = Annotated[str, Field(pattern=KEY_DOMAIN, description="a memory domain, or * for all")]
 CONTEXT_ITEM = r"^[a-z][a-z0-9_]{0,31}=[^=]{0,64}$"
 SeqNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
 

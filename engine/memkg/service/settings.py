@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkg.errors import ConfigError
 
 MAX_BODY_BYTES = 1 << 20
+MAX_BATCH = 1_000
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -39,6 +40,9 @@ class ServiceSettings(BaseModel):
     rate_limit: int = Field(600, ge=0)
     """Requests per minute per key (a burst of that size, refilled evenly); 0: no limit."""
     max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
+    max_batch: int = Field(MAX_BATCH, gt=0)
+    """Observations one request may send as a list: a list of empty objects fits a million
+    in a few MB, and the engine works through a batch as one call, other requests waiting."""
 
     def check(self) -> None:
         """Refuse to expose memory without keys anywhere but on loopback."""

@@ -64,9 +64,14 @@ class Checked:
     valid_until: datetime | None
 
 
+_LISTED = 20
+"""Problems of one stage a report lists; past them, one problem says how many more there were."""
+
+
 def _envelope_problems(error: ValidationError) -> list[Problem]:
     problems = []
-    for item in error.errors(include_url=False):
+    found = error.errors(include_url=False)
+    for item in found[:_LISTED]:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"])
         code = _PYDANTIC_CODES.get(item["type"])
         if code is None:
@@ -76,6 +81,9 @@ def _envelope_problems(error: ValidationError) -> list[Problem]:
                 else ("envelope.invalid")
             )
         problems.append(Problem(code=code, path=f"${loc}", message=item["msg"], stage="envelope"))
+    if len(found) > _LISTED:
+        more = f"{len(found) - _LISTED:,} more problems are not listed: fix those above first"
+        problems.append(Problem(code="envelope.more", path="$", message=more, stage="envelope"))
     return problems
 
 
@@ -126,7 +134,7 @@ def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
                 stage="schema",
             )
         )
-        if len(problems) >= 20:
+        if len(problems) >= _LISTED:
             break
     return problems
 
