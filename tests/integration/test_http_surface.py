@@ -61,6 +61,12 @@ def test_admin_checks_name_no_server_files(engine: Engine) -> None:
     change = {"old": {"type": "string"}, "new": {"type": "integer"}}
     checked = admin.post("/v1/admin/schema/check", json=change).json()
     assert checked["compatible"] is False and checked["changes"][0]["code"] == "type.narrowed"
+    # a schema the checker cannot read is the caller's mistake, not the server's
+    for old in ({"type": "string", "pattern": "(("}, {"type": "number", "multipleOf": 0},
+                {"$ref": "#"}):  # fmt: skip
+        unreadable = admin.post("/v1/admin/schema/check", json={"old": old, "new": {}})
+        assert unreadable.status_code == 422, old
+        assert unreadable.json()["error"] == "evolution.schema_error"
     ran = admin.post("/v1/admin/migrations/dry-run", json={"plan": "health/diet_organ_meat"})
     assert ran.status_code == 200 and ran.json()["verdict"] in ("PASS", "WARN")
     for plan in ("../../etc/passwd", "health/../../x", "/etc/passwd"):

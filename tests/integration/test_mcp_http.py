@@ -98,6 +98,11 @@ def test_http_sessions_are_bound_to_their_keys_user(
         assert shown.structured_content["user_id"] == "u1"
         hidden = await call(url, u2.token, "trace", {"trace_id": traced})
         assert error_of(hidden)["error"] == "trace.not_found"
+        # a recall over every domain lists each domain's facts: not for a travel-only key
+        everywhere = engine.recall("u1", "airline", k=3).trace_id
+        assert everywhere is not None
+        spanning = await call(url, u1.token, "trace", {"trace_id": everywhere})
+        assert error_of(spanning)["error"] == "access.domain"
 
     anyio.run(scenario)
     assert len(engine.facts("u1")) == 1 and engine.facts("u2") == []

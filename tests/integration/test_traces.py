@@ -80,3 +80,26 @@ def test_http_returns_trace_ids_and_serves_traces_to_who_may_read_them(engine: E
     assert agent.get("/v1/traces/trc_nope").status_code == 404
     engine.erase("u1")
     assert agent.get(f"/v1/traces/{decided}").status_code == 404
+
+
+def test_a_trace_over_every_domain_goes_only_to_a_key_for_every_domain(engine: Engine) -> None:
+    """A recall over every domain lists the user's facts of each (ids and scores): a key
+    limited to one domain, refused the others' facts, is refused that trace too."""
+    pytest.importorskip("starlette")
+    from support.observations import CONSENTED
+    from support.service import client, keyed_app, token
+
+    engine.ingest(obs())
+    health = engine.ingest(obs(domain="health", key="child.age", value=4, source="profile",
+                               **CONSENTED))  # fmt: skip
+    found = engine.recall("u1", "airline child age", k=5)
+    assert found.trace_id is not None
+    app, keyring = keyed_app(engine)
+    travel = client(app, token(keyring, ["read"], ["travel"], user_id="u1"))
+    assert travel.get("/v1/users/u1/facts", params={"domain": "health"}).status_code == 403
+    refused = travel.get(f"/v1/traces/{found.trace_id}")
+    assert refused.status_code == 403 and refused.json()["error"] == "access.domain"
+    assert health.fact_id not in refused.text
+    every = client(app, token(keyring, ["read"], ["*"], user_id="u1"))
+    shown = every.get(f"/v1/traces/{found.trace_id}")
+    assert shown.status_code == 200 and shown.json()["domain"] is None

@@ -84,6 +84,18 @@ class Principal:
             code="access.domain",
         )
 
+    def check_every_domain(self, scope: ApiScope, user_id: str | None) -> None:
+        """Allow ``scope`` on what spans every domain (a trace of a recall over all of them,
+        which lists each domain's facts) for ``user_id``, or raise: only a key for every
+        domain; grants open one domain each, not all of them."""
+        self.check(scope, None, user_id)
+        if not self.all_domains:
+            raise AccessDenied(
+                f"key {self.key_id} may use only {', '.join(self.key.domains)}, and this spans "
+                "every domain: use a key for every domain ('*')",
+                code="access.domain",
+            )
+
     def check_user(self, user_id: str | None) -> None:
         bound = self.key.user_id
         if bound is not None and not self.open_access and user_id != bound:

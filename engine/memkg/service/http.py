@@ -80,7 +80,8 @@ _CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.unavailable": 503,
                 "request.too_large": 413, "access.disabled": 400,
                 "access.scope_unknown": 400, "access.domains_missing": 400,
                 "access.name_invalid": 400, "access.purpose_missing": 400,
-                "access.expiry_past": 400, "access.admin_limited": 400}  # fmt: skip
+                "access.expiry_past": 400, "access.admin_limited": 400,
+                "evolution.schema_error": 422}  # fmt: skip
 
 
 def status_of(exc: MemkgError) -> int:

@@ -343,6 +343,8 @@ class MemoryTools:
             found = self.gate(self.engine.trace, trace_id)
             if found.user_id != subject.user_id:
                 raise NotFound(f"no trace {trace_id}", code="trace.not_found")
+            if found.domain is None:  # a recall over every domain lists the facts of each
+                subject.principal.check_every_domain(ApiScope.READ, subject.user_id)
             subject.principal.check(ApiScope.READ, found.domain, subject.user_id)
             return found
 

@@ -457,6 +457,8 @@ class Routes:
         trace_id = call.path["trace_id"]
         call.allow(READ, None, call.principal.key.user_id)
         found = await self._run(self.engine.trace, trace_id)
+        if found.domain is None:  # a recall over every domain lists the facts of each
+            call.principal.check_every_domain(READ, found.user_id)
         call.allow(READ, found.domain, found.user_id)
         call.target = trace_id
         return _json(found.model_dump(mode="json"))
