@@ -48,15 +48,16 @@ class MemkgError(Exception):
 
 
 class ValidationFailed(MemkgError, ValueError):
-    """An observation failed validation; nothing was stored."""
+    """An input (an observation, unless ``what`` says otherwise) failed validation; nothing was
+    stored."""
 
     code = "validation.failed"
 
-    def __init__(self, report: ValidationReport) -> None:
+    def __init__(self, report: ValidationReport, what: str = "observation") -> None:
         problems = "; ".join(f"{p.code} at {p.path}: {p.message}" for p in report.problems[:5])
         more = len(report.problems) - 5
         suffix = f" (+{more} more)" if more > 0 else ""
-        super().__init__(f"observation refused: {problems}{suffix}")
+        super().__init__(f"{what} refused: {problems}{suffix}")
         self.report = report
 
     def to_dict(self) -> dict[str, object]:

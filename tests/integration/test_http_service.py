@@ -158,6 +158,10 @@ def test_hostile_bodies_are_refused_before_parsing(client: TestClient) -> None:
     deep = client.post("/v1/observations", content=b"[" * 100_000, headers=json_type)
     assert deep.status_code == 422 and deep.json()["problems"][0]["code"] == "limit.depth"
     assert client.post("/v1/observations", content=b"\xff", headers=json_type).status_code == 400
+    # the message names what was refused: a decision request here, not an observation
+    nested = client.post("/v1/users/u1/decisions", content=b'{"context":' + b"[" * 100_000,
+                         headers=json_type)  # fmt: skip
+    assert nested.status_code == 422 and nested.json()["message"].startswith("request refused")
 
 
 def test_no_stack_trace_leaves_the_server(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -90,7 +90,7 @@ class Decider:
              "turn": turn},
         )  # fmt: skip
         if not report.ok:
-            raise ValidationFailed(report)
+            raise ValidationFailed(report, "decision request")
         with self.lock:
             head = self.store.head()
             graph = self.projections.graph(user_id)

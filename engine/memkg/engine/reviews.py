@@ -51,7 +51,7 @@ class ReviewDesk:
             for e in spec.validator.iter_errors(value)
         )
         if problems:
-            raise ValidationFailed(ValidationReport(problems=problems))
+            raise ValidationFailed(ValidationReport(problems=problems), "review resolution")
         if spec.hashed_paths:
             value = hash_pii(
                 value, spec.hashed_paths, self.journal.store.subject_salt(review.user_id)

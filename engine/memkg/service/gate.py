@@ -45,10 +45,10 @@ class Gate:
         return found[0]
 
 
-def refusal(code: str, message: str) -> ValidationFailed:
+def refusal(code: str, message: str, what: str = "request") -> ValidationFailed:
     """The refusal of an input that is not even an observation (the CLI's ``input`` stage)."""
     problem = Problem(code=code, path="$", message=message, stage="input")
-    return ValidationFailed(ValidationReport(problems=(problem,)))
+    return ValidationFailed(ValidationReport(problems=(problem,)), what)
 
 
 def note_refusal(result: NoteResult) -> dict[str, Any]:

@@ -265,7 +265,8 @@ class Routes:
             call.subject = None if len(users) != 1 else call.subject
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
-            raise refusal("envelope.type", "send an observation object or a list of them")
+            raise refusal("envelope.type", "send an observation object or a list of them",
+                          "observation")  # fmt: skip
         expected = call.query.expected_version
         result = await self._run(self.engine.ingest, data, expected_version=expected)
         call.target = result.fact_id

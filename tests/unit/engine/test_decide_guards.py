@@ -34,6 +34,7 @@ def test_malformed_domain_and_decision_names_are_refused(engine: Engine) -> None
     with pytest.raises(ValidationFailed) as refused:
         engine.decide("u1", "t" * 5_000)
     assert refused.value.report.problems[0].path == "$.domain"
+    assert str(refused.value).startswith("decision request refused: ")  # not "observation"
     with pytest.raises(ValidationFailed) as refused:
         engine.decide("u1", "travel", decision="Offers!" * 1_000)
     assert refused.value.report.problems[0].path == "$.decision"
