@@ -221,8 +221,20 @@ def shape_nodes(sh: Shape, key: str) -> list[Node]:
     return [sh.rest]
 
 
+_ATOMS_PER_UNIT = 16
+"""A lookup over a conjunction's atoms is one step only while they are few: past this many, it
+is charged a work unit per this many, so a conjunction of hundreds of object schemas looked up
+key by key runs out of budget instead of running for minutes."""
+
+
+def _charge_atoms(atoms: list[Node]) -> None:
+    if len(atoms) >= _ATOMS_PER_UNIT:
+        atoms[0].doc.budget.charge(len(atoms) // _ATOMS_PER_UNIT)
+
+
 def key_nodes(atoms: list[Node], key: str, definite: bool = False) -> list[Node]:
     """Subschemas every value under `key` must satisfy."""
+    _charge_atoms(atoms)
     out: list[Node] = []
     for node, _ in object_atoms(atoms):
         out.extend(shape_nodes(shape(node, definite), key))
@@ -236,6 +248,7 @@ def index_nodes(atoms: list[Node], index: int, definite: bool = False) -> list[N
     counts only those surely evaluated (use it for the schema that must contain the other),
     otherwise every item some branch might evaluate is exempt.
     """
+    _charge_atoms(atoms)
     out: list[Node] = []
     for node, kw in object_atoms(atoms):
         prefix = kw.get("prefixItems", [])

@@ -124,6 +124,33 @@ def test_slow_generated_pair_stays_small() -> None:
     assert report.work < 2_000
 
 
+def test_a_wide_conjunction_is_charged_by_its_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hundreds of object schemas under allOf, looked up key by key against an anyOf as
+    wide: each lookup walks every atom, so the budget must see the width or a 30 kB request
+    runs for a minute (counted: the atoms the lookups visit, not the time)."""
+    from memkg.evolution import facts
+
+    visits = [0]
+    real = facts.shape_nodes
+
+    def counted(shape: Any, key: str) -> Any:
+        visits[0] += 1
+        return real(shape, key)
+
+    monkeypatch.setattr(facts, "shape_nodes", counted)
+    seen = {}
+    for n in (60, 120):
+        old = {"allOf": [{"type": "object", "properties": {f"p{i}": {"type": "string"}}}
+                         for i in range(n)]}  # fmt: skip
+        new = {"anyOf": [{"type": "object", "required": [f"p{i}"]} for i in range(n)]}
+        visits[0] = 0
+        report = check_schema_change(old, new, budget=2_000)
+        assert report.undecided and report.work == 2_000
+        seen[n] = visits[0]
+    # before: 230,650 and 1,772,416 visits (7.7x for twice the width); the budget bounds both
+    assert seen[120] <= 1.5 * seen[60] and seen[120] < 40 * 2_000, seen
+
+
 def test_budget_must_be_positive() -> None:
     with pytest.raises(SchemaError, match="budget"):
         check_schema_change({}, {}, budget=0)
