@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -110,7 +110,7 @@ def save_memory_note(
     value: Any = None,
     session_id: str | None = None,
     source_ref: str | None = None,
-    provenance: Provenance | None = None,
+    provenance: Provenance | Mapping[str, Any] | None = None,
     tool_outputs: Sequence[str] = (),
 ) -> NoteResult:
     """Guard ``note`` and store it as a fact (with ``key``) or a free-text note."""
@@ -128,10 +128,17 @@ def save_memory_note(
     problems += port.check_text(note, "$.note")
     if problems:
         return _refused(problems)
-    base = provenance or Provenance()
+    if isinstance(provenance, Provenance):
+        base: dict[str, Any] = provenance.model_dump()
+    elif isinstance(provenance, Mapping) or provenance is None:
+        base = dict(provenance or {})  # as ``ingest`` takes an observation's, as JSON
+    else:
+        problem = Problem(code="note.invalid", path="$.provenance", stage="envelope",
+                          message="provenance must be an object of provenance fields")  # fmt: skip
+        return _refused([problem])
     try:
         prov = Provenance.model_validate(
-            {**base.model_dump(), "source_ref": source_ref or base.source_ref}
+            {**base, "source_ref": source_ref or base.get("source_ref")}
         )
     except ValidationError as exc:
         return _refused([_invalid(exc)])

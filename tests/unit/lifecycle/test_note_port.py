@@ -44,3 +44,20 @@ def test_anything_else_is_refused_and_nothing_is_stored(
         plain.append_notes("u1", [good, _event(plain, kind, payload, user)])
     assert caught.value.code == "note.event" and says in caught.value.message
     assert plain.store.stream_version("u1") == before
+
+
+def test_a_notes_provenance_may_be_a_mapping_and_a_bad_one_is_refused(plain: Engine) -> None:
+    """As ``ingest`` takes an observation's provenance as JSON, so does a note."""
+    given = {"consent_granted": True, "consent_version": "v1", "purpose": "care",
+             "audit_log_id": "aud-9"}  # fmt: skip
+    saved = plain.save_memory_note("u1", "travel", "Prefers aisle seats on long flights",
+                                   "global", provenance=given)  # fmt: skip
+    assert saved.saved
+    [event] = plain.store.read_stream("u1")
+    kept = event.payload["note"]["provenance"]
+    assert {k: kept[k] for k in given} == given
+    for bad in (5, {"consent_granted": "perhaps"}, {"unknown": 1}):
+        refused = plain.save_memory_note("u1", "travel", "Likes window seats", "global",
+                                         provenance=bad)  # fmt: skip
+        assert not refused.saved and refused.problems[0].code == "note.invalid", bad
+    assert len(plain.store.read_stream("u1")) == 1
