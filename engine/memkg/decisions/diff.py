@@ -14,6 +14,9 @@ from typing import Any
 from memkg.model.decision import Decision
 
 IGNORED = frozenset({"timings", "trace_id"})
+ADDED = frozenset({"read"})
+"""Parts of a record added since records were first kept: one that predates a part holds
+None there, and a replay does not compare it."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Difference:
 def _walk(a: Any, b: Any, path: str, out: list[Difference]) -> None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b)):
-            if path == "$" and key in IGNORED:
+            if path == "$" and (key in IGNORED or (key in ADDED and a.get(key) is None)):
                 continue
             _walk(a.get(key), b.get(key), f"{path}.{key}", out)
     elif isinstance(a, list) and isinstance(b, list):

@@ -10,7 +10,8 @@ a set of merged ids, and no other.
 
 A decision *cites* a fact when the fact's id stands whole in a string of its JSON record: a
 fact node of the explanation, a binding (``fact:<id>#item``), an edge or path ref
-(``<id>>target``), a left-out entry. Looking at every string rather than at chosen fields
+(``<id>>target``), a left-out entry, the facts it read (``Decision.read``, which names those
+that shaped it unbound, such as a near miss's). Looking at every string rather than at chosen fields
 keeps this true whatever part of the record a later version puts a fact in; looking for the
 whole id (not followed or preceded by a letter, digit, ``_`` or ``-``) keeps ``fact_1`` from
 matching ``fact_10``. A decision *names* an id when its ``merged_ids`` list it: the decision

@@ -136,5 +136,6 @@ def record_decision(
         problems=tuple(problems),
         memory_off=memory_off,
         merged_ids=tuple(merged_ids),
+        read=inp.read if inp else (),
         timings=timings,
     )

@@ -7,7 +7,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memkg.clock import Clock
 from memkg.decisions.log import DecisionLog
@@ -139,14 +139,24 @@ class Eraser:
             reviews = self._reviews(cited)
             # a decision or trace naming a purged review goes too: the review held the values
             cited = {u: [*ids, *reviews.get(u, ())] for u, ids in cited.items()}
+            # the ids merged with an owner read its facts: their decisions and traces citing
+            # them go as the owner's do
+            links = links_in(self.store)
+            reach = {u: tuple(p for p in erasure_reach(links, u) if p != u) for u in cited}
             depending = {u: [c for hook in self.purging for c in hook(u, ids)]
                          for u, ids in cited.items()}  # fmt: skip
+            for u, ids in cited.items():  # what is kept apart goes now; the rest joins below
+                for party in reach[u]:
+                    for hook in self.purging:
+                        hook(party, ids)
             log, shared = self.decision_log, self._shared()
-            apart = {u: 0 if shared else log.erase_citing(u, ids) for u, ids in cited.items()}
+            apart = {u: 0 if shared else sum(log.erase_citing(one, ids) for one in (u, *reach[u]))
+                     for u, ids in cited.items()}  # fmt: skip
 
             def companions(user: str, fact_ids: list[str]) -> list[Companion]:
                 citing = cited.get(user, fact_ids)
-                return [*([shared.citing(citing)] if shared else []), *depending.get(user, ())]
+                mine = [*([shared.citing(citing)] if shared else []), *depending.get(user, ())]
+                return [_Reaching(c, reach.get(user, ())) for c in mine]
 
             with self.store.erasing():
                 for user_id, review_ids in reviews.items():
@@ -178,3 +188,23 @@ class Eraser:
             if reviews:
                 found[user_id] = reviews
         return found
+
+
+@dataclass(frozen=True)
+class _Reaching:
+    """A companion of a purge that removes the rows of ``parties`` (the ids merged with the
+    purged user) as well as the user's, in the purge's transaction."""
+
+    inner: Companion
+    parties: tuple[str, ...]
+
+    @property
+    def database(self) -> str:
+        return self.inner.database
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return self.inner.tables
+
+    def erase_rows(self, db: Any, user_id: str) -> int:
+        return sum(self.inner.erase_rows(db, one) for one in (user_id, *self.parties))

@@ -230,7 +230,8 @@ class Decider:
         held = [*facts, *reviewed_facts(resolutions, reviews, registry.spec)]
         inp = build_input(table, user_id, held, context, now, view, keys=keys,
                           verdicts=verdicts(resolutions), wanted=plan.paths,
-                          reuse=rules.evaluator.reuse, owner=graph.memory)  # fmt: skip
+                          reuse=rules.evaluator.reuse, owner=graph.memory,
+                          read_keys=plan.keys)  # fmt: skip
         return inp, memory_nodes([r for r in resolutions if r.key in plan.keys])
 
     def _reviews(self, graph: UserGraph, as_of: int) -> list[Review]:

@@ -10,7 +10,7 @@ listed in ``left_out`` with the reason. Graph edges and paths are read through t
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -106,6 +106,9 @@ class DecisionInput:
     left_out: tuple[LeftOut, ...] = ()
     frozen_keys: tuple[str, ...] = ()
     items: tuple[Item, ...] = field(default=(), compare=False)
+    read: tuple[str, ...] = ()
+    """The ids of the facts the rules can read here, sorted: those of the keys they read, the
+    user hops of the paths given them, the fact the local time's timezone came from."""
     owner: object = field(default=None, compare=False, repr=False)
     """What holds the user's memory (the resident ``UserMemory``), when the input was read
     from one: what the evaluator keeps of this input without a fact to tie it to lives as
@@ -160,21 +163,24 @@ def build_input(
     wanted: Sequence[tuple[str, str | None]] | None = None,
     reuse: Reuse | None = None,
     owner: object = None,
+    read_keys: frozenset[str] | None = None,
 ) -> DecisionInput:
     """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads, and
     ``wanted`` the (to, via) of its path conditions, sorted, when already known. ``reuse``
     keeps each fact's messages for the next input that holds the same fact; ``owner`` is
-    what holds the user's memory (``DecisionInput.owner``)."""
+    what holds the user's memory (``DecisionInput.owner``); ``read_keys`` the keys the rules
+    read among ``keys`` (all of them unless said: the rest only give the graph its edges)."""
     verdicts = verdicts or {}
     left_out: list[LeftOut] = []
     eligible: dict[str, Fact] = {}
     frozen: set[str] = set()
     timezone = str(context.get("timezone") or default_timezone)
+    timezone_fact = None
     for fact in facts:
         if fact.domain != table.domain:
             continue
         if fact.key == "timezone" and _reason(fact, now) is None and "timezone" not in context:
-            timezone = str(fact.value)
+            timezone, timezone_fact = str(fact.value), fact.id
         if fact.key not in keys or fact.status is FactStatus.SUPERSEDED:
             continue  # superseded: history, a newer claim of the same source replaced it
         verdict = verdicts.get(fact.key, KeyVerdict())
@@ -245,8 +251,23 @@ def build_input(
         left_out=tuple(sorted(left_out, key=lambda x: (x.key, x.reason, x.ref))),
         frozen_keys=tuple(sorted(frozen)),
         items=items,
+        read=_read(
+            eligible.values(), paths, keys if read_keys is None else read_keys, timezone_fact
+        ),
         owner=owner,
     )
+
+
+def _read(
+    facts: Iterable[Fact], paths: Sequence[GraphPath], keys: frozenset[str], timezone: str | None
+) -> tuple[str, ...]:
+    """``DecisionInput.read``: a fact of a key no rule reads reaches the rules only as a hop of
+    a path they are given."""
+    ids = {f.id for f in facts if f.key in keys}
+    ids.update(h.fact_id for p in paths for h in p.hops if h.fact_id is not None)
+    if timezone is not None:
+        ids.add(timezone)
+    return tuple(sorted(ids))
 
 
 def _items(
