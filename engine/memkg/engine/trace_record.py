@@ -143,5 +143,7 @@ def decision_trace(trace_id: str, decision: Decision) -> Trace:
                  "session_id": request.session_id, "turn": request.turn},
         items=listed, unlisted=unlisted, counts=counts,
         output={"decision_id": decision.decision_id, "status": decision.result.status.value,
-                "action": decision.result.action, "rules": sorted(selected)},
+                "action": decision.result.action, "rules": sorted(selected),
+                # named, so that a purge of any of them takes the trace with the decision
+                "read": list(decision.read or ())},
     )  # fmt: skip

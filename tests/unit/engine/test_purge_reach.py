@@ -52,9 +52,12 @@ def test_a_decision_shaped_by_the_purged_fact_without_binding_it_goes(tmp_path: 
         shaped = engine.decide("u", "health", {"symptom": "fever"})
         assert asthma.fact_id in shaped.model_dump_json()  # the facts it read are named
         before = engine.decide("u", "travel", {})  # another domain: reads none of it
+        assert shaped.trace_id is not None
         engine.erase_audit_id("aud-1")
         with pytest.raises(NotFound):
             engine.decision_log.get(shaped.decision_id)
+        with pytest.raises(NotFound):  # its trace names what it read too
+            engine.trace(shaped.trace_id)
         assert engine.decision_log.get(before.decision_id).decision_id == before.decision_id
         assert all(_replays(engine, "u"))
 
