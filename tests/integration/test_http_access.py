@@ -209,7 +209,15 @@ def test_access_commands(tmp_path: Path) -> None:
     limited = ["key", "create", "ops", "--scope", "admin", "--domain", "travel"]
     assert main(["--db", db, "access", *limited], out) == 1
     assert json.loads(out.getvalue())["error"] == "access.admin_limited"
+    for misspelt in (["key", "create", "x", "--scope", "read", "--domain", "travle"],
+                     ["grant", "create", str(key["key_id"]), "helth", "--purpose", "p",
+                      "--days", "1"]):  # fmt: skip
+        out = io.StringIO()
+        assert main(["--db", db, "access", *misspelt], out) == 1
+        assert json.loads(out.getvalue())["error"] == "domain.unknown"
     assert len(run("key", "list")["keys"]) == 1  # type: ignore[arg-type]
+    grants = run("grant", "list")["grants"]
+    assert [g["grant_id"] for g in grants] == [grant["grant_id"]]  # type: ignore[index, union-attr]
 
 
 def test_erasing_an_unknown_user_does_no_vacuum(tmp_path: Path, clock: FrozenClock) -> None:

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -21,7 +22,7 @@ from memkg.access.store import AccessStore
 from memkg.cli.common import EXIT_OK, emit, is_postgres
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
-from memkg.errors import MemkgError
+from memkg.errors import MemkgError, NotFound
 from memkg.heap import settle
 
 if TYPE_CHECKING:
@@ -94,12 +95,23 @@ def _when(text: str | None, days: float | None) -> datetime | None:
     return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
+def _known(config: EngineConfig, domains: Sequence[str]) -> None:
+    """Refuse a domain the configured roots do not declare: a key or grant for a misspelt one
+    would reach nothing (as the HTTP API refuses it)."""
+    known = config.layers.domains()
+    for domain in domains:
+        if domain != "*" and domain not in known:
+            raise NotFound(f"no memory domain {domain!r}: `memkg domains` lists them",
+                           code="domain.unknown")  # fmt: skip
+
+
 def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
     ring = _keyring(args)
     try:
         data: Any
         match args.access_command:
             case "key-create":
+                _known(config, args.domain)
                 data = ring.create(args.name, args.scope, args.domain, user_id=args.user,
                                    expires_at=_when(args.expires, args.days))  # fmt: skip
                 print(
@@ -111,6 +123,7 @@ def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> i
             case "key-revoke":
                 data = ring.revoke(args.key_id)
             case "grant-create":
+                _known(config, [args.domain])
                 expires = _when(args.expires, args.days)
                 if expires is None:
                     raise MemkgError("a grant needs --expires or --days", code="usage")
