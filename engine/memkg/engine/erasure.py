@@ -136,13 +136,14 @@ class Eraser:
         check_args(audit_log_id=audit_log_id)
         with self.lock:
             cited = self.store.fact_ids_with_audit_id(audit_log_id)
-            reviews = self._reviews(cited)
-            # a decision or trace naming a purged review goes too: the review held the values
-            cited = {u: [*ids, *reviews.get(u, ())] for u, ids in cited.items()}
-            # the ids merged with an owner read its facts: their decisions and traces citing
-            # them go as the owner's do
+            # the ids merged with an owner read its facts: their reviews, decisions and traces
+            # naming them go as the owner's do
             links = links_in(self.store)
             reach = {u: tuple(p for p in erasure_reach(links, u) if p != u) for u in cited}
+            reviews = self._reviews(cited, reach)
+            # a decision or trace naming a purged review goes too: the review held the values
+            cited = {u: [*ids, *(r for one in (u, *reach[u]) for r in reviews.get(one, ()))]
+                     for u, ids in cited.items()}  # fmt: skip
             depending = {u: [c for hook in self.purging for c in hook(u, ids)]
                          for u, ids in cited.items()}  # fmt: skip
             for u, ids in cited.items():  # what is kept apart goes now; the rest joins below
@@ -178,16 +179,21 @@ class Eraser:
             self.forget_texts()
             return out
 
-    def _reviews(self, cited: dict[str, list[str]]) -> dict[str, list[str]]:
-        """The reviews, by user, of contests the cited facts took part in."""
-        found = {}
-        for user_id, fact_ids in cited.items():
+    def _reviews(
+        self, cited: dict[str, list[str]], reach: dict[str, tuple[str, ...]]
+    ) -> dict[str, list[str]]:
+        """The reviews, by the user whose stream keeps them, of contests the cited facts took
+        part in: the owner's, and those of the ids merged with the owner (a merged read
+        weighs both ids' claims, and its review lives in one of their streams)."""
+        found: dict[str, list[str]] = {}
+        for owner, fact_ids in cited.items():
             purged = set(fact_ids)
-            reviews = [r.review_id for r in self.projections.reviews(user_id)
-                       if purged & {c.get("fact_id") for c in r.claims}]  # fmt: skip
-            if reviews:
-                found[user_id] = reviews
-        return found
+            for user_id in (owner, *reach.get(owner, ())):
+                reviews = [r.review_id for r in self.projections.reviews(user_id)
+                           if purged & {c.get("fact_id") for c in r.claims}]  # fmt: skip
+                kept = found.setdefault(user_id, [])
+                kept.extend(r for r in reviews if r not in kept)
+        return {user_id: ids for user_id, ids in found.items() if ids}
 
 
 @dataclass(frozen=True)

@@ -252,18 +252,28 @@ def build_input(
         frozen_keys=tuple(sorted(frozen)),
         items=items,
         read=_read(
-            eligible.values(), paths, keys if read_keys is None else read_keys, timezone_fact
+            eligible.values(),
+            paths,
+            keys if read_keys is None else read_keys,
+            left_out,
+            timezone_fact,
         ),
         owner=owner,
     )
 
 
+_ARBITRATED = frozenset({"lost_arbitration", "out_of_scope"})
+
+
 def _read(
-    facts: Iterable[Fact], paths: Sequence[GraphPath], keys: frozenset[str], timezone: str | None
-) -> tuple[str, ...]:
+    facts: Iterable[Fact], paths: Sequence[GraphPath], keys: frozenset[str],
+    left_out: Sequence[LeftOut], timezone: str | None,
+) -> tuple[str, ...]:  # fmt: skip
     """``DecisionInput.read``: a fact of a key no rule reads reaches the rules only as a hop of
-    a path they are given."""
-    ids = {f.id for f in facts if f.key in keys}
+    a path they are given, or as the claim another one was left out for (it lost to it, or
+    was out of the scope it holds)."""
+    beaten = {left.key for left in left_out if left.kind == "fact" and left.reason in _ARBITRATED}
+    ids = {f.id for f in facts if f.key in keys or f.key in beaten}
     ids.update(h.fact_id for p in paths for h in p.hops if h.fact_id is not None)
     if timezone is not None:
         ids.add(timezone)

@@ -96,3 +96,48 @@ def test_a_record_kept_before_the_facts_read_were_still_replays(tmp_path: Path) 
         db.close()
         assert engine.decision_log.get(made.decision_id).read is None
         assert engine.replay(made.decision_id).reproduced
+
+
+def test_a_fact_that_won_arbitration_over_a_left_out_claim_is_read(tmp_path: Path) -> None:
+    """The offers table reads no airline, yet the left-out entry of the losing airline says
+    it lost to the winner: the winner shaped the record, and its purge takes it."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        won = engine.ingest({"user_id": "u", "domain": "travel", "key": "airline.preferred",
+                             "value": "airline:MU", "source": "dialogue", "confidence": 0.95,
+                             "provenance": AUDIT})  # fmt: skip
+        engine.ingest({"user_id": "u", "domain": "travel", "key": "airline.preferred",
+                       "value": "airline:CA", "source": "behavior", "confidence": 0.5})
+        engine.ingest({"user_id": "u", "domain": "travel", "key": "seat.preference",
+                       "value": "window", "source": "dialogue", "confidence": 0.9})
+        made = engine.decide("u", "travel", {"trip_type": "family"}, decision="offers")
+        assert "lost_arbitration" in {left.reason for left in made.left_out}
+        assert made.read is not None and won.fact_id in made.read
+        engine.erase_audit_id("aud-1")
+        with pytest.raises(NotFound):
+            engine.decision_log.get(made.decision_id)
+        assert all(_replays(engine, "u"))
+
+
+@pytest.mark.parametrize("settled", [False, True])
+def test_a_review_kept_by_a_merged_id_goes_with_the_purged_claim(
+    tmp_path: Path, settled: bool
+) -> None:
+    """The review of a conflict between two merged ids' claims lives in one id's stream; it
+    weighed (and a reviewer may have repeated) the other's purged claim."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        engine.ingest({"user_id": "web", "domain": "travel", "key": "cabin.class",
+                       "value": "business", "source": "profile", "confidence": 0.95})
+        engine.ingest({"user_id": "phone", "domain": "travel", "key": "cabin.class",
+                       "value": "premium_economy", "source": "dialogue", "confidence": 0.95,
+                       "provenance": AUDIT})  # fmt: skip
+        proposed = engine.merge_users("web", "phone", by="ops", reason="one person")
+        engine.merge_users("web", "phone", by="ops", reason="one person",
+                           confirm=proposed.merge_id)  # fmt: skip
+        [review] = engine.review_queue()
+        if settled:
+            engine.resolve_review(review.review_id, "premium_economy", "said so on the phone")
+        engine.erase_audit_id("aud-1")
+        for path in tmp_path.iterdir():
+            assert b"premium_economy" not in path.read_bytes(), path.name
+        assert engine.review_queue() == []
+        assert engine.resolve("web", "travel", "cabin.class").value == "business"
