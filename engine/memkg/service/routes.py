@@ -143,7 +143,7 @@ class Routes:
                errors=(503,)),
             op("POST", "/v1/observations", "ingest", "Store one observation (or a list)",
                self.observations, WRITE, query=ObservationsQuery, body=s.Observations,
-               parse_body=False, response=s.Accepted, status=201, errors=(409, 413, 422)),
+               parse_body=False, response=s.Accepted, status=201, errors=(400, 409, 413, 422)),
             op("GET", f"{user}/facts", "facts", "What memory holds about the user", self.facts,
                READ, query=FactsQuery, response=s.FactsOut),
             op("GET", f"{user}/history/{{key}}", "history", "Every version of a key",

@@ -11,6 +11,7 @@ from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
 from memkg.model.fact import Fact, Observation, Provenance
 from memkg.model.identity import Merge
+from memkg.service.settings import MAX_BATCH
 
 DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
@@ -55,7 +56,8 @@ class BatchOut(_Out):
     results: list[dict[str, Any]]
 
 
-Observations = Observation | list[Observation]
+Observations = Observation | Annotated[list[Observation], Field(max_length=MAX_BATCH)]
+"""One observation, or a list of up to ``ServiceSettings.max_batch`` (by default 1,000)."""
 
 
 class FactsOut(_Out):
