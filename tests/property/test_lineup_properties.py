@@ -235,3 +235,37 @@ def test_a_read_is_the_same_without_the_facts_no_read_tells_apart(
             for held in (facts, told)
         )
         assert without == whole
+
+
+def test_a_claim_replaced_by_a_settled_change_is_left_out_by_both_sides() -> None:
+    """The case a run found: ``fact_04`` was replaced by the explicit change ``fact_06``,
+    which a review then settled; the claims recorded after the review stay live. The lineup
+    and the reference both leave ``fact_04`` out (the reference raised ``KeyError`` here
+    after the lineup was mended), so a read agrees with arbitration from scratch."""
+    spec = _spec("context")
+    early = NOW - timedelta(hours=5)
+
+    def claim(index: int, at: datetime = NOW, **status: Any) -> Fact:
+        status = {"status": FactStatus.ACTIVE, **status}
+        return Fact(id=f"fact_{index:02d}", user_id="u1", domain=spec.domain, key=spec.key,
+                    value="window", kind=spec.kind, source=Source("dialogue"), confidence=0.2,
+                    scope=Scope.GLOBAL, observed_at=at, recorded_at=at,
+                    provenance=Provenance(source_ref=f"turn_{index % 3}"),
+                    sensitivity=Sensitivity.PUBLIC, schema_version=1, **status)  # fmt: skip
+
+    replaced = {"status": FactStatus.SUPERSEDED, "superseded_by": "fact_06",
+                "supersede_reason": SupersedeReason.EXPLICIT_CHANGE,
+                "status_reason": "explicit_change text"}  # fmt: skip
+    facts = [*(claim(i) for i in range(4)), claim(4, **replaced), claim(5), claim(6, early)]
+    review = Review(review_id="review_1", user_id="u1", domain=spec.domain, key=spec.key,
+                    context={}, status=ReviewStatus.RESOLVED, opened_at=NOW - timedelta(days=9),
+                    strength=0.8, reason="test", value="window", note="n", reviewer="r",
+                    resolved_at=early)  # fmt: skip
+    kept = KeyFacts.of(facts, spec, lambda f: ())
+    read = {"session_id": None, "turn": None, "context": None, "language": None}
+    want = _record(reference.resolve_read, READER, KeyFacts.of(facts, spec), lambda f: (),
+                   [review], spec, NOW, user_id="u1", **read)  # fmt: skip
+    got = _record(READER.resolve_read, kept, kept.lookup(lambda f: ()), [review], spec, NOW,
+                  user_id="u1", **read)  # fmt: skip
+    assert got[0] != "raised" and got == want
+    assert "fact_04" not in {c.fact_id for c in got[0].claims}

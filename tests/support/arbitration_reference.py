@@ -124,6 +124,9 @@ def resolve(
                               step=Step.REVIEW_RESOLUTION, claims=sheet.lines(),
                               reason=f"{review.reviewer} resolved review {review.review_id}: "
                               f"{review.note}", review_id=review.review_id)  # fmt: skip
+        # a claim replaced by a settled one is left out with it, as when all are settled
+        remaining = {c.fact.id for c in live}
+        replaced = [c for c in replaced if c.fact.superseded_by in remaining]
         live.append(review_claim(review, spec))
 
     if not live:
