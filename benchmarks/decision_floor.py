@@ -42,6 +42,13 @@ _FIGURES = (
 )
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of rounds")
+    return value
+
+
 def _child(variant: str, out: str) -> None:
     """One ``decision_bench.py --quick`` run with ``variant``'s parts left out."""
     sys.path.insert(0, str(HERE))
@@ -68,10 +75,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=3, help="runs of each variant (3)")
+    parser.add_argument("--rounds", type=_positive, default=3, help="runs of each variant (3)")
     parser.add_argument("--quick", action="store_true", help="one round of each variant")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -191,8 +191,9 @@ class Decision(BaseModel):
     merged_ids: tuple[str, ...] = ()
     """Other ids of the same person whose memory the decision read (merged into one)."""
     read: tuple[str, ...] | None = None
-    """The ids of the facts the rules were given, and of the fact the local time's timezone
-    came from: a fact can shape a decision without being bound (a rule that nearly fired on
+    """The ids of the facts the rules were given, of the claims others were left out for
+    (``rules.snapshot.DecisionInput.read``), and of the fact the local time's timezone came
+    from: a fact can shape a decision without being bound (a rule that nearly fired on
     it, a negation it failed), and a purge of it takes every decision that read it. None in
     a record made before the facts read were kept (a replay does not compare it then)."""
     timings: dict[str, float] = Field(default_factory=dict)

@@ -108,7 +108,8 @@ class DecisionInput:
     items: tuple[Item, ...] = field(default=(), compare=False)
     read: tuple[str, ...] = ()
     """The ids of the facts the rules can read here, sorted: those of the keys they read, the
-    user hops of the paths given them, the fact the local time's timezone came from."""
+    user hops of the paths given them, the claims other claims were left out for (lost to,
+    or out of the scope of), the fact the local time's timezone came from."""
     owner: object = field(default=None, compare=False, repr=False)
     """What holds the user's memory (the resident ``UserMemory``), when the input was read
     from one: what the evaluator keeps of this input without a fact to tie it to lives as

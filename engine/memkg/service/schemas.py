@@ -15,7 +15,7 @@ from memkg.service.settings import MAX_BATCH
 
 DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
-KEY_DOMAIN = r"^(\*|[a-z][a-z0-9_]{0,31})$"
+KEY_DOMAIN = rf"^(\*|{DOMAIN[1:-1]})$"
 KeyDomain = Annotated[str, Field(pattern=KEY_DOMAIN, description="a memory domain, or * for all")]
 CONTEXT_ITEM = r"^[a-z][a-z0-9_]{0,31}=[^=]{0,64}$"
 SeqNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
