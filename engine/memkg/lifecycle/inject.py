@@ -108,21 +108,25 @@ def age(delta: timedelta) -> str:
 
 
 def _label(fact: ResolvedFact) -> str:
+    """The key with its context, as the items' refs name it: ``cabin.class[trip_type=leisure]``."""
     return fact.key + "".join(f"[{k}={v}]" for k, v in sorted(fact.context.items()))
 
 
 def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
-    label, seen = _label(fact), _seen(fact, now)
+    ref, seen = _label(fact), _seen(fact, now)
+    # a context value is stored data like the value itself (a model may have supplied it): a
+    # label that holds one is quoted, so that it cannot end its line or pose as YAML or prose
+    label = quote(ref) if fact.context else ref
     when = f"{fact.source}, {seen} ago" if seen else fact.source
     others = ", ".join(map(quote, fact.competing))
     if fact.outcome == "frozen":
         values = others or "its claims"
         line = f"- {label}: {values} conflict and are under human review; assume none of them"
-        return [ProfileItem(ref=f"key:{label}", section="conflicts", weight=1.0, line=line)]
+        return [ProfileItem(ref=f"key:{ref}", section="conflicts", weight=1.0, line=line)]
     weight = fact.weight / 2 if fact.stale else fact.weight
     if fact.kind == "state":
         line = f"- {label} = {quote(fact.value)} ({when})"
-        items = [ProfileItem(ref=f"key:{label}", section="recent", weight=weight, line=line)]
+        items = [ProfileItem(ref=f"key:{ref}", section="recent", weight=weight, line=line)]
     else:
         flags = "".join(
             f", {flag}: true"
@@ -133,19 +137,19 @@ def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
             f"  {label}: {{value: {quote(fact.value)}, source: {fact.source}, "
             f"age: {seen or 'n/a'}{flags}}}"
         )
-        items = [ProfileItem(ref=f"key:{label}", section="facts", weight=weight, line=line)]
+        items = [ProfileItem(ref=f"key:{ref}", section="facts", weight=weight, line=line)]
     if fact.outcome == "provisional":
         ask = f"; ask: {quote(fact.question)}" if fact.question else ""
         against = f" against {others}" if others else ""
         line = f"- {label}: {quote(fact.value)} holds provisionally{against}{ask}"
-        items.append(ProfileItem(ref=f"ask:{label}", section="conflicts", weight=1.0, line=line))
+        items.append(ProfileItem(ref=f"ask:{ref}", section="conflicts", weight=1.0, line=line))
     if fact.stale:
         line = f"- {label} = {quote(fact.value)} ({when}): {fact.stale}"
-        items.append(ProfileItem(ref=f"stale:{label}", section="stale", weight=weight, line=line))
+        items.append(ProfileItem(ref=f"stale:{ref}", section="stale", weight=weight, line=line))
     for index, claim in enumerate(fact.stale_claims):
         line = f"- {label}: {quote(claim)}"
-        ref = f"stale:{label}:{index}"
-        items.append(ProfileItem(ref=ref, section="stale", weight=weight / 2, line=line))
+        at = f"stale:{ref}:{index}"
+        items.append(ProfileItem(ref=at, section="stale", weight=weight / 2, line=line))
     return items
 
 
