@@ -2,7 +2,8 @@
 
 A plan says which notes become which long-term memory, which notes go, and which notes
 contradicted each other. The model's plan is checked before use (every session note accounted
-for exactly once, only known ids, each text through the note screens); the fallback plan
+for exactly once, only known ids, each text through the note screens, no long-term note changed
+that no session note is part of); the fallback plan
 merges normalized duplicates, drops turn-scope notes as ephemeral, and settles negation-only
 contradictions ("likes X" / "does not like X") by recency, reporting each one.
 """
@@ -31,7 +32,9 @@ details (only true for this conversation) into dropped with a reason. When notes
 each other, keep the most recent one and ALSO list the contradiction in conflicts (note_ids,
 the kept id, a description): never resolve a contradiction silently. Every session note id
 must appear exactly once, in memories or in dropped. Long-term notes you leave unchanged may
-be omitted. Never add anything the notes do not say."""
+be omitted. Change a long-term note only together with a session note: merge it into a memory
+that also lists a session note, or drop it as superseded and list the conflict with that
+session note. Never add anything the notes do not say."""
 
 Reason = Literal["paraphrase", "specific_over_general", "single", "recency"]
 
@@ -106,6 +109,26 @@ def plan_problems(
     for conflict in plan.conflicts:
         if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
             problems.append(f"conflict {conflict.description!r} names unknown or unkept notes")
+    return problems + _untouched(plan, session, lasting)
+
+
+def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
+    """Long-term notes the plan changes though no session note is part of the change: a
+    session may merge a long-term note into a memory with its own notes, or drop one that a
+    listed conflict with its own notes settles; what it did not touch stays as it is."""
+    new, old = {n.id for n in session}, {n.id: n for n in lasting}
+    settled = {i for c in plan.conflicts if new & set(c.note_ids) for i in c.note_ids}
+    problems = []
+    for memory in plan.memories:
+        olds = [old[i] for i in memory.from_notes if i in old]
+        kept_as_is = len(memory.from_notes) == 1 and olds and olds[0].text == memory.text
+        if olds and not new & set(memory.from_notes) and not kept_as_is:
+            problems.append(f"memory {memory.text!r} rewrites long-term notes no session note "
+                            "is part of")  # fmt: skip
+    for drop in plan.dropped:
+        if drop.note_id in old and (drop.reason != "superseded" or drop.note_id not in settled):
+            problems.append(f"long-term note {drop.note_id} dropped ({drop.reason}) though no "
+                            "session note contradicts it in a listed conflict")  # fmt: skip
     return problems
 
 

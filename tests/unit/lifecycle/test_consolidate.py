@@ -229,3 +229,78 @@ def test_a_merged_user_consolidates_the_notes_of_their_own_stream(
     assert "aisle" not in " ".join(m.text for m in report.memories)
     assert any(e.type is EventType.SESSION_CONSOLIDATED for e in plain.read_events(USER))
     assert not any(e.type is EventType.SESSION_CONSOLIDATED for e in plain.read_events("u2"))
+
+
+def _planner(make: Any) -> Any:
+    """A model answering the consolidation prompt with ``make(session ids, long-term ids)``."""
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        notes = json.loads(body["messages"][1]["content"].split("\n", 1)[1])
+        session = [n["id"] for n in notes["session_notes"]]
+        lasting = [n["id"] for n in notes["long_term_notes"]]
+        return {"content": json.dumps(make(session, lasting))}
+
+    return answer
+
+
+def _with_long_term(engine: Engine, clock: FrozenClock, *texts: str) -> None:
+    for text in texts:
+        assert engine.save_memory_note(USER, DOMAIN, text, "global", session_id="s0").saved
+        clock.advance(timedelta(minutes=5))
+
+
+@pytest.mark.parametrize(
+    "touch",
+    [
+        # dropped on the model's word, with no session note merged with or contradicting them
+        lambda s, lt: {
+            "memories": [{"text": "Likes green tea", "from_notes": s, "reason": "single"}],
+            "dropped": [{"note_id": i, "reason": "superseded"} for i in lt],
+            "conflicts": [],
+        },
+        # rewritten into a memory no session note is part of
+        lambda s, lt: {
+            "memories": [
+                {"text": "Likes green tea", "from_notes": s, "reason": "single"},
+                {"text": "Is allergic to penicillin", "from_notes": lt, "reason": "paraphrase"},
+            ],
+            "dropped": [],
+            "conflicts": [],
+        },
+        # a conflict between long-term notes alone is not this session's to settle
+        lambda s, lt: {
+            "memories": [{"text": "Likes green tea", "from_notes": s, "reason": "single"}],
+            "dropped": [{"note_id": lt[0], "reason": "superseded"}],
+            "conflicts": [{"note_ids": lt, "kept": lt[1], "description": "old notes disagree"}],
+        },
+    ],
+    ids=["dropped", "rewritten", "conflict-without-the-session"],
+)
+def test_a_plan_cannot_change_long_term_notes_the_session_did_not_touch(
+    clock: FrozenClock, touch: Any
+) -> None:
+    with Engine(clock=clock, llm=MemoryLLM(_planner(touch))) as engine:
+        _with_long_term(engine, clock, "Prefers window seats", "Is vegetarian")
+        _save(engine, clock, "Likes green tea")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "fallback" and report.fallback_reason is not None
+        assert "no session note" in report.fallback_reason
+        assert sorted(_lasting(engine)) == ["Is vegetarian", "Likes green tea",
+                                            "Prefers window seats"]  # fmt: skip
+
+
+def test_a_plan_drops_a_long_term_note_a_session_note_contradicts(clock: FrozenClock) -> None:
+    def settle(session: list[str], lasting: list[str]) -> dict[str, Any]:
+        return {
+            "memories": [{"text": "Eats meat again", "from_notes": session, "reason": "recency"}],
+            "dropped": [{"note_id": lasting[1], "reason": "superseded"}],
+            "conflicts": [{"note_ids": [lasting[1], *session], "kept": session[0],
+                           "description": "no longer vegetarian"}],
+        }  # fmt: skip
+
+    with Engine(clock=clock, llm=MemoryLLM(_planner(settle))) as engine:
+        _with_long_term(engine, clock, "Prefers window seats", "Is vegetarian")
+        _save(engine, clock, "Eats meat again")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "llm", report.fallback_reason
+        assert sorted(_lasting(engine)) == ["Eats meat again", "Prefers window seats"]
