@@ -125,3 +125,24 @@ def test_engine_consolidates_through_the_configured_endpoint(clock: FrozenClock)
         engine.save_memory_note("u1", "travel", "Prefers window seats", session_id="s1")
         down = engine.consolidate("u1", "travel", "s1").result(timeout=20)
     assert down.method == "fallback" and "llm.unavailable" in (down.fallback_reason or "")
+
+
+def test_a_slow_answer_is_cut_off_at_the_timeout_however_it_trickles(
+    server: OpenAIServer,
+) -> None:
+    # about 40 pieces of 8 bytes, 0.05 s apart: no single read waits long, the whole takes ~2 s
+    server.trickle_next(piece=8, pause=0.05)
+    with OpenAIChat(_config(server, max_retries=0, timeout_s=0.5)) as llm:
+        with pytest.raises(LLMUnavailable) as caught:
+            llm.chat([Message.user("hi")])
+        assert caught.value.code == "llm.timeout" and "within 0.5 s" in caught.value.message
+        assert llm.chat([Message.user("hi")]).content == "plain text"  # the next call is whole
+
+
+def test_an_answer_over_the_size_bound_is_refused(server: OpenAIServer) -> None:
+    bounded = _config(server, max_retries=0, max_reply_bytes=100)
+    with OpenAIChat(bounded) as llm, pytest.raises(LLMBadResponse) as caught:
+        llm.chat([Message.user("hi")])
+    assert "more than 100 bytes" in caught.value.message
+    with OpenAIChat(_config(server, max_retries=0)) as llm:
+        assert llm.chat([Message.user("hi")]).content == "plain text"  # the default bound

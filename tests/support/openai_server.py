@@ -6,8 +6,9 @@ deterministic *script*: a function of the request body returning a scripted repl
 (``embedding``: words folded into concepts by a small table, the rest hashed; ``float`` or
 ``base64`` encoding, as the real endpoint). Structured answers are checked against the
 request's schema, and the schema against the strict subset, as the real endpoint would.
-``fail_next`` and ``garbage_next`` make the next answers errors or junk; ``close`` takes the
-server down.
+``fail_next`` and ``garbage_next`` make the next answers errors or junk, ``trickle_next`` sends
+the next answers a few bytes at a time (each piece well within a read timeout, the whole slow);
+``close`` takes the server down.
 
     with OpenAIServer(script) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -22,6 +23,7 @@ import math
 import re
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,6 +96,7 @@ class OpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
         self._faults: deque[tuple[str, int]] = deque()
+        self._trickles: deque[tuple[int, float]] = deque()
         self._lock = threading.Lock()
         self._count = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -114,6 +117,11 @@ class OpenAIServer:
     def garbage_next(self, count: int = 1) -> None:
         with self._lock:
             self._faults.extend([("garbage", 200)] * count)
+
+    def trickle_next(self, count: int = 1, *, piece: int = 16, pause: float = 0.05) -> None:
+        """The next ``count`` answers are sent ``piece`` bytes at a time, ``pause`` s apart."""
+        with self._lock:
+            self._trickles.extend([(piece, pause)] * count)
 
     def close(self) -> None:
         self._httpd.shutdown()
@@ -205,7 +213,18 @@ class OpenAIServer:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                with server._lock:
+                    piece, pause = server._trickles.popleft() if server._trickles else (0, 0.0)
+                if not piece:
+                    self.wfile.write(payload)
+                    return
+                try:
+                    for start in range(0, len(payload), piece):
+                        self.wfile.write(payload[start : start + piece])
+                        self.wfile.flush()
+                        time.sleep(pause)
+                except OSError:  # the client gave up: what a slow server's peer does
+                    return
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 """Quiet: tests read ``server.requests`` instead."""

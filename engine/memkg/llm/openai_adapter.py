@@ -5,13 +5,17 @@ Any OpenAI-compatible endpoint works (OpenAI, Azure-style gateways, vLLM, Ollama
 Failures become memkg errors a caller can act on::
 
     connection refused, timeout, 408/409/429/5xx after retries  ->  LLMUnavailable
-    200 with a body that is not a completion, or invalid JSON   ->  LLMBadResponse
+    an answer still arriving ``timeout_s`` after the request    ->  LLMUnavailable (llm.timeout)
+    200 with a body that is not a completion, or invalid JSON,
+    or an answer over ``max_reply_bytes``                       ->  LLMBadResponse
     other 4xx (bad key, unknown model, bad request)             ->  LLMError (llm.rejected)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import openai
@@ -65,22 +69,36 @@ class OpenAIChat:
     def _complete(self, messages: Sequence[Message], extra: dict[str, Any]) -> Reply:
         if self.config.temperature is not None:
             extra["temperature"] = self.config.temperature
-        where = f"{self.config.base_url} (model {self.config.model})"
+        config = self.config
+        where = f"{config.base_url} (model {config.model})"
+        deadline = time.monotonic() + config.timeout_s
         try:
-            completion = self._client.chat.completions.create(
-                model=self.config.model,
+            # the body is read here, piece by piece, against the deadline and the size bound:
+            # the client's own timeout bounds each read, not a body that trickles in
+            with self._client.chat.completions.with_streaming_response.create(
+                model=config.model,
                 messages=messages_to_wire(messages),  # type: ignore[arg-type]
                 **extra,
-            )
+            ) as response:
+                body = _bounded(response.iter_bytes(), deadline, config, where)
         except (openai.OpenAIError, ValueError) as exc:
-            raise _failure(exc, where, self.config.timeout_s, self.config.max_retries) from exc
-        dump = getattr(completion, "model_dump", None)
-        if not callable(dump):
+            raise _failure(exc, where, config.timeout_s, config.max_retries) from exc
+        except LLMError:
+            raise
+        except Exception as exc:  # the transport failing mid-answer (a read timed out, a reset)
+            timed_out = "timeout" in type(exc).__name__.casefold()
+            raise (_late(where, config.timeout_s) if timed_out else LLMUnavailable(
+                f"{where} broke off its answer: {type(exc).__name__}: {exc}"
+            )) from exc  # fmt: skip
+        try:
+            completion = json.loads(body)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise LLMBadResponse(f"{where} answered with a body that is not JSON: {exc}") from exc
+        if not isinstance(completion, dict):
             raise LLMBadResponse(
-                f"{where} answered with something that is not a chat completion: "
-                f"{str(completion)[:200]!r}"
+                f"{where} answered with something that is not a chat completion: {body[:200]!r}"
             )
-        return reply_from_wire(dump(mode="json"))
+        return reply_from_wire(completion)
 
 
 class OpenAIEmbedder:
@@ -135,6 +153,29 @@ class OpenAIEmbedder:
             return [[float(x) for x in vector] for vector in vectors if isinstance(vector, list)]
         except (TypeError, ValueError) as exc:
             raise LLMBadResponse(f"{where} answered an embedding that is not numbers") from exc
+
+
+def _bounded(pieces: Iterator[bytes], deadline: float, config: LLMConfig, where: str) -> bytes:
+    """The body ``pieces`` make, refused once it passes ``deadline`` or the size bound."""
+    body, size = [], 0
+    for piece in pieces:
+        size += len(piece)
+        if size > config.max_reply_bytes:
+            raise LLMBadResponse(
+                f"{where} answered more than {config.max_reply_bytes} bytes; a chat completion "
+                "is a few kilobytes (raise LLMConfig.max_reply_bytes if the model's answers "
+                "really are this long)"
+            )
+        if time.monotonic() > deadline:
+            raise _late(where, config.timeout_s)
+        body.append(piece)
+    return b"".join(body)
+
+
+def _late(where: str, timeout_s: float) -> LLMUnavailable:
+    return LLMUnavailable(
+        f"{where} did not finish its answer within {timeout_s:g} s", code="llm.timeout"
+    )
 
 
 def _failure(exc: Exception, where: str, timeout_s: float, retries: int) -> LLMError:

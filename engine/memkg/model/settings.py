@@ -73,10 +73,15 @@ class LLMConfig(BaseModel):
     api_key: SecretStr | None = None
     """None for local servers that want no key."""
     timeout_s: float = Field(30.0, gt=0)
+    """How long one attempt may take from the request to the answer's last byte, however the
+    answer trickles in (no single read waits longer either)."""
     connect_timeout_s: float = Field(5.0, gt=0)
     max_retries: int = Field(2, ge=0, le=10)
     """Retries on connection errors, 408/409/429 and 5xx, with the client's backoff."""
     temperature: float | None = Field(0.0, ge=0, le=2)
+    max_reply_bytes: int = Field(4 * 1024 * 1024, gt=0)
+    """An answer larger than this (after decompression) is refused (``llm.bad_response``)
+    before it is read further: a chat completion is a few kilobytes."""
 
 
 class EmbeddingConfig(BaseModel):
