@@ -69,6 +69,8 @@ def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any] | NoteResult:
         args = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except json.JSONDecodeError as exc:
         return _bad(f"arguments are not JSON ({exc.msg}); send an object with note and scope")
+    except RecursionError:
+        return _bad("arguments nest too deeply to read; send a flat object with note and scope")
     if not isinstance(args, dict):
         return _bad("arguments must be a JSON object with note and scope")
     unknown = sorted(set(args) - {"note", "scope", "key", "value"})

@@ -157,7 +157,10 @@ def test_tool_definition_is_valid_json_schema_with_the_domain_keys(life: Engine)
 
 
 def test_tool_calls_with_bad_arguments_get_a_readable_refusal(life: Engine) -> None:
-    for raw in ("{not json", '["a"]', '{"note": 3, "scope": "session"}', '{"note": "x", "y": 1}'):
+    nested = '{"note": ' + "[" * 100_000 + "]" * 100_000 + "}"  # deeper than the parser goes
+    for raw in (
+        "{not json", '["a"]', '{"note": 3, "scope": "session"}', '{"note": "x", "y": 1}', nested
+    ):  # fmt: skip
         result = life.handle_note_call(USER, DOMAIN, raw, session_id=SESSION)
         assert not result.saved and result.problems[0].code == "note.arguments"
     ok = life.handle_note_call(USER, DOMAIN, '{"note": "Likes tea", "scope": "global"}')
