@@ -232,3 +232,50 @@ def test_refused_ingest_is_a_report_not_a_validation_failure(engine: Engine) -> 
     with pytest.raises(MemkgError) as refused:
         engine.ingest(AVOIDS_MU)
     assert not isinstance(refused.value, ValidationFailed)
+
+
+def test_off_with_erase_leaves_no_gap_for_another_process_to_write_in(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The erasure and the switch event are one transaction: a write from another process
+    lands before both (and is erased) or after both (and is refused), never between."""
+    db = tmp_path / "memkg.db"
+    with Engine.open(db, clock=clock) as mine, Engine.open(db, clock=clock) as other:
+        mine.ingest(obs(user_id="li", key="seat.preference", value="window"))
+        erase, landed = mine.switch.erase, []
+
+        def erase_then_other_writes(*args: Any, **kwargs: Any) -> Any:
+            receipt = erase(*args, **kwargs)
+            try:  # the other process writes the moment the erasure has committed
+                other.ingest(obs(user_id="li", key="seat.preference", value="aisle"))
+                landed.append("written")
+            except MemkgError as exc:
+                landed.append(exc.code)
+            return receipt
+
+        monkeypatch.setattr(mine.switch, "erase", erase_then_other_writes)
+        mine.disable_memory("li", mode="erase")
+        assert landed == ["memory.disabled"]
+        assert [kind for kind, _ in _stored(mine, "li")] == ["memory.disabled"]
+        mine.enable_memory("li")
+        assert mine.facts("li") == [] and other.facts("li") == []  # erased memory starts empty
+
+
+def test_the_ids_of_a_person_go_off_and_on_in_one_commit(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine.ingest(obs(user_id="web-1", key="seat.preference", value="window"))
+    engine.ingest(obs(user_id="tel-1", key="seat.preference", value="window"))
+    merge = engine.merge_users("web-1", "tel-1", by="desk", reason="same person")
+    engine.merge_users("web-1", "tel-1", by="desk", reason="same person", confirm=merge.merge_id)
+    commits: list[list[str]] = []
+    unguarded = engine.switch.journal.unguarded
+
+    def counted(appends: Any) -> None:
+        commits.append(sorted(user for user, events in appends if events))
+        unguarded(appends)
+
+    monkeypatch.setattr(engine.switch.journal, "unguarded", counted)
+    engine.disable_memory("web-1")
+    engine.enable_memory("web-1")
+    assert commits == [["tel-1", "web-1"], ["tel-1", "web-1"]]

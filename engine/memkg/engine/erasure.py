@@ -17,6 +17,8 @@ from memkg.engine.setup import check_args
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
+from memkg.model.decision import Decision
+from memkg.model.event import NewEvent
 
 
 @runtime_checkable
@@ -28,6 +30,16 @@ class SharedLog(Companion, Protocol):
         """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion."""
         ...
 
+    def append_checked(self, decision: Decision, purges: int) -> bool:
+        """Log ``decision`` only if the store has still counted ``purges`` purges and
+        erasures, checked in the transaction that writes it (``engine/intent.py``); whether
+        it was logged."""
+        ...
+
+
+Then = Callable[[str], Sequence[tuple[str, Sequence[NewEvent]]]]
+"""Given an erasure's id, the events to append in its own transaction, each with its user."""
+
 
 @dataclass(eq=False, repr=False)
 class Eraser:
@@ -36,7 +48,9 @@ class Eraser:
     Each erasure is one transaction of the event store (``EventStore.erasing``): the decision
     log, the vectors, the traces and the stores given in ``also`` join it as companions when
     they live in the store's database; a decision log kept elsewhere loses its rows first, so
-    that a retry still finds the facts.
+    that a retry still finds the facts, and again once the transaction committed, so that a
+    decision another process logged meanwhile from the erased memory goes too
+    (``Decider._logged``).
     """
 
     store: EventStore
@@ -60,7 +74,9 @@ class Eraser:
     """Told after each erasure and purge: drop the values kept for reuse that are not any
     user's state (validation's memos of texts it checked)."""
 
-    def erase(self, user_id: str, *, also: Sequence[Companion] = ()) -> ErasureReceipt:
+    def erase(
+        self, user_id: str, *, also: Sequence[Companion] = (), then: Then | None = None
+    ) -> ErasureReceipt:
         """Remove every trace of the user from every file memkg writes; return the receipt.
 
         Events, salts, idempotency keys, decisions, vectors and traces of every id merged into one
@@ -68,7 +84,8 @@ class Eraser:
         ids once linked to the person keep, go in one transaction when the decision log
         lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
         stores kept there too (the access store: keys and audit pseudonymised), counted in
-        the receipt by their first table's name.
+        the receipt by their first table's name. ``then``, given the erasure's id, names
+        events to append in the same transaction (the memory switch's).
         """
         check_args(user_id=user_id)
         with self.lock:
@@ -96,6 +113,15 @@ class Eraser:
                 # that name the person
                 for party, merge_ids in sorted(linked.items()):
                     self.store.purge_facts(party, sorted(merge_ids), companions=[*naming, *cached])
+                for user, events in then(receipts[0].erasure_id) if then is not None else ():
+                    self.store.append(
+                        user, events, expected_version=self.store.stream_version(user)
+                    )
+            if shared is None:  # again: a decision another process appended meanwhile
+                for one in ids:  # whose check came before the commit (``Decider._logged``)
+                    apart[one] += log.erase_user(one)
+                for party in sorted(linked):
+                    log.erase_citing(party, (), merged_ids=ids)
             for one in [*ids, *linked]:
                 self.projections.changed(one)
             forget_shared()
@@ -164,6 +190,9 @@ class Eraser:
                     self.store.purge_facts(user_id, review_ids)
                 receipts = erase_audit_id(self.store, audit_log_id, self.clock,
                                           companions=companions)  # fmt: skip
+            if shared is None:  # again: see ``erase``
+                for u, ids in cited.items():
+                    apart[u] += sum(log.erase_citing(one, ids) for one in (u, *reach[u]))
             log_files = [str(p) for p in log.files()]
             out = []
             for receipt in receipts:

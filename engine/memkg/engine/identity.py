@@ -99,18 +99,18 @@ class MemorySwitch:
     journal: Journal
     clock: Clock
     lock: threading.RLock
-    erase: Callable[[str], ErasureReceipt]
+    erase: Callable[..., ErasureReceipt]
+    """``Eraser.erase``: the switch's events go in the erasure's transaction (``then``)."""
 
     def memory_state(self, user_id: str) -> MemoryState:
         """Whether memory is on for the user, and how and since when it was turned off."""
         check_args(user_id=user_id)
         return switch_state(user_id, self.store.read_stream(user_id))
 
-    def _append(self, user_id: str, kind: EventType, payload: dict[str, Any]) -> None:
-        """One switch event in the user's own stream."""
-        event = NewEvent(event_id=self.clock.new_id("evt"), type=kind, user_id=user_id,
-                         domain=None, payload=payload, recorded_at=self.clock.now())  # fmt: skip
-        self.journal.unguarded([(user_id, [event])])
+    def _event(self, user_id: str, kind: EventType, payload: dict[str, Any]) -> NewEvent:
+        """One switch event for the user's own stream."""
+        return NewEvent(event_id=self.clock.new_id("evt"), type=kind, user_id=user_id,
+                        domain=None, payload=payload, recorded_at=self.clock.now())  # fmt: skip
 
     def disable_memory(
         self, user_id: str, *, mode: str | SwitchMode = "keep", by: str = "user",
@@ -132,16 +132,23 @@ class MemorySwitch:
             if not now.enabled and (now.mode is chosen or now.mode is SwitchMode.ERASE):
                 return SwitchReceipt(states=(now,))
             ids = tuple(person_ids(links_in(self.store), user_id))
-            if chosen is SwitchMode.KEEP:
-                for one in ids:
-                    payload = {"mode": chosen.value, "by": by, "reason": reason,
-                               "with": [i for i in ids if i != one]}  # fmt: skip
-                    self._append(one, EventType.MEMORY_DISABLED, payload)
+            if chosen is SwitchMode.KEEP:  # every id goes off in one commit
+                self.journal.unguarded([
+                    (one, [self._event(one, EventType.MEMORY_DISABLED, {
+                        "mode": chosen.value, "by": by, "reason": reason,
+                        "with": [i for i in ids if i != one]})])
+                    for one in ids
+                ])  # fmt: skip
                 return SwitchReceipt(states=tuple(self.memory_state(i) for i in ids))
-            receipt = self.erase(user_id)
-            for one in ids:
-                payload = {"mode": chosen.value, "erasure_id": receipt.erasure_id}
-                self._append(one, EventType.MEMORY_DISABLED, payload)
+
+            def switched(erasure_id: str) -> list[tuple[str, list[NewEvent]]]:
+                payload = {"mode": chosen.value, "erasure_id": erasure_id}
+                return [(one, [self._event(one, EventType.MEMORY_DISABLED, payload)])
+                        for one in ids]  # fmt: skip
+
+            # the switch events are written in the erasure's own transaction: a write from
+            # another process lands before both (erased) or after both (refused)
+            receipt = self.erase(user_id, then=switched)
             states = tuple(self.memory_state(i) for i in ids)
             return SwitchReceipt(states=states, erasure=receipt)
 
@@ -158,12 +165,13 @@ class MemorySwitch:
                 return SwitchReceipt(states=(now,))
             last = next(e for e in reversed(events) if e.seq == now.seq)
             ids = (user_id, *last.payload.get("with", ()))
-            states = []
-            for one in ids:
-                if not self.memory_state(one).enabled:
-                    self._append(one, EventType.MEMORY_ENABLED, {"by": by, "reason": reason})
-                states.append(self.memory_state(one))
-            return SwitchReceipt(states=tuple(states))
+            payload = {"by": by, "reason": reason}
+            self.journal.unguarded([  # every id comes back in one commit
+                (one, [self._event(one, EventType.MEMORY_ENABLED, payload)])
+                for one in ids
+                if not self.memory_state(one).enabled
+            ])  # fmt: skip
+            return SwitchReceipt(states=tuple(self.memory_state(one) for one in ids))
 
 
 # -- one person, several ids ----------------------------------------------------------------
