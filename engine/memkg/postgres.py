@@ -38,7 +38,14 @@ class PgAdapter:
     def __init__(self, dsn: str, *, schema: str, connect_timeout: int) -> None:
         if not _IDENTIFIER.fullmatch(schema):
             raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
-        import psycopg
+        try:
+            import psycopg
+        except ImportError as exc:  # the optional extra: memkg itself imports without it
+            raise ConfigError(
+                f"a postgresql:// store needs the PostgreSQL driver (psycopg), which is not "
+                f"installed ({exc}): pip install 'memkg[postgres]'",
+                code="store.driver_missing",
+            ) from None
 
         self._psycopg = psycopg
         self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema

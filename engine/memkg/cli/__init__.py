@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _root_options(parser: argparse.ArgumentParser, *, before: bool) -> None:
-    """``--root``, ``--no-examples`` and ``--db``: accepted before and after the command.
+    """``--root``, ``--no-examples``, ``--db`` and ``--pg-schema``: accepted before and after
+    the command.
 
     After the command they land in their own names (``SUPPRESS``: absent unless given), so a
     ``--root`` given after the command adds to those given before instead of replacing them.
@@ -86,6 +87,8 @@ def _root_options(parser: argparse.ArgumentParser, *, before: bool) -> None:
     )  # fmt: skip
     if not before and "--db" not in parser._option_string_actions:
         parser.add_argument("--db", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    if not before and "--pg-schema" not in parser._option_string_actions:
+        parser.add_argument("--pg-schema", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,10 +16,10 @@ def cmd_init(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int
 
     folder = Path(args.dir)
     files = init_root(folder, args.domain)
-    root = str(folder)
+    root, shown = str(folder), shlex.quote(str(folder))  # a command a shell can run as is
     emit(out, {"root": root, "domain": args.domain, "files": files,
-               "next": [f"memkg --root {root} rules lint", f"memkg --root {root} rules test",
-                        f"memkg --root {root} keys {args.domain}"]})  # fmt: skip
+               "next": [f"memkg --root {shown} rules lint", f"memkg --root {shown} rules test",
+                        f"memkg --root {shown} keys {args.domain}"]})  # fmt: skip
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -29,8 +29,17 @@ if TYPE_CHECKING:
     from memkg.engine import Engine
 
 
+SERVICE_EXTRA = "pip install 'memkg[service]'"
+
+
 def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    from memkg.service.http import serve
+    try:
+        import uvicorn  # noqa: F401  (serve imports it late: missing, it would fail mid-start)
+
+        from memkg.service.http import serve
+    except ImportError as exc:
+        raise MemkgError(f"memkg serve needs the service extra ({exc}): {SERVICE_EXTRA}",
+                         code="service.unavailable") from None  # fmt: skip
     from memkg.service.settings import ServiceSettings
 
     settings = ServiceSettings(
@@ -51,7 +60,13 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_mcp(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    from memkg.service.mcp import build_server, subject_from
+    try:
+        import mcp  # noqa: F401  (checked even when memkg.service.mcp is imported already)
+
+        from memkg.service.mcp import build_server, subject_from
+    except ImportError as exc:
+        raise MemkgError(f"memkg mcp needs the service extra ({exc}): {SERVICE_EXTRA}",
+                         code="mcp.unavailable") from None  # fmt: skip
 
     subject, audit = subject_from(
         engine, args.db, args.user, args.domain, args.key,
@@ -157,7 +172,7 @@ def add_service_commands(sub: Any) -> None:
     """Register ``serve``, ``mcp`` and ``access``; each takes ``--db`` after it too."""
     p = sub.add_parser("serve", help="serve the JSON HTTP API (needs the service extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument("--port", type=_whole(0, 65_535), default=8080, help="port (default 8080)")
     p.add_argument(
         "--allowed-host",
         action="append",
@@ -174,7 +189,7 @@ def add_service_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--rate-limit",
-        type=int,
+        type=_whole(0),
         default=600,
         metavar="N",
         help="requests per minute per key (default 600; 0: no limit)",
@@ -264,6 +279,23 @@ def add_service_commands(sub: Any) -> None:
         _db_option(parser)
 
 
+def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (a usage error otherwise,
+    before anything opens or listens)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give a number {span}")
+        return value
+
+    return parse
+
+
 def _expiry(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--expires", help="ISO date-time (UTC unless it says)")
@@ -272,4 +304,7 @@ def _expiry(parser: argparse.ArgumentParser) -> None:
 
 def _db_option(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: when not given here, the main parser's --db (and its default) stands.
-    parser.add_argument("--db", default=argparse.SUPPRESS, help="SQLite store (default ./memkg.db)")
+    parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH|URL",
+                        help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
+    parser.add_argument("--pg-schema", default=argparse.SUPPRESS, metavar="NAME",
+                        help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip

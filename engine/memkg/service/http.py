@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -369,8 +370,36 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
         access_log.addHandler(handler)
         access_log.setLevel(logging.INFO)
         access_log.propagate = False
+    # uvicorn's own access log prints request paths, which hold user ids: ours does not.
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info",
+                            access_log=False, server_header=False, proxy_headers=False)  # fmt: skip
+    server = uvicorn.Server(config)
+    listening = _listen(settings.host, settings.port)
     settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, then re-raises Ctrl-C
-        # uvicorn's own access log prints request paths, which hold user ids: ours does not.
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
-                    access_log=False, server_header=False, proxy_headers=False)  # fmt: skip
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, re-raises Ctrl-C
+            server.run(sockets=[listening])
+    finally:
+        listening.close()
+    if not server.started:
+        raise MemkgError(f"the HTTP server on {settings.host}:{settings.port} did not start: "
+                         "see the log above", code="service.start_failed")  # fmt: skip
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (as uvicorn binds it), or ``service.bind`` naming both:
+    uvicorn itself would log the failure and exit with a status of its own."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host.strip("[]"), port))
+    except OSError as exc:
+        listening.close()
+        shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+        raise MemkgError(
+            f"cannot listen on {shown}:{port}: {exc.strerror or exc}; stop what holds the "
+            "port or choose another with --port (--host for another address)",
+            code="service.bind",
+        ) from None
+    return listening

@@ -441,11 +441,19 @@ class MemoryTools:
 
 
 class MemkgMCP(MCPServer[Any]):
-    """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text, and whose
-    calls are recorded in the access audit when it has one."""
+    """``MCPServer`` whose argument errors are memkg's JSON, not pydantic's text, whose
+    calls are recorded in the access audit when it has one, and whose stdio transport
+    answers what it read before its input closed."""
 
     subject_of: Callable[[Context[Any, Any]], Subject] | None = None
     audit: Audit | None = None
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, answering every request read before end of input
+        (``service.stdio``)."""
+        from memkg.service.stdio import serve_stdio
+
+        await serve_stdio(self._lowlevel_server)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -555,7 +563,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memkg.service.commands import access_store_at
 
     keyed = args.key or os.environ.get("MEMKG_API_KEY")
-    with Engine.open(args.db, config=config) as engine:
+    try:
+        engine = Engine.open(args.db, config=config)
+    except MemkgError as exc:  # e.g. store.driver_missing: standard output is the protocol's
+        print(dumps(exc.to_dict()), file=sys.stderr)
+        return 1
+    with engine:
         store = access_store_at(args.db, args.pg_schema) if keyed else None
         try:
             subject, audit = subject_from(engine, args.db, args.user, args.domain, args.key,
