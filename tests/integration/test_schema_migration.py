@@ -276,3 +276,43 @@ def test_cli_dry_run_and_apply_on_sqlite(tmp_path: Path) -> None:
     assert code == 0 and refused["migrated"] == 0  # nothing of diet@1 is left to migrate
     code, history = _cli("--root", str(root), "schema", "history", "health", "diet.restrictions")
     assert code == 0 and [v["version"] for v in history["groups"][0]["versions"]] == [1, 2]
+
+
+def test_apply_works_from_what_a_user_holds_when_it_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process restates or retracts a fact between the migration's read of the user
+    and its write: the migration reads the user again and migrates what they hold now."""
+    import memkg.engine.migrations as migrations
+
+    root = project_copy(tmp_path / "root", hide=HIDDEN)
+    db = tmp_path / "memkg.db"
+    config = EngineConfig(roots=(root,), shacl=False)
+    with Engine.open(db, config=config, clock=FrozenClock(T0)) as first:
+        said = {
+            u: first.ingest(diet(u, ["no_pork", "vegetarian"])).fact_id for u in ("ra", "rb", "rc")
+        }
+    _upgrade(root)
+    later = T0 + timedelta(hours=1)
+    with Engine.open(db, config=config, clock=FrozenClock(later, seed=2)) as mine, Engine.open(
+        db, config=config, clock=FrozenClock(later, seed=3)
+    ) as other:  # fmt: skip
+        events_for, meddled = migrations.events_for, set()
+
+        def the_other_writes_first(plan: Any, outcome: Any, *args: Any) -> Any:
+            user = outcome.facts[0].user_id
+            if user in ("ra", "rb") and user not in meddled:  # once, between read and write
+                meddled.add(user)
+                if user == "ra":
+                    other.ingest(diet("ra", ["halal"]))
+                else:
+                    other.retract("rb", said["rb"], "the user asked us to forget it")
+            return events_for(plan, outcome, *args)
+
+        monkeypatch.setattr(migrations, "events_for", the_other_writes_first)
+        applied = mine.apply_migration(root / PLAN)
+        assert meddled == {"ra", "rb"} and (applied.migrated, applied.left) == (1, 0)  # rc
+        assert mine.resolve("ra", "health", "diet.restrictions").value == ["halal"]
+        assert [f.value for f in mine.facts("ra") if f.key == "diet.restrictions"] == [["halal"]]
+        assert [f.key for f in mine.facts("rb")] == []  # retracted: nothing to migrate
+        assert {f.schema_version for f in mine.facts("rc")} == {2}

@@ -28,7 +28,7 @@ from memkg.evolution.dry_run import (
     policy_findings,
 )
 from memkg.evolution.migration import MigrationPlan, load_plan
-from memkg.evolution.outcome import migrate, plan_problems
+from memkg.evolution.outcome import FactOutcome, migrate, plan_problems
 from memkg.evolution.waiver import Waiver, load_waiver
 from memkg.model.decision import Decision, Result
 from memkg.model.event import Event, NewEvent
@@ -148,14 +148,12 @@ def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path
     for done, user in enumerate(users):
         if progress is not None:
             progress(done)
-        for outcome in migrate(plan, live_facts(evo, user), old, new):
-            if outcome.status in ("unmappable", "invalid"):
+        for outcome, written in _migrate_user(evo, plan, old, new, user):
+            if written is False:
                 counts["left"] += 1
                 continue
             questions += [{"user_id": user, "fact_id": outcome.facts[0].id, "key": key,
                            "question": q} for key, q in outcome.questions]  # fmt: skip
-            written = _append(evo, user, events_for(plan, outcome, new, evo.clock),
-                              idempotency_key(plan, outcome))  # fmt: skip
             if written is None:
                 counts["resumed"] += 1
             elif written:
@@ -166,18 +164,50 @@ def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path
                        questions=tuple(questions), **counts)  # fmt: skip
 
 
-def _append(evo: Evolution, user: str, events: list[Any], key: str) -> int | None:
-    """Events appended (0: nothing to write), or None when an earlier run wrote them."""
-    if not events:
-        return 0
-    for _ in range(3):
-        try:  # a conflict the write creates is queued in the same append (``freeze``)
-            appended = evo.journal.append(user, events, idempotency_key=key, freeze=True)
-        except ConcurrencyConflict as exc:
-            conflict = exc  # another writer appended first: re-read and retry
+_ATTEMPTS = 5
+"""How often one user's facts are read and migrated again when another writer changed the
+user between the read and the write."""
+
+
+def _migrate_user(
+    evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs, user: str
+) -> list[tuple[FactOutcome, int | bool | None]]:
+    """Each outcome of the user's facts and what writing it did: events appended, None when
+    an earlier run wrote them, False when it is left as it was (unmappable, invalid).
+
+    The facts are read at a stream version and each write expects the version the one before
+    it left: a write from another process in between (a restatement, a retraction, an
+    erasure) fails the append, and the user is read and migrated again from what they hold
+    now; what this run already wrote is found again by its idempotency key."""
+    mine: dict[str, int] = {}  # the idempotency keys this run wrote, with their events
+    for attempt in range(1, _ATTEMPTS + 1):
+        version = evo.store.stream_version(user)
+        done: list[tuple[FactOutcome, int | bool | None]] = []
+        try:
+            for outcome in migrate(plan, live_facts(evo, user), old, new):
+                if outcome.status in ("unmappable", "invalid"):
+                    done.append((outcome, False))
+                    continue
+                key = idempotency_key(plan, outcome)
+                events = events_for(plan, outcome, new, evo.clock)
+                if not events:
+                    done.append((outcome, 0))
+                    continue
+                # a conflict the write creates is queued in the same append (``freeze``)
+                appended = evo.journal.append(user, events, expected_version=version,
+                                              idempotency_key=key, freeze=True)  # fmt: skip
+                if appended.duplicate:
+                    done.append((outcome, mine.get(key)))
+                    continue
+                mine[key] = len(appended.events)
+                version = appended.version
+                done.append((outcome, len(appended.events)))
+        except ConcurrencyConflict:
+            if attempt == _ATTEMPTS:
+                raise
             continue
-        return None if appended.duplicate else len(appended.events)
-    raise conflict
+        return done
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # -- rules and rule cases ----------------------------------------------------------------------
