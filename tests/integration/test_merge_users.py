@@ -378,3 +378,31 @@ def test_erasing_an_id_keeps_the_decisions_of_a_once_linked_id_that_do_not_name_
         assert kept == [own.decision_id]
         assert engine.merges("mei2") == [] and _values(engine, "mei2") == {
             "cabin.class": ["economy"]}  # fmt: skip
+
+
+def test_two_processes_cannot_merge_one_id_into_two_people(
+    tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each process checks the links, then writes: the second to write finds the id merged
+    meanwhile (its append expected the versions it checked) and is refused."""
+    db = tmp_path / "memkg.db"
+    with Engine.open(db, clock=clock) as one, Engine.open(db, clock=clock) as two:
+        for user in (WEB, APP, PHONE):
+            one.ingest(obs(user_id=user, key="seat.preference", value="window"))
+        into_web = one.merge_users(WEB, PHONE, by="desk", reason="same person")
+        into_app = two.merge_users(APP, PHONE, by="desk", reason="same person")
+        unguarded, raced = two.identity.journal.unguarded, []
+
+        def the_other_confirms_first(appends: Any, **kwargs: Any) -> None:
+            if not raced:  # between this process's check and its write
+                raced.append(one.merge_users(WEB, PHONE, by="desk", reason="same person",
+                                             confirm=into_web.merge_id))  # fmt: skip
+            unguarded(appends, **kwargs)
+
+        monkeypatch.setattr(two.identity.journal, "unguarded", the_other_confirms_first)
+        with pytest.raises(MemkgError) as refused:
+            two.merge_users(APP, PHONE, by="desk", reason="same person",
+                            confirm=into_app.merge_id)  # fmt: skip
+        assert refused.value.code == "merge.conflict" and len(raced) == 1
+        assert [m.status.value for m in two.merges(APP)] == ["proposed"]
+        assert {m.primary for m in one.merges(PHONE) if m.status.value == "merged"} == {WEB}

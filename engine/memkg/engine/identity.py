@@ -24,7 +24,7 @@ from memkg.clock import Clock
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation, MemoryDisabled, NotFound
+from memkg.errors import ConcurrencyConflict, InvalidOperation, MemoryDisabled, NotFound
 from memkg.events.store import EventStore
 from memkg.identity import Links, fold_links, merges_from, switch_state, visible
 from memkg.lifecycle.erasure import ErasureReceipt
@@ -209,6 +209,11 @@ def _mergeable(mine: Links, theirs: Links, primary: str, other: str) -> None:
         )  # fmt: skip
 
 
+_LINK_ATTEMPTS = 5
+"""How often a merge, a proposal or a split is worked out again when another writer moved
+one of its streams between the check and the commit."""
+
+
 @dataclass(eq=False, repr=False)
 class Identity:
     """Merges and splits of a person's ids; see ``memkg.Engine``."""
@@ -249,38 +254,64 @@ class Identity:
         check_args(primary=primary, other=other, by=by, reason=reason, confirm=confirm)
         _merge_words(primary, other, by, reason)
         with self.lock:
-            for user in (primary, other):
-                if self.projections.memory(user).memory_off is not None:
-                    raise MemoryDisabled(user)
-            mine, theirs = self._links(primary), self._links(other)
-            _mergeable(mine, theirs, primary, other)
-            if confirm is None:
-                return self._propose(mine, primary, other, by, reason)
-            proposed = mine.merges.get(confirm) or theirs.merges.get(confirm)
-            if proposed is None or (proposed.primary, proposed.other) != (primary, other):
-                raise NotFound(
-                    f"no proposal {confirm!r} to merge {other!r} into {primary!r}: propose "
-                    "first (merge_users without confirm), then confirm with the merge_id it "
-                    "returns", code="merge.not_proposed",
-                )  # fmt: skip
-            if proposed.status is MergeStatus.SPLIT:
-                raise InvalidOperation(f"merge {confirm} was split: propose the merge again",
-                                       code="merge.closed")  # fmt: skip
-            update = {"status": MergeStatus.MERGED, "by": by, "reason": reason,
-                      "at": self.clock.now()}  # fmt: skip
-            merge = proposed.model_copy(update=update)
-            if mine.holds(merge) and theirs.holds(merge):
-                return mine.merges[confirm]
-            mine_events = [] if mine.holds(merge) else [
-                self._link_event(EventType.USERS_MERGED, primary, merge),
-                *self._joined_freezes(merge),
-            ]  # fmt: skip
-            theirs_events = [] if theirs.holds(merge) else [
-                self._link_event(EventType.USERS_MERGED, other, merge)]  # fmt: skip
-            self.journal.unguarded([(primary, mine_events), (other, theirs_events)])
-            return merge
+            return self._checked(
+                (primary, other),
+                lambda versions: self._merge(primary, other, by, reason, confirm, versions),
+            )
 
-    def _propose(self, mine: Links, primary: str, other: str, by: str, reason: str) -> Merge:
+    def _checked(self, users: tuple[str, str], make: Callable[[dict[str, int]], Merge]) -> Merge:
+        """``make`` given the ids' stream versions, read before it reads their links; made
+        again on the fresh streams when another writer moved one before its commit (the
+        commit expects those versions), so two processes never both act on one old check."""
+        attempt = 1
+        while True:
+            versions = {user: self.store.stream_version(user) for user in users}
+            try:
+                return make(versions)
+            except ConcurrencyConflict:
+                if attempt == _LINK_ATTEMPTS:
+                    raise
+                attempt += 1
+
+    def _merge(
+        self, primary: str, other: str, by: str, reason: str, confirm: str | None,
+        versions: dict[str, int],
+    ) -> Merge:  # fmt: skip
+        for user in (primary, other):
+            if self.projections.memory(user).memory_off is not None:
+                raise MemoryDisabled(user)
+        mine, theirs = self._links(primary), self._links(other)
+        _mergeable(mine, theirs, primary, other)
+        if confirm is None:
+            return self._propose(mine, primary, other, by, reason, versions)
+        proposed = mine.merges.get(confirm) or theirs.merges.get(confirm)
+        if proposed is None or (proposed.primary, proposed.other) != (primary, other):
+            raise NotFound(
+                f"no proposal {confirm!r} to merge {other!r} into {primary!r}: propose "
+                "first (merge_users without confirm), then confirm with the merge_id it "
+                "returns", code="merge.not_proposed",
+            )  # fmt: skip
+        if proposed.status is MergeStatus.SPLIT:
+            raise InvalidOperation(f"merge {confirm} was split: propose the merge again",
+                                   code="merge.closed")  # fmt: skip
+        update = {"status": MergeStatus.MERGED, "by": by, "reason": reason,
+                  "at": self.clock.now()}  # fmt: skip
+        merge = proposed.model_copy(update=update)
+        if mine.holds(merge) and theirs.holds(merge):
+            return mine.merges[confirm]
+        mine_events = [] if mine.holds(merge) else [
+            self._link_event(EventType.USERS_MERGED, primary, merge),
+            *self._joined_freezes(merge),
+        ]  # fmt: skip
+        theirs_events = [] if theirs.holds(merge) else [
+            self._link_event(EventType.USERS_MERGED, other, merge)]  # fmt: skip
+        self.journal.unguarded([(primary, mine_events), (other, theirs_events)], checked=versions)
+        return merge
+
+    def _propose(
+        self, mine: Links, primary: str, other: str, by: str, reason: str,
+        versions: dict[str, int],
+    ) -> Merge:  # fmt: skip
         known = [m for m in mine.merges.values() if m.other == other
                  and m.status in (MergeStatus.PROPOSED, MergeStatus.MERGED)]  # fmt: skip
         if known:
@@ -289,7 +320,7 @@ class Identity:
                       status=MergeStatus.PROPOSED, by=by, reason=reason,
                       at=self.clock.now())  # fmt: skip
         self.journal.unguarded([(u, [self._link_event(EventType.MERGE_PROPOSED, u, merge)])
-                                for u in (primary, other)])  # fmt: skip
+                                for u in (primary, other)], checked=versions)  # fmt: skip
         return merge
 
     def _joined_freezes(self, merge: Merge) -> list[NewEvent]:
@@ -343,18 +374,23 @@ class Identity:
         check_args(primary=primary, other=other, by=by, reason=reason)
         _merge_words(primary, other, by, reason)
         with self.lock:
-            mine, theirs = self._links(primary), self._links(other)
-            held = [m for m in mine.merges.values() if m.other == other
-                    and (mine.holds(m) or theirs.holds(m))]  # fmt: skip
-            if not held:
-                raise NotFound(f"{other!r} is not merged into {primary!r}",
-                               code="merge.not_found")  # fmt: skip
-            merge = held[0].model_copy(update={"status": MergeStatus.SPLIT, "by": by,
-                                               "reason": reason,
-                                               "at": self.clock.now()})  # fmt: skip
-            self.journal.unguarded([
-                (u, [self._link_event(EventType.USERS_SPLIT, u, merge)]
-                 if links.holds(merge) else [])
-                for u, links in ((primary, mine), (other, theirs))
-            ])  # fmt: skip
-            return merge
+            return self._checked(
+                (primary, other), lambda versions: self._split(primary, other, by, reason, versions)
+            )
+
+    def _split(
+        self, primary: str, other: str, by: str, reason: str, versions: dict[str, int]
+    ) -> Merge:
+        mine, theirs = self._links(primary), self._links(other)
+        held = [m for m in mine.merges.values() if m.other == other
+                and (mine.holds(m) or theirs.holds(m))]  # fmt: skip
+        if not held:
+            raise NotFound(f"{other!r} is not merged into {primary!r}",
+                           code="merge.not_found")  # fmt: skip
+        merge = held[0].model_copy(update={"status": MergeStatus.SPLIT, "by": by,
+                                           "reason": reason, "at": self.clock.now()})  # fmt: skip
+        self.journal.unguarded([
+            (u, [self._link_event(EventType.USERS_SPLIT, u, merge)] if links.holds(merge) else [])
+            for u, links in ((primary, mine), (other, theirs))
+        ], checked=versions)  # fmt: skip
+        return merge

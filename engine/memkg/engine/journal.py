@@ -97,14 +97,21 @@ class Journal:
             raise MemoryDisabled(user_id)
         return memory
 
-    def unguarded(self, appends: Sequence[tuple[str, Sequence[NewEvent]]]) -> None:
+    def unguarded(
+        self, appends: Sequence[tuple[str, Sequence[NewEvent]]],
+        *, checked: Mapping[str, int] | None = None,
+    ) -> None:  # fmt: skip
         """Switch and link events, each id's in one append to its own stream, all in one
-        commit, whatever the switch says; every view that reads those streams is dropped."""
+        commit, whatever the switch says; every view that reads those streams is dropped.
+        ``checked`` holds the stream versions the events were worked out at: the commit
+        fails with ``ConcurrencyConflict`` if another writer moved one of them since."""
         with self.lock:
             with self.store.batch():
                 for user, events in appends:
                     if events:
-                        version = self.store.stream_version(user)
+                        version = (checked or {}).get(user)
+                        if version is None:
+                            version = self.store.stream_version(user)
                         self.store.append(user, events, expected_version=version)
             for user, _ in appends:
                 self.projections.changed(user)
