@@ -17,7 +17,6 @@ from memkg.engine.setup import check_args
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
-from memkg.model.decision import Decision
 from memkg.model.event import NewEvent
 
 
@@ -28,12 +27,6 @@ class SharedLog(Companion, Protocol):
 
     def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Companion:
         """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion."""
-        ...
-
-    def append_checked(self, decision: Decision, purges: int) -> bool:
-        """Log ``decision`` only if the store has still counted ``purges`` purges and
-        erasures, checked in the transaction that writes it (``engine/intent.py``); whether
-        it was logged."""
         ...
 
 
