@@ -6,8 +6,10 @@ the sexagesimal number 1320) and ``2026-01-01`` stays a string (JSON Schema chec
 Rule files, migration plans and waivers are small and hand-written, so anything that makes a
 small file expensive is refused with its line (``YamlError``): anchors and aliases (``&a``,
 ``*a``: a few lines of them expand to billions of values), nesting deeper than ``MAX_DEPTH``,
-more than ``MAX_NODES`` values, tags outside YAML's core schema (``!!python/...``), and text
-that is not UTF-8.
+more than ``MAX_NODES`` values, text over ``MAX_BYTES``, tags outside YAML's core schema
+(``!!python/...``), and text that is not UTF-8. Values no memkg file can mean are refused where
+they are written: integers too long to convert, numbers that are not finite (``.inf``, ``.nan``,
+``1e999``: JSON has none) and lone surrogates (``"\\ud800"``: not encodable as UTF-8).
 
 >>> doc = load_text("a:\\n  - b: 22:00\\n", "x.yaml")
 >>> doc.data, doc.line(("a", 0, "b"))
@@ -16,6 +18,7 @@ that is not UTF-8.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +34,10 @@ MAX_DEPTH = 64
 """Deepest nesting of lists and mappings a file may have."""
 MAX_NODES = 200_000
 """Most values (scalars, lists and mappings) one file may hold."""
+MAX_BYTES = 4 << 20
+"""Largest file (UTF-8 bytes) read at all: hand-written files are far smaller, and parsing a
+larger one costs seconds before ``MAX_NODES`` could refuse it."""
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
@@ -151,6 +158,36 @@ def _check_tag(node: yaml.Node) -> None:
         )
 
 
+def _scalar(node: yaml.Node, loader: _Loader) -> Any:
+    """The value of a scalar node; one no memkg file can mean is a ``YamlError`` at its line."""
+    line = node.start_mark.line + 1
+    try:
+        value = loader.construct_object(node, deep=True)
+    except ValueError as exc:  # int() of more digits than sys.get_int_max_str_digits()
+        raise YamlError(
+            f"the number {str(node.value)[:20]}... has {len(str(node.value))} digits, too many "
+            f"to read ({exc}): write a shorter number, or quote it to keep it as text",
+            line,
+            code="rules.yaml_number",
+        ) from exc
+    if isinstance(value, float) and not math.isfinite(value):
+        raise YamlError(
+            f"{node.value} is not a finite number (JSON and the rules have no infinity or NaN): "
+            "write a finite bound, or leave the test out",
+            line,
+            code="rules.yaml_number",
+        )
+    if isinstance(value, str) and (found := _SURROGATE.search(value)):
+        raise YamlError(
+            f"lone surrogate U+{ord(found.group()):04X} in text (not a character, cannot be "
+            "stored as UTF-8; YAML escapes code points, not UTF-16 halves): write the character "
+            "itself, or its \\U escape (\\U0001F600, not \\ud83d\\ude00)",
+            line,
+            code="rules.encoding",
+        )
+    return value
+
+
 def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: _Loader) -> Any:
     lines[path] = node.start_mark.line + 1
     _check_tag(node)
@@ -163,7 +200,7 @@ def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: 
                     key_node.start_mark.line + 1,
                 )
             _check_tag(key_node)
-            key = loader.construct_object(key_node, deep=True)
+            key = _scalar(key_node, loader)
             if not isinstance(key, str):
                 key = str(key)
             if key in result:
@@ -173,7 +210,7 @@ def _build(node: yaml.Node, path: JsonPath, lines: dict[JsonPath, int], loader: 
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*path, i), lines, loader) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    return _scalar(node, loader)
 
 
 def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> YamlError:
@@ -190,6 +227,8 @@ def _reader_error(exc: yaml.reader.ReaderError, text: str, file: str) -> YamlErr
 
 def load_text(text: str, file: str) -> Document:
     """Parse one YAML document; any problem becomes a ``YamlError`` naming file and line."""
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise _too_large(file)
     try:
         loader = _Loader(text)  # a str is checked for unprintable characters right here
     except yaml.reader.ReaderError as exc:
@@ -224,12 +263,28 @@ def load_text(text: str, file: str) -> Document:
     return Document(file, data, lines)
 
 
+def _too_large(file: str) -> YamlError:
+    return YamlError(
+        f"{file}:1: larger than {MAX_BYTES:,} bytes, far more than a hand-written file holds: "
+        "split it into smaller files",
+        1,
+        file=file,
+        code="rules.yaml_size",
+    )
+
+
 def read_text(path: Path, name: str) -> str:
-    """The UTF-8 text of ``path`` (called ``name`` in errors); other bytes are a ``YamlError``."""
+    """The UTF-8 text of ``path`` (called ``name`` in errors); other bytes are a ``YamlError``.
+
+    A file over ``MAX_BYTES`` is refused before it is read.
+    """
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", code="rules.read") from exc
+    if len(data) > MAX_BYTES:
+        raise _too_large(name)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

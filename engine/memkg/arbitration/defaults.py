@@ -6,7 +6,9 @@
       contact.preference: app
       seat.preference: no_preference
 
-Each value is checked against its key's schema when loaded. A default holds only while no
+Each value is checked against its key's schema when loaded; the file is read by the guarded
+YAML loader, and a wrong one raises ``PolicyFileError`` (code ``defaults.invalid``) naming the
+file and the line. A default holds only while no
 claim of the key takes part in a read: the first real evidence replaces it.
 """
 
@@ -16,9 +18,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memkg.arbitration.policy import read_yaml
-from memkg.errors import ConfigError
+from memkg.arbitration.policy import PolicyFileError, read_yaml
 from memkg.model.keyspec import KeySpec
+from memkg.yamlfile import Document, JsonPath
 
 SpecLookup = Callable[[str, str], KeySpec | None]
 
@@ -39,28 +41,24 @@ class RoleDefaults:
             path = folder / "defaults.yaml"
             if not path.is_file():
                 continue
-            data = read_yaml(path) or {}
+            doc = read_yaml(path)
+            data = {} if doc.data is None else doc.data
             if not isinstance(data, dict) or set(data) - {"defaults"}:
-                raise ConfigError(
-                    f"{path}: expected one top-level field, defaults", code="defaults.invalid"
-                )
-            entries = data.get("defaults") or {}
+                raise _invalid(doc, (), "expected one top-level field, defaults")
+            entries = {} if data.get("defaults") is None else data["defaults"]
             if not isinstance(entries, dict):
-                raise ConfigError(
-                    f"{path}: defaults must map keys to values", code="defaults.invalid"
-                )
+                raise _invalid(doc, ("defaults",), "defaults must map keys to values")
             for key, value in entries.items():
                 found = spec(domain, str(key))
                 if found is None:
-                    raise ConfigError(
-                        f"{path}: defaults.{key}: key not declared in schemas/{domain}",
-                        code="defaults.invalid",
-                    )
+                    declared = f"defaults.{key}: key not declared in schemas/{domain}"
+                    raise _invalid(doc, ("defaults", key), declared)
                 errors = sorted(found.validator.iter_errors(value), key=lambda e: e.message)
                 if errors:
-                    raise ConfigError(
-                        f"{path}: defaults.{key}: {errors[0].message} (schema {found.source_file})",
-                        code="defaults.invalid",
+                    raise _invalid(
+                        doc,
+                        ("defaults", key),
+                        f"defaults.{key}: {errors[0].message} (schema {found.source_file})",
                     )
                 values[(domain, str(key))] = value
         return cls(values)
@@ -71,3 +69,7 @@ class RoleDefaults:
 
     def keys(self, domain: str) -> list[str]:
         return sorted(key for d, key in self._values if d == domain)
+
+
+def _invalid(doc: Document, at: JsonPath, message: str) -> PolicyFileError:
+    return PolicyFileError(message, file=doc.file, line=doc.line(at), code="defaults.invalid")

@@ -17,7 +17,9 @@ domain overrides::
         bands: {silent_below: 0.1, freeze_above: 0.4}
         staleness_days: {diet.restrictions: 180}
 
-A wrong file raises ``ConfigError`` naming the file and the field. The ``credibility`` maps
+The file is read by memkg's guarded YAML loader (``memkg.yamlfile``: no anchors, aliases or
+tags, bounded size and depth). A wrong file raises ``PolicyFileError`` naming the file, the
+line and the field. The ``credibility`` maps
 (top level and per domain) may name only sources in force: the built-ins and ``sources``.
 
 >>> policy = parse_policy({"sources": {"sensor": {"credibility": 0.8}}}, "rules/policy.yaml")
@@ -30,11 +32,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from memkg.errors import ConfigError
 from memkg.model.source import Source, SourceDeclaration, Sources
+from memkg.yamlfile import Document, load_file
+
+
+class PolicyFileError(ConfigError):
+    """A policy, questions or defaults file refused; ``file`` and ``line`` say where."""
+
+    def __init__(self, message: str, *, file: str, line: int, code: str) -> None:
+        super().__init__(f"{file}:{line}: {message}", code=code)
+        self.file = file
+        self.line = line
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "file": self.file, "line": self.line}
+
 
 Share = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Days = Annotated[int, Field(gt=0)]
@@ -132,46 +147,55 @@ class PolicyFile(BaseModel):
         )
 
 
-def parse_policy(data: Any, where: str) -> PolicyFile:
-    """Validate parsed YAML; ``where`` names the file in the error."""
+def parse_policy(data: Any, where: str, doc: Document | None = None) -> PolicyFile:
+    """Validate parsed YAML; ``where`` names the file in the error, ``doc`` gives its lines."""
     if data is None:
         return PolicyFile()
-    _check_declarations(data, where)
+    _check_declarations(data, where, doc)
     try:
         return PolicyFile.model_validate(data)
     except ValidationError as exc:
+        errors = exc.errors(include_url=False)
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
-            for err in exc.errors(include_url=False)
+            f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}" for err in errors
         )
-        raise ConfigError(f"{where}: {problems}", code="policy.invalid") from exc
+        if doc is None:
+            raise ConfigError(f"{where}: {problems}", code="policy.invalid") from exc
+        line = doc.line(tuple(p for p in errors[0]["loc"] if isinstance(p, str | int)))
+        raise PolicyFileError(problems, file=where, line=line, code="policy.invalid") from exc
 
 
-def _check_declarations(data: Any, where: str) -> None:
+def _check_declarations(data: Any, where: str, doc: Document | None) -> None:
     """A declared source without a credibility: refused with what to write."""
     sources = data.get("sources") if isinstance(data, dict) else None
     if not isinstance(sources, dict):
         return
     for name, body in sources.items():
         if not isinstance(body, dict) or "credibility" not in body:
-            raise ConfigError(
-                f"{where}: sources.{name}: a declared source needs its credibility (0..1), the "
+            message = (
+                f"sources.{name}: a declared source needs its credibility (0..1), the "
                 f"base weight of its claims against the others' (dialogue 0.7, behavior 0.9, "
-                f"profile 0.95); e.g. sources: {{{name}: {{credibility: 0.8}}}}",
-                code="policy.source_credibility",
+                f"profile 0.95); e.g. sources: {{{name}: {{credibility: 0.8}}}}"
             )
+            if doc is None:
+                raise ConfigError(f"{where}: {message}", code="policy.source_credibility")
+            raise PolicyFileError(
+                message, file=where, line=doc.line(("sources", name)),
+                code="policy.source_credibility",
+            )  # fmt: skip
 
 
 def load_policy(path: Path) -> PolicyFile:
     """Read the policy file; a missing file means the built-in defaults."""
     if not path.is_file():
         return PolicyFile()
-    return parse_policy(read_yaml(path), str(path))
+    doc = read_yaml(path)
+    return parse_policy(doc.data, doc.file, doc)
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file of ``rules/``, or raise ``ConfigError`` naming it and the line."""
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not readable YAML: {exc}", code="rules.parse") from exc
+def read_yaml(path: Path) -> Document:
+    """Parse one YAML file of ``rules/`` with the guarded loader (``memkg.yamlfile``).
+
+    Anything refused is a ``YamlError`` (a ``ConfigError``) naming the file and the line.
+    """
+    return load_file(path)

@@ -10,27 +10,45 @@
       stale: {en: "...", zh: "..."}   # the value is past its staleness horizon
       confirm: {en: "...", zh: "..."} # a fact awaits the user's confirmation
 
-``{value}`` is the adopted value and ``{other}`` the strongest dissenting one; fields of an
-object value read as ``{other[category]}``. Entity references (``category:phone``) are shown
-by their ontology label in the question's language. The first template whose ``when`` matches
-(each named field equal) is used; keys without one get the generic question.
+``{value}`` is the adopted value, ``{other}`` the strongest dissenting one and ``{key}`` the
+key; fields of an object value read as ``{other[category]}`` or ``{other.category}`` (a field
+that is not there reads "(no other.category given)"). Entity references (``category:phone``)
+are shown by their ontology label in the question's language. The first template whose
+``when`` matches (each named field equal) is used; keys without one get the generic question.
+
+Templates are filled as rule explanations are (``memkg.model.template``: a lookup in the
+values, never ``str.format``); anything else in braces (format specs ``{value:>9}``,
+conversions ``{value!r}``, indexes ``{other[0]}``, attributes ``{key.__class__}``, lone braces)
+is refused at load, as is a template that is not text (``PolicyFileError``, code
+``questions.invalid``, with file and line). The file is read by the guarded YAML loader.
 """
 
 from __future__ import annotations
 
-import string
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from memkg.arbitration.policy import read_yaml
+from memkg.arbitration.policy import PolicyFileError, read_yaml
 from memkg.arbitration.resolution import Question
-from memkg.errors import ConfigError
+from memkg.model.template import fill, placeholders, stray_braces
 from memkg.model.vocab import entity_ref
+from memkg.yamlfile import Document, JsonPath
 
 PURPOSES = ("conflict", "stale", "confirm")
 LANGUAGES = ("en", "zh")
 _FIELDS = {"value", "other", "key"}
+_OBJECTS = {"value", "other"}
+"""The fields that may be objects, whose fields a template may read."""
+_FIELD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_INDEXED = re.compile(r"\[([A-Za-z][A-Za-z0-9_]*)\]")
+_GROUP = re.compile(r"\{[^{}]*\}")
+_ALLOWED = (
+    "write {value}, {other}, {key}, or a field of an object value as {other.field} "
+    "(or {other[field]}); format specs (:>9), conversions (!r), indexes ([0]), attributes "
+    "and lone braces are not allowed"
+)
 
 GENERIC: dict[str, dict[str, str]] = {
     "conflict": {
@@ -72,18 +90,19 @@ class QuestionBook:
             path = folder / "questions.yaml"
             if not path.is_file():
                 continue
-            data = read_yaml(path) or {}
+            doc = read_yaml(path)
+            data = {} if doc.data is None else doc.data
             if not isinstance(data, dict):
-                raise ConfigError(f"{path}: expected a mapping of keys", code="questions.invalid")
+                raise _invalid(doc, (), "expected a mapping of keys")
             for key, purposes in data.items():
-                for purpose, spec in _mapping(purposes, f"{path}: {key}").items():
-                    where = f"{path}: {key}.{purpose}"
+                for purpose, spec in _mapping(doc, (key,), purposes).items():
+                    at: JsonPath = (key, purpose)
                     if purpose not in PURPOSES:
-                        raise ConfigError(
-                            f"{where}: purpose must be one of {PURPOSES}", code="questions.invalid"
-                        )
-                    entries = spec if isinstance(spec, list) else [spec]
-                    found = [_template(entry, f"{where}[{i}]") for i, entry in enumerate(entries)]
+                        raise _invalid(doc, at, f"purpose must be one of {PURPOSES}")
+                    if isinstance(spec, list):
+                        found = [_template(doc, (*at, i), entry) for i, entry in enumerate(spec)]
+                    else:
+                        found = [_template(doc, at, spec)]
                     templates[(domain, str(key), purpose)] = found
         return cls(templates)
 
@@ -111,41 +130,64 @@ class QuestionBook:
             "other": _label(other, language, names),
             "key": key,
         }
-        text = texts[language].format_map(shown)
+
+        def lookup(name: str) -> str | None:
+            root, *fields = name.split(".")
+            found = shown[root]
+            for field in fields:
+                found = found.get(field) if isinstance(found, dict) else None
+            return None if found is None and fields else str(found)
+
+        text = fill(texts[language], lookup)
         return Question(text=text, language=language, purpose=purpose)
 
 
-def _mapping(data: Any, where: str) -> dict[str, Any]:
+def _where(at: JsonPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in at).lstrip(".")
+
+
+def _invalid(doc: Document, at: JsonPath, message: str) -> PolicyFileError:
+    where = f"{_where(at)}: " if at else ""
+    return PolicyFileError(
+        where + message, file=doc.file, line=doc.line(at), code="questions.invalid"
+    )
+
+
+def _mapping(doc: Document, at: JsonPath, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping", code="questions.invalid")
+        raise _invalid(doc, at, "expected a mapping")
     return data
 
 
-def _template(entry: Any, where: str) -> Template:
-    entry = dict(_mapping(entry, where))
-    when = _mapping(entry.pop("when", {}), f"{where}.when")
+def _template(doc: Document, at: JsonPath, entry: Any) -> Template:
+    entry = dict(_mapping(doc, at, entry))
+    when = _mapping(doc, (*at, "when"), entry.pop("when", {}))
     if set(when) - {"value", "other"}:
-        raise ConfigError(f"{where}.when: only value and other", code="questions.invalid")
+        raise _invalid(doc, (*at, "when"), "only value and other")
     if "en" not in entry or set(entry) - set(LANGUAGES):
-        raise ConfigError(
-            f"{where}: give en (required) and zh texts, nothing else", code="questions.invalid"
-        )
+        raise _invalid(doc, at, "give en (required) and zh texts, nothing else")
+    texts = {}
     for language, text in entry.items():
-        try:
-            roots = {
-                f.split("[")[0].split(".")[0]
-                for _, f, _, _ in string.Formatter().parse(text)
-                if f is not None
-            }
-        except (ValueError, AttributeError) as exc:
-            raise ConfigError(f"{where}.{language}: {exc}", code="questions.invalid") from exc
-        if roots - _FIELDS:
-            raise ConfigError(
-                f"{where}.{language}: unknown fields {sorted(roots - _FIELDS)}; "
-                f"use {sorted(_FIELDS)}",
-                code="questions.invalid",
-            )
-    return when, {str(k): str(v) for k, v in entry.items()}
+        texts[str(language)] = _text(doc, (*at, language), text)
+    return when, texts
+
+
+def _text(doc: Document, at: JsonPath, text: Any) -> str:
+    """A template's text, with ``{other[field]}`` spelled ``{other.field}`` for ``fill``."""
+    if not isinstance(text, str):
+        raise _invalid(doc, at, f"must be text (in quotes), not {type(text).__name__}")
+    dotted = _GROUP.sub(lambda m: _INDEXED.sub(r".\1", m.group()), text)
+    stray = stray_braces(dotted)
+    if stray:
+        raise _invalid(doc, at, f"{stray[0]!r} is not a placeholder: {_ALLOWED}")
+    unknown = sorted({name.split(".")[0] for name in placeholders(dotted)} - _FIELDS)
+    if unknown:
+        raise _invalid(doc, at, f"unknown fields {unknown}; use {sorted(_FIELDS)}")
+    for name in placeholders(dotted):
+        root, *fields = name.split(".")
+        if fields and (root not in _OBJECTS or not all(map(_FIELD.fullmatch, fields))):
+            raise _invalid(doc, at, f"{{{name}}} reads no field of a value: {_ALLOWED}")
+    return dotted
 
 
 def _matches(when: Mapping[str, Any], values: Mapping[str, Any]) -> bool:

@@ -105,10 +105,13 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
 
 
 def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    _, sources, only = _sources(engine, args.path)
-    from memkg.engine.rule_bundle import lint_sources
+    folders, sources, only = _sources(engine, args.path)
+    from memkg.engine.rule_bundle import arbitration_findings, lint_sources
 
     _, findings = lint_sources(sources, engine)
+    if only is None:  # a folder: its questions.yaml, defaults.yaml and policy.yaml too
+        policy = folders / "policy.yaml" if isinstance(folders, Path) else None
+        findings += arbitration_findings(folders, engine, policy)
     shown = [f for f in findings if only is None or f.file == only]
     errors = [f for f in shown if f.severity == "error"]
     emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})

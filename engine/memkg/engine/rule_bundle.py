@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
+from memkg.arbitration import QuestionBook, RoleDefaults, load_policy
+from memkg.arbitration.policy import PolicyFileError
 from memkg.decisions.log import DecisionLog
 from memkg.engine.projections import Projections
 from memkg.errors import ConfigError, MemkgError
@@ -20,9 +24,10 @@ from memkg.ontology import Ontology
 from memkg.roots import Roots
 from memkg.rules.evaluator import Evaluator
 from memkg.rules.lint import lint_bundle
-from memkg.rules.loader import RuleFolders, load_bundle, read_sources
+from memkg.rules.loader import RuleFolders, load_bundle, read_sources, rule_domains
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 from memkg.validate.registry import SchemaRegistry
+from memkg.yamlfile import YamlError
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +90,29 @@ def lint_sources(sources: dict[str, str], engine: Schemas) -> tuple[RuleBundle, 
         engine.sources,
     )
     return bundle, sorted(findings, key=lambda f: (f.file, f.line, f.code))
+
+
+def arbitration_findings(
+    folders: RuleFolders, engine: Schemas, policy: Path | None = None
+) -> list[Finding]:
+    """The arbitration files beside the rules, loaded as the engine loads them: each domain's
+    ``questions.yaml`` and ``defaults.yaml``, and ``policy`` if given. The first problem of
+    each kind is a finding with its file and line (lint would pass a folder the engine refuses).
+    """
+    domains = rule_domains(folders)
+    checks: list[Callable[[], object]] = [
+        lambda: QuestionBook.load(domains),
+        lambda: RoleDefaults.load(domains, engine.registry.spec),
+    ]
+    if policy is not None:
+        checks.append(lambda: load_policy(policy))
+    findings = []
+    for check in checks:
+        try:
+            check()
+        except (YamlError, PolicyFileError) as exc:
+            findings.append(Finding(exc.code, exc.message, exc.file or "", exc.line))
+    return findings
 
 
 def compile_rules(sources: dict[str, str], engine: Schemas) -> Rules:

@@ -10,13 +10,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from memkg.model.template import fill as fill_template
+from memkg.model.template import placeholders
 from memkg.rules.spec import SYMBOLS, Condition, Test
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+__all__ = ["condition_text", "describe_test", "fill", "placeholders", "value_text"]
 
 
 def value_text(value: Any) -> str:
@@ -46,21 +47,16 @@ def condition_text(cond: Condition) -> str:
     return f"not ({body})" if cond.negated else body
 
 
-def placeholders(template: str) -> list[str]:
-    return _PLACEHOLDER.findall(template)
-
-
 def fill(template: str, lookup: Callable[[str], Any]) -> str:
-    """Replace ``{name}`` by ``lookup(name)``; a name with no value reads "(no name given)".
+    """Replace ``{name}`` by ``lookup(name)`` in words; a name with no value reads "(no name
+    given)" (``memkg.model.template``).
 
     >>> fill("No interest in {category} on record", lambda name: None)
     'No interest in (no category given) on record'
     """
-    if "{" not in template:
-        return template
 
-    def one(match: re.Match[str]) -> str:
-        found = lookup(match.group(1))
-        return f"(no {match.group(1)} given)" if found is None else value_text(found)
+    def shown(name: str) -> str | None:
+        found = lookup(name)
+        return None if found is None else value_text(found)
 
-    return _PLACEHOLDER.sub(one, template)
+    return fill_template(template, shown)

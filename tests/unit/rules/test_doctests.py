@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["memkg.yamlfile", "memkg.rules.text", "memkg.decisions.diff",
+MODULES = ["memkg.yamlfile", "memkg.rules.text", "memkg.model.template", "memkg.decisions.diff",
            "memkg.arbitration.hit_policy"]  # fmt: skip
 
 
