@@ -8,6 +8,7 @@ Every error carries a stable ``code`` and points at what caused it::
     ├── NotFound (LookupError)              unknown fact, user, decision
     ├── InvalidOperation (ValueError)       the operation does not apply (confirm a retracted fact)
     │   └── MemoryDisabled                    the user turned memory off: writes are refused
+    ├── PatternTimeout                      a user schema's pattern ran out of time on a value
     ├── ConfigError (ValueError)            a schema, shape or config file is wrong (names the file)
     │   └── RulesRefused                      a rule bundle failed lint or its cases
     │       └── RulesDiffRefused                a reload's rules diff BLOCKed
@@ -65,15 +66,20 @@ class ValidationFailed(MemkgError, ValueError):
 
 
 class ConcurrencyConflict(MemkgError):
-    """An append expected a stream version that is no longer current."""
+    """An append expected a stream version that is no longer current (or, with the code
+    ``decision.erased_meanwhile``, a decision's memory was erased under it at every attempt)."""
 
     code = "store.conflict"
 
-    def __init__(self, stream: str, expected: int, actual: int) -> None:
-        super().__init__(
+    def __init__(
+        self, stream: str, expected: int, actual: int, *, message: str | None = None,
+        code: str | None = None,
+    ) -> None:  # fmt: skip
+        default = (
             f"stream {stream!r} is at version {actual}, not {expected}: "
             "another writer appended first; reload the user's memory and retry"
         )
+        super().__init__(message or default, code=code)
         self.stream = stream
         self.expected = expected
         self.actual = actual
@@ -99,6 +105,21 @@ class MemoryDisabled(InvalidOperation):
             "`memkg memory on USER`)"
         )
         self.user_id = user_id
+
+
+class PatternTimeout(MemkgError):
+    """A pattern of a user-written schema ran past ``memkg.userschema.PATTERN_TIMEOUT`` on a
+    value: it backtracks catastrophically on it and must be rewritten."""
+
+    code = "schema.pattern_timeout"
+
+    def __init__(self, pattern: str, text: str) -> None:
+        super().__init__(
+            f"pattern {pattern[:200]!r} took too long on this value ({len(text)} characters); "
+            "rewrite it without nested repetition (e.g. '(a+)+' as 'a+')"
+        )
+        self.pattern = pattern
+        self.text = text
 
 
 class ConfigError(MemkgError, ValueError):

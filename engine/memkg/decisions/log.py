@@ -2,7 +2,8 @@
 
 Contract: ``append`` stores a decision once (a second append of the same id is refused);
 ``get`` returns it exactly as stored; ``for_user`` lists a user's decisions oldest first;
-``recent`` lists the last decisions of every user, oldest first;
+``recent`` lists the last decisions of every user, oldest first; ``remove`` takes one
+decision back out (an erasure overtook it: ``Decider._logged``);
 ``save_bundle`` keeps the text of a rule bundle under its digest, so ``replay`` can rebuild
 the rules a decision was made with; ``erase_user`` removes every decision about the user;
 ``erase_citing`` removes the user's decisions that cite any of a set of facts or name any of
@@ -50,6 +51,10 @@ class DecisionLog(Protocol):
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None: ...
 
     def bundle(self, digest: str) -> dict[str, str] | None: ...
+
+    def remove(self, decision_id: str) -> bool:
+        """Take one decision back out; whether it was there."""
+        ...
 
     def erase_user(self, user_id: str) -> int:
         """Remove every decision about the user; return how many."""
@@ -100,7 +105,8 @@ class Citing:
     event store (``events.store.Companion``): ``erase_rows`` removes a user's through the
     store's connection, inside its open transaction. Built by the SQL adapters (``citing``),
     which give the statements: ``find`` (a user's candidate rows, ``decision_id, record``,
-    narrowed by a JSON list of needles) and ``remove`` (the rows of a JSON list of ids)."""
+    narrowed by a JSON list of needles), ``remove`` (the rows of a JSON list of ids) and
+    ``lock`` (run first: what a decision's checked append waits on, if anything)."""
 
     database: str
     find: str
@@ -108,11 +114,14 @@ class Citing:
     fact_ids: tuple[str, ...]
     merged_ids: tuple[str, ...] = ()
     tables: tuple[str, ...] = ("decisions",)
+    lock: str = ""
 
     def erase_rows(self, db: Any, user_id: str) -> int:
         needles = citation_needles([*self.fact_ids, *self.merged_ids])
         if not needles:
             return 0
+        if self.lock:
+            db.execute(self.lock)
         rows = db.execute(self.find, (user_id, json.dumps(needles))).fetchall()
         doomed = [d for d, record in rows if cites(record, self.fact_ids, self.merged_ids)]
         if doomed:
@@ -159,6 +168,16 @@ class MemoryDecisionLog:
     def bundle(self, digest: str) -> dict[str, str] | None:
         found = self._bundles.get(digest)
         return dict(found) if found is not None else None
+
+    def remove(self, decision_id: str) -> bool:
+        with self._lock:
+            text = self._decisions.pop(decision_id, None)
+            if text is None:
+                return False
+            del self._order[decision_id]
+            user_id = orjson.loads(text)["request"]["user_id"]
+            self._users[user_id] = [i for i in self._users[user_id] if i != decision_id]
+            return True
 
     def erase_user(self, user_id: str) -> int:
         with self._lock:

@@ -3,6 +3,12 @@
 Records are JSONB, which does not keep key order: ``get`` returns a decision equal to the one
 appended, not its original JSON text. ``seq`` keeps the order of appends for ``for_user``.
 
+A checked append (``append_checked``) locks the log's purge count (the ``meta`` row
+``purges``) ``FOR SHARE`` and writes only if it is the count the decision read memory at;
+every erasure locks that row ``FOR UPDATE`` before it deletes decisions, so either the
+erasure commits first and the append sees its count, or the append commits first and the
+erasure's delete sees its row.
+
 Erasure deletes rows in one statement. As for the event store, PostgreSQL keeps dead tuples
 until the table is vacuumed, and its WAL, replicas and backups still hold the deleted rows:
 running ``VACUUM``, expiring WAL archives and backups is the operator's responsibility.
@@ -31,8 +37,16 @@ CREATE TABLE IF NOT EXISTS {s}.decisions (
     decision_id TEXT PRIMARY KEY, seq BIGSERIAL NOT NULL, user_id TEXT NOT NULL,
     domain TEXT NOT NULL, decided_at TIMESTAMPTZ NOT NULL, record JSONB NOT NULL);
 CREATE INDEX IF NOT EXISTS decisions_user_seq ON {s}.decisions (user_id, seq);
-CREATE TABLE IF NOT EXISTS {s}.rule_bundles (digest TEXT PRIMARY KEY, sources JSONB NOT NULL)
+CREATE TABLE IF NOT EXISTS {s}.rule_bundles (digest TEXT PRIMARY KEY, sources JSONB NOT NULL);
+INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 """
+"""The purge count's row is made if no purge made it yet: checked appends and erasures lock it."""
+_PURGES = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
+_ERASING = "SELECT 1 FROM {s}.meta WHERE key = 'purges' FOR UPDATE"
+_INSERT = (
+    "INSERT INTO {s}.decisions (decision_id, user_id, domain, decided_at, record)"
+    " VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT DO NOTHING"
+)
 _CANDIDATES = (
     "SELECT decision_id, record::text FROM {s}.decisions WHERE user_id = %s AND EXISTS"
     " (SELECT 1 FROM jsonb_array_elements_text(%s::jsonb) AS n(needle)"
@@ -69,6 +83,14 @@ class PostgresDecisionLog(PgAdapter):
             )
 
     def append(self, decision: Decision) -> None:
+        self._insert(decision, None)
+
+    def append_checked(self, decision: Decision, purges: int) -> bool:
+        """Log ``decision`` only while the event log of this schema has counted ``purges``
+        purges and erasures, checked in the insert's transaction; whether it was logged."""
+        return self._insert(decision, purges)
+
+    def _insert(self, decision: Decision, purges: int | None) -> bool:
         row = (
             decision.decision_id,
             decision.request.user_id,
@@ -77,13 +99,13 @@ class PostgresDecisionLog(PgAdapter):
             decision.model_dump_json(),
         )
         with self._tx() as db:
-            inserted = db.execute(
-                f"INSERT INTO {self._s}.decisions (decision_id, user_id, domain, decided_at,"
-                " record) VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT DO NOTHING",
-                row,
-            )
-            if inserted.rowcount == 0:
+            if purges is not None:
+                found = db.execute(_PURGES.format(s=self._s)).fetchone()
+                if int(found[0] if found else 0) != purges:
+                    return False
+            if db.execute(_INSERT.format(s=self._s), row).rowcount == 0:
                 raise duplicate(decision.decision_id)
+        return True
 
     def get(self, decision_id: str) -> Decision:
         query = f"SELECT record::text FROM {self._s}.decisions WHERE decision_id = %s"
@@ -124,21 +146,28 @@ class PostgresDecisionLog(PgAdapter):
 
     tables = ("decisions",)
 
+    def remove(self, decision_id: str) -> bool:
+        with self._tx() as db:
+            query = f"DELETE FROM {self._s}.decisions WHERE decision_id = %s"
+            return bool(db.execute(query, (decision_id,)).rowcount)
+
     def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
-        """The user's decisions, removed through the event store's open transaction."""
+        """The user's decisions, removed through the event store's open transaction (after
+        locking the purge count: a checked append waits, then sees the erasure's count)."""
+        db.execute(_ERASING.format(s=self._s))
         query = f"DELETE FROM {self._s}.decisions WHERE user_id = %s"
         return db.execute(query, (user_id,)).rowcount
 
     def erase_user(self, user_id: str) -> int:
         with self._tx() as db:
-            removed = db.execute(f"DELETE FROM {self._s}.decisions WHERE user_id = %s", (user_id,))
-            return removed.rowcount
+            return self.erase_rows(db, user_id)
 
     def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Citing:
         """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion that
         removes a user's inside the event store's erasure transaction."""
         find, remove = _CANDIDATES.format(s=self._s), _REMOVE.format(s=self._s)
-        return Citing(self.database, find, remove, tuple(fact_ids), tuple(merged_ids))
+        return Citing(self.database, find, remove, tuple(fact_ids), tuple(merged_ids),
+                      lock=_ERASING.format(s=self._s))  # fmt: skip
 
     def erase_citing(
         self, user_id: str, fact_ids: Collection[str], *, merged_ids: Collection[str] = ()

@@ -3,7 +3,8 @@
 Appends from concurrent threads are committed in groups: the first waiting append commits
 every row queued behind it in one transaction, and each append returns only once its own row
 is committed (``synchronous=FULL``), so grouping saves commits without weakening the
-acknowledgement. A lone append commits alone, as before.
+acknowledgement. A lone append commits alone, as before. A checked append
+(``append_checked``) rides in the same groups: its row carries its own check.
 
 Erasure deletes with ``secure_delete=ON``, then checkpoints the WAL and vacuums, so no page of
 the file keeps a byte of an erased user's decisions.
@@ -34,6 +35,12 @@ CREATE TABLE IF NOT EXISTS rule_bundles (digest TEXT PRIMARY KEY, sources TEXT N
 
 
 _INSERT = "INSERT INTO decisions VALUES (?, ?, ?, ?, ?)"
+_CHECKED = (
+    "INSERT INTO decisions SELECT ?, ?, ?, ?, ?"
+    " WHERE coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'purges'), 0) = ?"
+)
+"""One write statement: the row, only while the event log beside it (same file) has counted
+the purges and erasures the decision read memory at (``SqliteEventStore.stream_mark``)."""
 _CANDIDATES = (
     "SELECT decision_id, record FROM decisions WHERE user_id = ? AND EXISTS"
     " (SELECT 1 FROM json_each(?) WHERE instr(record, value) > 0)"
@@ -42,14 +49,27 @@ _REMOVE = "DELETE FROM decisions WHERE decision_id IN (SELECT value FROM json_ea
 
 
 class _Pending:
-    """One queued append: its row, and how its commit went."""
+    """One queued append: its row, the purge count it is checked against (``None``: none),
+    and how its commit went."""
 
-    __slots__ = ("done", "error", "row")
+    __slots__ = ("done", "error", "purges", "row", "stored")
 
-    def __init__(self, row: tuple[str, ...]) -> None:
+    def __init__(self, row: tuple[str, ...], purges: int | None = None) -> None:
         self.row = row
+        self.purges = purges
         self.done = False
+        self.stored = False
         self.error: Exception | None = None
+
+
+def _row(decision: Decision) -> tuple[str, ...]:
+    return (
+        decision.decision_id,
+        decision.request.user_id,
+        decision.request.domain,
+        decision.decided_at.isoformat(),
+        decision.model_dump_json(),
+    )
 
 
 class SqliteDecisionLog:
@@ -85,15 +105,15 @@ class SqliteDecisionLog:
 
     def append(self, decision: Decision) -> None:
         """Log ``decision``; returns once its row is committed to disk."""
-        mine = _Pending(
-            (
-                decision.decision_id,
-                decision.request.user_id,
-                decision.request.domain,
-                decision.decided_at.isoformat(),
-                decision.model_dump_json(),
-            )
-        )
+        self._queued(_Pending(_row(decision)))
+
+    def append_checked(self, decision: Decision, purges: int) -> bool:
+        """Log ``decision`` only while the event log in this file has counted ``purges``
+        purges and erasures, checked by the insert itself; whether it was logged."""
+        return self._queued(_Pending(_row(decision), purges))
+
+    def _queued(self, mine: _Pending) -> bool:
+        """Queue ``mine`` and wait for its group's commit; whether its row was written."""
         with self._queue:
             self._pending.append(mine)
             while not mine.done and self._leading:
@@ -104,6 +124,7 @@ class SqliteDecisionLog:
             self._lead()
         if mine.error is not None:
             raise mine.error
+        return mine.stored
 
     def _lead(self) -> None:
         """Commit everything queued so far in one transaction, then wake the waiters."""
@@ -124,7 +145,12 @@ class SqliteDecisionLog:
             try:  # a failed insert undoes only itself: the others still commit
                 for pending in batch:
                     try:
-                        self._db.execute(_INSERT, pending.row)
+                        if pending.purges is None:
+                            self._db.execute(_INSERT, pending.row)
+                            pending.stored = True
+                        else:
+                            written = self._db.execute(_CHECKED, (*pending.row, pending.purges))
+                            pending.stored = written.rowcount == 1
                     except sqlite3.IntegrityError as exc:
                         pending.error = duplicate(pending.row[0])
                         pending.error.__cause__ = exc
@@ -132,6 +158,8 @@ class SqliteDecisionLog:
                 if self._checkpoints is not None:
                     self._checkpoints.wrote(sum(len(p.row[-1]) for p in batch))
             except BaseException:
+                for pending in batch:
+                    pending.stored = False
                 if self._db.in_transaction:  # SQLite may have rolled back already (disk full)
                     with contextlib.suppress(sqlite3.Error):
                         self._db.execute("ROLLBACK")
@@ -185,6 +213,11 @@ class SqliteDecisionLog:
                 "SELECT sources FROM rule_bundles WHERE digest = ?", (digest,)
             ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
+
+    def remove(self, decision_id: str) -> bool:
+        with self._guard("write"):
+            removed = self._db.execute(_REMOVE, (json.dumps([decision_id]),)).rowcount
+        return self._scrubbed(removed) > 0
 
     tables = ("decisions",)
 

@@ -17,6 +17,7 @@ from memkg.engine.setup import check_args
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
+from memkg.model.decision import Decision
 from memkg.model.event import NewEvent
 
 
@@ -28,6 +29,18 @@ class SharedLog(Companion, Protocol):
     def citing(self, fact_ids: Collection[str], merged_ids: Collection[str] = ()) -> Companion:
         """The decisions citing ``fact_ids`` or naming ``merged_ids``, as a companion."""
         ...
+
+    def append_checked(self, decision: Decision, purges: int) -> bool:
+        """Log ``decision`` only if the store has still counted ``purges`` purges and
+        erasures, checked in the transaction that writes it (``Decider._logged``); whether
+        it was logged."""
+        ...
+
+
+def shared_log(store: EventStore, log: DecisionLog) -> SharedLog | None:
+    """``log``, when it lives in ``store``'s database: it joins the store's erasures, and a
+    decision is logged in a transaction that checks the store's purge count."""
+    return log if isinstance(log, SharedLog) and beside(store, log) else None
 
 
 Then = Callable[[str], Sequence[tuple[str, Sequence[NewEvent]]]]
@@ -123,8 +136,7 @@ class Eraser:
 
     def _shared(self) -> SharedLog | None:
         """The decision log, when it lives in the store's database (it joins the erasure)."""
-        log = self.decision_log
-        return log if isinstance(log, SharedLog) and beside(self.store, log) else None
+        return shared_log(self.store, self.decision_log)
 
     def _receipt(
         self, ids: list[str], receipts: list[ErasureReceipt], apart: dict[str, int]

@@ -7,6 +7,10 @@ position and clock, over the graph it is handed: ``replay`` (``engine/replay.py`
 memory as it stood, a migration's dry run memory as the plan would have left it. Rule
 bundles are linted (and, on reload, their cases run) before use; a new bundle replaces the
 old one in one assignment (``engine/rule_bundle.py``).
+
+No decision outlives the memory it read: ``decide`` notes the store's purge count its graph
+was read at, and ``_logged`` writes the decision only while that count holds; if a purge or
+erasure ran meanwhile, the decision is made again on the memory as it now is.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,10 +29,11 @@ from memkg.decisions import DecisionLog
 from memkg.engine.arbitration import Arbiter
 from memkg.engine.decision_graph import WeightedGraphView, memory_nodes, reviewed_facts, verdicts
 from memkg.engine.decision_record import record_decision
+from memkg.engine.erasure import SharedLog, shared_log
 from memkg.engine.projections import Projections
 from memkg.engine.rule_bundle import RuleBook, Rules, RulesRefused
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import ValidationFailed
+from memkg.errors import ConcurrencyConflict, ValidationFailed
 from memkg.events.store import EventStore
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, DecisionRequest, Revisions
@@ -60,6 +65,8 @@ class Decider:
     log: DecisionLog
     clock: Clock
     lock: threading.RLock
+    _sharing: tuple[object, SharedLog | None] = field(default=(None, None), init=False)
+    """``log`` and whether it lives beside the events (``shared_log``), worked out once."""
 
     @property
     def rules(self) -> Rules:
@@ -91,21 +98,53 @@ class Decider:
         )  # fmt: skip
         if not report.ok:
             raise ValidationFailed(report, "decision request")
+        request = DecisionRequest(user_id=user_id, domain=domain, decision=decision or "",
+                                  context=bounded_context(context or {}), session_id=session_id,
+                                  turn=turn)  # fmt: skip
+        decision_id, purges = "", -1
+        for _ in range(self.setup.config.write_retries + 1):
+            with self.lock, self.projections.pinned(user_id) as mark:
+                head = self.store.head()
+                graph = self.projections.graph(user_id)
+                pin = mark()  # the purge count the graph read checked (never None after it)
+                purges, now = pin[1] if pin is not None else -1, self.clock.now()
+                decision_id = decision_id or self.clock.new_id("dec")  # kept when made again
+                # the graph holds every event of the log up to ``head`` (read before it); its
+                # reviews are read to the same position, whatever another process writes
+                made = self._decide(self.rules, request, graph, max(head, graph.seq), now,
+                                    decision_id,
+                                    reviews=self.projections.reviews(user_id, graph))  # fmt: skip
+            if trace_id is not None:
+                made = made.model_copy(update={"trace_id": trace_id})
+            if self._logged(made, purges):
+                return made
+        raise ConcurrencyConflict(
+            user_id, purges, purges, code="decision.erased_meanwhile",
+            message=f"a purge or erasure ran while each of {self.setup.config.write_retries + 1}"
+            f" decisions for {user_id!r} was made: none is logged; try again",
+        )  # fmt: skip
+
+    def _logged(self, made: Decision, purges: int) -> bool:
+        """Log ``made``, read at the store's purge count ``purges``, if no purge or erasure ran
+        since; whether it was logged.
+
+        A log beside the events checks the count in the insert's own transaction
+        (``append_checked``). One kept apart is appended to, then the count read again under
+        the engine's lock (an erasure in this process holds it throughout): if it moved, the
+        decision is taken back out. One appended before another process's erasure committed
+        is removed by that erasure's second pass (``Eraser``)."""
+        log = self.log
+        if self._sharing[0] is not log:
+            self._sharing = (log, shared_log(self.store, log))
+        shared = self._sharing[1]
+        if shared is not None:
+            return shared.append_checked(made, purges)
+        log.append(made)
         with self.lock:
-            head = self.store.head()
-            graph = self.projections.graph(user_id)
-            now, decision_id = self.clock.now(), self.clock.new_id("dec")
-            request = DecisionRequest(user_id=user_id, domain=domain, decision=decision or "",
-                                      context=bounded_context(context or {}),
-                                      session_id=session_id, turn=turn)  # fmt: skip
-            # the graph holds every event of the log up to ``head`` (read before it); its
-            # reviews are read to the same position, whatever another process writes meanwhile
-            made = self._decide(self.rules, request, graph, max(head, graph.seq), now, decision_id,
-                                reviews=self.projections.reviews(user_id, graph))  # fmt: skip
-        if trace_id is not None:
-            made = made.model_copy(update={"trace_id": trace_id})
-        self.log.append(made)
-        return made
+            if self.store.stream_mark(made.request.user_id)[1] == purges:
+                return True
+        log.remove(made.decision_id)
+        return False
 
     def rules_diff(
         self, old: Bundle = None, new: Bundle = None, *, replay: int | None = 20,

@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from memkg.model.keyspec import KeySpec
 
 Upcast = Callable[[Fact], Fact]
+PinnedMark = Callable[[], tuple[int, int] | None]
+"""What a ``pinned`` block hands back: the stream mark its reads were checked at."""
 
 
 class Stream(Protocol):
@@ -152,9 +154,9 @@ class Projections:
             return None
         return list(tail)
 
-    def pinned(self, user_id: str) -> AbstractContextManager[None]:
+    def pinned(self, user_id: str) -> AbstractContextManager[PinnedMark]:
         """Inside the block, this thread's reads of the user check the store once (a write's
-        reads, computed and appended against one state of the stream; see the module)."""
+        reads, against one state of the stream; see the module); it hands back that mark."""
         return self._pins.pinned(user_id)
 
     def _mark(self, user_id: str) -> tuple[int, int]:
@@ -611,14 +613,14 @@ class _Pins:
         return marks
 
     @contextmanager
-    def pinned(self, user_id: str) -> Iterator[None]:
+    def pinned(self, user_id: str) -> Iterator[PinnedMark]:
         marks = self._marks()
         if user_id in marks:
-            yield
+            yield lambda: marks.get(user_id)
             return
         marks[user_id] = None
         try:
-            yield
+            yield lambda: marks.get(user_id)
         finally:
             del marks[user_id]
 

@@ -160,3 +160,17 @@ def test_erase_citing_matches_whole_fact_ids_and_merged_ids_only(
 
     kept = {d.decision_id for d in log.for_user("mei2")}
     assert kept == {made.decision_id, "dec_substring", "dec_prefix"}
+
+
+def test_remove_takes_out_one_decision(log: DecisionLog, logged_engine: Engine) -> None:
+    """A decision logged apart from the events that an erasure overtook is taken back out
+    (``Decider._logged``); the id may be logged again, as the decision made afresh is."""
+    first = logged_engine.decide("u", "finance", {"product_type": "bonds", "amount": 1})
+    second = logged_engine.decide("u", "finance", {"product_type": "bonds", "amount": 2})
+    assert log.remove(first.decision_id) is True
+    assert log.remove(first.decision_id) is False
+    with pytest.raises(NotFound):
+        log.get(first.decision_id)
+    assert log.for_user("u") == [second] and log.recent(9) == [second]
+    log.append(first)
+    assert log.for_user("u") == [second, first]
