@@ -21,13 +21,30 @@ __all__ = ["condition_text", "describe_test", "fill", "placeholders", "value_tex
 
 
 def value_text(value: Any) -> str:
+    """A value in words. An object's fields are in key order: JSON objects have none of their
+    own, and a store may give them back in another (PostgreSQL's JSONB does), so a message
+    quoting one reads the same in every process and replays.
+
+    >>> value_text({"systolic": 190, "diastolic": 110})
+    'diastolic: 110, systolic: 190'
+    """
     if isinstance(value, list | tuple):
-        return ", ".join(value_text(v) for v in value)
+        return ", ".join(_nested(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_nested(v)}" for k, v in sorted(value.items(), key=_by_key))
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def _by_key(item: tuple[Any, Any]) -> str:
+    return str(item[0])
+
+
+def _nested(value: Any) -> str:
+    return f"({value_text(value)})" if isinstance(value, dict) else value_text(value)
 
 
 def describe_test(test: Test, subject: str) -> str:
