@@ -140,6 +140,12 @@ class Lifecycle:
 
     def prune(self, window: Window, keep_turns: int | None = None) -> Window:
         """``window`` cut to the configured last turns plus a summary (notes always kept)."""
+        if not isinstance(window, Window):
+            raise InvalidOperation(
+                f"prune takes a memkg.Window, not a {type(window).__name__}: wrap the chat "
+                "messages first, Window(messages=[...]) (OpenAI-style dicts or Message values)",
+                code="window.type",
+            )
         life = self.config.lifecycle
         return window.prune(keep_turns or life.window_turns,
                             max_summary_chars=life.summary_max_chars)  # fmt: skip

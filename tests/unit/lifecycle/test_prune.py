@@ -107,3 +107,10 @@ def test_engine_prunes_to_the_configured_window(clock: FrozenClock) -> None:
     assert [m.content for m in pruned.messages if m.role == "user"] == ["question 2", "question 3"]
     with pytest.raises(InvalidOperation):
         pruned.prune(keep_turns=0)
+
+
+def test_a_plain_list_of_messages_is_refused_with_how_to_wrap_it(plain: Engine) -> None:
+    chat = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    with pytest.raises(InvalidOperation) as refused:
+        plain.prune(chat)  # type: ignore[arg-type]
+    assert refused.value.code == "window.type" and "Window" in refused.value.message
