@@ -23,7 +23,7 @@ import hashlib
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
@@ -150,8 +150,8 @@ class FaultyStore:
     def was_erased(self, user_id: str) -> bool:
         return self.inner.was_erased(user_id)
 
-    def batch(self) -> AbstractContextManager[None]:
-        return self.inner.batch()
+    def batch(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
+        return self.inner.batch(streams)
 
     def erasing(self) -> AbstractContextManager[None]:
         return self.inner.erasing()

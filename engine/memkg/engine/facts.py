@@ -128,7 +128,8 @@ class FactWriter:
         outcomes = []
         # the engine's lock before the store's, as every write and decision takes them (the
         # batch holds the store's to its end; each item takes the engine's)
-        with self.journal.lock, self.journal.store.batch():
+        users = [c.observation.user_id for c in checked if isinstance(c, Checked)]
+        with self.journal.lock, self.journal.store.batch(users):
             for index, item in enumerate(checked):
                 outcomes.append(self._store_one(index, item))
         return outcomes

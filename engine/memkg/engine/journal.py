@@ -106,7 +106,7 @@ class Journal:
         ``checked`` holds the stream versions the events were worked out at: the commit
         fails with ``ConcurrencyConflict`` if another writer moved one of them since."""
         with self.lock:
-            with self.store.batch():
+            with self.store.batch([user for user, events in appends if events]):
                 for user, events in appends:
                     if events:
                         version = (checked or {}).get(user)

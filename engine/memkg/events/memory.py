@@ -15,7 +15,7 @@ import hmac
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -272,7 +272,7 @@ class MemoryEventStore:
             return any(t[1] == digest for t in self.erasures.values())
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, streams: Collection[str] = ()) -> Iterator[None]:
         # Like a transaction: a failure escaping the block puts every append back.
         with self._lock:
             saved = self._saved()

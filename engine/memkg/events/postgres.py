@@ -15,7 +15,7 @@ backups is the operator's responsibility. Payloads are JSONB, which does not kee
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,8 @@ _ERASED = ("events", "streams", "idempotency", "subject_salts")
 _PURGES = ("events", "idempotency")
 """The tables a purge deletes from."""
 _BATCH = 5_000
+_RELOCKS = 3
+"""How often an append without an expected version locks a stream erased under it."""
 _MAX_SEQ = 2**63 - 1
 _COLUMNS = (
     "seq, event_id, user_id, version, type, domain, fact_id, audit_log_id, payload, recorded_at"
@@ -126,9 +128,7 @@ class PostgresEventStore(PgAdapter):
         rows = [_row(e) for e in events]
         s = self._s
         with self._tx() as db:
-            db.execute(f"INSERT INTO {s}.streams VALUES (%s, 0) ON CONFLICT DO NOTHING", (user_id,))
-            locked = f"SELECT version FROM {s}.streams WHERE user_id = %s FOR UPDATE"
-            version = _one(db.execute(locked, (user_id,)))
+            version = self._locked_stream(db, user_id, expected_version)
             if idempotency_key is not None:
                 seen = db.execute(
                     f"SELECT first_seq, last_seq FROM {s}.idempotency"
@@ -175,6 +175,31 @@ class PostgresEventStore(PgAdapter):
                     (user_id, idempotency_key, stored_rows[0][0], stored_rows[-1][0]),
                 )
         return AppendResult(events=tuple(map(_event, stored_rows)))
+
+    def _locked_stream(
+        self, db: psycopg.Connection[tuple[Any, ...]], user_id: str, expected: int | None
+    ) -> int:
+        """Lock the user's ``streams`` row (made at version 0 if missing); its version.
+
+        An erasure may delete the row while this waits for its lock: the ``FOR UPDATE`` then
+        finds no row. The user starts a new stream: an append that expected a version meets
+        ``ConcurrencyConflict`` (an unconditional write is computed again on the fresh,
+        erased state); one that expected none takes the new stream.
+        """
+        s = self._s
+        for _ in range(_RELOCKS):
+            db.execute(f"INSERT INTO {s}.streams VALUES (%s, 0) ON CONFLICT DO NOTHING", (user_id,))
+            row = db.execute(
+                f"SELECT version FROM {s}.streams WHERE user_id = %s FOR UPDATE", (user_id,)
+            ).fetchone()
+            if row is not None:
+                return int(row[0])
+            if expected is not None:
+                raise ConcurrencyConflict(user_id, expected, 0)
+        raise ConcurrencyConflict(  # erased each time it was about to be locked
+            user_id, 0, 0, message=f"stream {user_id!r} was erased {_RELOCKS} times while "
+            "this append waited for it: try again",
+        )  # fmt: skip
 
     def read_stream(
         self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
@@ -339,9 +364,14 @@ class PostgresEventStore(PgAdapter):
         return []
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, streams: Collection[str] = ()) -> Iterator[None]:
         # Appends inside open nested transactions: psycopg makes them savepoints.
-        with self._tx():
+        with self._tx() as db:
+            # Every writer locks stream rows before the log's advisory lock, never one while
+            # holding the other: the block's rows are locked first, in one (sorted) order,
+            # since its first append takes the advisory lock until the block commits.
+            for user_id in sorted(set(streams)):
+                self._locked_stream(db, user_id, None)
             yield
 
 

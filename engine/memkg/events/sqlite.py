@@ -22,7 +22,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -450,8 +450,8 @@ class SqliteEventStore:
             raise StoreError(f"{self.path}: cannot use WAL journal mode (got {mode!r})")
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
-        with self._lock:
+    def batch(self, streams: Collection[str] = ()) -> Iterator[None]:
+        with self._lock:  # one writer at a time: ``streams`` need no locks of their own
             if self._batch_depth:
                 self._batch_depth += 1
                 try:

@@ -36,7 +36,7 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
@@ -235,8 +235,9 @@ class EventStore(Protocol):
         """Whether a tombstone shows this user was erased (the id itself is not stored)."""
         ...
 
-    def batch(self) -> AbstractContextManager[None]:
-        """Group appends into one commit (see contract item 5)."""
+    def batch(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
+        """Group appends into one commit (see contract item 5); ``streams``: the users the
+        block appends to, locked up front where the store locks streams (PostgreSQL)."""
         ...
 
     def erasing(self) -> AbstractContextManager[None]:

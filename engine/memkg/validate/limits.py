@@ -31,42 +31,67 @@ def _string_problem(text: str, parts: tuple[str | int, ...], limits: Limits) -> 
             f"string of {len(text):,} characters exceeds {limits.max_string_chars:,}; "
             "store a summary or a reference instead",
         )
-    if text.isascii():
-        return None  # no lone surrogate in it
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return _problem(
-            "text.invalid_unicode",
-            parts,
-            f"string holds a lone surrogate at character {exc.start}; send valid UTF-8 text",
+    fault = unstorable(text)
+    if fault is None:
+        return None
+    code, what, fix = fault
+    return _problem(code, parts, f"string {what}; {fix}")
+
+
+def unstorable(text: str) -> tuple[str, str, str] | None:
+    """Why no store can hold ``text``, as (code, what is wrong, how to fix it), or ``None``.
+
+    A lone surrogate is not UTF-8 (``text.invalid_unicode``); U+0000 is, but PostgreSQL's
+    ``text`` and ``jsonb`` refuse it (``text.nul``), so it is refused on every store alike.
+
+    >>> unstorable("北京 ok") is None
+    True
+    >>> unstorable("a\\x00b")[0]
+    'text.nul'
+    """
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return (
+                "text.invalid_unicode",
+                f"holds a lone surrogate at character {exc.start}",
+                "send valid UTF-8 text",
+            )
+    at = text.find("\x00")
+    if at >= 0:
+        return (
+            "text.nul",
+            f"holds a NUL character (U+0000) at character {at}",
+            "remove it: no store keeps NUL in text",
         )
     return None
 
 
 def check_text(value: Any, where: str) -> None:
-    """Refuse ``value`` if it, or a string in it, is not valid Unicode (holds a lone surrogate).
+    """Refuse ``value`` if it, or a string in it (keys too), holds text no store can keep: a
+    lone surrogate (not valid Unicode) or a NUL character.
 
     For arguments that are not observations (ids, reasons, decision contexts): they reach
-    the store and the logs as UTF-8, where a lone surrogate would fail as a raw encoding error.
+    the store and the logs as UTF-8, where a lone surrogate would fail as a raw encoding error
+    and PostgreSQL refuses NUL.
 
     >>> check_text({"x": ["ok"]}, "context")
     >>> check_text("u\\ud800", "user_id")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     memkg.errors.InvalidOperation: user_id holds a lone surrogate at character 1: ...
+    >>> check_text({"x": "a\\x00"}, "context")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memkg.errors.InvalidOperation: context.x holds a NUL character (U+0000) at character 1: ...
     """
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidOperation(
-                    f"{path} holds a lone surrogate at character {exc.start}: "
-                    "send valid UTF-8 text",
-                    code="text.invalid_unicode",
-                ) from None
+            fault = unstorable(node)
+            if fault is not None:
+                code, what, fix = fault
+                raise InvalidOperation(f"{path} {what}: {fix}", code=code)
         elif isinstance(node, list | tuple):
             stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
         elif isinstance(node, Mapping):
@@ -171,7 +196,7 @@ def _flat_within(value: Any, limits: Limits) -> bool:
 
 
 def _short_ascii(text: str, limits: Limits) -> bool:
-    return len(text) <= limits.max_string_chars and text.isascii()
+    return len(text) <= limits.max_string_chars and text.isascii() and "\x00" not in text
 
 
 def _children(

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.config import Limits
+from memkg.errors import PatternTimeout
 from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
@@ -87,6 +88,21 @@ def _envelope_problems(error: ValidationError) -> list[Problem]:
     return problems
 
 
+def _rebased(problem: Problem) -> Problem:
+    """A limits problem found in the envelope, pointing into the observation, not its value."""
+    return problem.model_copy(update={"path": "$" + problem.path.removeprefix("$.value")})
+
+
+def _envelope_text(
+    envelope: Mapping[str, Any] | None, limits: Limits, found: Sequence[Problem] = ()
+) -> list[Problem]:
+    """Text in the envelope no store can keep (a lone surrogate, NUL): the limits stage's
+    verdict on it, pointing at the field (``found``: that stage's problems, if it ran)."""
+    if envelope is not None:
+        found = check_value(envelope, limits)
+    return [_rebased(p) for p in found if p.code.startswith("text.")]
+
+
 class DecisionEnvelope(BaseModel):
     """Who and what a decision request is about: the same rules as an observation's envelope."""
 
@@ -119,9 +135,31 @@ _PASSED_LIMIT = 8192
 _PASSED_TEXT = 256
 
 
+def _located(value: Any, text: str, at: str = "") -> str | None:
+    """Where ``text`` is in ``value``: a string's path, or ``<key>`` under the object whose
+    property name it is (a name may be personal data, so it is not repeated)."""
+    if value == text:
+        return at
+    items: Any = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, list) else ()  # fmt: skip
+    for name, sub in items:
+        if name == text and isinstance(value, dict):
+            return f"{at}.<key>"
+        found = _located(sub, text, f"{at}[{name}]" if isinstance(name, int) else f"{at}.{name}")
+        if found is not None:
+            return found
+    return None
+
+
 def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
+    try:
+        errors = sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    except PatternTimeout as exc:  # no verdict: refused, whichever keyword held the pattern
+        where = _located(value, exc.text) or ""
+        message = f"{exc.message} (schema {spec.source_file}, key {spec.key})"
+        return [Problem(code=exc.code, path=f"$.value{where}", message=message, stage="schema")]
     problems = []
-    for error in sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+    for error in errors:
         if prehashed(tuple(error.absolute_path), error.instance, spec.hashed_paths):
             continue  # restating a value memory already hashed: its pattern was checked then
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
@@ -217,18 +255,22 @@ class Validator:
         within_limits = not problems
         if isinstance(item, Observation):
             obs = item
+            problems += _envelope_text(item.model_dump(exclude={"value"}), self.limits)
         else:
             # nesting deep enough to exhaust the stack must not reach the model's validators
             envelope = check_value({k: v for k, v in item.items() if k != "value"}, self.limits)
-            deep = [p.model_copy(update={"path": "$" + p.path.removeprefix("$.value")})
-                    for p in envelope if p.code == "limit.depth"]  # fmt: skip
+            deep = [_rebased(p) for p in envelope if p.code == "limit.depth"]
             if deep:
                 return problems + deep, None
+            text = _envelope_text(None, self.limits, envelope)
             try:
                 obs = Observation.model_validate(dict(item))
             except ValidationError as exc:
-                problems += _envelope_problems(exc)
+                refused = _envelope_problems(exc)
+                seen = {p.path for p in refused}  # e.g. an id's pattern: told once, by it
+                problems += [p for p in text if p.path not in seen] + refused
                 return problems + self._salvage(item, within_limits, problems), None
+            problems += text
         if obs.source not in self.sources:
             problems.append(self._unknown_source(obs.source))
         spec = self.registry.spec(obs.domain, obs.key)
