@@ -24,7 +24,8 @@ from memkg.clock import Clock
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import ConcurrencyConflict, InvalidOperation, MemoryDisabled, NotFound
+from memkg.errors import InvalidOperation, MemoryDisabled, NotFound
+from memkg.events.retry import retry_conflicts
 from memkg.events.store import EventStore
 from memkg.identity import Links, fold_links, merges_from, switch_state, visible
 from memkg.lifecycle.erasure import ErasureReceipt
@@ -209,11 +210,6 @@ def _mergeable(mine: Links, theirs: Links, primary: str, other: str) -> None:
         )  # fmt: skip
 
 
-_LINK_ATTEMPTS = 5
-"""How often a merge, a proposal or a split is worked out again when another writer moved
-one of its streams between the check and the commit."""
-
-
 @dataclass(eq=False, repr=False)
 class Identity:
     """Merges and splits of a person's ids; see ``memkg.Engine``."""
@@ -253,25 +249,23 @@ class Identity:
         """
         check_args(primary=primary, other=other, by=by, reason=reason, confirm=confirm)
         _merge_words(primary, other, by, reason)
-        with self.lock:
-            return self._checked(
-                (primary, other),
-                lambda versions: self._merge(primary, other, by, reason, confirm, versions),
-            )
+        return self._checked(
+            (primary, other),
+            lambda versions: self._merge(primary, other, by, reason, confirm, versions),
+        )
 
     def _checked(self, users: tuple[str, str], make: Callable[[dict[str, int]], Merge]) -> Merge:
         """``make`` given the ids' stream versions, read before it reads their links; made
         again on the fresh streams when another writer moved one before its commit (the
-        commit expects those versions), so two processes never both act on one old check."""
-        attempt = 1
-        while True:
-            versions = {user: self.store.stream_version(user) for user in users}
-            try:
-                return make(versions)
-            except ConcurrencyConflict:
-                if attempt == _LINK_ATTEMPTS:
-                    raise
-                attempt += 1
+        commit expects those versions), so two processes never both act on one old check.
+        Retried as an unconditional write is (``EngineConfig.write_retries``, jittered
+        pauses, the lock let go between attempts)."""
+
+        def attempt() -> Merge:
+            with self.lock:
+                return make({user: self.store.stream_version(user) for user in users})
+
+        return retry_conflicts(attempt, retries=self.setup.config.write_retries)
 
     def _merge(
         self, primary: str, other: str, by: str, reason: str, confirm: str | None,
@@ -373,10 +367,9 @@ class Identity:
         """Undo a merge (an event in both streams): each id reads its own memory again."""
         check_args(primary=primary, other=other, by=by, reason=reason)
         _merge_words(primary, other, by, reason)
-        with self.lock:
-            return self._checked(
-                (primary, other), lambda versions: self._split(primary, other, by, reason, versions)
-            )
+        return self._checked(
+            (primary, other), lambda versions: self._split(primary, other, by, reason, versions)
+        )
 
     def _split(
         self, primary: str, other: str, by: str, reason: str, versions: dict[str, int]
