@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memkg import userschema
+
 from .normalize import Node, view, view_child
 
 MAX_CASES = 64
@@ -177,8 +179,9 @@ def object_only(atoms: list[Node]) -> bool:
 
 
 def search(pattern: str, text: str) -> bool | None:
-    """`re.search`, or None when Python cannot compile the pattern."""
+    """`re.search` under the time limit of user patterns, or None when Python cannot compile
+    the pattern or the match runs out of time."""
     try:
-        return re.search(pattern, text) is not None
-    except re.error:
+        return userschema.search(pattern, text)
+    except (re.error, userschema.PatternTimeout):
         return None

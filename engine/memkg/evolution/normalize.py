@@ -23,6 +23,9 @@ from urllib.parse import unquote, urldefrag, urljoin
 from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 
+from memkg.errors import PatternTimeout
+from memkg.userschema import bounded
+
 from .budget import Budget
 from .dialect import MEANINGFUL, Dialect, dialect_of
 from .errors import SchemaError
@@ -99,7 +102,7 @@ class Document:
         self.resources = resources
         self.inv: Inventory = walk(schema, self.dialect, label, uri)
         self.bases = {r.ptr: r.base for r in self.inv.refs}
-        cls = self.dialect.validator
+        cls = bounded(self.dialect.validator)
         self.validator: Any = cls(schema, format_checker=cls.FORMAT_CHECKER,
                                   registry=resources.registry)  # fmt: skip
         self.formats = frozenset(cls.FORMAT_CHECKER.checkers)
@@ -130,7 +133,7 @@ class Document:
         self.budget.charge(held[2])
         try:
             answer = bool(held[1].is_valid(instance))
-        except (Unresolvable, re.error, RecursionError) as exc:
+        except (Unresolvable, re.error, RecursionError, PatternTimeout) as exc:
             raise Unconfirmable(str(exc)) from exc
         held[3][key] = answer
         return answer

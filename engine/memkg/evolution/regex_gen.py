@@ -11,6 +11,8 @@ import importlib
 import re
 from typing import Any
 
+from memkg import userschema
+
 _parser: Any = importlib.import_module("re._parser")
 _c: Any = importlib.import_module("re._constants")
 
@@ -45,7 +47,7 @@ def samples(pattern: str, count: int, longest: int) -> list[str]:
     [] if it cannot be sampled."""
     try:
         tree = _parser.parse(pattern)
-        compiled = re.compile(pattern)
+        re.compile(pattern)
     except (re.error, RecursionError, OverflowError):
         return []
     out: list[str] = []
@@ -54,7 +56,13 @@ def samples(pattern: str, count: int, longest: int) -> list[str]:
             text = _emit(list(tree), variant, {}, _Room(longest))
         except (ValueError, RecursionError):
             continue
-        if text not in out and compiled.search(text) is not None:
+        try:
+            found = userschema.search(pattern, text)
+        except userschema.PatternTimeout:
+            continue
+        except re.error:
+            return []
+        if text not in out and found:
             out.append(text)
         if len(out) >= count:
             break

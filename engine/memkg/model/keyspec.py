@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from memkg.model.fact import Kind, Sensitivity
 
@@ -36,4 +36,4 @@ class KeySpec:
     staleness_days: int | None = None
     hashed_paths: tuple[PathPattern, ...] = ()
     source_file: str = ""
-    validator: Draft202012Validator = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+    validator: Validator = field(compare=False, repr=False, default=None)  # type: ignore[assignment]

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from memkg.model.source import Sources
 from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
+from memkg.rules.kinds.checks import fits
 from memkg.rules.overlap import overlap_findings
 from memkg.rules.spec import (
     BUILTIN_CONTEXT,
@@ -160,7 +159,7 @@ def _lint_output(
                     rule_id,
                 )
             )
-        elif not Draft202012Validator(schema).is_valid(value):
+        elif not fits(schema, value):
             found.append(
                 Finding(
                     "rule.invalid_parameter",

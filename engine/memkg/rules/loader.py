@@ -37,6 +37,7 @@ from memkg.rules.spec import (
     RuleBundle,
     RuleTable,
 )
+from memkg.userschema import problems as schema_problems
 from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 DOMAIN_FILE = "domain.yaml"
@@ -223,6 +224,10 @@ def value_schema_findings(doc: Document) -> list[Finding]:
                     doc.line((*at, *exc.path)),
                 )
             )
+            continue
+        for pointer, message in schema_problems(schema):
+            where = ".".join(str(p) for p in at) + pointer.replace("/", ".")
+            findings.append(Finding("rule.schema", f"{where}: {message}", doc.file, doc.line(at)))
     return findings
 
 

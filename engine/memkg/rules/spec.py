@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memkg.model.decision import HitPolicy, Output
 
 if TYPE_CHECKING:
-    from jsonschema import Draft202012Validator
+    from jsonschema.protocols import Validator
 
     from memkg.rules.kinds.base import ConditionKind
 COMPARISONS = ("eq", "ne", "lt", "lte", "gt", "gte")
@@ -204,19 +204,20 @@ class DomainSpec:
     def context_schema(self, name: str) -> dict[str, Any] | None:
         return BUILTIN_CONTEXT.get(name) or self.context.get(name)
 
-    def context_validator(self, name: str) -> Draft202012Validator:
+    def context_validator(self, name: str) -> Validator:
         """The JSON Schema validator of the declared context field ``name``: built on first
         use and kept with the bundle (a validator is costly to build and cheap to run, and
-        every decision request checks its context)."""
+        every decision request checks its context). Its patterns run under a time limit, so
+        iterating its errors may raise ``PatternTimeout`` (see ``memkg.userschema``)."""
         found = self._validators.get(name)
         if found is None:
-            from jsonschema import Draft202012Validator
+            from memkg.userschema import validator
 
-            found = self._validators[name] = Draft202012Validator(self.context[name])
+            found = self._validators[name] = validator(self.context[name])
         return found
 
     @cached_property
-    def _validators(self) -> dict[str, Draft202012Validator]:
+    def _validators(self) -> dict[str, Validator]:
         return {}
 
 

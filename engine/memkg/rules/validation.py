@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
+from memkg.errors import PatternTimeout
 from memkg.rules.spec import RuleBundle, RuleTable
 
 DERIVED = ("local_time", "weekday", "today", "local_minutes")
@@ -147,6 +148,9 @@ def request_problems(
                 f"declared: {sorted(spec.context)}"
             )
         else:
-            for error in spec.context_validator(name).iter_errors(value):
-                problems.append(f"context.{name}: {error.message[:300]}")
+            try:
+                errors = [e.message for e in spec.context_validator(name).iter_errors(value)]
+            except PatternTimeout as exc:
+                errors = [f"{exc.code}: {exc.message}"]
+            problems.extend(f"context.{name}: {message[:300]}" for message in errors)
     return problems

@@ -30,6 +30,7 @@ from jsonschema.exceptions import SchemaError
 from memkg.errors import ConfigError
 from memkg.model.fact import Kind, Sensitivity
 from memkg.model.keyspec import KeySpec, PathPattern
+from memkg.userschema import problems, validator
 
 _FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
 _META = {
@@ -73,6 +74,8 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
         kind, sensitivity = Kind(meta["kind"]), Sensitivity(meta.get("sensitivity", "public"))
     except (SchemaError, KeyError, ValueError) as exc:
         raise ConfigError(f"{where}: key {key!r}: {exc}", code="schema.invalid") from exc
+    for at, message in problems(value_schema):
+        raise ConfigError(f"{where}: key {key!r}: {at or '/'}: {message}", code="schema.invalid")
     return KeySpec(
         domain=domain,
         key=key,
@@ -89,9 +92,7 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
         staleness_days=meta.get("staleness_days"),
         hashed_paths=tuple(_hashed_paths(value_schema)),
         source_file=where,
-        validator=Draft202012Validator(
-            value_schema, format_checker=Draft202012Validator.FORMAT_CHECKER
-        ),
+        validator=validator(value_schema, formats=True),
     )
 
 

@@ -1,0 +1,298 @@
+"""JSON Schemas that users write: their patterns run under a time limit, their references stay
+inside them.
+
+Key schemas (``schemas/<domain>/*.json``), the context fields and action parameters of
+``rules/<domain>/domain.yaml`` and the schemas ``memkg schema check`` compares hold regular
+expressions (``pattern``, ``patternProperties``) that run on values callers and models send.
+Python's ``re`` cannot be interrupted (it holds the GIL), so one pattern that backtracks
+catastrophically would stall the process and, behind it, every request. These are matched with
+the ``regex`` package instead, whose version-0 syntax is ``re``'s, and each match stops after
+``PATTERN_TIMEOUT`` seconds with ``PatternTimeout`` (code ``schema.pattern_timeout``): the
+value is refused, never let through.
+
+A schema memkg loads may ``$ref`` only inside itself (``#/$defs/name``, ``#anchor``): nothing
+is ever fetched, and ``problems`` names every reference that leaves or does not resolve.
+``unevaluatedProperties`` next to ``patternProperties`` is refused too, because jsonschema
+matches those patterns with ``re`` where no time limit reaches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterator
+from functools import cache, lru_cache
+from typing import Any
+
+import regex
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
+
+from memkg.errors import PatternTimeout
+
+__all__ = ["PATTERN_TIMEOUT", "PatternTimeout", "bounded", "problems", "search", "validator"]
+
+PATTERN_TIMEOUT = 0.05
+"""Seconds one match of a user pattern may run on one value. Patterns that do not backtrack
+answer in microseconds on the longest string the limits let in; one that needs more than this
+backtracks catastrophically and must be rewritten without nested repetition."""
+
+
+_BASE = "urn:memkg:schema"
+_DATA = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are instances, not schemas: a ``$ref`` inside them is data."""
+
+
+MAX_UNROLLED = 20_000
+"""Most items a pattern may hold once its counted repetitions are unrolled: ``regex`` unrolls
+``{n}`` (and a range's minimum) when it compiles, in time and memory no timeout reaches, so
+``((a{60}){60}){60}`` (216,000) would take a second and 60 MB, and n=200 two gigabytes."""
+_parser: Any = importlib.import_module("re._parser")
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+
+
+def _unrolled(items: Any) -> int:
+    """How many items ``items`` (a parsed pattern) holds with its repetitions unrolled."""
+    total = 0
+    for op, arg in items:
+        name = str(op)
+        if name in _REPEATS:
+            total += max(1, arg[0]) * _unrolled(arg[2])
+        elif name == "SUBPATTERN":
+            total += _unrolled(arg[-1])
+        elif name == "BRANCH":
+            total += sum(_unrolled(branch) for branch in arg[1])
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            total += _unrolled(arg[1])
+        elif name == "ATOMIC_GROUP":
+            total += _unrolled(arg)
+        else:
+            total += 1
+        if total > MAX_UNROLLED:
+            break
+    return total
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> regex.Pattern[str]:
+    """``pattern`` compiled by ``regex``, refused (``re.error``) where ``re`` refuses it or
+    its repetitions unroll past ``MAX_UNROLLED``."""
+    try:
+        size = _unrolled(_parser.parse(pattern))
+    except (RecursionError, OverflowError) as exc:
+        raise re.error(f"pattern too complex to compile: {exc}", pattern) from exc
+    if size > MAX_UNROLLED:
+        raise re.error(
+            f"its counted repetitions unroll to more than {MAX_UNROLLED:,} items; use ranges "
+            "({0,n}) or fewer nested counts",
+            pattern,
+        )
+    try:
+        return regex.compile(pattern, flags=regex.VERSION0)
+    except regex.error as exc:  # the callers know re's error
+        raise re.error(str(exc), pattern) from exc
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` is found in ``text`` (``re.search``), within ``PATTERN_TIMEOUT``.
+
+    >>> search("^[a-z]+$", "abc"), search("^[a-z]+$", "ab1")
+    (True, False)
+    """
+    try:
+        return _compiled(pattern).search(text, timeout=PATTERN_TIMEOUT) is not None
+    except TimeoutError as exc:
+        raise PatternTimeout(pattern, text) from exc
+
+
+def _pattern(v: Any, patrn: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if v.is_type(instance, "string") and not search(patrn, instance):
+        yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _pattern_properties(v: Any, pp: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not v.is_type(instance, "object"):
+        return
+    for pattern, subschema in pp.items():
+        for k, value in instance.items():
+            if search(pattern, k):
+                yield from v.descend(value, subschema, path=k, schema_path=pattern)
+
+
+def _additional_properties(
+    v: Any, ap: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    """jsonschema's ``additionalProperties``, its patterns matched by ``search``."""
+    if not v.is_type(instance, "object"):
+        return
+    properties, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = [p for p in instance if p not in properties
+              and not any(search(pattern, p) for pattern in patterns)]  # fmt: skip
+    if v.is_type(ap, "object"):
+        for extra in extras:
+            yield from v.descend(instance[extra], ap, path=extra)
+    elif not ap and extras:
+        names = ", ".join(repr(each) for each in sorted(extras, key=str))
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            listed = ", ".join(repr(each) for each in sorted(patterns))
+            yield ValidationError(f"{names} {verb} not match any of the regexes: {listed}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({names} {verb} unexpected)"
+            )
+
+
+@cache
+def bounded(cls: type[Validator]) -> type[Validator]:
+    """``cls`` (a jsonschema dialect's validator class) with its patterns matched by ``search``:
+    iterating its errors raises ``PatternTimeout`` when a match runs out of time."""
+    extended: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+        cls,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": _additional_properties,
+        },
+    )
+    return extended
+
+
+def validator(schema: Any, *, formats: bool = False) -> Validator:
+    """A Draft 2020-12 validator of a user schema: bounded patterns, and a registry of its own
+    that fetches nothing."""
+    cls = bounded(Draft202012Validator)
+    checker = Draft202012Validator.FORMAT_CHECKER if formats else None
+    return cls(schema, format_checker=checker, registry=Registry())
+
+
+def problems(schema: Any) -> list[tuple[str, str]]:
+    """(JSON pointer, message) of every ``$ref`` in ``schema`` that leaves it, does not resolve
+    or loops without descending into the value, and of ``unevaluatedProperties`` beside
+    ``patternProperties``.
+
+    >>> problems({"$ref": "#/$defs/missing"})[0][0]
+    '/$ref'
+    """
+    if not isinstance(schema, dict):
+        return []
+    base = schema["$id"] if isinstance(schema.get("$id"), str) else _BASE
+    registry: Any = Registry().with_resource(base, DRAFT202012.create_resource(schema))
+    found: list[tuple[str, str]] = []
+    edges: dict[int, list[int]] = {}
+    _walk(schema, registry.crawl().resolver(base_uri=base), "", found, edges)
+    done: set[int] = set()
+    if any(next(_loops(edges, start, set(), done), None) is not None for start in list(edges)):
+        found.append(("", "a $ref loops back to where it started without descending into the "
+                          "value; validating it would never end"))  # fmt: skip
+    for at, pattern in _patterns(schema, ""):
+        try:
+            _compiled(pattern)
+        except re.error as exc:
+            found.append((at, f"pattern {pattern[:200]!r} is refused: {exc.msg}"))
+    pattern_properties, unevaluated = _keywords(schema)
+    if pattern_properties and unevaluated:
+        found.append((unevaluated, "unevaluatedProperties is not supported beside "
+                                   "patternProperties (jsonschema matches those patterns with no "
+                                   "time limit there); use additionalProperties"))  # fmt: skip
+    return found
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+"""Keywords that apply a subschema to the value itself, not to a part of it."""
+
+
+def _loops(edges: dict[int, list[int]], node: int, path: set[int], done: set[int]) -> Iterator[int]:
+    if node in path:
+        yield node
+        return
+    if node in done:
+        return
+    path.add(node)
+    for nxt in edges.get(node, ()):
+        yield from _loops(edges, nxt, path, done)
+    path.discard(node)
+    done.add(node)
+
+
+def _patterns(node: Any, at: str) -> Iterator[tuple[str, str]]:
+    """(pointer, pattern) of every ``pattern`` and ``patternProperties`` name in a schema."""
+    if isinstance(node, list):
+        for i, sub in enumerate(node):
+            yield from _patterns(sub, f"{at}/{i}")
+    if not isinstance(node, dict):
+        return
+    if isinstance(node.get("pattern"), str):
+        yield f"{at}/pattern", node["pattern"]
+    if isinstance(node.get("patternProperties"), dict):
+        for name in node["patternProperties"]:
+            yield f"{at}/patternProperties/{_escape(name)}", name
+    for key, sub in node.items():
+        if key not in _DATA:
+            yield from _patterns(sub, f"{at}/{_escape(key)}")
+
+
+def _keywords(schema: Any) -> tuple[str, str]:
+    """Pointers to the first ``patternProperties`` and ``unevaluatedProperties`` ('' if none)."""
+    seen = {"patternProperties": "", "unevaluatedProperties": ""}
+
+    def walk(node: Any, at: str) -> None:
+        if isinstance(node, dict):
+            for key, sub in node.items():
+                if key in seen and not seen[key]:
+                    seen[key] = f"{at}/{_escape(key)}"
+                if key not in _DATA:
+                    walk(sub, f"{at}/{_escape(key)}")
+        elif isinstance(node, list):
+            for i, sub in enumerate(node):
+                walk(sub, f"{at}/{i}")
+
+    walk(schema, "")
+    return seen["patternProperties"], seen["unevaluatedProperties"]
+
+
+def _walk(
+    node: Any, resolver: Any, at: str, found: list[tuple[str, str]], edges: dict[int, list[int]]
+) -> None:
+    if isinstance(node, list):
+        for i, sub in enumerate(node):
+            _walk(sub, resolver, f"{at}/{i}", found, edges)
+        return
+    if not isinstance(node, dict):
+        return
+    if at and isinstance(node.get("$id"), str):
+        resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+    here = edges.setdefault(id(node), [])
+    for keyword in _IN_PLACE:
+        sub = node.get(keyword)
+        if keyword == "dependentSchemas":
+            sub = list(sub.values()) if isinstance(sub, dict) else None
+        here.extend(id(s) for s in (sub if isinstance(sub, list) else [sub]) if isinstance(s, dict))
+    for keyword in ("$ref", "$dynamicRef"):
+        ref = node.get(keyword)
+        if not isinstance(ref, str):
+            continue
+        where, shown = f"{at}/{keyword}", f"{keyword} {ref[:200]!r}"
+        if not ref.startswith("#"):
+            why = "points outside the schema; refer inside it (e.g. '#/$defs/name'): nothing is"
+            found.append((where, f"{shown} {why} fetched"))
+            continue
+        try:
+            target = resolver.lookup(ref).contents
+        except Unresolvable:
+            why = "does not resolve inside the schema; declare its target under $defs"
+            found.append((where, f"{shown} {why}"))
+            continue
+        if isinstance(target, dict):
+            here.append(id(target))
+    for key, sub in node.items():
+        if key not in _DATA:
+            _walk(sub, resolver, f"{at}/{_escape(key)}", found, edges)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
