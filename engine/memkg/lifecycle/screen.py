@@ -36,6 +36,8 @@ _DIRECTIVE = re.compile(
     r"|^[^\S\n]*(?:always|never|do\s+not|don'?t|please|you\s+must|you\s+should)\s+(?:respond|reply"
     r"|answer|say|call|use|run|execute|reveal|send|tell|output|print|include|recommend|book"
     r"|ignore|obey|follow)\b"
+    r"|^[^\S\n]*(?:new|updated|revised)\s+(?:policy|policies|rules?|instructions?|directives?)"
+    r"\s*[:：]"
     r"|\b(?:reveal|print|output|leak|exfiltrate|send)\b.{0,30}\b(?:system\s+prompt|instructions"
     r"|secrets?|api\s+keys?|credentials)\b"
     r"|系统\s*[:：]|你(?:必须|应该|要)(?:回答|回复|调用|执行|忽略)|(?:助手|智能体|模型)(?:必须|应该)"

@@ -26,8 +26,10 @@ _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
     r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"
+    r"|\b(?:system|admin|developer)\s+(?:override|mode|instructions?)\b"
     r"|<\s*(?:/\s*)?(?:system|assistant|tool)\s*>|\[/?INST\]"
-    r"|忽略(?:之前|以上|前面|所有)?的?(?:指令|提示|规则)|你现在是"
+    r"|(?:忽略|无视|忘记|忘掉)(?:之前|以上|上面|前面|先前|此前)?的?(?:所有|全部|一切)?的?"
+    r"(?:指令|指示|提示|规则|设定|要求)|你现在是"
 )
 
 
