@@ -188,3 +188,19 @@ def test_a_read_only_database_serves_reads_and_refuses_writes(shared_dir: Path) 
         leftover.unlink()  # the child's -wal/-shm belong to nobody
     _verify(db, acked)
     record("faults[read-only]: writes refused on a read-only file", faults=3)
+
+
+def test_a_store_in_a_read_only_folder_says_so(shared_dir: Path) -> None:
+    db = shared_dir / "memkg.db"
+    _seed(db, 5)
+    for leftover in shared_dir.glob("memkg.db-*"):  # closed cleanly: SQLite must make -shm again
+        leftover.unlink()
+    db.chmod(0o444)
+    shared_dir.chmod(0o555)
+    try:
+        result = _child("read_only_folder", db)
+    finally:
+        shared_dir.chmod(0o1777)
+        db.chmod(0o644)
+    assert result["code"] == "store.read_only", result
+    assert "folder" in str(result["message"]) and "memkg.db-shm" in str(result["message"])

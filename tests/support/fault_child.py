@@ -6,7 +6,9 @@
   ``EFBIG`` (an I/O error to SQLite); ingests until a write fails, checks reads still work,
   then raises the limit again and retries the failed write;
 * ``read_only``: (as root, after dropping to ``nobody``) opens a file it may not write,
-  reads it, and tries to write.
+  reads it, and tries to write;
+* ``read_only_folder``: (the same) opens a file in a folder it may not write either, where
+  SQLite cannot make the ``-shm`` file it needs to read a WAL database.
 
 It prints one JSON object: the error codes met, what was acknowledged, what reads returned.
 """
@@ -93,9 +95,22 @@ def _read_only(db: Path) -> dict[str, Any]:
     return out
 
 
+def _read_only_folder(db: Path) -> dict[str, Any]:
+    Engine(clock=FrozenClock(workload.T0)).decide("warm-up", "travel", {})
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+    try:
+        Engine.open(db).close()
+    except StoreError as exc:
+        return {"code": exc.code, "message": exc.message}
+    return {"code": None}
+
+
 def main() -> None:
     mode, db = sys.argv[1], Path(sys.argv[2])
-    result = {"fsize": _fsize, "read_only": _read_only}[mode](db)
+    modes = {"fsize": _fsize, "read_only": _read_only, "read_only_folder": _read_only_folder}
+    result = modes[mode](db)
     print(json.dumps(result))
 
 

@@ -118,6 +118,20 @@ _SNAPSHOTS_KEPT = (
 """The file holds snapshots: releases before them (which erase without them) refuse it."""
 
 
+def _can_create(path: Path) -> bool:
+    """Whether ``path`` exists or this process may create it (asked only once opening failed;
+    a file it makes to find out is removed again)."""
+    if path.exists():
+        return True
+    try:
+        path.touch(exist_ok=False)
+    except OSError:
+        return False
+    with suppress(OSError):
+        path.unlink()
+    return True
+
+
 class SqliteEventStore:
     """The event log in one SQLite file; see the module docstring for the guarantees."""
 
@@ -150,6 +164,14 @@ class SqliteEventStore:
             self._db.close()
             if isinstance(exc, StoreError) and exc.code in _OPERATIONAL:
                 raise
+            shm = self.path.with_name(f"{self.path.name}-shm")
+            if not _can_create(shm):
+                raise StoreError(
+                    f"{self.path}: its folder is read-only, and SQLite must create {shm.name} "
+                    "beside a database it reads (write-ahead log): make the folder writable, "
+                    "or copy the file into a writable one",
+                    code="store.read_only",
+                ) from exc
             raise StoreError(
                 f"{self.path} is not a memkg store or is damaged ({exc}); point --db at a memkg "
                 "database, or at a new file to start one",
