@@ -24,6 +24,19 @@ Vacuum = Literal["off", "vacuum", "full"]
 """What runs on the tables an erasure touched once it committed (``EngineConfig.erase_vacuum``)."""
 
 
+PURGES_ROW = "INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING"
+"""The event log's purge count (every purge and erasure raises it), made at 0 if no purge made
+it yet: what a trace or a decision written beside the events checks, and erasures lock."""
+
+
+def held_purges(db: Any, s: str) -> int:
+    """The purge count of schema ``s`` (quoted), its row locked ``FOR SHARE`` until the
+    transaction ends: an erasure (which locks it ``FOR UPDATE`` or raises it) waits for the
+    transaction, or the transaction waits for the erasure and reads its count."""
+    row = db.execute(f"SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE").fetchone()
+    return int(row[0]) if row else 0
+
+
 def lock_key(name: str) -> int:
     """A stable 64-bit advisory lock key for ``name``."""
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)

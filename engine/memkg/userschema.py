@@ -189,7 +189,7 @@ def problems(schema: Any) -> list[tuple[str, str]]:
     if any(next(_loops(edges, start, set(), done), None) is not None for start in list(edges)):
         found.append(("", "a $ref loops back to where it started without descending into the "
                           "value; validating it would never end"))  # fmt: skip
-    for at, pattern in _patterns(schema, ""):
+    for at, pattern in _patterns(schema):
         try:
             _compiled(pattern)
         except re.error as exc:
@@ -219,39 +219,35 @@ def _loops(edges: dict[int, list[int]], node: int, path: set[int], done: set[int
     done.add(node)
 
 
-def _patterns(node: Any, at: str) -> Iterator[tuple[str, str]]:
-    """(pointer, pattern) of every ``pattern`` and ``patternProperties`` name in a schema."""
+def _objects(node: Any, at: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(JSON pointer, object) of every object in a schema, outside the keywords that hold data."""
     if isinstance(node, list):
         for i, sub in enumerate(node):
-            yield from _patterns(sub, f"{at}/{i}")
-    if not isinstance(node, dict):
-        return
-    if isinstance(node.get("pattern"), str):
-        yield f"{at}/pattern", node["pattern"]
-    if isinstance(node.get("patternProperties"), dict):
-        for name in node["patternProperties"]:
-            yield f"{at}/patternProperties/{_escape(name)}", name
-    for key, sub in node.items():
-        if key not in _DATA:
-            yield from _patterns(sub, f"{at}/{_escape(key)}")
+            yield from _objects(sub, f"{at}/{i}")
+    elif isinstance(node, dict):
+        yield at, node
+        for key, sub in node.items():
+            if key not in _DATA:
+                yield from _objects(sub, f"{at}/{_escape(key)}")
+
+
+def _patterns(schema: Any) -> Iterator[tuple[str, str]]:
+    """(pointer, pattern) of every ``pattern`` and ``patternProperties`` name in a schema."""
+    for at, node in _objects(schema):
+        if isinstance(node.get("pattern"), str):
+            yield f"{at}/pattern", node["pattern"]
+        if isinstance(node.get("patternProperties"), dict):
+            for name in node["patternProperties"]:
+                yield f"{at}/patternProperties/{_escape(name)}", name
 
 
 def _keywords(schema: Any) -> tuple[str, str]:
     """Pointers to the first ``patternProperties`` and ``unevaluatedProperties`` ('' if none)."""
     seen = {"patternProperties": "", "unevaluatedProperties": ""}
-
-    def walk(node: Any, at: str) -> None:
-        if isinstance(node, dict):
-            for key, sub in node.items():
-                if key in seen and not seen[key]:
-                    seen[key] = f"{at}/{_escape(key)}"
-                if key not in _DATA:
-                    walk(sub, f"{at}/{_escape(key)}")
-        elif isinstance(node, list):
-            for i, sub in enumerate(node):
-                walk(sub, f"{at}/{i}")
-
-    walk(schema, "")
+    for at, node in _objects(schema):
+        for key in seen:
+            if key in node and not seen[key]:
+                seen[key] = f"{at}/{key}"
     return seen["patternProperties"], seen["unevaluatedProperties"]
 
 

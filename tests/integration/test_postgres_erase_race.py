@@ -21,7 +21,7 @@ from support.observations import obs
 pytestmark = pytest.mark.postgres
 
 
-def _waiting(dsn: str, timeout: float = 10.0) -> None:
+def _waiting(dsn: str, timeout: float = 60.0) -> None:
     """Return once some backend waits on a row lock (the append's ``FOR UPDATE``)."""
     import psycopg
 
@@ -59,19 +59,25 @@ def _erasure_holding_the_row(dsn: str, schema: str, user: str) -> Iterator[Calla
         yield finish
 
 
-def _run(call: Callable[[], object]) -> tuple[threading.Thread, list[BaseException], list[object]]:
+def _raced(dsn: str, schema: str, call: Callable[[], object]) -> list[BaseException]:
+    """What ``call`` raised when it ran against an erasure of ``u1`` that held the user's
+    stream row while ``call`` waited for it, then deleted the row and committed."""
     failed: list[BaseException] = []
-    done: list[object] = []
 
     def work() -> None:
         try:
-            done.append(call())
+            call()
         except BaseException as exc:
             failed.append(exc)
 
-    thread = threading.Thread(target=work)
-    thread.start()
-    return thread, failed, done
+    with _erasure_holding_the_row(dsn, schema, "u1") as finish:
+        thread = threading.Thread(target=work)
+        thread.start()
+        _waiting(dsn)
+        finish()
+        thread.join(60)
+    assert not thread.is_alive(), "the write still waits after the erasure committed"
+    return failed
 
 
 def test_a_conditional_append_whose_stream_was_erased_reports_a_conflict(
@@ -87,23 +93,16 @@ def test_a_conditional_append_whose_stream_was_erased_reports_a_conflict(
 
     try:
         store.append("u1", [event(1)], expected_version=0)
-        with _erasure_holding_the_row(postgres_dsn, pg_schema, "u1") as finish:
-            thread, failed, _ = _run(lambda: store.append("u1", [event(2)], expected_version=1))
-            _waiting(postgres_dsn)
-            finish()
-            thread.join(10)
+        failed = _raced(
+            postgres_dsn, pg_schema, lambda: store.append("u1", [event(2)], expected_version=1)
+        )
         assert len(failed) == 1 and isinstance(failed[0], ConcurrencyConflict), failed
         assert failed[0].code == "store.conflict"
         assert store.stream_version("u1") == 0 and store.read_stream("u1") == []
 
         # without an expected version the append lands on the fresh stream
         store.append("u1", [event(3)], expected_version=0)
-        with _erasure_holding_the_row(postgres_dsn, pg_schema, "u1") as finish:
-            thread, failed, _ = _run(lambda: store.append("u1", [event(4)]))
-            _waiting(postgres_dsn)
-            finish()
-            thread.join(10)
-        assert failed == []
+        assert _raced(postgres_dsn, pg_schema, lambda: store.append("u1", [event(4)])) == []
         assert [e.event_id for e in store.read_stream("u1")] == ["evt_4"]
         assert store.stream_version("u1") == 1
     finally:
@@ -115,11 +114,6 @@ def test_an_ingest_racing_an_erasure_is_retried_on_the_fresh_stream(
 ) -> None:
     with Engine.connect(postgres_dsn, schema=pg_schema) as engine:
         engine.ingest(obs(value="airline:CA"))
-        with _erasure_holding_the_row(postgres_dsn, pg_schema, "u1") as finish:
-            thread, failed, _ = _run(lambda: engine.ingest(obs(value="airline:MU")))
-            _waiting(postgres_dsn)
-            finish()
-            thread.join(10)
-        assert failed == []
+        assert _raced(postgres_dsn, pg_schema, lambda: engine.ingest(obs(value="airline:MU"))) == []
         assert [f.value for f in engine.facts("u1")] == ["airline:MU"]
         assert engine.version("u1") == 1

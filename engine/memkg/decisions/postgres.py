@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 from memkg.decisions.log import Citing, duplicate, not_found
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
-from memkg.postgres import PgAdapter
+from memkg.postgres import PURGES_ROW, PgAdapter, held_purges
 
 if TYPE_CHECKING:
     import psycopg
 
 SCHEMA_VERSION = 1
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.decisions (
@@ -38,10 +39,9 @@ CREATE TABLE IF NOT EXISTS {s}.decisions (
     domain TEXT NOT NULL, decided_at TIMESTAMPTZ NOT NULL, record JSONB NOT NULL);
 CREATE INDEX IF NOT EXISTS decisions_user_seq ON {s}.decisions (user_id, seq);
 CREATE TABLE IF NOT EXISTS {s}.rule_bundles (digest TEXT PRIMARY KEY, sources JSONB NOT NULL);
-INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 """
-"""The purge count's row is made if no purge made it yet: checked appends and erasures lock it."""
-_PURGES = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
+    + PURGES_ROW
+)
 _ERASING = "SELECT 1 FROM {s}.meta WHERE key = 'purges' FOR UPDATE"
 _INSERT = (
     "INSERT INTO {s}.decisions (decision_id, user_id, domain, decided_at, record)"
@@ -99,10 +99,8 @@ class PostgresDecisionLog(PgAdapter):
             decision.model_dump_json(),
         )
         with self._tx() as db:
-            if purges is not None:
-                found = db.execute(_PURGES.format(s=self._s)).fetchone()
-                if int(found[0] if found else 0) != purges:
-                    return False
+            if purges is not None and held_purges(db, self._s) != purges:
+                return False
             if db.execute(_INSERT.format(s=self._s), row).rowcount == 0:
                 raise duplicate(decision.decision_id)
         return True

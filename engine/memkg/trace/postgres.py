@@ -18,24 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
-from memkg.postgres import PgAdapter
+from memkg.postgres import PURGES_ROW, PgAdapter, held_purges
 from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 if TYPE_CHECKING:
     import psycopg
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.traces (
     trace_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL,
     record TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS traces_user ON {s}.traces (user_id);
 CREATE INDEX IF NOT EXISTS traces_created ON {s}.traces (created_at);
-INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 """
-"""The purge count's row is made if no purge made it yet, so that a trace has a row to lock."""
+    + PURGES_ROW
+)
 _STREAM = "SELECT version FROM {s}.streams WHERE user_id = %s FOR SHARE"
-_PURGES = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
 _CITING = (
     "SELECT trace_id, record FROM {s}.traces WHERE user_id = %s AND EXISTS"
     " (SELECT 1 FROM unnest(%s::text[]) AS n(needle) WHERE strpos(record, needle) > 0)"
@@ -58,8 +58,7 @@ class PostgresTraceStore(PgAdapter):
             if not self._ready:
                 self._create(db, _SCHEMA)
             stream = db.execute(_STREAM.format(s=self._s), (trace.user_id,)).fetchone()
-            purges = db.execute(_PURGES.format(s=self._s)).fetchone()
-            if stream is None or int(purges[0] if purges else 0) != seen:
+            if stream is None or held_purges(db, self._s) != seen:
                 return False
             inserted = db.execute(
                 f"INSERT INTO {self._s}.traces VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
