@@ -242,12 +242,14 @@ class PostgresEventStore(PgAdapter):
         rows = self._read(query, (user_id,))
         if rows:
             return bytes(rows[0][0])
+        # one statement: it makes the salt or locks the one another process just made, so
+        # an erasure of the user cannot remove it between an insert and a select
+        upsert = (
+            f"INSERT INTO {self._s}.subject_salts VALUES (%s, %s) ON CONFLICT (user_id)"
+            " DO UPDATE SET salt = subject_salts.salt RETURNING salt"
+        )
         with self._tx() as db:
-            db.execute(
-                f"INSERT INTO {self._s}.subject_salts VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (user_id, os.urandom(16)),
-            )
-            return bytes(_one(db.execute(query, (user_id,))))
+            return bytes(_one(db.execute(upsert, (user_id, os.urandom(16)))))
 
     def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
         where = "audit_log_id = %s AND fact_id IS NOT NULL"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -48,3 +51,54 @@ def test_two_stores_share_one_schema(
     assert one.subject_salt("carol") == two.subject_salt("carol")
     one.close()
     two.close()
+
+
+class _SaltRace:
+    """A connection whose insert of a salt races another process: the salt is made by
+    ``other`` just before the insert, and erased by ``other`` right after it."""
+
+    def __init__(self, db: Any, other: PostgresEventStore, schema: str, user: str) -> None:
+        self._db, self._other, self._schema, self._user = db, other, schema, user
+        self.erasers: list[threading.Thread] = []
+
+    def execute(self, query: str, params: Any = None) -> Any:
+        racing = query.startswith("INSERT") and "subject_salts" in query
+        if racing:
+            self._other.subject_salt(self._user)
+        result = self._db.execute(query, params)
+        if racing:
+            eraser = threading.Thread(target=self._erase)
+            eraser.start()
+            eraser.join(timeout=2)  # done at once unless the insert holds the row
+            self.erasers.append(eraser)
+        return result
+
+    def _erase(self) -> None:
+        with self._other._tx() as db:
+            db.execute(f'DELETE FROM "{self._schema}".subject_salts WHERE user_id = %s',
+                       (self._user,))  # fmt: skip
+
+
+def test_a_salt_erased_while_it_is_made_is_still_returned(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    store = PostgresEventStore(postgres_dsn, schema=pg_schema)
+    other = PostgresEventStore(postgres_dsn, schema=pg_schema)
+    made: list[_SaltRace] = []
+    real_tx = store._tx
+
+    @contextmanager
+    def racing_tx() -> Iterator[Any]:
+        with real_tx() as db:
+            made.append(_SaltRace(db, other, pg_schema, "carol"))
+            yield made[-1]
+
+    store._tx = racing_tx  # type: ignore[method-assign]
+    salt = store.subject_salt("carol")  # failed with "a row vanished" (store.error)
+
+    assert len(salt) == 16
+    for race in made:
+        for eraser in race.erasers:
+            eraser.join()
+    store.close()
+    other.close()
