@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from memkg import Engine, FrozenClock, MemkgError, SqliteDecisionLog, StoreError
+from memkg.access.keyring import Keyring
+from memkg.access.sqlite import SqliteAccessStore
 from memkg.events.sqlite import SqliteEventStore
 from support import workload
 from support.crash import TESTS, store_problems, stored_once
@@ -52,8 +54,8 @@ def _verify(db: Path, acked: list[str]) -> None:
                 assert engine.replay(decision.decision_id).reproduced
 
 
-def _child(mode: str, db: Path) -> dict[str, object]:
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+def _child(mode: str, db: Path, **env_extra: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(TESTS), **env_extra}
     done = subprocess.run(
         [sys.executable, "-m", "support.fault_child", mode, str(db)],
         capture_output=True, text=True, env=env, timeout=300, check=False,
@@ -204,3 +206,26 @@ def test_a_store_in_a_read_only_folder_says_so(shared_dir: Path) -> None:
         db.chmod(0o644)
     assert result["code"] == "store.read_only", result
     assert "folder" in str(result["message"]) and "memkg.db-shm" in str(result["message"])
+
+
+def test_the_keys_of_a_read_only_file_list_and_serving_it_is_refused(shared_dir: Path) -> None:
+    db = shared_dir / "memkg.db"
+    _seed(db, 5)
+    store = SqliteAccessStore(db)
+    token = Keyring(store, FrozenClock(workload.T0)).create("agent", ["read"], ["travel"]).token
+    store.close()
+    for leftover in shared_dir.glob("memkg.db-*"):
+        leftover.unlink()
+    db.chmod(0o444)  # the folder stays writable: SQLite makes its -shm there
+    try:
+        result = _child("read_only_keys", db, MEMKG_TEST_TOKEN=token)
+    finally:
+        db.chmod(0o644)
+        for leftover in shared_dir.glob("memkg.db-*"):
+            leftover.unlink()  # the child's -wal/-shm belong to nobody
+    code, listed = result["list"]  # type: ignore[misc]
+    assert code == 0 and [k["name"] for k in listed["keys"]] == ["agent"], result
+    for refused in ("create", "serve", "mcp"):
+        code, error = result[refused]  # type: ignore[misc]
+        assert code == 1 and error["error"] == "store.read_only", (refused, result)
+    assert "access audit" in result["serve"][1]["message"]  # type: ignore[index]

@@ -8,7 +8,9 @@
 * ``read_only``: (as root, after dropping to ``nobody``) opens a file it may not write,
   reads it, and tries to write;
 * ``read_only_folder``: (the same) opens a file in a folder it may not write either, where
-  SQLite cannot make the ``-shm`` file it needs to read a WAL database.
+  SQLite cannot make the ``-shm`` file it needs to read a WAL database;
+* ``read_only_keys``: (the same) lists the API keys of a file it may not write, tries to
+  create one, and to serve it over HTTP and MCP with a key (both record every call).
 
 It prints one JSON object: the error codes met, what was acknowledged, what reads returned.
 """
@@ -107,9 +109,42 @@ def _read_only_folder(db: Path) -> dict[str, Any]:
     return {"code": None}
 
 
+def _cli(*argv: str) -> tuple[int, Any]:
+    from io import StringIO
+
+    from memkg.cli import main as cli
+
+    out = StringIO()
+    code = cli(list(argv), out=out)
+    return code, json.loads(out.getvalue())
+
+
+def _read_only_keys(db: Path) -> dict[str, Any]:
+    import tempfile
+
+    import memkg.service.http  # (imported while the modules can still be read)
+    import memkg.service.mcp  # noqa: F401
+
+    with tempfile.TemporaryDirectory() as warm:  # everything the commands load, loaded now
+        _cli("access", "key", "list", "--db", f"{warm}/warm.db")
+        _cli("mcp", "--db", f"{warm}/warm.db", "--key", "mk_unknown")
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)
+    out: dict[str, Any] = {}
+    out["list"] = _cli("access", "key", "list", "--db", str(db))
+    out["create"] = _cli("access", "key", "create", "x", "--scope", "read", "--domain", "travel",
+                         "--db", str(db))  # fmt: skip
+    out["serve"] = _cli("serve", "--db", str(db), "--port", "0")
+    token = os.environ["MEMKG_TEST_TOKEN"]
+    out["mcp"] = _cli("mcp", "--db", str(db), "--key", token)
+    return out
+
+
 def main() -> None:
     mode, db = sys.argv[1], Path(sys.argv[2])
-    modes = {"fsize": _fsize, "read_only": _read_only, "read_only_folder": _read_only_folder}
+    modes = {"fsize": _fsize, "read_only": _read_only, "read_only_folder": _read_only_folder,
+             "read_only_keys": _read_only_keys}  # fmt: skip
     result = modes[mode](db)
     print(json.dumps(result))
 

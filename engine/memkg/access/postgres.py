@@ -29,6 +29,7 @@ CREATE INDEX IF NOT EXISTS access_audit_key ON {s}.access_audit (key_id)
 
 class PostgresAccessStore(PgAdapter):
     what = "access store"
+    read_only = False
 
     def __init__(self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10) -> None:
         super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)

@@ -17,7 +17,7 @@ from typing import Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import AUDIT_LIMIT, pseudonym, revoked_grant, revoked_key
-from memkg.errors import StoreError
+from memkg.errors import StoreError, sqlite_failure
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS access_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,6 +33,10 @@ CREATE INDEX IF NOT EXISTS access_audit_key ON access_audit (key_id)
 
 
 class SqliteAccessStore:
+    read_only: bool
+    """A file this process may not write: keys and grants read, every write refused with
+    ``store.read_only``."""
+
     def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -44,15 +48,31 @@ class SqliteAccessStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             for pragma in ("synchronous = FULL", "secure_delete = ON"):
                 self._db.execute(f"PRAGMA {pragma}")
-            with self._write() as db:
-                for statement in _SCHEMA.split(";"):
-                    db.execute(statement)
-                db.execute("INSERT OR IGNORE INTO access_meta VALUES ('subject_key', ?)",
-                           (os.urandom(32).hex(),))  # fmt: skip
-                row = db.execute("SELECT value FROM access_meta WHERE key = 'subject_key'")
-                self._secret = bytes.fromhex(row.fetchone()[0])
+            self.read_only = False
+            try:
+                with self._write() as db:
+                    for statement in _SCHEMA.split(";"):
+                        db.execute(statement)
+                    db.execute("INSERT OR IGNORE INTO access_meta VALUES ('subject_key', ?)",
+                               (os.urandom(32).hex(),))  # fmt: skip
+                    self._secret = self._stored_secret()
+            except StoreError as exc:
+                if exc.code != "store.read_only":
+                    raise
+                self.read_only = True
+                self._secret = self._stored_secret()
         except sqlite3.Error as exc:
+            if "no such table" in str(exc):
+                raise StoreError(
+                    f"{self.path} is read-only and holds no API keys yet: make it writable "
+                    "to create one",
+                    code="store.read_only",
+                ) from exc
             raise StoreError(f"cannot open the access store in {self.path}: {exc}") from exc
+
+    def _stored_secret(self) -> bytes:
+        row = self._db.execute("SELECT value FROM access_meta WHERE key = 'subject_key'")
+        return bytes.fromhex(row.fetchone()[0])
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -66,7 +86,7 @@ class SqliteAccessStore:
                     raise
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise StoreError(f"access store {self.path}: {exc}") from exc
+                raise sqlite_failure(exc, f"access store {self.path}") from exc
 
     def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._lock:

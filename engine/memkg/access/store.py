@@ -24,6 +24,9 @@ AUDIT_LIMIT = 1_000
 class AccessStore(Protocol):
     """Where keys, grants and access records live."""
 
+    read_only: bool
+    """Keys and grants read, every write refused (a file this process may not write)."""
+
     def add_key(self, key: ApiKey, digest: str) -> None: ...
 
     def key(self, key_id: str) -> tuple[ApiKey, str] | None:

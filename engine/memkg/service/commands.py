@@ -22,7 +22,7 @@ from memkg.access.store import AccessStore
 from memkg.cli.common import EXIT_OK, emit, is_postgres
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
-from memkg.errors import MemkgError, NotFound
+from memkg.errors import MemkgError, NotFound, StoreError
 from memkg.heap import settle
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
         rate_limit=args.rate_limit,
     )  # fmt: skip
     settings.check()
-    keyring = None if args.no_auth else Keyring(access_store(args), engine.clock)
+    keyring = None if args.no_auth else Keyring(audited(access_store(args)), engine.clock)
     if keyring is not None and not any(k.active(engine.clock.now()) for k in keyring.list_keys()):
         print(
             "memkg serve: no active API key yet; every call will get 401 until you create one"
@@ -87,6 +87,21 @@ def _keyring(args: argparse.Namespace) -> Keyring:
 def access_store(args: argparse.Namespace) -> AccessStore:
     """The key store beside the memory: the same SQLite file or PostgreSQL schema."""
     return access_store_at(str(args.db), getattr(args, "pg_schema", "memkg"))
+
+
+def audited(store: AccessStore) -> AccessStore:
+    """``store``, refused (``store.read_only``) when it cannot record calls: a server with keys
+    writes every call to the access audit, and serving calls it cannot record is worse than
+    not serving."""
+    if store.read_only:
+        where = getattr(store, "path", "the access store")
+        store.close()
+        raise StoreError(
+            f"{where} is read-only: a server with keys records every call in the access audit "
+            "there; make the file writable (memkg access key list still reads it)",
+            code="store.read_only",
+        )
+    return store
 
 
 def access_store_at(db: str, pg_schema: str = "memkg") -> AccessStore:

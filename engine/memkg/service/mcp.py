@@ -151,11 +151,11 @@ def subject_from(
     store (default: the SQLite file ``db``)."""
     token = key or os.environ.get("MEMKG_API_KEY")
     if token:
-        from memkg.service.commands import access_store_at
+        from memkg.service.commands import access_store_at, audited
 
         if store is None:
             store = access_store_at(str(db), engine.config.pg_schema)
-        keyring = Keyring(store, engine.clock)
+        keyring = Keyring(audited(store), engine.clock)
         principal = keyring.authenticate(token)
         subject = keyed_subject(principal, user)
         for domain in domains:
