@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.clock import Clock
 from memkg.engine.projections import Projections, Upcast
-from memkg.engine.setup import check_args
+from memkg.engine.setup import Setup, check_args
 from memkg.errors import NotFound
 from memkg.events.projection import UserMemory, fold_all, fold_all_rows
 from memkg.events.store import EventStore, row_stream
@@ -40,6 +40,7 @@ class Reads:
     projections: Projections
     clock: Clock
     upcaster: Callable[[], Upcast | None]
+    setup: Setup
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
         """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
@@ -60,6 +61,7 @@ class Reads:
     ) -> list[Fact]:
         """What memory holds about the user now (or as of log position ``as_of``)."""
         check_args(user_id=user_id, domain=domain)
+        self._known(domain)
         return self.memory(user_id, as_of=as_of).current(domain, at or self.clock.now())
 
     def fact(self, user_id: str, fact_id: str) -> Fact:
@@ -71,7 +73,15 @@ class Reads:
 
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
         check_args(user_id=user_id, key=key, domain=domain)
+        self._known(domain)
         return self.projections.memory(user_id).history(key, domain)
+
+    def _known(self, domain: str | None) -> None:
+        """A domain no schema declares is ``domain.unknown`` (a typo read as "nothing held"
+        would pass for an answer), as over HTTP and MCP."""
+        registry = self.setup.registry
+        if domain is not None and domain not in registry.domains():
+            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
 
     def rebuild(self, *, progress: Callable[[int], None] | None = None) -> RebuildReport:
         """Fold every user's memory from the whole log, and time it; the caches start over

@@ -203,3 +203,16 @@ def test_no_background_work_starts_after_close(engine: Engine) -> None:
     with pytest.raises(InvalidOperation) as refused:
         engine.consolidate("u1", "travel", "s1")
     assert refused.value.code == "engine.closed"
+
+
+def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -> None:
+    engine.ingest(obs(value="airline:MU"))
+    for read in (
+        lambda: engine.facts("u1", domain="travle"),
+        lambda: engine.history("u1", "airline.preferred", domain="travle"),
+    ):
+        with pytest.raises(NotFound, match="did you mean travel") as caught:
+            read()
+        assert caught.value.code == "domain.unknown"
+    assert [f.value for f in engine.facts("u1", domain="travel")] == ["airline:MU"]
+    assert engine.facts("u1", domain="health") == []  # known, nothing held: an answer
