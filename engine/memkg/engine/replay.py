@@ -16,13 +16,24 @@ from memkg.explain import render
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision
 
+_IN_FORCE = ("$.revisions.schema_versions", "$.revisions.ontology")
+"""Revisions a replay cannot go back to: it makes the decision under those in force now (the
+rule bundle it goes back to: its text is in the decision log)."""
+
 
 class ReplayReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     decision_id: str
     reproduced: bool
+    """Whether the decision made again equals the record, revisions left aside."""
     differences: tuple[str, ...] = ()
+    """Where the decision made again differs from the record."""
+    revisions_changed: tuple[str, ...] = ()
+    """Schema versions and ontology in force now that differ from the record's (a domain
+    added, a schema migrated, the ontology edited): the decision was made again under them,
+    as the past ones are not kept. They count against ``reproduced`` only through what they
+    changed in the decision."""
     replayed: Decision | None = None
 
 
@@ -68,7 +79,9 @@ class Replayer:
         user_id = recorded.request.user_id
         graph = graph_as_of(self.setup, self.projections, user_id, recorded.as_of_seq)
         replayed = self.decider.redecide(rules, recorded, graph)
-        found = tuple(str(d) for d in differences(recorded, replayed))
-        return ReplayReport(
-            decision_id=decision_id, reproduced=not found, differences=found, replayed=replayed
-        )
+        found = [str(d) for d in differences(recorded, replayed)]
+        changed = tuple(d for d in found if d.startswith(_IN_FORCE))
+        found = [d for d in found if not d.startswith(_IN_FORCE)]
+        return ReplayReport(decision_id=decision_id, reproduced=not found,
+                            differences=tuple(found), revisions_changed=changed,
+                            replayed=replayed)  # fmt: skip

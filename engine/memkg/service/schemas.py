@@ -113,6 +113,7 @@ class ReplayOut(_Out):
     decision_id: str
     reproduced: bool
     differences: list[str]
+    revisions_changed: list[str]
 
 
 class SignalOut(_Out):

@@ -148,8 +148,10 @@ async function onClick(event) {
     const answer = await api("POST", "/v1/decisions/" + enc(button.dataset.decision) + "/replay");
     const out = $("#replay-result");
     if (!answer.ok) { out.textContent = refused(answer); say(out.textContent); return; }
-    out.textContent = answer.data.reproduced ? "Reproduced exactly." :
-      "Did not reproduce: " + answer.data.differences.join("; ");
+    const moved = answer.data.revisions_changed || [];
+    out.textContent = (answer.data.reproduced ? "Reproduced exactly." :
+      "Did not reproduce: " + answer.data.differences.join("; ")) +
+      (moved.length ? " Made again under revisions that moved since: " + moved.join("; ") : "");
     say(out.textContent);
   } else if (act === "decide") {
     const body = {domain: button.dataset.domain, decision: button.dataset.decisionName,
