@@ -12,20 +12,47 @@ import hashlib
 from functools import cached_property
 from pathlib import Path
 
-from rdflib import RDF, Graph, URIRef
+from rdflib import RDF, RDFS, SKOS, Graph, URIRef
 
 from memkg.errors import ConfigError
 from memkg.roots import Roots
+
+LABEL_LIMIT = 1_000
+"""The most characters of an entity's label (``rdfs:label``, ``skos:altLabel``,
+``skos:hiddenLabel``): names that recall finds in what a user says and that prompts show."""
+COMMENT_LIMIT = 20_000
+"""The most characters of an ``rdfs:comment``, which recall's documents carry."""
+_LIMITS = {RDFS.label: LABEL_LIMIT, SKOS.altLabel: LABEL_LIMIT, SKOS.hiddenLabel: LABEL_LIMIT,
+           RDFS.comment: COMMENT_LIMIT}  # fmt: skip
 
 
 def _parse(paths: list[Path]) -> Graph:
     graph = Graph()
     for path in paths:
+        one = Graph()
         try:
-            graph.parse(path, format="turtle")
+            one.parse(path, format="turtle")
         except Exception as exc:  # rdflib raises many types; all mean a broken file
             raise ConfigError(f"{path}: cannot parse Turtle: {exc}", code="ontology.parse") from exc
+        _check_texts(path, one)
+        graph += one
     return graph
+
+
+def _check_texts(path: Path, graph: Graph) -> None:
+    """Refuse a label or comment past its limit: every recall and mention scan reads them."""
+    names = graph.namespace_manager
+    for predicate, limit in _LIMITS.items():
+        for node, value in graph.subject_objects(predicate):
+            text = str(value)
+            if len(text) > limit:
+                hint = " (a description belongs in rdfs:comment)" if limit == LABEL_LIMIT else ""
+                where = f"{path}: {names.normalizeUri(str(node))}"
+                raise ConfigError(
+                    f"{where} has a {names.normalizeUri(predicate)} of {len(text):,} "
+                    f"characters, over the {limit:,} allowed: shorten it{hint}",
+                    code="ontology.text_too_long",
+                )
 
 
 class Ontology:

@@ -86,3 +86,26 @@ def test_weighted_knowledge_edges_are_indexed() -> None:
     assert knowledge.entity_type("airline:MU") == "Airline"
     assert knowledge.label("airline:MU") == "China Eastern"
     assert RDFS.label in {p for _, p, _ in knowledge.describe("airline:MU")}
+
+
+def test_a_label_past_its_limit_is_refused_naming_the_file_and_node(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from memkg import Engine, FrozenClock
+    from memkg.errors import ConfigError
+    from memkg.scaffold import init_root
+
+    init_root(tmp_path, "pets")
+    turtle = tmp_path / "ontology" / "domains" / "pets.ttl"
+    turtle.write_text(turtle.read_text().replace('"Deluxe"@en', '"' + "D" * 2_000_000 + '"@en'))
+    clock = FrozenClock(datetime(2026, 5, 1, tzinfo=UTC))
+    engine = Engine(clock=clock, config=EngineConfig(roots=(tmp_path,), shacl=False))
+
+    try:
+        engine.recall("u1", "deluxe please")  # cost seconds and a GB per first recall
+    except ConfigError as exc:
+        assert exc.code == "ontology.text_too_long"
+        assert "pets.ttl" in exc.message and ":deluxe" in exc.message
+        assert "2,000,000 characters" in exc.message
+    else:
+        raise AssertionError("a 2 MB label was loaded")
