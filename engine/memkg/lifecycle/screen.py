@@ -49,6 +49,9 @@ _TOOL_MARKERS = re.compile(
     r"|traceback \(most recent call last\)|工具(?:结果|输出|返回)"
 )
 _WORDS = re.compile(r"\w+")
+_LINE_BREAKS = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""What ``str.splitlines``, YAML and JavaScript take for a line break besides ``\n``: the
+screens anchored at a line's start see each as ``\n``."""
 
 
 def _clean(text: str) -> str:
@@ -89,7 +92,9 @@ def _problem(code: str, message: str) -> Problem:
 
 def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -> list[Problem]:
     """Why ``note`` must not become a memory (empty when it may)."""
-    text = normalise(note)  # so invisible and bidirectional characters cannot split a word
+    # so invisible and bidirectional characters cannot split a word, nor a line break other
+    # than \n hide a line's start
+    text = _LINE_BREAKS.sub("\n", normalise(note))
     if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
