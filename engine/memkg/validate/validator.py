@@ -124,6 +124,27 @@ def envelope_report(model: type[BaseModel], fields: Mapping[str, Any]) -> Valida
     return ValidationReport()
 
 
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far ahead of the engine's clock an ``observed_at`` may be (a device's clock running
+fast); past it the observation is refused: a claim dated in the future would outrank every
+later correction until its date came."""
+
+
+def _future(observed_at: datetime, now: datetime) -> Problem:
+    seconds = (observed_at - now).total_seconds()
+    units = ((86400, "days"), (3600, "hours"), (60, "minutes"))
+    ahead = next(f"{seconds / size:,.1f} {unit}" for size, unit in units if seconds >= size)
+    return Problem(
+        code="envelope.future",
+        path="$.observed_at",
+        message=f"observed_at {observed_at.isoformat()} is {ahead} after the engine's clock "
+        f"({now.isoformat()}), more than the {CLOCK_SKEW.seconds // 60} minutes a clock may "
+        "run ahead: send when it was observed (or omit observed_at for now), and check the "
+        "sender's clock",
+        stage="envelope",
+    )
+
+
 def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
     message = registry.unknown_key(domain, key)
     if domain not in registry.domains():
@@ -273,6 +294,8 @@ class Validator:
             problems += text
         if obs.source not in self.sources:
             problems.append(self._unknown_source(obs.source))
+        if obs.observed_at is not None and obs.observed_at - now > CLOCK_SKEW:
+            problems.append(_future(obs.observed_at, now))
         spec = self.registry.spec(obs.domain, obs.key)
         if spec is None:
             return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None

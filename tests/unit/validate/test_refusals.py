@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -130,7 +131,20 @@ CASES = {
         "$.observed_at",
     ),
     "kind mismatch": (obs(kind="state"), "key.kind_mismatch", "$.kind"),
+    "observed in the future (it would outrank every later correction)": (
+        obs(observed_at="2027-05-01T10:00:00Z"),
+        "envelope.future",
+        "$.observed_at",
+    ),
 }
+
+
+def test_a_clock_running_a_little_fast_is_accepted(engine: Engine) -> None:
+    ahead = engine.clock.now() + timedelta(minutes=4)
+    assert engine.ingest(obs(observed_at=ahead.isoformat())).fact_id
+    later = engine.clock.now() + timedelta(minutes=6)
+    with pytest.raises(ValidationFailed, match=r"6\.0 minutes after the engine's clock"):
+        engine.ingest(obs(observed_at=later.isoformat(), value="airline:CA"))
 
 
 @pytest.mark.parametrize("name", list(CASES))
