@@ -69,6 +69,9 @@ def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any] | NoteResult:
         args = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except json.JSONDecodeError as exc:
         return _bad(f"arguments are not JSON ({exc.msg}); send an object with note and scope")
+    except (TypeError, ValueError) as exc:  # e.g. an integer of more than 4,300 digits
+        what = str(exc).split(":")[0]
+        return _bad(f"arguments cannot be read ({what}); send an object with note and scope")
     except RecursionError:
         return _bad("arguments nest too deeply to read; send a flat object with note and scope")
     if not isinstance(args, dict):

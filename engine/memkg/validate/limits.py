@@ -104,6 +104,11 @@ def _printable(name: object) -> bool:
     return isinstance(name, str) and name.isidentifier() and len(name) <= 64
 
 
+_INT64 = 2**63
+"""Integers are kept within ``[-2**63, 2**63)``: what SQLite and durable-rules hold as numbers
+(and Python cannot even print one of more than 4,300 digits)."""
+
+
 def check_value(value: Any, limits: Limits) -> list[Problem]:
     """Every limit the value breaks; stops descending where a limit is hit."""
     return [] if _flat_within(value, limits) else walk_value(value, limits)
@@ -133,6 +138,15 @@ def walk_value(value: Any, limits: Limits) -> list[Problem]:
             if isinstance(node, float) and not math.isfinite(node):
                 problems.append(
                     _problem("value.non_finite", parts, "NaN and Infinity are not JSON")
+                )
+            elif isinstance(node, int) and not -_INT64 <= node < _INT64:
+                problems.append(
+                    _problem(
+                        "value.int_range",
+                        parts,
+                        f"an integer of {node.bit_length():,} bits is past the 64-bit range "
+                        "stores and rules compare in: send a number that fits, or a string",
+                    )
                 )
         elif isinstance(node, list | dict):
             if len(node) > limits.max_items:
@@ -188,7 +202,7 @@ def _flat_within(value: Any, limits: Limits) -> bool:
             size += len(item)
         elif kind is bool or item is None:
             size += 4
-        elif kind is int or (kind is float and math.isfinite(item)):
+        elif (kind is int and -_INT64 <= item < _INT64) or (kind is float and math.isfinite(item)):
             size += 8
         else:
             return False

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from jsonschema import Draft202012Validator
 
-from memkg import Engine, EventType, FrozenClock, Provenance, Scope, Source
+from memkg import Engine, EventType, FrozenClock, Provenance, Scope, Source, ValidationFailed
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
 
@@ -162,10 +162,27 @@ def test_tool_definition_is_valid_json_schema_with_the_domain_keys(life: Engine)
 
 def test_tool_calls_with_bad_arguments_get_a_readable_refusal(life: Engine) -> None:
     nested = '{"note": ' + "[" * 100_000 + "]" * 100_000 + "}"  # deeper than the parser goes
+    huge = '{"note": "Travels with a group", "value": ' + "9" * 5000 + "}"  # past int() text
     for raw in (
-        "{not json", '["a"]', '{"note": 3, "scope": "session"}', '{"note": "x", "y": 1}', nested
+        "{not json", '["a"]', '{"note": 3, "scope": "session"}', '{"note": "x", "y": 1}', nested,
+        huge,
     ):  # fmt: skip
         result = life.handle_note_call(USER, DOMAIN, raw, session_id=SESSION)
         assert not result.saved and result.problems[0].code == "note.arguments"
     ok = life.handle_note_call(USER, DOMAIN, '{"note": "Likes tea", "scope": "global"}')
     assert ok.saved
+
+
+def test_an_integer_past_64_bits_is_refused_not_raised(life: Engine) -> None:
+    """Python cannot print an integer of more than 4,300 digits: a schema's range error on one
+    raised ValueError from inside jsonschema."""
+    for value in (10**5000, 2**63, -(2**63) - 1):
+        args = {"note": "Travels with a group", "scope": "global", "key": "travel.companions",
+                "value": value}  # fmt: skip
+        result = life.handle_note_call(USER, "travel", args)
+        assert not result.saved and [p.code for p in result.problems] == ["value.int_range"]
+        with pytest.raises(ValidationFailed) as refused:
+            life.ingest({"user_id": USER, "domain": "travel", "key": "travel.companions",
+                         "value": value, "source": "dialogue"})  # fmt: skip
+        assert [p.code for p in refused.value.report.problems] == ["value.int_range"]
+    assert life.facts(USER) == []
