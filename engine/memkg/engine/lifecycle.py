@@ -147,7 +147,8 @@ class Lifecycle:
                 code="window.type",
             )
         life = self.config.lifecycle
-        return window.prune(keep_turns or life.window_turns,
+        keep = _whole(keep_turns, "keep_turns", "turns", "window.keep")
+        return window.prune(life.window_turns if keep is None else keep,
                             max_summary_chars=life.summary_max_chars)  # fmt: skip
 
     def render_profile(
@@ -156,6 +157,7 @@ class Lifecycle:
     ) -> inject.Profile:  # fmt: skip
         """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
         check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
+        budget = _whole(budget, "budget", "tokens", "profile.budget")
         now, params = self.clock.now(), self.setup.weights
         resolved = self.arbiter.resolved_facts(
             user_id, domain, session_id=session_id, language=language
@@ -169,7 +171,8 @@ class Lifecycle:
         count, name = self._token_counter
         return inject.render_profile(
             user_id, domain, facts, notes, now=now,
-            budget=budget or self.config.lifecycle.profile_budget, counter=count, counter_name=name,
+            budget=self.config.lifecycle.profile_budget if budget is None else budget,
+            counter=count, counter_name=name,
         )  # fmt: skip
 
     def extract(
@@ -256,3 +259,15 @@ def _message(message: Message | Mapping[str, Any], index: int) -> Message:
             '{"role": "user", "content": "..."}',
             code="message.invalid",
         ) from exc
+
+
+def _whole(value: object, name: str, unit: str, code: str) -> int | None:
+    """``value`` as a count of ``unit`` (None: the configured default), or ``code`` saying what
+    was given: 0 is a count like any other, never the default."""
+    if value is None or (type(value) is int):
+        return value
+    raise InvalidOperation(
+        f"{name} is a whole number of {unit} (or None for the configured default), not "
+        f"{value!r:.40}",
+        code=code,
+    )

@@ -148,6 +148,16 @@ def test_too_small_a_budget_says_how_much_is_needed(plain: Engine) -> None:
     assert caught.value.code == "profile.budget"
 
 
+@pytest.mark.parametrize("budget", [0, "800", float("inf"), True, 1.5])
+def test_a_budget_is_a_whole_number_and_zero_is_not_the_default(
+    plain: Engine, budget: object
+) -> None:
+    """0 was taken for "no budget given" and rendered with the default 1,200 tokens."""
+    with pytest.raises(InvalidOperation) as caught:
+        plain.render_profile(USER, DOMAIN, budget)  # type: ignore[arg-type]
+    assert caught.value.code == "profile.budget"
+
+
 def test_token_counter_works_offline() -> None:
     count, name = default_counter()
     assert name == "estimate" or name.startswith("tiktoken:")
