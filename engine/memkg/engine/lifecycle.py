@@ -242,6 +242,8 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
         stale="; ".join(f.detail for f in stale) or None,
         stale_claims=tuple(f"{f.source.value} still says {inject.quote(f.value)}: {f.detail}"
                            for f in resolution.stale if f not in stale),
+        fact_ids=tuple(sorted({c.fact_id for c in resolution.claims}
+                              | {f.fact_id for f in resolution.stale})),
     )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from functools import lru_cache
 
 from memkg.events.stored import Shape
-from memkg.lifecycle.inject import Profile
+from memkg.lifecycle.inject import Profile, ProfileItem
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.decision import Decision
 from memkg.model.trace import MAX_ITEMS, MAX_REASON_CHARS, Trace, TraceItem
@@ -36,23 +36,37 @@ def _bounded(items: Iterable[TraceItem]) -> tuple[tuple[TraceItem, ...], int, di
     return tuple(every[:MAX_ITEMS]), max(0, len(every) - MAX_ITEMS), counts
 
 
+def _profile_ref(item: ProfileItem) -> str:
+    """A profile item's ref without its context values (stored data, free text at times): a
+    fact's item as ``<section ref>:<key>``, with ``[context]`` when a context scoped it."""
+    if item.key is None:
+        return item.ref  # a note's id
+    prefix = item.ref.split(":", 1)[0]
+    scoped = "[context]" if item.ref.startswith(f"{prefix}:{item.key}[") else ""
+    return f"{prefix}:{item.key}{scoped}"
+
+
 def profile_trace(trace_id: str, now: datetime, user_id: str, domain: str, *,
                   session_id: str | None, profile: Profile) -> Trace:  # fmt: skip
     items = [
-        *(TraceItem(ref=i.ref, kind=i.section, score=round(i.weight, 4), used=True)
+        *(TraceItem(ref=_profile_ref(i), kind=i.section, key=i.key, score=round(i.weight, 4),
+                    used=True)
           for i in profile.included),
-        *(TraceItem(ref=i.ref, kind=i.section, score=round(i.weight, 4), used=False,
-                    reason="over the token budget: lowest weight goes first")
+        *(TraceItem(ref=_profile_ref(i), kind=i.section, key=i.key, score=round(i.weight, 4),
+                    used=False, reason="over the token budget: lowest weight goes first")
           for i in profile.dropped),
     ]  # fmt: skip
     listed, unlisted, counts = _bounded(items)
+    shown = sorted({f for i in (*profile.included, *profile.dropped) for f in i.facts})
     return Trace(
         trace_id=trace_id, operation="render_profile", user_id=user_id, domain=domain,
         created_at=now, request=bounded_context({"budget": profile.budget,
                                                  "session_id": session_id}),
         items=listed, unlisted=unlisted, counts=counts,
         output={"tokens": profile.tokens, "budget": profile.budget, "counter": profile.counter,
-                "sha256": sha256(profile.text)},
+                "sha256": sha256(profile.text),
+                # named, so that a purge of any of them takes the trace
+                "read": shown},
     )  # fmt: skip
 
 

@@ -62,6 +62,8 @@ class ResolvedFact(BaseModel):
     """Why the value is stale (past the key's horizon, contradicted by a change), if it is."""
     stale_claims: tuple[str, ...] = ()
     """Other claims of the key flagged stale (a profile record still asserting an old value)."""
+    fact_ids: tuple[str, ...] = ()
+    """The stored claims behind what is shown (held, competing, stale)."""
 
 
 class ProfileItem(BaseModel):
@@ -71,6 +73,10 @@ class ProfileItem(BaseModel):
     section: Section
     weight: float
     line: str
+    key: str | None = None
+    """The key a fact's item shows (None for a note)."""
+    facts: tuple[str, ...] = ()
+    """The stored facts behind a fact's item: a purge of any of them takes the item's trace."""
 
 
 class Profile(BaseModel):
@@ -119,6 +125,7 @@ def _label(fact: ResolvedFact) -> str:
 
 def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
     ref, seen = _label(fact), _seen(fact, now)
+    about: dict[str, Any] = {"key": fact.key, "facts": fact.fact_ids}
     # a context value is stored data like the value itself (a model may have supplied it): a
     # label that holds one is quoted, so that it cannot end its line or pose as YAML or prose
     label = quote(ref) if fact.context else ref
@@ -127,11 +134,11 @@ def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
     if fact.outcome == "frozen":
         values = others or "its claims"
         line = f"- {label}: {values} conflict and are under human review; assume none of them"
-        return [ProfileItem(ref=f"key:{ref}", section="conflicts", weight=1.0, line=line)]
+        return [ProfileItem(**about, ref=f"key:{ref}", section="conflicts", weight=1.0, line=line)]
     weight = fact.weight / 2 if fact.stale else fact.weight
     if fact.kind == "state":
         line = f"- {label} = {quote(fact.value)} ({when})"
-        items = [ProfileItem(ref=f"key:{ref}", section="recent", weight=weight, line=line)]
+        items = [ProfileItem(**about, ref=f"key:{ref}", section="recent", weight=weight, line=line)]
     else:
         flags = "".join(
             f", {flag}: true"
@@ -142,19 +149,23 @@ def _fact_items(fact: ResolvedFact, now: datetime) -> list[ProfileItem]:
             f"  {label}: {{value: {quote(fact.value)}, source: {fact.source}, "
             f"age: {seen or 'n/a'}{flags}}}"
         )
-        items = [ProfileItem(ref=f"key:{ref}", section="facts", weight=weight, line=line)]
+        items = [ProfileItem(**about, ref=f"key:{ref}", section="facts", weight=weight, line=line)]
     if fact.outcome == "provisional":
         ask = f"; ask: {quote(fact.question)}" if fact.question else ""
         against = f" against {others}" if others else ""
         line = f"- {label}: {quote(fact.value)} holds provisionally{against}{ask}"
-        items.append(ProfileItem(ref=f"ask:{ref}", section="conflicts", weight=1.0, line=line))
+        items.append(
+            ProfileItem(**about, ref=f"ask:{ref}", section="conflicts", weight=1.0, line=line)
+        )
     if fact.stale:
         line = f"- {label} = {quote(fact.value)} ({when}): {fact.stale}"
-        items.append(ProfileItem(ref=f"stale:{ref}", section="stale", weight=weight, line=line))
+        items.append(
+            ProfileItem(**about, ref=f"stale:{ref}", section="stale", weight=weight, line=line)
+        )
     for index, claim in enumerate(fact.stale_claims):
         line = f"- {label}: {quote(claim)}"
         at = f"stale:{ref}:{index}"
-        items.append(ProfileItem(ref=at, section="stale", weight=weight / 2, line=line))
+        items.append(ProfileItem(**about, ref=at, section="stale", weight=weight / 2, line=line))
     return items
 
 

@@ -157,13 +157,15 @@ def test_erasure_by_audit_id_takes_the_traces_naming_those_facts(tmp_path: Path)
         _traveller(engine)
         [avoided] = [f.id for f in engine.facts("u1") if f.key == "airline.avoided"]
         citing = engine.decide("u1", "travel", {"airline": "airline:CZ"}).trace_id or ""
-        other = engine.render_profile("u1", "travel").trace_id or ""  # names keys, not facts
+        shown = engine.render_profile("u1", "travel").trace_id or ""  # shows the fact too
+        other = engine.render_profile("u1", "health").trace_id or ""  # shows nothing of it
         files = [db, db.with_name(db.name + "-wal")]
         assert any(avoided.encode() in f.read_bytes() for f in files if f.exists())
         [receipt] = engine.erase_audit_id("aud-77")
-        assert receipt.removed["traces"] == 1
-        with pytest.raises(NotFound):
-            engine.trace(citing)
+        assert receipt.removed["traces"] == 2
+        for gone in (citing, shown):
+            with pytest.raises(NotFound):
+                engine.trace(gone)
         assert engine.trace(other).trace_id == other
         for file in files:
             data = file.read_bytes() if file.exists() else b""
