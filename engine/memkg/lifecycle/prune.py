@@ -3,37 +3,93 @@
 A turn is a user message and everything that answered it (assistant replies, tool calls and
 their results stay together, as the chat API requires). Pruning moves older turns into a
 deterministic summary that keeps, verbatim, every sentence in which the user ruled something
-out ("not option A", "不要红眼航班") and every note saved through ``save_memory_note``; then
-it sets ``reinject`` so the agent puts a fresh memory block in front of the next turn.
+out ("Not option A", "Never before 7.45 a.m.", "不要红眼航班") and every note saved through
+``save_memory_note``; then it sets ``reinject`` so the agent puts a fresh memory block in
+front of the next turn.
 
->>> w = Window().inject("memory v1").add(Message.user("Not the red-eye, please."))
+What the summary holds is bounded, so a window pruned every turn for a whole day stays the
+same size: the gist (one clipped line per pruned user message) keeps the newest lines within
+``max_summary_chars``, the rulings-out the newest within ``MAX_EXCLUSION_CHARS`` (each clipped
+to ``EXCLUSION_CLIP`` with a visible "…"; one said again moves to its newest place), and the
+notes are all kept. Pruning is linear in the size of the window.
+
+>>> w = Window().inject("memory v1").add(Message.user("Not the red-eye, please. I'm not sure."))
 >>> w = w.add(Message.assistant("OK")).add(Message.user("Aisle seat."))
 >>> p = w.prune(keep_turns=1)
 >>> p.reinject, p.exclusions
 (True, ('Not the red-eye, please.',))
+>>> sentences("No flights before 7.45 a.m. on weekdays. Thanks!")
+['No flights before 7.45 a.m. on weekdays.', 'Thanks!']
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memkg.errors import InvalidOperation
 from memkg.lifecycle.note_tool import NAME as NOTE_TOOL
 from memkg.llm.port import Message
 
 MEMORY_MARK = "[memkg memory]"
-_SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
-_EXCLUSION = re.compile(
-    r"(?i)\b(?:not|no|don'?t|doesn'?t|won'?t|never|no longer|rather than|instead of|except"
-    r"|avoid|exclude|without|none of|anything but)\b|不要|不想|别|不是|除了|不用|排除|不能"
+MAX_EXCLUSION_CHARS = 2_000
+"""The rulings-out a window keeps: the newest whose lengths add up to at most this."""
+EXCLUSION_CLIP = 240
+SUMMARY_CLIP = 160
+_EXAMPLE = '{"role": "user", "content": "..."}'
+
+_TERMINATORS = re.compile(r"[.!?。！？\n]+")
+_CLOSERS = frozenset("\"'”’)]」』）")
+_WORD_BEFORE = re.compile(r"[A-Za-z]+(?:\.[A-Za-z]+)*\Z")
+_TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "jr", "sr", "gen", "capt"})
+"""A dot after these never ends a sentence ("Dr. Li")."""
+_ABBREVIATIONS = frozenset(
+    {"e.g", "i.e", "vs", "etc", "approx", "incl", "cf", "ca", "a.m", "p.m", "no", "nr", "min"}
 )
+"""A dot after these (or after one letter) ends a sentence only before a capital letter."""
+
+_PLEASANT_NO = (
+    r"problems?|worries|worry|thanks|thank|idea|clue|rush|hurry|doubt|matter|need|pressure"
+    r"|big\s+deal|kidding|offen[cs]e|way|one|comment|preference|preferences|difference"
+)
+_PLEASANT_NOT = (
+    r"sure|really|bad|yet|now|quite|exactly|much|too|at\s+all|a\s+problem|so|certain|today"
+    r"|to\s+worry|necessarily|entirely|totally|great|good|that\s+much|that\s+I\s+know"
+)
+_MENTAL = (
+    r"know|mind|care|worry|think|remember|understand|see|get|hesitate|forget|mention|have\s+a"
+    r"\s+preference|have\s+any\s+preference"
+)
+_EXCLUSION = re.compile(
+    rf"(?i)^\W*(?:(?:and|but|so|also|oh|ok|okay|please)[,\s]+)?no\s+(?!(?:{_PLEASANT_NO})\b)\w"
+    rf"|^\W*(?:(?:and|but|so|also|oh|ok|okay|please)[,\s]+)?not\s+(?!(?:{_PLEASANT_NOT})\b)\w"
+    rf"|\b(?:do|does)(?:n['’]?t|\s+not)\b(?!\s+(?:{_MENTAL})\b)"
+    r"|\b(?:can(?:not|['’]t|\s+not)|won['’]t|will\s+not)\b"
+    r"(?!\s+(?:wait|believe|thank|remember|decide|tell|say|find|hear|see|complain|help)\b)"
+    r"|\bnever\b(?!\s+(?:mind|been|heard|seen|thought|knew|tried|had|did)\b)"
+    r"|\bno\s+(?:more|longer)\b|(?:\bnot\b|n['’]t\b)[^.!?。！？\n]{0,80}?\bagain\b"
+    r"|\bavoid(?:s|ing|ed)?\b|\bwithout\b(?!\s+(?:a\s+)?doubt\b)"
+    r"|\b(?:rather|prefer(?:red)?)\s+not\b|\b(?:anything|anywhere|anyone)\s+but\b"
+    r"|\bnone\s+of\b|\binstead\s+of\b|\brather\s+than\b|\bexclud(?:e|es|ing)\b"
+    r"|(?<![要])不要(?!紧)|(?<![想])不想|(?<![特分区告级识类性差离辨派鉴送惜])别(?![的人客处墅急担着])"
+    r"|(?<![是])不是(?!很确定|太确定|很清楚|吗|问题)|(?<![用])不用(?![谢了客])"
+    r"|(?<![能])不能(?!确定|肯定)|排除|避免|再也不|从不|从来不|不再|不喜欢|不吃|不喝"
+)
+"""A ruling-out: "don't", "do not", "never", "no more", "not ... again", "avoid", "without",
+a sentence that opens with "No ..."/"Not ..." (but not "No problem", "Not sure"), and their
+Chinese counterparts; pleasantries and uncertainty ("Never mind", "I don't know") are not."""
 
 
 class Window(BaseModel):
-    """The messages an agent sends (without its system prompt), as a frozen value."""
+    """The messages an agent sends (without its system prompt), as a frozen value.
+
+    ``messages`` takes ``Message`` values or OpenAI-style dicts (content parts, ``tool_calls``,
+    ``name``); anything else is an ``InvalidOperation`` (``window.message``) naming the item.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,8 +102,24 @@ class Window(BaseModel):
     reinject: bool = True
     pruned_turns: int = 0
 
-    def add(self, *messages: Message) -> Window:
-        return self.model_copy(update={"messages": (*self.messages, *messages)})
+    def __init__(self, **data: Any) -> None:
+        if "messages" in data:
+            data["messages"] = _messages(data["messages"])
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
+            )
+            raise InvalidOperation(
+                f"Window: {problems}; give messages (Message values or OpenAI-style dicts "
+                "such as " + _EXAMPLE + ") and leave the other fields to prune",
+                code="window.invalid",
+            ) from None
+
+    def add(self, *messages: Message | Mapping[str, Any]) -> Window:
+        added = _messages(messages, first=len(self.messages))
+        return self.model_copy(update={"messages": (*self.messages, *added)})
 
     def inject(self, memory: str) -> Window:
         """Put a memory block (``render_profile(...).text``) in front of the next turn."""
@@ -74,24 +146,20 @@ class Window(BaseModel):
         cut = starts_with_user[-keep_turns]
         old = [m for t in turns[:cut] for m in t]
         kept = [m for t in turns[cut:] for m in t]
-        summary, exclusions, notes = list(self.summary), list(self.exclusions), list(self.notes)
-        for message in old:
-            if message.role == "user" and message.content:
-                summary.append(_clip(message.content, 160))
-                for sentence in _SENTENCES.findall(message.content):
-                    if _EXCLUSION.search(sentence) and sentence.strip() not in exclusions:
-                        exclusions.append(sentence.strip())
-        notes += [n for n in _saved_notes(old) if n not in notes]
-        while sum(map(len, summary)) > max_summary_chars and len(summary) > 1:
-            summary.pop(0)  # exclusions and notes are never trimmed, only this gist
+        said = [m.content for m in old if m.role == "user" and m.content]
+        ruled_out = [
+            _clip(s, EXCLUSION_CLIP) for text in said for s in sentences(text) if rules_out(s)
+        ]
+        notes = dict.fromkeys([*self.notes, *_saved_notes(old)])  # every note, once, in order
         return Window(
             messages=tuple(kept),
-            summary=tuple(summary),
-            exclusions=tuple(exclusions),
+            summary=_newest([*self.summary, *(_clip(t, SUMMARY_CLIP) for t in said)],
+                            max_summary_chars),
+            exclusions=_newest([*self.exclusions, *ruled_out], MAX_EXCLUSION_CHARS, once=True),
             notes=tuple(notes),
             reinject=True,
             pruned_turns=self.pruned_turns + sum(t[0].role == "user" for t in turns[:cut]),
-        )
+        )  # fmt: skip
 
     def for_model(self, system_prompt: str) -> list[Message]:
         """The full message list: system prompt, summary of pruned turns, kept messages."""
@@ -112,24 +180,123 @@ class Window(BaseModel):
         return "\n".join(lines)
 
 
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences, never inside a number, a time or an abbreviation."""
+    found, start = [], 0
+    for run in _TERMINATORS.finditer(text):
+        end = run.end()
+        while end < len(text) and text[end] in _CLOSERS:
+            end += 1
+        if _ends_sentence(text, run, end):
+            found.append(text[start:end].strip())
+            start = end
+    found.append(text[start:].strip())
+    return [s for s in found if s]
+
+
+def rules_out(sentence: str) -> bool:
+    """Whether the user rules something out in ``sentence`` (see ``_EXCLUSION``)."""
+    return _EXCLUSION.search(sentence) is not None
+
+
+def _ends_sentence(text: str, run: re.Match[str], end: int) -> bool:
+    mark = run.group()
+    if "\n" in mark or any(c in "。！？" for c in mark):
+        return True
+    if end < len(text) and not text[end].isspace():
+        return False  # 2.5, 7.45, example.com: a dot inside a token
+    if mark != ".":
+        return True
+    word = _WORD_BEFORE.search(text, max(0, run.start() - 12), run.start())
+    token = word.group().lower() if word else ""
+    if token in _TITLES:
+        return False
+    if token in _ABBREVIATIONS or len(token) == 1 or "." in token:
+        following = text[end : end + 8].lstrip()
+        return not following or following[0].isupper()
+    return True
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if not text[limit - 1].isspace():  # do not end inside a word or a number ("2.5" as "2")
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > limit // 2 else cut.rstrip("0123456789.,:")
+    return cut.rstrip() + "…"
+
+
+def _newest(items: list[str], limit: int, *, once: bool = False) -> tuple[str, ...]:
+    """The newest ``items`` (at least one) whose lengths add up to ``limit``, oldest first;
+    with ``once`` an item said again counts at its newest place only."""
+    kept: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    for item in reversed(items):
+        if once and item in seen:
+            continue
+        if kept and total + len(item) > limit:
+            break
+        kept.append(item)
+        seen.add(item)
+        total += len(item)
+    return tuple(reversed(kept))
+
+
+def _messages(value: object, first: int = 0) -> tuple[Message, ...]:
+    """``value`` (Message values or OpenAI-style dicts) as messages, or what is wrong where."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidOperation(
+            f"Window messages: expected a list of messages, got {type(value).__name__}; "
+            f"write Window(messages=[{_EXAMPLE}, ...])",
+            code="window.message",
+        )
+    found = []
+    for index, item in enumerate(value, start=first):
+        if isinstance(item, Message):
+            found.append(item)
+            continue
+        problem = f"got {type(item).__name__}"
+        if isinstance(item, Mapping):
+            try:
+                found.append(Message.from_openai(item))
+                continue
+            except ValidationError as exc:
+                problem = "; ".join(
+                    f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}"
+                    for e in exc.errors()[:3]
+                )
+            except (ValueError, AttributeError, TypeError, RecursionError) as exc:
+                problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise InvalidOperation(
+            f"Window messages[{index}] is not a chat message ({problem}); give a Message or "
+            f"an OpenAI-style dict such as {_EXAMPLE}",
+            code="window.message",
+        )
+    return tuple(found)
 
 
 def _saved_notes(messages: list[Message]) -> list[str]:
-    """Texts of ``save_memory_note`` calls whose tool result says they were saved."""
+    """Texts of ``save_memory_note`` calls whose tool result says they were saved; a call or
+    result that cannot be read (not JSON, nested too deep, a number too long) saved nothing."""
     results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool"}
     found = []
     for message in messages:
         for call in message.tool_calls:
             if call.name != NOTE_TOOL:
                 continue
-            try:
-                note = json.loads(call.arguments).get("note")
-                saved = json.loads(results.get(call.id, "{}")).get("saved") is True
-            except (json.JSONDecodeError, AttributeError):
-                continue
+            arguments, result = _json(call.arguments), _json(results.get(call.id, "{}"))
+            note = arguments.get("note") if isinstance(arguments, dict) else None
+            saved = isinstance(result, dict) and result.get("saved") is True
             if saved and isinstance(note, str):
                 found.append(note)
     return found
+
+
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError, int digits limit, deep nesting
+        return None
