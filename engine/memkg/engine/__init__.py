@@ -154,6 +154,18 @@ class Engine:
         check_args(user_id=user_id)
         return self.store.stream_version(user_id)
 
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        """The user's stream version and the store's count of purges and erasures, read
+        together (``EventStore.stream_mark``)."""
+        check_args(user_id=user_id)
+        return self.store.stream_mark(user_id)
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The engine's write lock: every write, decision and erasure of this engine holds it
+        (a consolidation holds it from its check for erasures to the write that follows)."""
+        return self._lock
+
     def close(self) -> None:
         """Wait for background consolidations, close a model and an index the engine built,
         the trace store, the decision log and the store."""

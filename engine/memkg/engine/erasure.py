@@ -16,7 +16,7 @@ from memkg.engine.projections import Projections
 from memkg.engine.setup import check_args
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
-from memkg.lifecycle.erasure import ErasureReceipt, erase_audit_id, erase_subject
+from memkg.lifecycle.erasure import ErasureReceipt, audit_reach, erase_audit_id, erase_subject
 from memkg.model.decision import Decision
 from memkg.model.event import NewEvent
 
@@ -158,15 +158,19 @@ class Eraser:
     def erase_audit_id(self, audit_log_id: str) -> list[ErasureReceipt]:
         """Remove exactly the facts whose provenance carries ``audit_log_id``, for every user.
 
-        The reviews of contests those facts took part in go too (a reviewer's value may
-        repeat what the user said under that audit id), and the decisions and traces citing
-        those facts or reviews, and the users' vectors (re-embedded on demand), in one
-        transaction when the decision log lives in the store's database; a decision log kept
-        elsewhere loses them first, so that a retry still finds the facts.
+        The notes consolidation derived from such notes go too (``audit_reach``: they hold
+        what those notes said), as do the reviews of contests those facts took part in (a
+        reviewer's value may repeat what the user said under that audit id), and the
+        decisions and traces citing those facts, notes or reviews, and the users' vectors
+        (re-embedded on demand), in one transaction when the decision log lives in the
+        store's database; a decision log kept elsewhere loses them first, so that a retry
+        still finds the facts.
         """
         check_args(audit_log_id=audit_log_id)
         with self.lock:
-            cited = self.store.fact_ids_with_audit_id(audit_log_id)
+            # the notes consolidation derived from the facts' notes hold what they said: theirs too
+            found = audit_reach(self.store, audit_log_id)
+            cited = dict(found)
             # the ids merged with an owner read its facts: their reviews, decisions and traces
             # naming them go as the owner's do
             links = links_in(self.store)
@@ -194,7 +198,7 @@ class Eraser:
                 for user_id, review_ids in reviews.items():
                     self.store.purge_facts(user_id, review_ids)
                 receipts = erase_audit_id(self.store, audit_log_id, self.clock,
-                                          companions=companions)  # fmt: skip
+                                          companions=companions, reach=found)  # fmt: skip
             if shared is None:  # again: see ``erase``
                 for u, ids in cited.items():
                     apart[u] += sum(log.erase_citing(one, ids) for one in (u, *reach[u]))

@@ -84,8 +84,9 @@ def consolidate(
 ) -> ConsolidationReport:
     """Merge session ``session_id`` of ``user_id`` in ``domain`` into long-term memory.
 
-    A note the agent saves meanwhile makes the final append conflict; the merge is then
-    planned again from the new state (up to three times).
+    A note the agent saves meanwhile, or a purge or erasure (a note the plan merged may be
+    gone), makes the final append conflict; the merge is then planned again from the new
+    state (up to three times).
     """
     facts, held_back = promote(port, user_id, domain, session_id)
     for attempt in range(_ATTEMPTS):
@@ -107,6 +108,7 @@ def _merge(
     domain: str,
     session_id: str,
 ) -> ConsolidationReport:
+    purges = port.stream_mark(user_id)[1]  # before the reads: see the append below
     book, version = port.note_book(user_id)
     now = port.clock.now()
     session = book.of_session(domain, session_id, now)
@@ -139,7 +141,13 @@ def _merge(
             "facts": [f.fact_id for f in facts if not f.duplicate],
         },
     )
-    stored = port.append_notes(user_id, [*written, closing], expected_version=version)
+    with port.lock:  # a purge by audit id leaves the version: its count says it ran
+        if port.stream_mark(user_id)[1] != purges:
+            raise ConcurrencyConflict(
+                user_id, purges, purges, code="consolidation.erased_meanwhile",
+                message="a purge or erasure ran while the merge was planned: planned again",
+            )  # fmt: skip
+        stored = port.append_notes(user_id, [*written, closing], expected_version=version)
     return ConsolidationReport(
         **base,
         consolidation_id=cid,

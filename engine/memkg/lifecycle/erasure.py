@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memkg.clock import Clock
 from memkg.events.store import Companion, EventStore
+from memkg.lifecycle.notes import NoteBook
 
 
 class ErasureReceipt(BaseModel):
@@ -60,15 +61,33 @@ def erase_subject(
     )
 
 
+def audit_reach(store: EventStore, audit_log_id: str) -> dict[str, list[str]]:
+    """The ids, by user, of the facts and notes whose provenance carries ``audit_log_id``, and
+    of the notes consolidation derived from those notes (``NoteBook.derived_from``): a note
+    merged from notes of several audit ids carries none of them, yet holds what each said."""
+    found = store.fact_ids_with_audit_id(audit_log_id)
+    reach = {}
+    for user_id, fact_ids in found.items():
+        book = NoteBook.from_events(
+            e for e in store.read_stream(user_id) if e.type in NoteBook.EVENTS
+        )
+        reach[user_id] = [*fact_ids, *book.derived_from(fact_ids)]
+    return reach
+
+
 def erase_audit_id(
     store: EventStore, audit_log_id: str, clock: Clock, *,
     companions: Callable[[str, list[str]], Sequence[Companion]] = lambda _user, _ids: (),
+    reach: dict[str, list[str]] | None = None,
 ) -> list[ErasureReceipt]:  # fmt: skip
-    """Remove exactly the facts whose provenance carries ``audit_log_id``, one receipt per user;
-    ``companions(user, fact_ids)`` remove their rows in each purge's transaction (counted in
-    ``removed`` by the name of their first table)."""
+    """Remove exactly the facts whose provenance carries ``audit_log_id``, and the notes
+    derived from them, one receipt per user; ``reach``: those ids by user, when the caller
+    already looked them up (``audit_reach``); ``companions(user, fact_ids)`` remove their
+    rows in each purge's transaction (counted in ``removed`` by the name of their first
+    table)."""
     receipts = []
-    for user_id, fact_ids in sorted(store.fact_ids_with_audit_id(audit_log_id).items()):
+    found = audit_reach(store, audit_log_id) if reach is None else reach
+    for user_id, fact_ids in sorted(found.items()):
         beside = companions(user_id, fact_ids)
         if beside:
             counts = store.purge_facts(user_id, fact_ids, companions=beside)

@@ -2,8 +2,8 @@
 
 A plan says which notes become which long-term memory, which notes go, and which notes
 contradicted each other. The model's plan is checked before use (every session note accounted
-for exactly once, only known ids, each text through the note screens, no long-term note changed
-that no session note is part of); the fallback plan
+for exactly once, only known ids, no turn-scope note in a memory, each text through the note
+screens, no long-term note changed that no session note is part of); the fallback plan
 merges normalized duplicates, drops turn-scope notes as ephemeral, and settles negation-only
 contradictions ("likes X" / "does not like X") by recency, reporting each one.
 """
@@ -28,7 +28,9 @@ _INSTRUCTIONS = """You consolidate memory notes about one user into long-term me
 Input: session notes (new) and long-term notes (existing), each with id, text, scope and time.
 Return memories: each a text (third person, one fact) and from_notes, the ids it replaces.
 Merge paraphrases into one memory; prefer the specific over the general; drop ephemeral
-details (only true for this conversation) into dropped with a reason. When notes contradict
+details (only true for this conversation) into dropped with a reason. A turn-scope note is an
+instruction for one request: it is never a memory, nor part of one; drop it as ephemeral.
+When notes contradict
 each other, keep the most recent one and ALSO list the contradiction in conflicts (note_ids,
 the kept id, a description): never resolve a contradiction silently. Every session note id
 must appear exactly once, in memories or in dropped. Long-term notes you leave unchanged may
@@ -102,9 +104,16 @@ def plan_problems(
         f"note {i} used more than once" for i in sorted({i for i in used if used.count(i) > 1})
     ]
     problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
+    turn = {n.id for n in session if n.scope is Scope.TURN}
     for memory in plan.memories:
         if not memory.from_notes:
             problems.append(f"memory {memory.text!r} merges no note")
+        problems += [
+            f"turn-scope note {i} made part of a lasting memory {memory.text!r}: a turn "
+            "instruction never lasts"
+            for i in memory.from_notes
+            if i in turn
+        ]
         problems += [f"memory {memory.text!r}: {why}" for why in screen(memory.text)]
     for conflict in plan.conflicts:
         if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
@@ -132,16 +141,25 @@ def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> 
     return problems
 
 
-_NEGATION = {"not", "no", "never", "dont", "doesnt", "does", "do", "longer", "不", "没有", "不再"}
+_NEGATION = {"not", "no", "never", "dont", "doesnt", "does", "do", "longer"}
+_NEGATION |= {"不", "不再", "没", "未"}  # not, no longer, have not / did not, not yet
 _LEAD = re.compile(r"^(?:the user|user|用户)\s*")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""Scripts written without spaces between words (kana, CJK ideographs)."""
+_TOKEN = re.compile(f"不再|[{_CJK}]|[^{_CJK}]+")
+"""In a word of those scripts each character is a token, but 不再 ("no longer"); 没有 is 没
+and 有, so that "没有X" (has no X) contradicts "有X" (has X)."""
 
 
 def _words(text: str) -> list[str]:
+    """Comparable tokens: words, and in scripts without spaces, characters (``_TOKEN``), so
+    that a negation inside a run ("对青霉素不过敏") stands apart as it does in English."""
     clean = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("’", "")
     clean = _LEAD.sub("", " ".join(re.findall(r"\w+", clean)))
     return [
         w[:-1] if len(w) > 3 and w.endswith("s") and w not in _NEGATION else w
-        for w in clean.split()
+        for word in clean.split()
+        for w in _TOKEN.findall(word)
     ]
 
 

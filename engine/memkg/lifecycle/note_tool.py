@@ -45,9 +45,10 @@ def save_memory_note_tool(keys: Sequence[str]) -> Tool:
                     "type": "string",
                     "enum": ["turn", "session", "global"],
                     "description": "turn: only for this request; session: for this "
-                    "conversation (at its end only what the user repeated or confirmed "
-                    "reaches long-term memory); global: a lasting fact the user asked to "
-                    "remember.",
+                    "conversation (at its end a note without a key joins long-term memory "
+                    "unless it held only for this conversation, a key's value only if the "
+                    "user repeated or confirmed it); global: a lasting fact the user asked "
+                    "to remember.",
                 },
                 "key": {
                     "anyOf": [{"type": "string", "enum": sorted(keys)}, {"type": "null"}],

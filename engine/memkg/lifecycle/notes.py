@@ -3,7 +3,7 @@
 A note is what the model distilled that maps to no declared key ("prefers quiet hotels near
 the station"). It carries the same provenance, scope and lifecycle as a fact and lives in the
 same per-user log, so erasure removes it with the user and erasure by audit id removes it with
-its fact-id column. Events::
+its fact-id column, and every note consolidation derived from it (``derived_from``). Events::
 
     note.saved     {"note": {...}}                      a note enters memory (status active)
     note.merged    {"note": {...}, "merged": [ids], ...} consolidation wrote a long-term note
@@ -157,6 +157,25 @@ class NoteBook:
         """Active, unexpired notes (of ``domain`` if given), oldest first."""
         found = [n for n in self.notes.values() if n.live(at) and domain in (None, n.domain)]
         return sorted(found, key=lambda n: (n.seq, n.id))
+
+    def derived_from(self, note_ids: Iterable[str]) -> list[str]:
+        """The notes consolidation derived from ``note_ids``, directly or through other
+        derived notes, oldest first: each lists one of them in ``merged_from``, or won a
+        listed contradiction with one of them and keeps its text (``conflicts``). Erasure by
+        audit id removes them with the notes they came from."""
+        losers: dict[str, set[str]] = {}  # kept id -> the ids whose texts it keeps
+        for payload in self.consolidations:
+            for conflict in payload.get("conflicts", ()):
+                kept = conflict.get("kept")
+                losers.setdefault(kept, set()).update(conflict.get("note_ids", ()))
+        gone, found = set(note_ids), []
+        for note in sorted(self.notes.values(), key=lambda n: (n.seq, n.id)):
+            # a note is derived after the notes it merges: one pass in log order is transitive
+            sources = {*note.merged_from, *(i for m in note.merged_from for i in losers.get(m, ()))}
+            if note.id not in gone and sources & gone:
+                gone.add(note.id)
+                found.append(note.id)
+        return found
 
     def of_session(self, domain: str, session_id: str, at: datetime) -> list[Note]:
         """Live session- and turn-scope notes of one session: what consolidation merges."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from memkg.clock import Clock
@@ -42,8 +43,20 @@ class MemoryPort(Protocol):
 
     def validate(self, observation: Observation) -> ValidationReport: ...
 
-    def ingest(self, observation: Observation) -> Stored:
-        """Validate and store, or raise ``ValidationFailed`` storing nothing."""
+    def ingest(self, observation: Observation, *, expected_version: int | None = None) -> Stored:
+        """Validate and store, or raise ``ValidationFailed`` storing nothing; with
+        ``expected_version``, ``ConcurrencyConflict`` if the stream moved past it."""
+        ...
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]:
+        """The engine's write lock (reentrant): every write and erasure of the engine holds it."""
+        ...
+
+    def stream_mark(self, user_id: str) -> tuple[int, int]:
+        """The user's stream version and the store's count of purges and erasures, read
+        together: a write worked out from reads made at a count that moved since may carry
+        what an erasure removed."""
         ...
 
     def facts(self, user_id: str, domain: str | None = None) -> list[Fact]: ...

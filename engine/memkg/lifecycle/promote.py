@@ -14,6 +14,13 @@ Everything else stays a session note and is reported as held back, with the reas
 restatement is a normal ingest with one idempotency key per session fact, so running it again
 changes nothing; a confirmed fact's restatement is confirmed with it; the key's arbitration
 outcome after it is reported, with any other live global value it now competes with.
+
+A restatement never brings back what an erasure removed: the store's purge count is noted
+before the reads, and each write is made under the engine's write lock (which erasures take)
+only while that count is unchanged, after the stream version read then (an erasure in another
+process resets it: the write conflicts). Otherwise the promotion is worked out again from the
+memory as it now is, up to ``ATTEMPTS`` times, then ``ConcurrencyConflict``
+(``consolidation.erased_meanwhile``).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.errors import ConcurrencyConflict
 from memkg.lifecycle.ports import MemoryPort, Stored
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope
 from memkg.model.source import CONFIRMED_BUILTIN
@@ -92,10 +100,44 @@ def _pending(port: MemoryPort, user_id: str, domain: str, key: str, stored: Stor
     return now is not None and now.status is FactStatus.PENDING_CONFIRMATION
 
 
+ATTEMPTS = 5
+
+
+class _Erased(Exception):
+    """A purge or erasure ran since the promotion read memory."""
+
+
 def promote(
     port: MemoryPort, user_id: str, domain: str, session_id: str
 ) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
     """The promoted facts, and the (fact id, reason) of those held back."""
+    purges = -1
+    for _ in range(ATTEMPTS):
+        purges = port.stream_mark(user_id)[1]  # before the reads
+        try:
+            return _promote(port, user_id, domain, session_id, purges)
+        except (_Erased, ConcurrencyConflict):
+            continue  # made again from the memory as it now is (restatements are idempotent)
+    raise ConcurrencyConflict(
+        user_id, purges, purges, code="consolidation.erased_meanwhile",
+        message=f"memory of {user_id!r} changed under each of {ATTEMPTS} promotions of session "
+        f"{session_id!r} (an erasure, a purge or another writer): nothing more was promoted; "
+        "consolidate again",
+    )  # fmt: skip
+
+
+def _checked(port: MemoryPort, user_id: str, purges: int) -> int:
+    """The stream version to write after, if no purge or erasure ran since ``purges`` was
+    read (call with the write lock held)."""
+    version, now = port.stream_mark(user_id)
+    if now != purges:
+        raise _Erased
+    return version
+
+
+def _promote(
+    port: MemoryPort, user_id: str, domain: str, session_id: str, purges: int
+) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
     found, held_back = [], []
     facts = port.facts(user_id, domain)
     for fact in facts:
@@ -114,24 +156,27 @@ def promote(
             for f in facts
             if f.key == fact.key and f.scope is Scope.GLOBAL and f.value != fact.value
         )
-        stored = port.ingest(
-            Observation(
-                user_id=user_id,
-                domain=domain,
-                key=fact.key,
-                value=fact.value,
-                kind=fact.kind,
-                source=fact.source,
-                confidence=fact.confidence,
-                observed_at=fact.observed_at,
-                context=fact.context,
-                change=fact.change,
-                provenance=fact.provenance.model_copy(update={"source_ref": f"fact:{fact.id}"}),
-                idempotency_key=f"consolidate:{fact.id}",
-            )
+        observation = Observation(
+            user_id=user_id,
+            domain=domain,
+            key=fact.key,
+            value=fact.value,
+            kind=fact.kind,
+            source=fact.source,
+            confidence=fact.confidence,
+            observed_at=fact.observed_at,
+            context=fact.context,
+            change=fact.change,
+            provenance=fact.provenance.model_copy(update={"source_ref": f"fact:{fact.id}"}),
+            idempotency_key=f"consolidate:{fact.id}",
         )
+        with port.lock:  # no erasure of this engine between the check and the write
+            version = _checked(port, user_id, purges)
+            stored = port.ingest(observation, expected_version=version)
         if why == "confirmed by the user" and _pending(port, user_id, domain, fact.key, stored):
-            port.confirm(user_id, stored.fact_id, by="consolidation")
+            with port.lock:
+                _checked(port, user_id, purges)
+                port.confirm(user_id, stored.fact_id, by="consolidation")
         held = port.resolve(user_id, domain, fact.key, context=fact.context)
         found.append(
             PromotedFact(

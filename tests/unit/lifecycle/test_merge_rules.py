@@ -1,0 +1,119 @@
+"""Merge plans keep the consolidation rules: turn-scope notes never last, contradictions are
+found in any script."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from memkg import Engine, FrozenClock, MemoryLLM, Scope
+from memkg.lifecycle.merge import _INSTRUCTIONS, normalized
+
+USER, DOMAIN, SESSION = "u1", "health", "s1"
+
+
+def _save(engine: Engine, clock: FrozenClock, text: str, scope: str = "session") -> str:
+    result = engine.save_memory_note(USER, DOMAIN, text, scope, session_id=SESSION)
+    assert result.saved, result.reason
+    clock.advance(timedelta(minutes=5))
+    return result.id or ""
+
+
+def _lasting(engine: Engine) -> list[str]:
+    return [n.text for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
+
+
+def _keeping_everything(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that makes every session note a memory, turn-scope ones included."""
+    notes = json.loads(body["messages"][1]["content"].split("\n", 1)[1])
+    memories = [{"text": n["text"], "from_notes": [n["id"]], "reason": "single"}
+                for n in notes["session_notes"]]  # fmt: skip
+    return {"content": json.dumps({"memories": memories, "dropped": [], "conflicts": []})}
+
+
+def _merging_all(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that merges every session note into one memory."""
+    notes = json.loads(body["messages"][1]["content"].split("\n", 1)[1])
+    ids = [n["id"] for n in notes["session_notes"]]
+    memory = {"text": "Wants results by post", "from_notes": ids, "reason": "paraphrase"}
+    return {"content": json.dumps({"memories": [memory], "dropped": [], "conflicts": []})}
+
+
+@pytest.mark.parametrize("model", [_keeping_everything, _merging_all], ids=["alone", "merged"])
+def test_a_plan_that_keeps_a_turn_note_is_refused(clock: FrozenClock, model: Any) -> None:
+    with Engine(clock=clock, llm=MemoryLLM(model)) as engine:
+        turn = _save(engine, clock, "Wants the test results sent by post this time", "turn")
+        _save(engine, clock, "Wants results by post")
+        _save(engine, clock, "wants results by post")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "fallback" and report.fallback_reason is not None
+        assert f"turn-scope note {turn}" in report.fallback_reason
+        assert (turn, "ephemeral") in report.dropped
+        assert _lasting(engine) == ["wants results by post"]
+
+
+def test_the_model_is_told_turn_notes_never_last() -> None:
+    assert "turn-scope" in _INSTRUCTIONS and "never a memory" in _INSTRUCTIONS
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("对青霉素过敏", "对青霉素不过敏"),  # allergic / not allergic to penicillin
+        ("有高血压病史", "没有高血压病史"),  # a history of hypertension / none
+        ("吃猪肉", "不再吃猪肉"),  # eats pork / no longer eats pork
+        ("用户对青霉素不过敏", "用户对青霉素过敏"),  # the change goes either way
+    ],
+)
+def test_the_fallback_finds_chinese_contradictions(
+    plain: Engine, clock: FrozenClock, older: str, newer: str
+) -> None:
+    first, second = _save(plain, clock, older), _save(plain, clock, newer)
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    [conflict] = report.conflicts
+    assert set(conflict.note_ids) == {first, second} and conflict.kept == second
+    assert _lasting(plain) == [newer]
+
+
+def test_chinese_paraphrases_merge_and_unrelated_notes_stay_apart(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    _save(plain, clock, "对青霉素过敏。")
+    _save(plain, clock, "用户对青霉素过敏")
+    _save(plain, clock, "对花生过敏")  # peanuts: another allergy, no conflict
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert report.conflicts == ()
+    assert sorted(len(m.from_notes) for m in report.memories) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("User prefers window seats!", "prefer window seat"),
+        ("Doesn't like spicy food", "doesnt like spicy food"),
+        ("用户对青霉素不过敏。", "对 青 霉 素 不 过 敏"),
+        ("用户 没有 高血压", "没 有 高 血 压"),
+        ("不再吃肉", "不再 吃 肉"),
+        ("Likes 绿茶 a lot", "like 绿 茶 a lot"),
+    ],
+)
+def test_normalized_splits_cjk_runs_and_keeps_english_words(text: str, expected: str) -> None:
+    assert normalized(text) == expected
+
+
+def test_the_note_tool_says_what_a_session_end_keeps(plain: Engine, clock: FrozenClock) -> None:
+    """A note without a key said once joins long-term memory unless it held only for the
+    conversation; a key's value said once stays in the session (repeated or confirmed: it
+    lasts). The model is told exactly that."""
+    scope = plain.note_tool(DOMAIN).parameters["properties"]["scope"]["description"]
+    assert "a note without a key joins long-term memory" in scope
+    assert "a key's value only if the user repeated or confirmed it" in scope
+    _save(plain, clock, "Prefers morning appointments")
+    keyed = plain.save_memory_note(USER, DOMAIN, "Prefers SMS", "session", key="contact.preference",
+                                   value="sms", session_id=SESSION)  # fmt: skip
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert _lasting(plain) == ["Prefers morning appointments"]
+    assert report.held_back == ((keyed.id, "said once: not yet meant to last"),)
