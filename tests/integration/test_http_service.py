@@ -256,3 +256,13 @@ def test_uvicorn_serves_it_over_a_real_socket(engine: Engine) -> None:
         server.should_exit = True
         thread.join(timeout=10)
         listener.close()
+
+
+def test_a_note_is_forgotten_through_the_retract_route(client: TestClient, engine: Engine) -> None:
+    saved = engine.save_memory_note("u1", "travel", "Is afraid of flying at night", "global")
+    retracted = client.post(f"/v1/users/u1/facts/{saved.id}/retract", json={"reason": "asked"})
+    assert retracted.status_code == 200, retracted.json()
+    assert (retracted.json()["status"], retracted.json()["fact_id"]) == ("retracted", saved.id)
+    assert engine.notes("u1", "travel") == []
+    again = client.post(f"/v1/users/u1/facts/{saved.id}/retract", json={"reason": "asked"})
+    assert again.status_code == 400 and again.json()["error"] == "fact.not_live"

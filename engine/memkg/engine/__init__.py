@@ -215,6 +215,7 @@ class Engine:
     read_events = via("reads", Reads.read_events)
     facts = via("reads", Reads.facts)
     fact = via("reads", Reads.fact)
+    domain_of = via("reads", Reads.domain_of)
     history = via("reads", Reads.history)
     rebuild = via("reads", Reads.rebuild)
     erase = via("eraser", Eraser.erase)

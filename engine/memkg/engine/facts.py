@@ -25,6 +25,7 @@ from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
+from memkg.lifecycle.notes import Note, NoteStatus, note_event
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
     Fact,
@@ -272,18 +273,32 @@ class FactWriter:
 
     @unconditional
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
-        """Forget a fact: a soft delete that keeps its history."""
+        """Forget a fact, or a free-text note: a soft delete that keeps its history."""
         check_args(user_id=user_id, fact_id=fact_id, reason=reason)
         self.journal.writable(user_id)
-        fact = self.reads.fact(user_id, fact_id)
+        note = self.projections.notes(user_id).notes.get(fact_id)
+        fact = None if note is not None else self.reads.fact(user_id, fact_id)
+        if not reason.strip() or len(reason) > 500:
+            raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
+        if note is not None:
+            return self._retract_note(note, reason)
+        assert fact is not None
         if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
             raise InvalidOperation(
                 f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
             )
-        if not reason.strip() or len(reason) > 500:
-            raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
         payload = {"fact_id": fact_id, "reason": reason}
         return self._transition(fact, EventType.FACT_RETRACTED, payload)
+
+    def _retract_note(self, note: Note, reason: str) -> Event:
+        """``note.dropped`` for a note the user asked to forget (it leaves the profile and
+        recall; erasure removes its text)."""
+        if note.status is not NoteStatus.ACTIVE:
+            raise InvalidOperation(f"note {note.id} is already {note.status.value}",
+                                   code="fact.not_live")  # fmt: skip
+        payload = {"note_id": note.id, "reason": f"retracted: {reason}"}
+        event = note_event(self.clock, EventType.NOTE_DROPPED, note, payload)
+        return self.journal.append(note.user_id, [event]).events[0]
 
     @unconditional
     def expire_due(self, user_id: str) -> list[Event]:

@@ -71,6 +71,13 @@ class Reads:
             raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
         return fact
 
+    def domain_of(self, user_id: str, item_id: str) -> str:
+        """The domain of the user's fact or free-text note ``item_id`` (what access to it, or
+        to ``retract`` it, is checked against)."""
+        check_args(user_id=user_id, item_id=item_id)
+        note = self.projections.notes(user_id).notes.get(item_id)
+        return note.domain if note is not None else self.fact(user_id, item_id).domain
+
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
         check_args(user_id=user_id, key=key, domain=domain)
         self._known(domain)

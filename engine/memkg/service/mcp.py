@@ -367,12 +367,13 @@ class MemoryTools:
     def forget(
         self, ctx: Context[Any, Any], fact_id: FactId, reason: Reason
     ) -> Annotated[CallToolResult, Forgotten]:
-        """Retract a fact the user wants forgotten (the history keeps that it was retracted)."""
+        """Retract a fact or note the user wants forgotten (the history keeps that it was
+        retracted)."""
 
         def retract() -> Forgotten:
             subject = self._allow(ctx, ApiScope.WRITE, None)
-            fact = self.gate(self.engine.fact, subject.user_id, fact_id)
-            subject.principal.check(ApiScope.WRITE, fact.domain, subject.user_id)
+            domain = self.gate(self.engine.domain_of, subject.user_id, fact_id)
+            subject.principal.check(ApiScope.WRITE, domain, subject.user_id)
             event = self.gate(self.engine.retract, subject.user_id, fact_id, reason)
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 

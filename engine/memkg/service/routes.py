@@ -151,9 +151,9 @@ class Routes:
             op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
                self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
                response=s.EventOut, errors=(404, 409)),
-            op("POST", f"{user}/facts/{{fact_id}}/retract", "retract", "Retract (forget) a fact",
-               self.retract, WRITE, body=s.RetractBody, response=s.EventOut,
-               errors=(404, 409)),
+            op("POST", f"{user}/facts/{{fact_id}}/retract", "retract",
+               "Retract (forget) a fact or note", self.retract, WRITE, body=s.RetractBody,
+               response=s.EventOut, errors=(404, 409)),
             op("DELETE", user, "erase", "Erase every trace of the user", self.erase, ERASE,
                response=s.ErasureOut),
             op("GET", f"{user}/memory", "memory_state", "Whether memory is on for the user",
@@ -321,8 +321,8 @@ class Routes:
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
         user, fact_id = call.path["user"], call.path["fact_id"]
         call.allow(scope, None, user)
-        fact = await self._run(self.engine.fact, user, fact_id)
-        call.allow(scope, fact.domain, user)
+        domain = await self._run(self.engine.domain_of, user, fact_id)
+        call.allow(scope, domain, user)
         call.target = fact_id
 
     async def confirm(self, call: Call) -> Response:
