@@ -253,6 +253,7 @@ class Engine:
     check_text = via("lifecycle", Lifecycle.check_text)
     declared_keys = via("lifecycle", Lifecycle.declared_keys)
     key_schema = via("lifecycle", Lifecycle.key_schema)
+    note_consent = via("lifecycle", Lifecycle.note_consent)
     notes = via("lifecycle", Lifecycle.notes)
     note_book = via("lifecycle", Lifecycle.note_book)
     note_tool = via("lifecycle", Lifecycle.note_tool)

@@ -28,7 +28,7 @@ from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, NewEvent
-from memkg.model.fact import Scope
+from memkg.model.fact import Scope, Sensitivity
 from memkg.model.report import Problem
 from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
@@ -81,6 +81,14 @@ class Lifecycle:
     def key_schema(self, domain: str, key: str) -> dict[str, Any] | None:
         spec = self.setup.registry.spec(domain, key)
         return None if spec is None else spec.schema
+
+    def note_consent(self, domain: str) -> str | None:
+        registry = self.setup.registry
+        specs = [s for k in registry.keys(domain) if (s := registry.spec(domain, k)) is not None]
+        special = sorted(s.key for s in specs if s.sensitivity is Sensitivity.SPECIAL)
+        if special:
+            return f"its keys hold special-category data (GDPR art. 9: {', '.join(special)})"
+        return None  # a key's own consent is for its values: identifiers never pass the screens
 
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
         """The user's live free-text notes, oldest first."""

@@ -152,6 +152,14 @@ def save_memory_note(
         return _refused([problem])
     if key is not None:
         return _save_fact(port, config, user_id, domain, note, scope, key, value, session_id, prov)
+    why = port.note_consent(domain)
+    if why is not None and not prov.consent_granted:
+        return _refused([Problem(
+            code="policy.consent_missing", path="$.provenance.consent_granted", stage="guards",
+            message=f"a note in domain {domain} needs the user's consent: {why}, and a note "
+            "may say anything they hold; ask the user, then send provenance.consent_granted = "
+            "true with the consent_version",
+        )])  # fmt: skip
     return _save_note(port, config, user_id, domain, note.strip(), scope, session_id, prov)
 
 

@@ -71,6 +71,11 @@ class MemoryPort(Protocol):
         """The JSON Schema of a declared key, None when the domain does not declare it."""
         ...
 
+    def note_consent(self, domain: str) -> str | None:
+        """Why a free-text note in ``domain`` needs the user's consent, None if not: a domain
+        with special-category keys (a note there may say what they hold)."""
+        ...
+
     def resolve(
         self, user_id: str, domain: str, key: str, *, context: Mapping[str, str] | None = None
     ) -> Held:

@@ -186,3 +186,18 @@ def test_an_integer_past_64_bits_is_refused_not_raised(life: Engine) -> None:
                          "value": value, "source": "dialogue"})  # fmt: skip
         assert [p.code for p in refused.value.report.problems] == ["value.int_range"]
     assert life.facts(USER) == []
+
+
+def test_a_note_in_a_domain_of_special_category_data_needs_consent(life: Engine) -> None:
+    """A keyed note was refused without consent while the same words without a key were
+    stored, then shown in every profile and recall."""
+    text = "Takes sertraline for depression and has asthma"
+    refused = life.save_memory_note(USER, "health", text, "global")
+    assert not refused.saved
+    assert [p.code for p in refused.problems] == ["policy.consent_missing"]
+    assert "special-category" in refused.problems[0].message
+    assert life.notes(USER, "health") == []
+    consented = life.save_memory_note(USER, "health", text, "global",
+                                      provenance={"consent_granted": True})  # fmt: skip
+    assert consented.saved
+    assert life.save_memory_note(USER, "travel", "Prefers quiet hotels", "global").saved

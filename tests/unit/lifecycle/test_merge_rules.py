@@ -13,10 +13,13 @@ from memkg import Engine, FrozenClock, MemoryLLM, Scope
 from memkg.lifecycle.merge import _INSTRUCTIONS, normalized
 
 USER, DOMAIN, SESSION = "u1", "health", "s1"
+CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
+"""A note in health (special-category keys) needs the user's consent."""
 
 
 def _save(engine: Engine, clock: FrozenClock, text: str, scope: str = "session") -> str:
-    result = engine.save_memory_note(USER, DOMAIN, text, scope, session_id=SESSION)
+    result = engine.save_memory_note(USER, DOMAIN, text, scope, session_id=SESSION,
+                                     provenance=CONSENT)  # fmt: skip
     assert result.saved, result.reason
     clock.advance(timedelta(minutes=5))
     return result.id or ""

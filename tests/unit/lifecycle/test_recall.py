@@ -113,7 +113,8 @@ def test_the_semantic_default_bridges_words_the_ontology_knows(
         {"user_id": USER, "domain": "health", "key": "child.age", "value": 4,
          "source": "dialogue", "confidence": 0.9}
     )  # fmt: skip
-    assert plain.save_memory_note(USER, "health", "Likes morning appointments", "global").saved
+    assert plain.save_memory_note(USER, "health", "Likes morning appointments", "global",
+                                  provenance={"consent_granted": True}).saved  # fmt: skip
     query = "the thing I said about my kid's breathing"
     hybrid = plain.recall(USER, query, k=5)
     lexical = plain.recall(USER, query, k=5, weights=RecallWeights(semantic=0, relevance=0.5))
