@@ -153,7 +153,10 @@ def test_consented_special_fact_is_stored(engine: Engine) -> None:
     assert engine.fact("u1", result.fact_id).sensitivity.value == "special"
 
 
-def test_a_late_arriving_older_observation_does_not_overwrite_a_newer_one(engine: Engine) -> None:
+def test_a_late_arriving_older_observation_does_not_overwrite_a_newer_one(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    clock.advance(timedelta(days=3))  # both observations in the past
     newer = engine.ingest(obs(value="airline:MU", observed_at="2026-05-03T09:00:00Z"))
     older = engine.ingest(obs(value="airline:CA", observed_at="2026-05-01T09:00:00Z"))
     assert older.status is FactStatus.SUPERSEDED and older.superseded == ()
@@ -170,7 +173,7 @@ def test_arrival_order_of_timed_observations_does_not_change_memory(clock: Froze
     days = [("airline:MU", "2026-05-03T09:00:00Z"), ("airline:CA", "2026-05-01T09:00:00Z")]
     held = []
     for order in (days, list(reversed(days))):
-        engine = Engine(clock=FrozenClock(clock.now()))
+        engine = Engine(clock=FrozenClock(clock.now() + timedelta(days=3)))
         for value, at in order:
             engine.ingest(obs(value=value, observed_at=at))
         held.append([f.value for f in engine.facts("u1")])
