@@ -9,6 +9,7 @@ recent logged decisions re-made with migrated facts and the new rules.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ from memkg.rules.lint import lint_bundle
 from memkg.rules.loader import RuleFolders, SchemaRoot, load_bundle, read_sources
 from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import RuleBundle
+from memkg.validate.guards import HASHED, hash_pii
 
 if TYPE_CHECKING:
     from memkg.engine.evolution import Evolution
@@ -78,6 +80,25 @@ class ApplyReport(BaseModel):
     """Unmappable or invalid facts a waiver let through: left as stored."""
     events: int
     questions: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class StoredPii:
+    """``x-pii: hash`` as ingest stores it (``validate.guards``), salted per user by ``salt``."""
+
+    salt: Callable[[str], bytes]
+
+    def hash(self, user_id: str, value: Any, paths: tuple[tuple[str, ...], ...]) -> Any:
+        return hash_pii(value, paths, self.salt(user_id))
+
+    def is_hash(self, text: str) -> bool:
+        return HASHED.fullmatch(text) is not None
+
+
+_DRY_PII = StoredPii(lambda _: b"memkg-dry-run")
+"""What a dry run hashes with: the shape an apply would store, without reading (or, for a user
+who has none yet, creating) the user's salt; a dry run writes nothing. A decision re-made in
+the dry run sees these hashes."""
 
 
 def plan_and_specs(
@@ -123,7 +144,7 @@ def dry_run(
         facts += live_facts(evo, user)
         if progress is not None:
             progress(done)
-    outcomes = migrate(plan, facts, old, new)
+    outcomes = migrate(plan, facts, old, new, _DRY_PII)
     changes = key_changes(plan, old, new)
     folder: RuleFolders = Path(rules) if rules is not None else evo.setup.layers.rule_dirs()
     found = [
@@ -180,16 +201,17 @@ def _migrate_user(
     erasure) fails the append, and the user is read and migrated again from what they hold
     now; what this run already wrote is found again by its idempotency key."""
     mine: dict[str, int] = {}  # the idempotency keys this run wrote, with their events
+    pii = StoredPii(evo.store.subject_salt)
     for attempt in range(1, _ATTEMPTS + 1):
         version = evo.store.stream_version(user)
         done: list[tuple[FactOutcome, int | bool | None]] = []
         try:
-            for outcome in migrate(plan, live_facts(evo, user), old, new):
+            for outcome in migrate(plan, live_facts(evo, user), old, new, pii):
                 if outcome.status in ("unmappable", "invalid"):
                     done.append((outcome, False))
                     continue
                 key = idempotency_key(plan, outcome)
-                events = events_for(plan, outcome, new, evo.clock)
+                events = events_for(plan, outcome, new, evo.clock, pii)
                 if not events:
                     done.append((outcome, 0))
                     continue
@@ -383,7 +405,8 @@ def _remake(
     stored = evo.store.read_stream(user, up_to_seq=at) if at > 0 else []
     live = [f for f in graph.memory.facts.values() if f.status in LIVE]
     clock = FrozenClock(decision.decided_at)
-    added = [e for o in migrate(plan, live, old, new) for e in events_for(plan, o, new, clock)]
+    added = [e for o in migrate(plan, live, old, new, _DRY_PII)
+             for e in events_for(plan, o, new, clock, _DRY_PII)]  # fmt: skip
     scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
     migrated = scratch.graph(user)
     after = evo.decider.redecide(candidate, decision, migrated,

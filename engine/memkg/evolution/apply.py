@@ -4,7 +4,11 @@ Nothing is edited: the old fact keeps its value, version and provenance, and its
 shows the migration (``reason: migration:<name>``) and the fact that replaced it. The new
 fact keeps the old one's source, confidence, scope, context, consent and audit id (a
 migration changes the form of evidence, not its strength, so arbitration weighs it as
-before), names the migration as ``provenance.source_ref`` and the old fact in ``supersedes``.
+before; a merge only joins one source's claims, see ``outcome``), names the migration as
+``provenance.source_ref`` and the old fact in ``supersedes``.
+A value the new version marks ``x-pii: hash`` is stored hashed with the user's salt, as an
+ingest would; the superseded fact keeps its clear text in history (the log is append-only)
+until erasure, which the dry run says (``key.pii_hashed``).
 Each fact's events are appended at once under ``idempotency_key``: a rerun after a crash
 skips what was written and continues.
 """
@@ -16,10 +20,10 @@ from typing import Any, Protocol
 
 from memkg.clock import Clock
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, Kind, SupersedeReason
+from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
 
 from .migration import MigrationPlan
-from .outcome import FactOutcome, KeyPolicy
+from .outcome import FactOutcome, KeyPolicy, Pii
 
 
 class KeySpecWithKind(KeyPolicy, Protocol):
@@ -32,8 +36,11 @@ def idempotency_key(plan: MigrationPlan, outcome: FactOutcome) -> str:
 
 
 def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeySpecWithKind],
-               clock: Clock) -> list[NewEvent]:  # fmt: skip
-    """The events that carry out ``outcome`` (none for unchanged, unmappable, invalid)."""
+               clock: Clock, pii: Pii) -> list[NewEvent]:  # fmt: skip
+    """The events that carry out ``outcome`` (none for unchanged, unmappable, invalid).
+
+    A new value is stored as an ingest would store it: hashed where its key's new version
+    marks it ``x-pii: hash``."""
     if outcome.status == "dropped":
         return [_event(clock, EventType.FACT_RETRACTED, f,
                        {"fact_id": f.id, "reason": f"{plan.source_ref}: {outcome.reason}"})
@@ -41,8 +48,9 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
     if outcome.status != "migrated":
         return []
     newest = max(outcome.facts, key=lambda f: (f.seq, f.id))
-    created = [_new_fact(plan, outcome, newest, out.key, out.value, new[out.key], clock)
-               for out in outcome.outputs]  # fmt: skip
+    created = [_new_fact(plan, outcome, newest, out.key, _stored(out.value, new[out.key],
+                                                                 newest.user_id, pii),
+                         new[out.key], clock) for out in outcome.outputs]  # fmt: skip
     events = [_event(clock, EventType.FACT_ASSERTED, f, {"fact": _dump(f)}) for f in created]
     for old in outcome.facts:
         if created:
@@ -59,17 +67,28 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
               spec: KeySpecWithKind, clock: Clock) -> Fact:  # fmt: skip
-    status = newest.status if newest.status in LIVE_STATUSES else FactStatus.ACTIVE
+    """A merged fact is no surer than its least certain part: the lowest confidence, the
+    earliest expiry, and frozen or unconfirmed when any part is (its parts share a source)."""
+    held = {f.status for f in outcome.facts}
+    status = next((s for s in _UNSETTLED if s in held), FactStatus.ACTIVE)
+    expiries = [f.valid_until for f in outcome.facts if f.valid_until is not None]
     return Fact(
         id=clock.new_id("fact"), user_id=newest.user_id, domain=plan.domain, key=key,
         value=value, kind=spec.kind, source=newest.source,
         confidence=min(f.confidence for f in outcome.facts), scope=newest.scope,
         session_id=newest.session_id, observed_at=newest.observed_at, recorded_at=clock.now(),
-        valid_until=newest.valid_until,
+        valid_until=min(expiries) if expiries else None,
         provenance=newest.provenance.model_copy(update={"source_ref": plan.source_ref}),
         sensitivity=spec.sensitivity, status=status, schema_version=spec.version,
         context=dict(newest.context), supersedes=newest.id,
     )  # fmt: skip
+
+
+def _stored(value: Any, spec: KeySpecWithKind, user_id: str, pii: Pii) -> Any:
+    return pii.hash(user_id, value, spec.hashed_paths) if spec.hashed_paths else value
+
+
+_UNSETTLED = (FactStatus.FROZEN, FactStatus.PENDING_CONFIRMATION)
 
 
 def _event(clock: Clock, kind: EventType, fact: Fact, payload: dict[str, Any]) -> NewEvent:

@@ -5,8 +5,8 @@ Verdict policy, in order:
 1. BLOCK when a finding of severity ``block`` is not covered by a valid waiver: a stored fact
    that is unmappable or invalid under the new version, a rule or rule case that breaks;
 2. WARN when something needs a reviewer's eye: lossy or dropped facts, rules that read a
-   changed key, decisions whose outcome would change, a key's sensitivity or consent
-   requirement changing, or blocking findings a waiver accepted;
+   changed key, decisions whose outcome would change, a key's sensitivity, consent
+   requirement or ``x-pii: hash`` marking changing, or blocking findings a waiver accepted;
 3. PASS otherwise. Explicit unknowns and questions for the user are reported, not warned
    about: they are the plan saying honestly what the old data does not know.
 """
@@ -59,6 +59,8 @@ class DryRunReport(BaseModel):
     target: str
     verdict: Verdict
     counts: dict[str, int]
+    """Outcomes by status (a merge's facts from one source in one slot make one outcome),
+    and ``facts``: every stored live fact the plan reads."""
     examples: dict[str, list[dict[str, Any]]]
     key_changes: tuple[KeyChange, ...]
     findings: tuple[Finding, ...]
@@ -88,14 +90,9 @@ def key_changes(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[
             elif old[key].schema != new[key].schema:
                 report = check_schema_change(old[key].schema, new[key].schema, "full")
                 codes = sorted({c.code for c in report.changes if c.severity != "safe"})
-                found.append(
-                    KeyChange(
-                        key=key,
-                        change="changed",
-                        new_keys=targets,
-                        detail=", ".join(codes) or "compatible both ways",
-                    )
-                )
+                detail = "; ".join([", ".join(codes) or "compatible both ways",
+                                    *_pii_changes(old[key], new[key])])  # fmt: skip
+                found.append(KeyChange(key=key, change="changed", new_keys=targets, detail=detail))
     for key in sorted(set(new) - set(old)):
         found.append(KeyChange(key=key, change="added"))
     return sorted(found, key=lambda c: (c.key, c.change))
@@ -122,12 +119,43 @@ def policy_findings(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapp
                             line=step.line,
                         )
                     )
+                added, removed = _hashing(a, b)
+                if added:
+                    found.append(Finding(
+                        code="key.pii_hashed", severity="warn", key=target, file=plan.file,
+                        line=step.line or None, message=f"{where}: x-pii: hash added at "
+                        f"{_paths(added)}: the apply replaces stored clear text there by the "
+                        "user's HMAC; the superseded facts keep the clear text in their history "
+                        "until the user (or the audit id) is erased"))  # fmt: skip
+                if removed:
+                    found.append(Finding(
+                        code="key.pii_unhashed", severity="warn", key=target, file=plan.file,
+                        line=step.line or None, message=f"{where}: x-pii: hash removed at "
+                        f"{_paths(removed)}: new values are stored as clear text; a stored HMAC "
+                        "cannot be turned back, so facts that hold one are unmappable",
+                    ))  # fmt: skip
                 if a.consent != b.consent:
                     need = "now requires" if b.consent else "no longer requires"
                     found.append(Finding(code="key.consent_changed", severity="warn", key=target,
                                          message=f"{where} {need} the user's consent",
                                          file=plan.file, line=step.line))  # fmt: skip
     return found
+
+
+def _hashing(a: KeyPolicy, b: KeyPolicy) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The ``x-pii: hash`` paths ``b`` adds to ``a``, and those it removes."""
+    before, after = set(a.hashed_paths), set(b.hashed_paths)
+    return sorted(after - before), sorted(before - after)
+
+
+def _pii_changes(a: KeyPolicy, b: KeyPolicy) -> list[str]:
+    added, removed = _hashing(a, b)
+    return ([f"x-pii: hash added at {_paths(added)}"] * bool(added)
+            + [f"x-pii: hash removed at {_paths(removed)}"] * bool(removed))  # fmt: skip
+
+
+def _paths(paths: Sequence[tuple[str, ...]]) -> str:
+    return ", ".join("/" + "/".join(p) for p in paths)
 
 
 def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequence[KeyChange],
@@ -157,7 +185,7 @@ def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequen
             if len(shown.setdefault(flag, [])) < examples:
                 shown[flag].append(o.example())
         fact_findings += _fact_findings(o)
-    counts["facts"] = len(outcomes)
+    counts["facts"] = sum(len(o.facts) for o in outcomes)  # a merged group holds several
     if waiver is not None:
         findings = [_waive(f, waiver) for f in findings]
         fact_findings = [_waive(f, waiver) for f in fact_findings]

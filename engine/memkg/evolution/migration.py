@@ -15,7 +15,7 @@ of a key group to the next::
           - {key: diet.organ_meat_tolerance, value: {object: {level: ..., exceptions: ...}}}
       - {key: diet.old_name, rename: diet.new_name}
       - {key: diet.obsolete, drop: "why it goes"}
-      - merge: [location.city, location.country]  # newest live fact of each, per slot
+      - merge: [location.city, location.country]  # per slot and source: that source's claims
         to: [{key: location.place, value: {object: {city: {copy: /location.city}}}}]
 
 Values are expressions of ``memkg.evolution.transform``. A key of the old group that no step

@@ -7,8 +7,8 @@ events), so what was reviewed is what is applied.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from memkg.model.fact import Fact, Sensitivity
@@ -32,6 +32,21 @@ class KeyPolicy(Protocol):
     def version(self) -> int: ...
     @property
     def validator(self) -> Any: ...
+    @property
+    def hashed_paths(self) -> tuple[tuple[str, ...], ...]: ...
+
+
+class Pii(Protocol):
+    """How memory stores ``x-pii: hash`` values: the engine wires ``validate.guards``."""
+
+    def hash(self, user_id: str, value: Any, paths: tuple[tuple[str, ...], ...]) -> Any:
+        """``value`` with the clear strings at ``paths`` replaced by the user's salted HMAC
+        (HMACs already there kept)."""
+        ...
+
+    def is_hash(self, text: str) -> bool:
+        """Whether ``text`` is such an HMAC."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -39,13 +54,16 @@ class NewValue:
     key: str
     value: Any
     unknown: bool = False
+    hashes: bool = False
+    """The new version marks part of the value ``x-pii: hash`` and the value holds clear text
+    there: the apply stores the user's HMAC instead (``Pii.hash``), as an ingest would."""
 
 
 @dataclass(frozen=True)
 class FactOutcome:
     user_id: str
     facts: tuple[Fact, ...]
-    """The old fact (a merge: the newest live fact of each merged key)."""
+    """The old fact (a merge: one source's live claim of each merged key it holds)."""
     status: Status
     outputs: tuple[NewValue, ...] = ()
     questions: tuple[tuple[str, str], ...] = ()
@@ -61,6 +79,8 @@ class FactOutcome:
     def example(self) -> dict[str, Any]:
         return {"user_id": self.user_id, "fact_ids": [f.id for f in self.facts], "old": self.old,
                 "new": {o.key: o.value for o in self.outputs},
+                **({"hashed": [o.key for o in self.outputs if o.hashes]}
+                   if any(o.hashes for o in self.outputs) else {}),
                 "questions": dict(self.questions), "problems": list(self.problems),
                 **({"reason": self.reason} if self.reason else {})}  # fmt: skip
 
@@ -94,35 +114,79 @@ def effective_steps(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[st
 
 
 def migrate(plan: MigrationPlan, facts: Iterable[Fact], old: Mapping[str, KeyPolicy],
-            new: Mapping[str, KeyPolicy]) -> list[FactOutcome]:  # fmt: skip
-    """The outcome of every live fact of the old group (others are not the plan's business)."""
+            new: Mapping[str, KeyPolicy], pii: Pii) -> list[FactOutcome]:  # fmt: skip
+    """The outcome of every live fact of the old group's keys (others are not the plan's
+    business); one stored under neither the plan's old nor its new version is unmappable."""
     steps = effective_steps(plan, old, new)
     by_key = {k: s for s in steps for k in s.keys}
-    mine = [f for f in facts if f.domain == plan.domain and f.key in by_key
-            and f.schema_version == old[f.key].version]  # fmt: skip
-    outcomes = []
+    ours = [f for f in facts if f.domain == plan.domain and f.key in by_key]
+    mine = [f for f in ours if f.schema_version == old[f.key].version]
+    outcomes = [_stray(f, plan) for f in ours if f.schema_version != old[f.key].version
+                and not (f.key in new and f.schema_version == new[f.key].version)]  # fmt: skip
     for fact in sorted(mine, key=lambda f: (f.user_id, f.seq, f.id)):
         step = by_key[fact.key]
         if step.kind != "merge":
-            outcomes.append(_one(step, (fact,), fact.value, new))
+            outcomes.append(_one(step, (fact,), fact.value, new, pii))
     for step in (s for s in steps if s.kind == "merge"):
-        slots: dict[tuple[Any, ...], dict[str, Fact]] = {}
-        for fact in (f for f in mine if f.key in step.keys):
-            slot = (fact.user_id, fact.scope, fact.session_id, tuple(sorted(fact.context.items())))
-            held = slots.setdefault(slot, {})
-            if fact.key not in held or (fact.seq, fact.id) > (
-                held[fact.key].seq,
-                held[fact.key].id,
-            ):
-                held[fact.key] = fact
-        for _, held in sorted(slots.items(), key=lambda item: str(item[0])):
-            group = tuple(held[k] for k in step.keys if k in held)
-            outcomes.append(_one(step, group, {f.key: f.value for f in group}, new))
+        outcomes += _merged(step, [f for f in mine if f.key in step.keys], new, pii)
     return _mark_lossy(outcomes)
 
 
-def _one(step: Step, facts: tuple[Fact, ...], value: Any, new: Mapping[str, KeyPolicy]
-         ) -> FactOutcome:  # fmt: skip
+def _stray(fact: Fact, plan: MigrationPlan) -> FactOutcome:
+    """A live fact of one of the plan's keys stored under another version than either end."""
+    return FactOutcome(
+        fact.user_id,
+        (fact,),
+        "unmappable",
+        reason=(
+            f"stored under version {fact.schema_version}, but the plan reads {plan.group}@"
+            f"{plan.from_version}: migrate it to version {plan.from_version} first (or retract it)"
+        ),
+    )
+
+
+def _merged(step: Step, facts: Sequence[Fact], new: Mapping[str, KeyPolicy], pii: Pii
+            ) -> list[FactOutcome]:  # fmt: skip
+    """One outcome per source's claims in each slot (user, scope, session, context).
+
+    Sources are never mixed: a merged claim holds what one source said, so it keeps that
+    source's credibility and the disagreement between sources survives the migration for
+    arbitration to weigh. A source with two live claims of one merged key in a slot gives
+    no single claim to merge with the others: its facts are unmappable, each named.
+    """
+    slots: dict[tuple[Any, ...], list[Fact]] = {}
+    for fact in facts:
+        slot = (
+            fact.user_id,
+            fact.scope.value,
+            fact.session_id or "",
+            tuple(sorted((k, str(v)) for k, v in fact.context.items())),
+            fact.source.value,
+        )
+        slots.setdefault(slot, []).append(fact)
+    outcomes = []
+    for slot, claims in sorted(slots.items(), key=lambda item: str(item[0])):
+        ordered = tuple(sorted(claims, key=lambda f: (step.keys.index(f.key), f.seq, f.id)))
+        keys = [f.key for f in ordered]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            named = ", ".join(f"{f.id} ({f.key} = {f.value!r})" for f in ordered
+                              if f.key in twice)  # fmt: skip
+            outcomes.append(FactOutcome(ordered[0].user_id, ordered, "unmappable", reason=(
+                f"source {slot[-1]} holds several live claims of {', '.join(twice)} in one slot "
+                f"({named}): a merge cannot tell which belongs with the other keys; confirm or "
+                "retract all but one, then run the plan again")))  # fmt: skip
+            continue
+        merged = _one(step, ordered, {f.key: f.value for f in ordered}, new, pii)
+        if merged.status == "unmappable":
+            merged = replace(merged, reason=f"{merged.reason} (merging what source {slot[-1]} "
+                             f"said in this slot: {', '.join(keys)} only)")  # fmt: skip
+        outcomes.append(merged)
+    return outcomes
+
+
+def _one(step: Step, facts: tuple[Fact, ...], value: Any, new: Mapping[str, KeyPolicy],
+         pii: Pii) -> FactOutcome:  # fmt: skip
     user = facts[0].user_id
     if step.kind == "drop":
         return FactOutcome(user, facts, "dropped", reason=step.reason, lossy=True)
@@ -140,27 +204,64 @@ def _one(step: Step, facts: tuple[Fact, ...], value: Any, new: Mapping[str, KeyP
         if isinstance(result, Ask):
             questions.append((target.key, result.question))
         elif isinstance(result, Value):
-            outputs.append(NewValue(target.key, result.value, result.unknown))
-    problems = [p for out in outputs for p in _problems(out, new[out.key], facts)]
+            paths = new[target.key].hashed_paths
+            leaked = [p for p, text in _strings(result.value)
+                      if pii.is_hash(text) and not _hashed(p, paths)]  # fmt: skip
+            if leaked:
+                return FactOutcome(user, facts, "unmappable", reason=(
+                    f"{target.key}{_where(leaked[0])}: holds an HMAC (stored under x-pii: hash) "
+                    "where the new version keeps clear text; a hash cannot be turned back into "
+                    "what the user said: drop the key, ask the user again (`ask:`), or keep "
+                    "x-pii: hash"))  # fmt: skip
+            clear = any(_hashed(p, paths) and not pii.is_hash(t) for p, t in _strings(result.value))
+            outputs.append(NewValue(target.key, result.value, result.unknown, clear))
+    problems = [p for out in outputs for p in _problems(out, new[out.key], facts, pii)]
     same = (
         len(facts) == 1
         and len(outputs) == 1
         and not questions
         and outputs[0].key == facts[0].key
+        and not outputs[0].hashes
         and _canon(outputs[0].value) == _canon(value)
     )
     status: Status = "invalid" if problems else "unchanged" if same else "migrated"
     return FactOutcome(user, facts, status, tuple(outputs), tuple(questions), tuple(problems))
 
 
-def _problems(out: NewValue, spec: KeyPolicy, facts: Sequence[Fact]) -> list[str]:
+def _problems(out: NewValue, spec: KeyPolicy, facts: Sequence[Fact], pii: Pii) -> list[str]:
     found = [f"{out.key}{_where(e.absolute_path)}: {e.message}"
-             for e in spec.validator.iter_errors(out.value)]  # fmt: skip
+             for e in spec.validator.iter_errors(out.value)
+             if not _prehashed(tuple(e.absolute_path), e.instance, spec, pii)]  # fmt: skip
     if spec.sensitivity is Sensitivity.PROHIBITED:
         found.append(f"{out.key}: the new version marks the key prohibited: it cannot be stored")
     if spec.consent and not all(f.provenance.consent_granted for f in facts):
         found.append(f"{out.key}: the new version requires consent, which this fact lacks")
     return found
+
+
+def _prehashed(path: tuple[Any, ...], node: Any, spec: KeyPolicy, pii: Pii) -> bool:
+    """An HMAC memory already holds: its clear text was checked when it was written, so the
+    schema's pattern or format no longer applies to it (as on ingest)."""
+    return isinstance(node, str) and pii.is_hash(node) and _hashed(path, spec.hashed_paths)
+
+
+def _strings(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Every string in ``value`` with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _strings(item, (*path, i))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(item, (*path, name))
+
+
+def _hashed(path: tuple[Any, ...], patterns: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a pattern of ``hashed_paths`` (``*``: any array item) names ``path``."""
+    return any(len(p) == len(path)
+               and all(a == "*" or a == str(b) for a, b in zip(p, path, strict=True))
+               for p in patterns)  # fmt: skip
 
 
 def _where(path: Iterable[Any]) -> str:

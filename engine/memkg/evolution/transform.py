@@ -8,6 +8,8 @@ value (``""`` is the whole value, ``/level`` a field; a merge reads ``/<old key>
 * ``unknown: VALUE``: the new schema's explicit unknown, counted as such;
 * ``map: {from: PATH, values: {OLD: NEW}, else: keep|drop|unmappable}``: enum values, item
   by item for a list; ``NEW: null`` removes the item (a list) or leaves no value (a scalar);
+  a number or boolean is matched by its spelling (``{1: low}``, ``{true: yes}``), as YAML
+  mapping keys are text;
 * ``object: {FIELD: EXPR}``: an object built field by field;
 * ``cases: [{when: COND, then: EXPR}], otherwise: EXPR``: the first case whose condition
   holds; with no ``otherwise`` and no case holding, the old value carries no evidence and the
@@ -25,6 +27,7 @@ Unmappable(reason='no case matched and the plan gives no `otherwise`')
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,9 +113,19 @@ def _map(arg: Mapping[str, Any], old: Any) -> Result:
         return Unmappable(f"the old value has nothing at {arg.get('from', '')!r}")
     values, otherwise = arg["values"], arg.get("else", "keep")
 
+    def _spelled(item: Any) -> str | None:
+        """The ``values`` key naming ``item``: YAML reads mapping keys as text, so a number or
+        boolean is named by how it is spelled (``1``, ``2.5``, ``true``, YAML's ``True``)."""
+        if isinstance(item, str):
+            return item if item in values else None
+        if item is None or isinstance(item, (bool, int, float)):
+            return next((k for k in (json.dumps(item), str(item)) if k in values), None)
+        return None
+
     def one(item: Any) -> Any:
-        if isinstance(item, str) and item in values:
-            return values[item]
+        spelled = _spelled(item)
+        if spelled is not None:
+            return values[spelled]
         if otherwise == "keep":
             return item
         if otherwise == "drop":
@@ -129,7 +142,9 @@ def _map(arg: Mapping[str, Any], old: Any) -> Result:
                 out.append(mapped)
         return Value(out)
     mapped = one(found)
-    if mapped is _MISSING or mapped is None:
+    if mapped is _MISSING:
+        return Unmappable(f"the plan maps no value for {found!r}")
+    if mapped is None:
         return Unmappable(f"the plan maps {found!r} to no value")
     return Value(mapped)
 

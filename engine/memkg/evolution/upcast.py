@@ -2,7 +2,9 @@
 
 Keyed by ``(domain, key, from_version)``; each turns the fact's value into the next version's
 key and value with a plan's expression. Only single-target steps (rename, mapped or derived
-value) upcast: a split or merge needs the other keys' facts and is written by ``apply``.
+value) upcast: a split or merge needs the other keys' facts and is written by ``apply``, and
+so is a step that changes which parts of the value are ``x-pii: hash`` (hashing needs the
+user's salt; a hash cannot be read back as clear text).
 An upcast that the old value cannot feed, or whose result the new schema refuses, leaves the
 fact as stored. The log is never changed: upcasting is a view on read.
 """
@@ -49,7 +51,11 @@ class Upcasters:
                 continue
             [target] = step.targets
             (key,) = step.keys
-            if key in old and target.key in new:
+            if (
+                key in old
+                and target.key in new
+                and (set(old[key].hashed_paths) == set(new[target.key].hashed_paths))
+            ):
                 self._by_source[(plan.domain, key, old[key].version)] = Upcaster(
                     target.key, new[target.key].version, target.value, new[target.key], plan.name
                 )

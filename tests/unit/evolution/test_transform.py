@@ -89,3 +89,28 @@ def test_malformed_expressions_are_refused(expr: dict[str, Any], message: str) -
 
 def test_a_well_formed_expression_has_no_problems() -> None:
     assert expr_problems({**LEVEL, "otherwise": {"unknown": "unknown"}}) == []
+
+
+def test_a_map_from_numbers_and_booleans_matches_the_keys_yaml_made_text() -> None:
+    """YAML mapping keys are read as text (``1:`` is "1", ``true:`` is "True"): a number or
+    boolean value matches the key that spells it."""
+    from memkg.evolution.migration import parse_plan
+
+    plan = parse_plan("""migration: m
+domain: d
+from: g@1
+to: g@2
+steps:
+  - key: risk.level
+    to: [{key: risk.level, value: {map: {values: {1: low, 2: medium, 2.5: high}}}}]
+  - key: risk.flag
+    to:
+      - key: risk.flag
+        value: {map: {values: {true: agreed, "false": refused}, else: unmappable}}
+""", "p.yaml")  # fmt: skip
+    level, flag = (step.targets[0].value for step in plan.steps)
+    assert [evaluate(level, v) for v in (1, 2, 2.5, 3)] == [
+        Value("low"), Value("medium"), Value("high"), Value(3)]  # fmt: skip
+    assert evaluate(level, [2, 1, "1"]) == Value(["medium", "low"])
+    assert [evaluate(flag, v) for v in (True, False)] == [Value("agreed"), Value("refused")]
+    assert evaluate(flag, 1) == Unmappable("the plan maps no value for 1")

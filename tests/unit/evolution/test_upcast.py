@@ -55,3 +55,21 @@ def test_a_graph_read_without_its_memory_reads_old_facts_upcast(tmp_path: Path) 
     new.projections.forget("u1")
     memory = new.projections.graph("u1").memory
     assert [(f.key, f.value) for f in memory.current("travel", T0)] == [("seat.choice", "any")]
+
+
+def test_a_step_that_changes_what_is_hashed_never_upcasts(tmp_path: Path) -> None:
+    """Hashing on read would need the user's salt, and a hash cannot be read back as clear
+    text: such steps are written by ``apply`` only."""
+    import json
+
+    root = project_copy(tmp_path)
+    add_seat_choice(root)
+    v2 = root / "schemas/travel/flight@2.json"
+    doc = json.loads(v2.read_text(encoding="utf-8"))
+    doc["properties"]["seat.choice"]["x-pii"] = "hash"
+    v2.write_text(json.dumps(doc), encoding="utf-8")
+    registry = SchemaRegistry(root / "schemas")
+    upcasters = Upcasters()
+    upcasters.register(parse_plan(SEAT_PLAN, "p.yaml"), registry.group("travel", "flight", 1),
+                       registry.group("travel", "flight", 2))  # fmt: skip
+    assert len(upcasters) == 0
