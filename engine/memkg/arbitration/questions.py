@@ -32,7 +32,7 @@ from typing import Any
 
 from memkg.arbitration.policy import PolicyFileError, read_yaml
 from memkg.arbitration.resolution import Question
-from memkg.model.template import fill, placeholders, stray_braces
+from memkg.model.template import NONE_WORDS, fill, placeholders, stray_braces
 from memkg.model.vocab import entity_ref
 from memkg.yamlfile import Document, JsonPath
 
@@ -206,6 +206,8 @@ def _label(value: Any, language: str, labels: Mapping[tuple[str, str], str]) -> 
         return labels.get((value, language), labels.get((value, "en"), value))
     if isinstance(value, dict):
         return {k: _label(v, language, labels) for k, v in value.items()}
+    if isinstance(value, list) and not value:
+        return NONE_WORDS.get(language, NONE_WORDS["en"])
     if isinstance(value, list):
         return (
             "、".join(str(_label(v, language, labels)) for v in value)

@@ -41,7 +41,7 @@ from memkg.model.explanation import MemoryNode
 from memkg.rules.cases import CasesReport
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import RuleFolders
-from memkg.rules.snapshot import DecisionInput, build_input
+from memkg.rules.snapshot import TIMEZONE, DecisionInput, build_input
 from memkg.rules.spec import RuleTable
 from memkg.rules.validation import bounded_context, request_problems
 from memkg.validate.validator import DecisionEnvelope, envelope_report
@@ -251,27 +251,39 @@ class Decider:
         Every key the table reads is resolved by the very function ``Engine.resolve`` uses
         (``Arbiter.resolution``), for the same session, turn and request context; only the
         claims that hold take part (``verdicts``), so a decision's value for a key is always
-        what ``resolve`` says.
+        what ``resolve`` says. So is the user's ``timezone``, which the local clock is read
+        in (unless the request gives one): a decision whose rules read the local clock reads
+        the key (a frozen time zone holds it back). The memory record covers the keys the
+        conditions read, the time zone, and, for a table with path conditions, every entity
+        key (a path may start on any of their edges).
         """
         registry, entity_keys = self.setup.registry, self.setup.entity_keys
         entity = frozenset(k for d, k in entity_keys if d == table.domain)
         plan = rules.evaluator.plan(table)
-        keys = plan.keys | entity
+        # the user's time zone, unless the request gives one: resolved as every key is, and
+        # read (so a frozen one holds the decision back) when the rules read the local clock
+        zone = frozenset({TIMEZONE}) if ("timezone" not in context and registry.spec(
+            table.domain, TIMEZONE) is not None) else frozenset()  # fmt: skip
+        read_keys = plan.keys | zone if plan.clock else plan.keys
+        keys = read_keys | entity
         facts = (projections or self.projections).live_facts(graph, table.domain)
         view = WeightedGraphView(graph, now, self.setup.weights, table.domain)
         resolutions = [
             self.arbiter.resolution(
                 graph, reviews, spec, now, session_id=session_id, turn=turn, context=context
             )
-            for key in sorted(keys)
+            for key in sorted(keys | zone)
             if (spec := registry.spec(table.domain, key)) is not None
         ]
         held = [*facts, *reviewed_facts(resolutions, reviews, registry.spec)]
         inp = build_input(table, user_id, held, context, now, view, keys=keys,
                           verdicts=verdicts(resolutions), wanted=plan.paths,
                           reuse=rules.evaluator.reuse, owner=graph.memory,
-                          read_keys=plan.keys)  # fmt: skip
-        return inp, memory_nodes([r for r in resolutions if r.key in plan.keys])
+                          read_keys=read_keys)  # fmt: skip
+        # the record of every key read: by a condition, for the local clock, or as a hop of a
+        # path (any entity key's edge may be one: path conditions walk them all)
+        shown = read_keys | zone | (entity if plan.paths else frozenset())
+        return inp, memory_nodes([r for r in resolutions if r.key in shown])
 
     def _reviews(self, graph: UserGraph, as_of: int) -> list[Review]:
         """The user's reviews as of a log position (a decision made now is handed the

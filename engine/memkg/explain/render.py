@@ -20,6 +20,7 @@ from memkg.model.explanation import (
     MemoryNode,
     RuleNode,
 )
+from memkg.model.template import NONE_WORDS
 
 FORMATS = ("text", "md", "json")
 SOURCES = {
@@ -34,7 +35,7 @@ SOURCES = {
 
 def _value(value: Any) -> str:
     if isinstance(value, list | tuple):
-        return ", ".join(_value(v) for v in value)
+        return ", ".join(_value(v) for v in value) if value else NONE_WORDS["en"]
     if isinstance(value, dict):
         return ", ".join(f"{k} {_value(v)}" for k, v in value.items())
     if isinstance(value, bool):
@@ -97,9 +98,11 @@ def _rule_lines(rule: RuleNode, bullet: Callable[[int, str], str]) -> list[str]:
 
 def _memory_line(m: MemoryNode) -> str:
     where = "".join(f" [{k}={v}]" for k, v in sorted(m.context.items()))
-    strength = f", conflict strength {m.strength:.2f}" if m.strength else ""
+    strength = f", conflict strength {m.strength}" if m.strength else ""  # as recorded
     step = m.step.replace("_", " ")
-    return f"{m.key}{where} = {_value(m.value)}: {m.outcome} by {step}{strength} ({m.reason})"
+    # no value (a frozen key, no claims) is not the explicit "none" of an empty list
+    held = f" = {_value(m.value)}" if m.value is not None else ", no value held"
+    return f"{m.key}{where}{held}: {m.outcome} by {step}{strength} ({m.reason})"
 
 
 def _claim_line(c: MemoryClaimNode) -> str:

@@ -13,6 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+NONE_WORDS = {"en": "none", "zh": "无"}
+"""How an empty list, a multi-valued key's explicit "none" ("no allergies"), reads in words
+(explanations, rule messages, questions), by language."""
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 _BRACES = re.compile(r"\{[^{}]*\}|[{}]")
 

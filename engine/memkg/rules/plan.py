@@ -15,6 +15,9 @@ from memkg.rules.matcher import unjoined
 from memkg.rules.spec import Condition, Rule, RuleTable
 from memkg.rules.text import condition_text
 
+CLOCK_FIELDS = frozenset({"local_time", "weekday", "today", "timezone"})
+"""The context fields derived from the clock in the user's time zone."""
+
 
 @dataclass(frozen=True)
 class TablePlan:
@@ -43,6 +46,10 @@ class TablePlan:
     unjoined: frozenset[str] = frozenset()
     """The names of the rules whose walk fails only where a condition fails on its own
     (``matcher.unjoined``)."""
+    clock: bool = False
+    """Whether the rules read the local clock (``CLOCK_FIELDS``: a context test or
+    ``$context`` operand on one, or a rule's effective dates, compared with the local day),
+    hence the user's time zone."""
 
     def text(self, rule: Rule, cond: Condition) -> str:
         found = self.texts.get((rule.index, cond.index))
@@ -83,7 +90,19 @@ def plan_table(table: RuleTable) -> TablePlan:
         rule_tests=tuple(rule_tests),
         by_facts=_by_facts(tests),
         unjoined=frozenset(rule_name(rule) for rule in table.rules if unjoined(rule)),
+        clock=any(_reads_clock(rule) for rule in table.rules),
     )
+
+
+def _reads_clock(rule: Rule) -> bool:
+    if rule.effective_from is not None or rule.effective_until is not None:
+        return True
+    for cond in rule.conditions:
+        if cond.kind == "context" and any(t.field in CLOCK_FIELDS for t in cond.tests):
+            return True
+        if any(r.alias == "context" and r.field in CLOCK_FIELDS for r in cond.refs):
+            return True
+    return False
 
 
 def _by_facts(tests: list[Condition]) -> tuple[tuple[tuple[str, object], tuple[int, ...]], ...]:

@@ -25,6 +25,8 @@ from memkg.rules.reuse import Reuse
 from memkg.rules.spec import RuleTable
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+TIMEZONE = "timezone"
+"""The memory key of the user's time zone, which the local clock is read in."""
 
 
 class GraphView(Protocol):
@@ -109,7 +111,8 @@ class DecisionInput:
     read: tuple[str, ...] = ()
     """The ids of the facts the rules can read here, sorted: those of the keys they read, the
     user hops of the paths given them, the claims other claims were left out for (lost to,
-    or out of the scope of), the fact the local time's timezone came from."""
+    or out of the scope of), the facts the local time's time zone came from (the claims
+    that hold for the ``timezone`` key)."""
     owner: object = field(default=None, compare=False, repr=False)
     """What holds the user's memory (the resident ``UserMemory``), when the input was read
     from one: what the evaluator keeps of this input without a fact to tie it to lives as
@@ -170,18 +173,30 @@ def build_input(
     ``wanted`` the (to, via) of its path conditions, sorted, when already known. ``reuse``
     keeps each fact's messages for the next input that holds the same fact; ``owner`` is
     what holds the user's memory (``DecisionInput.owner``); ``read_keys`` the keys the rules
-    read among ``keys`` (all of them unless said: the rest only give the graph its edges)."""
+    read among ``keys`` (all of them unless said: the rest only give the graph its edges).
+
+    The local clock is read in the time zone the context gives, else in the value of the
+    ``timezone`` key its verdict holds (the arbitrated value in the decision's scope; a
+    frozen key holds none), else in ``default_timezone``; with no verdict for the key
+    (rule cases), in the last usable ``timezone`` fact."""
     verdicts = verdicts or {}
     left_out: list[LeftOut] = []
     eligible: dict[str, Fact] = {}
     frozen: set[str] = set()
     timezone = str(context.get("timezone") or default_timezone)
-    timezone_fact = None
+    zone = verdicts.get(TIMEZONE)
+    timezone_facts: list[str] = []
     for fact in facts:
         if fact.domain != table.domain:
             continue
-        if fact.key == "timezone" and _reason(fact, now) is None and "timezone" not in context:
-            timezone, timezone_fact = str(fact.value), fact.id
+        if fact.key == TIMEZONE and "timezone" not in context and _reason(fact, now) is None:
+            # the key's arbitrated value in this scope; without arbitration (rule cases),
+            # the last usable fact
+            if zone is None:
+                timezone, timezone_facts = str(fact.value), [fact.id]
+            elif zone.held is not None and fact.id in zone.held:
+                timezone = str(fact.value)
+                timezone_facts.append(fact.id)
         if fact.key not in keys or fact.status is FactStatus.SUPERSEDED:
             continue  # superseded: history, a newer claim of the same source replaced it
         verdict = verdicts.get(fact.key, KeyVerdict())
@@ -257,7 +272,7 @@ def build_input(
             paths,
             keys if read_keys is None else read_keys,
             left_out,
-            timezone_fact,
+            timezone_facts,
         ),
         owner=owner,
     )
@@ -268,7 +283,7 @@ _ARBITRATED = frozenset({"lost_arbitration", "out_of_scope"})
 
 def _read(
     facts: Iterable[Fact], paths: Sequence[GraphPath], keys: frozenset[str],
-    left_out: Sequence[LeftOut], timezone: str | None,
+    left_out: Sequence[LeftOut], timezone: Iterable[str],
 ) -> tuple[str, ...]:  # fmt: skip
     """``DecisionInput.read``: a fact of a key no rule reads reaches the rules only as a hop of
     a path they are given, or as the claim another one was left out for (it lost to it, or
@@ -276,8 +291,7 @@ def _read(
     beaten = {left.key for left in left_out if left.kind == "fact" and left.reason in _ARBITRATED}
     ids = {f.id for f in facts if f.key in keys or f.key in beaten}
     ids.update(h.fact_id for p in paths for h in p.hops if h.fact_id is not None)
-    if timezone is not None:
-        ids.add(timezone)
+    ids.update(timezone)
     return tuple(sorted(ids))
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memkg.model.template import NONE_WORDS, placeholders
 from memkg.model.template import fill as fill_template
-from memkg.model.template import placeholders
 from memkg.rules.spec import SYMBOLS, Condition, Test
 
 __all__ = ["condition_text", "describe_test", "fill", "placeholders", "value_text"]
@@ -27,9 +27,14 @@ def value_text(value: Any) -> str:
 
     >>> value_text({"systolic": 190, "diastolic": 110})
     'diastolic: 110, systolic: 190'
+
+    An empty list is an explicit "none" ("I have no allergies"):
+
+    >>> value_text([])
+    'none'
     """
     if isinstance(value, list | tuple):
-        return ", ".join(_nested(v) for v in value)
+        return ", ".join(_nested(v) for v in value) if value else NONE_WORDS["en"]
     if isinstance(value, dict):
         return ", ".join(f"{k}: {_nested(v)}" for k, v in sorted(value.items(), key=_by_key))
     if isinstance(value, bool):

@@ -32,6 +32,8 @@ def keyed_failure(
     if candidates:
         values = sorted({value_text(i.value) for i in candidates})[:5]
         return f"{found} {', '.join(values)}"
+    if any(f.key == cond.key and f.value == [] for f in inp.facts):
+        return f"{cond.key} is {value_text([])}"  # the value held is an explicit "none"
     gone = [lo for lo in inp.left_out if lo.key == cond.key]
     text = f"no usable {cond.key} {noun}"
     if gone:
