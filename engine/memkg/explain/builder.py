@@ -101,7 +101,8 @@ def build_explanation(
         summary=_summary(result, describe, problems, proposed, status_action),
         policy=arbitration.policy.describe() if arbitration else "",
         decided_at=decided_at,
-        local_time=context.get("local_time"),
+        # a request may send one (refused: derived from the clock) of any JSON type
+        local_time=clock if isinstance(clock := context.get("local_time"), str) else None,
         timezone=zone if isinstance(zone := context.get("timezone"), str) else None,
         context=shown,
         selected=selected,

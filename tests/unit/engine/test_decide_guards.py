@@ -71,3 +71,15 @@ def test_an_oversized_timezone_is_bounded_too(engine: Engine) -> None:
     decision = engine.decide("u1", "travel", {"timezone": "Z" * 100_000})
     size = len(json.dumps(engine.decision_log.get(decision.decision_id).model_dump(mode="json")))
     assert decision.result.status.value == "invalid_input" and size < 20_000, size
+
+
+@pytest.mark.parametrize("sent", [5, ["10:00"], {"h": 10}, True])
+def test_a_clock_field_sent_in_the_context_is_invalid_input_whatever_its_type(
+    engine: Engine, sent: object
+) -> None:
+    """local_time is computed from the clock; one sent as a number raised a pydantic error
+    from the explanation's builder instead of the invalid_input decision a string gets."""
+    decision = engine.decide("mei", "health", {"local_time": sent})
+    assert decision.result.status.value == "invalid_input"
+    assert any("local_time is computed from the clock" in p for p in decision.problems)
+    assert engine.replay(decision.decision_id).reproduced
