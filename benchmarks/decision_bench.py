@@ -105,6 +105,13 @@ def rule_file(count: int, seed: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
+def health_domain() -> str:
+    """The shipped health domain's actions, its default decision the benchmark's table (the
+    shipped ``triage`` table is left out)."""
+    shipped = (builtin("examples") / "rules" / "health" / "domain.yaml").read_text()
+    return shipped.replace("default_decision: triage", "default_decision: bench")
+
+
 def history(count: int, seed: int = 5) -> list[dict[str, Any]]:
     """One user's ``count`` facts over a day, each key mostly restated by the source owning it.
 
@@ -285,8 +292,7 @@ def main(argv: list[str] | None = None) -> None:
         for name in ("schemas", "ontology"):
             shutil.copytree(builtin("examples") / name, root / name)
         (root / "rules" / "health").mkdir(parents=True)
-        health = builtin("examples") / "rules" / "health"
-        shutil.copy(health / "domain.yaml", root / "rules" / "health")
+        (root / "rules" / "health" / "domain.yaml").write_text(health_domain())
         (root / "rules" / "health" / "bench.yaml").write_text(rule_file(args.rules))
         made = history(args.facts)
         clock = FrozenClock(START + timedelta(days=1))

@@ -51,7 +51,7 @@ def decision(folder: Path) -> Callable[[], object]:
         shutil.copytree(builtin("examples") / name, folder / name)
     health = folder / "rules" / "health"
     health.mkdir(parents=True)
-    shutil.copy(builtin("examples") / "rules" / "health" / "domain.yaml", health)
+    (health / "domain.yaml").write_text(decision_bench.health_domain())
     (health / "bench.yaml").write_text(decision_bench.rule_file(200))
     clock = FrozenClock(decision_bench.START + timedelta(days=1))
     config = EngineConfig(roots=(folder,), shacl=False)
