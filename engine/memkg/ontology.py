@@ -78,6 +78,18 @@ class Ontology:
                 found[f"{sub}/{name}"] = path
         return found
 
+    def file_problems(self) -> list[tuple[str, ConfigError]]:
+        """Each Turtle file in force that does not load (``ontology.parse``,
+        ``ontology.text_too_long``), named as under a root (``ontology/shapes/x.ttl``):
+        checked file by file, so every broken file is named, not only the first."""
+        found = []
+        for name, path in sorted(self._files().items()):
+            try:
+                _parse([path])
+            except ConfigError as exc:
+                found.append((f"ontology/{name}", exc))
+        return found
+
     @cached_property
     def core(self) -> Graph:
         return _parse([self._core])

@@ -1,7 +1,10 @@
 """YAML that remembers where every value came from, so errors can point at a line.
 
 Scalars are read as YAML 1.2 would: ``22:00`` stays the string ``"22:00"`` (YAML 1.1 makes it
-the sexagesimal number 1320) and ``2026-01-01`` stays a string (JSON Schema checks its format).
+the sexagesimal number 1320), ``2026-01-01`` stays a string (JSON Schema checks its format),
+and only ``true`` and ``false`` (also ``True``, ``TRUE``, ...) are booleans: ``yes``, ``no``,
+``on`` and ``off`` stay text (YAML 1.1 makes them booleans, so ``enum: [yes, no]`` would
+refuse every caller's ``"yes"``).
 
 Rule files, migration plans and waivers are small and hand-written, so anything that makes a
 small file expensive is refused with its line (``YamlError``): anchors and aliases (``&a``,
@@ -106,10 +109,18 @@ _Loader.yaml_implicit_resolvers = {
         (tag, regexp)
         for tag, regexp in resolvers
         if tag
-        not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+        not in (
+            "tag:yaml.org,2002:bool",
+            "tag:yaml.org,2002:int",
+            "tag:yaml.org,2002:float",
+            "tag:yaml.org,2002:timestamp",
+        )
     ]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_Loader.add_implicit_resolver(  # YAML 1.2 core: yes/no/on/off (1.1 booleans) stay text
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:int",
     re.compile(r"^(?:[-+]?0|[-+]?[1-9][0-9_]*|0x[0-9a-fA-F_]+|0o?[0-7_]+)$"),

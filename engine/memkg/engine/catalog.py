@@ -6,11 +6,14 @@ the library (``Engine.domains()``, ``Engine.keys()``) and the service.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from memkg.errors import NotFound
 from memkg.model.keyspec import KeySpec
+from memkg.ontology import Ontology
 from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
+from memkg.rules.spec import Finding
 
 if TYPE_CHECKING:
     from memkg.engine.rule_bundle import RuleBook
@@ -22,6 +25,10 @@ def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
     layers, registry = setup.layers, setup.registry
     rule_dirs = layers.rule_dirs()
     bundle = book.rules.bundle if _rules_load(book) else None
+    broken = [  # every domain's writes are checked against every shapes file in force
+        f"{f.file}: {f.message} (every write in every domain is refused until it loads)"
+        for f in ontology_findings(setup.ontology)
+    ]
     found = []
     for name, root in layers.domains().items():
         files = sorted(f for f in registry.files if f.startswith(f"schemas/{name}/"))
@@ -52,9 +59,19 @@ def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
                 "default_decision": spec.default_decision if spec else None,
                 "actions": sorted(spec.actions) if spec else [],
                 "context": sorted(spec.context) if spec else [],
-                "problems": problems,
+                "problems": problems + broken,
             }
         )
+    return found
+
+
+def ontology_findings(ontology: Ontology) -> list[Finding]:
+    """A finding (``ontology.parse``, ``ontology.text_too_long``) for each Turtle file in force
+    that does not load, at the line the parser names (else 1)."""
+    found = []
+    for name, exc in ontology.file_problems():
+        line = re.search(r"\bline (\d+)", exc.message)
+        found.append(Finding(exc.code, exc.message, name, int(line[1]) if line else 1))
     return found
 
 

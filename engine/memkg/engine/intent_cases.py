@@ -10,6 +10,7 @@ from memkg.engine.decision_graph import WeightedGraphView, fixture_graph
 from memkg.engine.decision_record import record_decision
 from memkg.errors import ConfigError
 from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
+from memkg.model.report import ValidationReport
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
 from memkg.rules.loader import RuleFolders
 from memkg.rules.snapshot import build_input
@@ -57,12 +58,38 @@ def case_facts(case: Case, setup: Setup) -> list[Fact]:
     return facts
 
 
+def refused_facts(case: Case, facts: list[Fact], setup: Setup) -> tuple[str, ...]:
+    """Why a write of the case's facts would be refused, one line per problem: validated as an
+    ingest is (consent taken as granted: a case states memory, not how it was written)."""
+    observations = [
+        {
+            "user_id": CASE_USER,
+            "domain": f.domain,
+            "key": f.key,
+            "value": f.value,
+            "source": f.source,
+            "confidence": f.confidence,
+            "observed_at": f.observed_at,
+            "provenance": {"consent_granted": True},
+        }
+        for f in facts
+    ]
+    checked = setup.validator.check_many(observations, case.now, lambda _: b"case")
+    return tuple(
+        f"facts[{i}] {facts[i].key}: {p.code} at {p.path}: {p.message}"
+        for i, result in enumerate(checked)
+        if isinstance(result, ValidationReport)
+        for p in result.problems
+    )
+
+
 def run_rule_cases(decider: Decider, rules: Rules, folder: RuleFolders) -> CasesReport:
     """Every case under ``folder`` decided by ``rules``, recorded as a live decision is."""
     setup, revisions = decider.setup, decider.revisions(rules)
 
     def run(case: Case) -> CaseOutcome:
         facts = case_facts(case, setup)
+        refused = refused_facts(case, facts, setup)
         table = case.table
         graph = fixture_graph(CASE_USER, facts, setup.knowledge, setup.entity_keys)
         view = WeightedGraphView(graph, case.now, setup.weights, table.domain,
@@ -73,14 +100,14 @@ def run_rule_cases(decider: Decider, rules: Rules, folder: RuleFolders) -> Cases
         if problems:
             made = record_decision(rules.bundle, revisions, "case", _request(case), 0, case.now,
                                    table, None, None, problems, {})  # fmt: skip
-            return CaseOutcome(made.result, None, None)
+            return CaseOutcome(made.result, None, None, refused=refused)
         inp = build_input(
             table, CASE_USER, facts, context, case.now, view, keys=rules.keys(table, entity)
         )
         evaluation = rules.evaluator.evaluate(table, inp, walk_all=True)
         made = record_decision(rules.bundle, revisions, "case", _request(case), 0, case.now,
                                table, inp, evaluation, [], {})  # fmt: skip
-        return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out)
+        return CaseOutcome(made.result, made.arbitration, evaluation, inp.left_out, refused)
 
     return run_cases(folder, rules.bundle, run, root=setup.layers)
 

@@ -46,6 +46,8 @@ class CaseOutcome:
     arbitration: Arbitration | None
     evaluation: Evaluation | None
     left_out: tuple[LeftOut, ...] = ()
+    refused: tuple[str, ...] = ()
+    """Why facts of the case could not be stored (a write of them would be refused)."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any], now:
 
 def check(case: Case, outcome: CaseOutcome) -> CaseResult:
     expect, result = case.expect, outcome.result
-    failures = []
+    failures = list(outcome.refused)
     actual: Mapping[str, Any] = {
         "status": result.status.value,
         "action": result.action,

@@ -9,7 +9,10 @@ an equality and the explanation can name the item.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from memkg.rules.kinds.compare import day_number, join_prop, minutes
 from memkg.rules.kinds.context import context_prop
@@ -96,6 +99,81 @@ def compile_rule(rule: Rule) -> dict[str, Any]:
         [(alias, tests)] = pattern.items()  # on a join to a missing one; Python never compares)
         tests["$and"] += [{"$ex": {join_prop(p, "t"): 1}} for p in sorted(joined.get(alias, ()))]
     return {"all": patterns, "run": rule_name(rule)}
+
+
+BETA_LIST_LENGTH = 256
+"""At most this many patterns of one ruleset may run exactly the same tests in the same order:
+durable-rules' C core links them all to the alpha node the tests end at, and refuses the
+ruleset beyond it ("Could not create ruleset, error code: 108", ``ERR_RULE_BETA_LIMIT_EXCEEDED``
+in its ``rules.h``). Measured on 2.0.28: 255 rules whose request-context pattern tests only
+``t == context`` (and ``DONE``, the 256th) register, 256 are refused; 256 rules sharing a
+fact pattern register and 257 are refused (once 257 registered: we keep to the 256 that always
+did)."""
+
+NEXT_BUCKET_LENGTH = 512
+"""At most this many distinct tests may follow one chain of tests in a ruleset (the alpha
+node's hash set of next nodes): with 513 (513 rules testing a context field for 513 values,
+or one key each of 513 keys), registering the ruleset never returned in our probes."""
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A chain of tests in a compiled ruleset with more than durable-rules can hold."""
+
+    kind: Literal["shared", "branches"]
+    """``shared``: more than ``BETA_LIST_LENGTH`` patterns run exactly ``tests``;
+    ``branches``: more than ``NEXT_BUCKET_LENGTH`` distinct tests follow ``tests``."""
+    tests: tuple[str, ...]
+    """The chain, each test as JSON text (``()`` is the root)."""
+    count: int
+    limit: int
+    rules: tuple[str, ...]
+    """The compiled rules involved (``r<index>``, ``SINK``, ``DONE``), in ruleset order; for
+    ``branches``, the first rule through each distinct next test."""
+
+    @property
+    def first_beyond(self) -> str:
+        """The first rule past the limit (the one to move to another table)."""
+        return self.rules[self.limit]
+
+
+def capacity_problems(compiled: dict[str, Any]) -> list[Overflow]:
+    """Where ``compiled`` (``compile_table``) exceeds what durable-rules can register.
+
+    The C core builds one alpha node per test and shares it between patterns whose tests so
+    far are the same, in the same order (patterns testing the same things in another order do
+    not share); a pattern is linked to the node its last test ends at. This models that
+    network: each item of a pattern's ``$and`` (or each property of a plain pattern) is one
+    test; any other pattern (``$or``) is one opaque test.
+    """
+    ends: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    branches: dict[tuple[str, ...], dict[str, str]] = defaultdict(dict)
+    for name, rule in compiled.items():
+        for pattern in rule.get("all", ()):
+            for tests in pattern.values():
+                chain = _tests(tests)
+                for depth, test in enumerate(chain):
+                    branches[chain[:depth]].setdefault(test, name)
+                ends[chain].append(name)
+    found = [
+        Overflow("shared", chain, len(names), BETA_LIST_LENGTH, tuple(names))
+        for chain, names in ends.items()
+        if len(names) > BETA_LIST_LENGTH
+    ]
+    found += [
+        Overflow("branches", chain, len(nexts), NEXT_BUCKET_LENGTH, tuple(nexts.values()))
+        for chain, nexts in branches.items()
+        if len(nexts) > NEXT_BUCKET_LENGTH
+    ]
+    return found
+
+
+def _tests(pattern: Any) -> tuple[str, ...]:
+    if isinstance(pattern, dict) and list(pattern) == ["$and"]:
+        return tuple(json.dumps(test, sort_keys=True) for test in pattern["$and"])
+    if isinstance(pattern, dict) and not any(key.startswith("$") for key in pattern):
+        return tuple(json.dumps({k: v}, sort_keys=True) for k, v in pattern.items())
+    return (json.dumps(pattern, sort_keys=True),)
 
 
 def _operand(value: Any, aliases: dict[str, Condition]) -> Any:

@@ -25,6 +25,9 @@ durable-rules is used as a matcher and nothing more:
   changes and is written back as the text it was read as;
 * rulesets cannot be replaced, so a new bundle gets a new runner; ``set_rulesets`` deletes
   ``run`` from what it is given, so it gets a copy;
+* each ruleset is registered alone, after ``compiler.capacity_problems`` (at most 256 patterns
+  on one chain of tests, else error 108; at most 512 distinct tests after one, else it never
+  returns): a table it refuses fails its own decisions (``rules.compile``), not the others';
 * the C core's JSON reader takes an exponent only after a fraction: ``1.5e-05`` reads right, but
   ``1e-05`` or ``1e+16`` (how Python writes 0.00001 and 10.0**16) refuses a ruleset and crashes
   the process when a message carries it, so ``durable.engine`` serialises through
@@ -64,7 +67,7 @@ import durable.engine
 import durable_rules_engine as core
 from durable.engine import Host, MessageNotHandledException
 
-from memkg.rules.compiler import DONE
+from memkg.rules.compiler import DONE, Overflow, capacity_problems
 from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, lookup
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
@@ -160,20 +163,29 @@ class DurableRunner:
         self.rulesets = frozenset(rulesets)
         self._joins = {name: sorted(_join_props(rs)) for name, rs in rulesets.items()}
         self._actions: dict[str, dict[str, Callable[[Any], None]]] = {}
-        if rulesets:
+        self.refused: dict[str, str] = {}
+        """Rulesets durable-rules could not register, each with why: running one fails, the
+        others work (one table over the C core's limits does not stop other domains)."""
+        for name, ruleset in rulesets.items():
+            if overflow := capacity_problems(ruleset):  # past the limits, never sent to C
+                self.refused[name] = _overflow_text(overflow[0])
+                continue
             try:
-                self._host.set_rulesets(copy.deepcopy(rulesets))
+                self._host.set_rulesets({name: copy.deepcopy(ruleset)})
             except Exception as exc:  # the C core reports a bad definition as a bare Exception
-                raise RuleEvaluationError(
-                    f"durable-rules refused the compiled rules: {exc}", code="rules.compile"
-                ) from exc
-            for name in rulesets:  # each rule's action, as the host resolved it (``get_action``)
-                actions = self._host.get_ruleset(name)._actions
-                self._actions[name] = {rule: promise._func for rule, promise in actions.items()}
+                self.refused[name] = str(exc)
+                continue
+            actions = self._host.get_ruleset(name)._actions  # as resolved by ``get_action``
+            self._actions[name] = {rule: promise._func for rule, promise in actions.items()}
 
     def run(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
         if ruleset not in self.rulesets:
             raise RuleEvaluationError(f"no compiled ruleset {ruleset!r}", code="rules.unknown")
+        if ruleset in self.refused:
+            raise RuleEvaluationError(
+                f"durable-rules refused the compiled rules of {ruleset!r}: {self.refused[ruleset]}",
+                code="rules.compile",
+            )
         with self._lock:
             self._sessions += 1
             sid = f"s{self._sessions}"
@@ -247,6 +259,18 @@ class DurableRunner:
         except Exception as exc:
             if not quiet:
                 raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
+
+
+def _overflow_text(overflow: Overflow) -> str:
+    if overflow.kind == "shared":
+        return (
+            f"{overflow.count} patterns run the same tests, more than the "
+            f"{overflow.limit} durable-rules links to one (error code 108)"
+        )
+    return (
+        f"{overflow.count} distinct tests follow the same tests, more than the "
+        f"{overflow.limit} durable-rules can register (it would never return)"
+    )
 
 
 def _join_props(compiled: Any) -> set[str]:

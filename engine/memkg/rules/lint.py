@@ -3,16 +3,20 @@
 Codes: ``rule.schema`` / ``rule.yaml`` (from the loader), ``rule.duplicate_id``,
 ``rule.unknown_key``, ``rule.unknown_field``, ``rule.type_mismatch``, ``rule.unknown_value``,
 ``rule.unknown_context``, ``rule.unknown_alias``, ``rule.unknown_action``,
-``rule.unknown_parameter``, ``rule.invalid_parameter``, ``rule.priority``, ``rule.aggregate``,
+``rule.unknown_parameter``, ``rule.invalid_parameter``, ``rule.unknown_decision``,
+``rule.priority``, ``rule.aggregate``,
 ``rule.template``, ``rule.effective``, ``rule.durable_limit``, ``rule.overlap``,
 ``rule.missing_default``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from memkg.model.source import Sources
+from memkg.rules.compiler import Overflow, capacity_problems, compile_table, rule_name
 from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
 from memkg.rules.kinds.checks import fits
@@ -27,8 +31,9 @@ from memkg.rules.spec import (
     RuleTable,
 )
 from memkg.rules.text import placeholders
+from memkg.yamlfile import YamlError, load_file
 
-__all__ = ["KeySchema", "lint_bundle"]
+__all__ = ["KeySchema", "lint_bundle", "question_findings"]
 
 
 def lint_bundle(
@@ -37,7 +42,8 @@ def lint_bundle(
     """Every finding of ``bundle``; ``sources``: those in force (default: the built-ins)."""
     sources = sources or Sources()
     findings: list[Finding] = []
-    for _, declared in sorted(bundle.domains.items()):
+    for domain, declared in sorted(bundle.domains.items()):
+        findings += _lint_default_decision(bundle, domain, declared)
         for status, output in sorted(declared.status_actions.items()):
             if output.action not in declared.actions:
                 findings.append(
@@ -66,11 +72,68 @@ def lint_bundle(
             seen.setdefault(rule.id, rule)
             findings += _lint_rule(table, rule, spec, key_schema, sources)
         findings += _lint_table(table, spec)
+        findings += _capacity_findings(table)
         if table.hit_policy.kind == "unique":
             keys = {c.key for r in table.rules for c in r.conditions if c.key}
             multi = {k for k in keys if (key_schema(domain, k) or {}).get("type") == "array"}
             findings += overlap_findings(table, multi)
     return sorted(findings, key=lambda f: (f.file, f.line, f.code))
+
+
+def question_findings(
+    domains: Mapping[str, Path], unknown_key: Callable[[str, str], str | None]
+) -> list[Finding]:
+    """``rule.unknown_key`` for each key a domain's ``questions.yaml`` asks about that its
+    schemas do not declare (those questions would never be asked); ``domains``: domain →
+    ``rules/<domain>/`` folder; ``unknown_key(domain, key)``: why the key is unknown, or None.
+    A file that does not load is left to the loader's own finding (``questions.invalid``)."""
+    found = []
+    for domain, folder in sorted(domains.items()):
+        path = folder / "questions.yaml"
+        if not path.is_file():
+            continue
+        try:
+            doc = load_file(path)
+        except YamlError:
+            continue
+        if not isinstance(doc.data, dict):
+            continue
+        rows = path.read_text(encoding="utf-8").splitlines()
+        for key in doc.data:
+            why = unknown_key(domain, key)
+            if why is not None:
+                line = next(  # the key's own line (``doc`` has its value's)
+                    (n for n, row in enumerate(rows, 1)
+                     if row[:1] not in ("", " ", "#") and row.split(":")[0].strip("'\" ") == key),
+                    doc.line((key,)),
+                )  # fmt: skip
+                where = f"rules/{domain}/questions.yaml"
+                message = f"questions for {key!r} would never be asked: {why}"
+                found.append(Finding("rule.unknown_key", message, where, line))
+    return found
+
+
+def _lint_default_decision(bundle: RuleBundle, domain: str, spec: DomainSpec) -> list[Finding]:
+    """``rule.unknown_decision``: ``default_decision`` names none of the domain's tables (every
+    decision asked for without ``decision`` would fail)."""
+    name = spec.default_decision
+    tables = sorted(n for d, n in bundle.tables if d == domain)
+    if not name or name in tables:
+        return []
+    there = f"its tables: {tables}" if tables else "the domain has no decision tables"
+    text = bundle.sources.get(spec.file.removeprefix("rules/"), "")
+    line = next(
+        (n for n, row in enumerate(text.splitlines(), 1) if row.startswith("default_decision")), 1
+    )
+    return [
+        Finding(
+            "rule.unknown_decision",
+            f"default_decision names {name!r}, which is no table of domain {domain!r} "
+            f"(rules/{domain}/{name}.yaml); {there}",
+            spec.file,
+            line,
+        )
+    ]
 
 
 def _at(rule: Rule, code: str, message: str, line: int | None = None) -> Finding:
@@ -128,6 +191,49 @@ def _lint_table(table: RuleTable, spec: DomainSpec | None) -> list[Finding]:
     if table.default is not None and spec is not None:
         found += _lint_output(table, None, table.default.output, spec, table.default.line)
     return found
+
+
+def _capacity_findings(table: RuleTable) -> list[Finding]:
+    """``rule.durable_limit`` for each place the table exceeds what durable-rules' C core can
+    register (``compiler.capacity_problems``): it would refuse the table, or never return."""
+    by_name = {rule_name(rule): rule for rule in table.rules}
+    try:
+        compiled = compile_table(table)
+    except (KeyError, TypeError, ValueError):  # broken in ways the other findings name
+        return []
+    found = []
+    for overflow in capacity_problems(compiled):
+        named = [by_name[n] for n in overflow.rules if n in by_name]
+        if not named:  # only the compiler's own rules: nothing an author can move
+            continue
+        room = overflow.limit - (len(overflow.rules) - len(named))  # the compiler's use some
+        first = named[min(overflow.limit, len(named) - 1)]
+        message = _capacity_message(table, overflow, named, room)
+        found.append(_at(first, "rule.durable_limit", message))
+    return found
+
+
+def _capacity_message(table: RuleTable, overflow: Overflow, named: list[Rule], room: int) -> str:
+    tests = ", ".join(overflow.tests) or "nothing"
+    if len(tests) > 200:
+        tests = tests[:200] + "..."
+    if overflow.kind == "shared":
+        what = (
+            f"{overflow.count} patterns of table {table.name!r} ({len(named)} rules, from "
+            f"{named[0].id} on) test exactly the same things in the same order ({tests}); "
+            f"durable-rules links at most {overflow.limit} patterns to one set of tests and "
+            "refuses the table beyond it (error code 108)"
+        )
+    else:
+        what = (
+            f"{overflow.count} distinct tests follow the same tests ({tests}) in table "
+            f"{table.name!r} (from {named[0].id} on); durable-rules holds at most "
+            f"{overflow.limit} and never finishes loading a table with more"
+        )
+    return (
+        f"{what}: split the table into several of at most {room} such rules "
+        "each (or give the rules tests that differ)"
+    )
 
 
 def _lint_output(

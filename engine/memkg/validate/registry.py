@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,16 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from memkg.errors import ConfigError
-from memkg.model.fact import Kind, Sensitivity
+from memkg.model.fact import Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec, PathPattern
 from memkg.userschema import problems, validator
+
+
+def _key_pattern() -> str:
+    [pattern] = [m.pattern for m in Observation.model_fields["key"].metadata
+                 if getattr(m, "pattern", None)]  # fmt: skip
+    return str(pattern)
+
 
 _FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
 _META = {
@@ -43,6 +50,54 @@ _META = {
     "valid_for_hours",
     "staleness_days",
 }
+
+
+_KEY = re.compile(_key_pattern())
+"""The key names a write may use: the observation's own pattern (``Observation.key``)."""
+_CONTEXT_FIELD = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+"""A request context field name, as an observation's ``context`` keys are (``model.fact``)."""
+_MAX_HOURS = 876_000
+_MAX_DAYS = 36_500
+"""A hundred years: beyond, a validity or staleness horizon leaves the calendar."""
+
+
+def _count(most: int) -> Callable[[Any], bool]:
+    return lambda v: type(v) is int and 1 <= v <= most
+
+
+_META_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kind": (
+        lambda v: v in {k.value for k in Kind},
+        ", ".join(f'"{k.value}"' for k in Kind),
+    ),
+    "sensitivity": (
+        lambda v: v in {s.value for s in Sensitivity},
+        ", ".join(f'"{s.value}"' for s in Sensitivity),
+    ),
+    "consent": (lambda v: type(v) is bool, "true or false (a JSON boolean, not a string)"),
+    "multi": (lambda v: type(v) is bool, "true or false (a JSON boolean, not a string)"),
+    "entity": (
+        lambda v: isinstance(v, str) and v != "",
+        'the class name (in ontology/) every value names, as a string, e.g. "Diet"',
+    ),
+    "context": (
+        lambda v: (
+            isinstance(v, list)
+            and all(isinstance(f, str) and _CONTEXT_FIELD.fullmatch(f) for f in v)
+        ),
+        f'a list of context field names matching {_CONTEXT_FIELD.pattern}, e.g. ["trip_type"]',
+    ),
+    "valid_for_hours": (
+        _count(_MAX_HOURS),
+        f"a whole number of hours from 1 to {_MAX_HOURS:,} (a JSON number, not a string)",
+    ),
+    "staleness_days": (
+        _count(_MAX_DAYS),
+        f"a whole number of days from 1 to {_MAX_DAYS:,} (a JSON number, not a string)",
+    ),
+}
+"""x-memkg field → whether a value fits it, and what is allowed (each checked at load: a
+string ``"false"`` would read as true, an hours count as text breaks every write)."""
 
 
 def _hashed_paths(schema: Any, prefix: PathPattern = ()) -> Iterator[PathPattern]:
@@ -58,6 +113,13 @@ def _hashed_paths(schema: Any, prefix: PathPattern = ()) -> Iterator[PathPattern
 
 
 def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: str) -> KeySpec:
+    if not _KEY.fullmatch(key):
+        raise ConfigError(
+            f"{where}: key {key!r}: not a key name a write may use: lowercase ASCII words "
+            "(a-z, then a-z, 0-9 or _) joined by dots, at most 8 words, e.g. diet.restrictions "
+            f"(the observation's key pattern {_KEY.pattern})",
+            code="schema.invalid",
+        )
     if not isinstance(sub, dict) or not isinstance(sub.get("x-memkg"), dict):
         raise ConfigError(f"{where}: key {key!r} needs an x-memkg block", code="schema.meta")
     meta = dict(sub["x-memkg"])
@@ -68,11 +130,22 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
             f"allowed: {sorted(_META)}",
             code="schema.meta",
         )
+    for name, (fits, allowed) in _META_VALUES.items():
+        if name in meta and not fits(meta[name]):
+            raise ConfigError(
+                f"{where}: key {key!r}: x-memkg.{name} is {json.dumps(meta[name])}; "
+                f"allowed: {allowed}",
+                code="schema.meta",
+            )
+    if "kind" not in meta:
+        raise ConfigError(
+            f"{where}: key {key!r}: x-memkg.kind is missing; allowed: {_META_VALUES['kind'][1]}",
+            code="schema.meta",
+        )
     value_schema = {k: v for k, v in sub.items() if k != "x-memkg"}
     try:
         Draft202012Validator.check_schema(value_schema)
-        kind, sensitivity = Kind(meta["kind"]), Sensitivity(meta.get("sensitivity", "public"))
-    except (SchemaError, KeyError, ValueError) as exc:
+    except SchemaError as exc:
         raise ConfigError(f"{where}: key {key!r}: {exc}", code="schema.invalid") from exc
     for at, message in problems(value_schema):
         raise ConfigError(f"{where}: key {key!r}: {at or '/'}: {message}", code="schema.invalid")
@@ -82,10 +155,10 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
         group=group,
         version=version,
         schema=value_schema,
-        kind=kind,
-        sensitivity=sensitivity,
-        consent=bool(meta.get("consent", False)),
-        multi=bool(meta.get("multi", False)),
+        kind=Kind(meta["kind"]),
+        sensitivity=Sensitivity(meta.get("sensitivity", "public")),
+        consent=meta.get("consent", False),
+        multi=meta.get("multi", False),
         entity=meta.get("entity"),
         context=tuple(meta.get("context", ())),
         valid_for_hours=meta.get("valid_for_hours"),

@@ -1,0 +1,84 @@
+"""``rules test`` says what its exit code says, and a case cannot state memory a write refuses;
+``rules lint`` reports questions about undeclared keys."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from memkg.cli import main
+
+
+def cli(*argv: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    code = main(list(argv), out)
+    text = out.getvalue()
+    return code, json.loads(text) if text.startswith("{") else text
+
+
+def scaffold(tmp_path: Path) -> tuple[str, str]:
+    root, db = str(tmp_path / "mine"), str(tmp_path / "m.db")
+    assert cli("init", root, "--domain", "pets")[0] == 0
+    return root, db
+
+
+NEVER = """\
+  - id: pets.never
+    when:
+      - fact: {key: pets.budget, lt: 0}
+    then: {action: suggest_item, urgency: normal, parameters: {item: x}}
+    reason_code: NEVER
+    explain: "never"
+"""
+
+
+def test_coverage_failing_on_an_uncovered_rule_says_passed_false(tmp_path: Path) -> None:
+    root, db = scaffold(tmp_path)
+    table = Path(root, "rules/pets/suggestion.yaml")
+    table.write_text(table.read_text().replace("rules:\n", "rules:\n" + NEVER))
+    code, report = cli("--root", root, "--no-examples", "--db", db, "rules", "test", "--coverage")
+    assert code == 1 and report["passed"] is False
+    assert report["uncovered_rules"] and report["failed"] == []
+    code, report = cli("--root", root, "--no-examples", "--db", db, "rules", "test")
+    assert code == 0 and report["passed"] is True  # without --coverage it is no failure
+
+
+BAD_CASE = """
+  - name: facts a write would refuse
+    now: "2026-05-01T09:00:00Z"
+    facts:
+      - {key: pets.favourite, value: "pets_item:basic"}
+      - {key: pets.budget, value: "lots"}
+    expect:
+      action: ask_preference
+"""
+
+
+def test_a_case_fact_with_an_undeclared_key_or_a_refused_value_fails_the_case(
+    tmp_path: Path,
+) -> None:
+    root, db = scaffold(tmp_path)
+    cases = Path(root, "rules/pets/suggestion.cases.yaml")
+    cases.write_text(cases.read_text() + BAD_CASE)
+    code, report = cli("--root", root, "--no-examples", "--db", db, "rules", "test")
+    assert code == 1 and report["passed"] is False
+    [failed] = report["failed"]
+    assert failed["case"] == "facts a write would refuse"
+    first, second = failed["failures"][:2]
+    assert first.startswith("facts[0] pets.favourite: key.unknown") and "pets.favorite" in first
+    assert second.startswith("facts[1] pets.budget: schema.type") and "'lots'" in second
+
+
+def test_questions_about_an_undeclared_key_are_a_lint_finding(tmp_path: Path) -> None:
+    root, db = scaffold(tmp_path)
+    Path(root, "rules/pets/questions.yaml").write_text(
+        'pets.favourite:\n  conflict:\n    en: "Do you prefer {value} or {other}?"\n'
+    )
+    code, report = cli("--root", root, "--no-examples", "--db", db, "rules", "lint")
+    assert code == 1
+    [found] = report["findings"]
+    assert found["code"] == "rule.unknown_key"
+    assert (found["file"], found["line"]) == ("rules/pets/questions.yaml", 1)
+    assert "pets.favourite" in found["message"] and "pets.favorite" in found["message"]
