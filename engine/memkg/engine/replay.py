@@ -14,11 +14,14 @@ from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
 from memkg.explain import render
 from memkg.graph.projection import UserGraph
-from memkg.model.decision import Decision
+from memkg.model.decision import RECORDER, Decision
 
-_IN_FORCE = ("$.revisions.schema_versions", "$.revisions.ontology")
+_IN_FORCE = ("$.revisions.schema_versions", "$.revisions.ontology", "$.revisions.recorder")
 """Revisions a replay cannot go back to: it makes the decision under those in force now (the
 rule bundle it goes back to: its text is in the decision log)."""
+_RECORDED = ("$.explanation", "$.left_out", "$.read")
+"""What the recorder (``RECORDER``) decides of a record beside its outcome: compared exactly
+only with a record the same recorder made."""
 
 
 class ReplayReport(BaseModel):
@@ -80,8 +83,11 @@ class Replayer:
         graph = graph_as_of(self.setup, self.projections, user_id, recorded.as_of_seq)
         replayed = self.decider.redecide(rules, recorded, graph)
         found = [str(d) for d in differences(recorded, replayed)]
-        changed = tuple(d for d in found if d.startswith(_IN_FORCE))
-        found = [d for d in found if not d.startswith(_IN_FORCE)]
+        moved: tuple[str, ...] = _IN_FORCE
+        if (recorded.revisions.recorder or 1) != RECORDER:  # an earlier memkg recorded it
+            moved += _RECORDED
+        changed = tuple(d for d in found if d.startswith(moved))
+        found = [d for d in found if not d.startswith(moved)]
         return ReplayReport(decision_id=decision_id, reproduced=not found,
                             differences=tuple(found), revisions_changed=changed,
                             replayed=replayed)  # fmt: skip

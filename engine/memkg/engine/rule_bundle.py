@@ -18,7 +18,7 @@ from memkg.arbitration.policy import PolicyFileError
 from memkg.decisions.log import DecisionLog
 from memkg.engine.projections import Projections
 from memkg.errors import ConfigError, MemkgError
-from memkg.model.decision import Revisions
+from memkg.model.decision import RECORDER, Revisions
 from memkg.model.source import Sources
 from memkg.ontology import Ontology
 from memkg.roots import Roots
@@ -165,6 +165,7 @@ class RuleBook:
                 rule_bundle=rules.digest,
                 schema_versions=self.setup.registry.versions(),
                 ontology=self.setup.ontology.digest,
+                recorder=RECORDER,
             ),
         )
 

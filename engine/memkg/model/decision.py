@@ -129,6 +129,14 @@ class Result(BaseModel):
     default_used: bool = False
 
 
+RECORDER = 2
+"""How a decision is recorded: what its explanation shows and what it cites (``left_out``,
+``read``). Raised by every memkg change that records the same decision differently; a replay
+of a record an earlier recorder made reports those parts' differences as revisions that
+moved (``ReplayReport.revisions_changed``), its outcome still compared exactly. 1 (absent
+from the record): before the time zone was arbitrated and object values read in key order."""
+
+
 class Revisions(BaseModel):
     """The versions of everything besides memory that a decision depended on."""
 
@@ -137,6 +145,8 @@ class Revisions(BaseModel):
     rule_bundle: str
     schema_versions: dict[str, int]
     ontology: str
+    recorder: int | None = None
+    """``RECORDER`` of the memkg that made the record (None: 1, before it was recorded)."""
 
 
 class LeftOut(BaseModel):
