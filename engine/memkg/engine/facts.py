@@ -25,7 +25,7 @@ from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
-from memkg.lifecycle.notes import Note, NoteStatus, note_event
+from memkg.lifecycle.notes import Note, NoteStatus, check_note_events, note_event
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
     Fact,
@@ -298,6 +298,7 @@ class FactWriter:
                                    code="fact.not_live")  # fmt: skip
         payload = {"note_id": note.id, "reason": f"retracted: {reason}"}
         event = note_event(self.clock, EventType.NOTE_DROPPED, note, payload)
+        check_note_events(note.user_id, [event])  # as the lifecycle's own note writes are
         return self.journal.append(note.user_id, [event]).events[0]
 
     @unconditional
