@@ -57,14 +57,17 @@ def write(engine: Engine, clock: FrozenClock, users: Mapping[str, Sequence[dict[
         for memory in memories:
             clock.advance(timedelta(days=1))
             fields = {k: v for k, v in memory.items() if k not in ("name", "note", "consent")}
+            consent = {"consent_granted": True, "consent_version": "v1"}
             if "note" in memory:
-                saved = engine.save_memory_note(user, memory["domain"], memory["note"], "global")
+                saved = engine.save_memory_note(user, memory["domain"], memory["note"], "global",
+                                                provenance=consent if memory.get("consent")
+                                                else None)  # fmt: skip
                 if not saved.saved or saved.id is None:
                     raise ValueError(f"{memory['name']}: note refused: {saved}")
                 refs[user, memory["name"]] = saved.id
                 continue
             if memory.get("consent"):
-                fields["provenance"] = {"consent_granted": True, "consent_version": "v1"}
+                fields["provenance"] = consent
             result = engine.ingest({"user_id": user, **fields})
             refs[user, memory["name"]] = result.fact_id
     return refs

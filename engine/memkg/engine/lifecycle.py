@@ -87,7 +87,9 @@ class Lifecycle:
         specs = [s for k in registry.keys(domain) if (s := registry.spec(domain, k)) is not None]
         special = sorted(s.key for s in specs if s.sensitivity is Sensitivity.SPECIAL)
         if special:
-            return f"its keys hold special-category data (GDPR art. 9: {', '.join(special)})"
+            more = f" and {len(special) - 3} more" if len(special) > 3 else ""
+            named = ", ".join(special[:3]) + more
+            return f"its keys hold special-category data (GDPR art. 9: {named})"
         return None  # a key's own consent is for its values: identifiers never pass the screens
 
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
