@@ -9,6 +9,11 @@
    why. Every change is an event (``note.merged``, ``note.dropped``) naming the notes it
    replaced; ``session.consolidated`` closes a run that changed anything.
 
+Both steps are one attempt, read at one purge count of the store: the promotion's writes and
+the final append happen only while it is unchanged (``promote.retried``), so a purge or
+erasure landing anywhere in the attempt, even between the steps, makes the whole attempt
+worked out again, and what is reported and logged cites nothing it removed.
+
 Running it again changes nothing: consolidated notes are no longer open, and restated facts
 hit their idempotency keys.
 """
@@ -21,18 +26,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import ConcurrencyConflict, LLMError
+from memkg.errors import LLMError
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
 from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
-from memkg.lifecycle.promote import PromotedFact, promote
+from memkg.lifecycle.promote import Erased, PromotedFact, Promotion, retried
 from memkg.lifecycle.screen import note_problems
 from memkg.llm.port import LLM
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Provenance, Scope
 from memkg.model.settings import LifecycleConfig
-
-_ATTEMPTS = 3
 
 
 class ConsolidationReport(BaseModel):
@@ -84,19 +87,19 @@ def consolidate(
 ) -> ConsolidationReport:
     """Merge session ``session_id`` of ``user_id`` in ``domain`` into long-term memory.
 
-    A note the agent saves meanwhile, or a purge or erasure (a note the plan merged may be
-    gone), makes the final append conflict; the merge is then planned again from the new
-    state (up to three times).
+    A note the agent saves meanwhile makes the final append conflict, and a purge or erasure
+    anywhere in the store (a fact promoted, or a note the plan merged, may be gone) is seen
+    by its count; the whole consolidation, promotion included, is then worked out again from
+    the new state (``promote.ATTEMPTS`` times in all).
     """
-    facts, held_back = promote(port, user_id, domain, session_id)
-    for attempt in range(_ATTEMPTS):
-        try:
-            report = _merge(port, llm, config, facts, user_id, domain, session_id)
-            return report.model_copy(update={"held_back": tuple(held_back)})
-        except ConcurrencyConflict:
-            if attempt == _ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+    promotion = Promotion(port, user_id, domain, session_id)
+
+    def attempt(purges: int) -> ConsolidationReport:
+        facts, held_back = promotion.at(purges)
+        report = _merge(port, llm, config, facts, user_id, domain, session_id, purges)
+        return report.model_copy(update={"held_back": tuple(held_back)})
+
+    return retried(port, user_id, session_id, attempt)
 
 
 def _merge(
@@ -107,13 +110,17 @@ def _merge(
     user_id: str,
     domain: str,
     session_id: str,
+    purges: int,
 ) -> ConsolidationReport:
-    purges = port.stream_mark(user_id)[1]  # before the reads: see the append below
+    """Merge the notes, after ``facts`` were promoted from reads made at the store's purge
+    count ``purges``: ``Erased`` if it moved before the final append."""
     book, version = port.note_book(user_id)
     now = port.clock.now()
     session = book.of_session(domain, session_id, now)
     base = {"user_id": user_id, "domain": domain, "session_id": session_id}
     if not session:
+        if port.stream_mark(user_id)[1] != purges:
+            raise Erased  # the facts to report may be gone
         return ConsolidationReport(**base, consolidation_id=None, method="none", facts=tuple(facts))
     lasting = [n for n in book.live(domain, now) if n.scope is Scope.GLOBAL]
 
@@ -143,10 +150,7 @@ def _merge(
     )
     with port.lock:  # a purge by audit id leaves the version: its count says it ran
         if port.stream_mark(user_id)[1] != purges:
-            raise ConcurrencyConflict(
-                user_id, purges, purges, code="consolidation.erased_meanwhile",
-                message="a purge or erasure ran while the merge was planned: planned again",
-            )  # fmt: skip
+            raise Erased
         stored = port.append_notes(user_id, [*written, closing], expected_version=version)
     return ConsolidationReport(
         **base,

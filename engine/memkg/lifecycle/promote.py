@@ -19,15 +19,16 @@ A restatement never brings back what an erasure removed: the store's purge count
 before the reads, and each write is made under the engine's write lock (which erasures take)
 only while that count is unchanged, after the stream version read then (an erasure in another
 process resets it: the write conflicts). Otherwise the promotion is worked out again from the
-memory as it now is, up to ``ATTEMPTS`` times, then ``ConcurrencyConflict``
-(``consolidation.erased_meanwhile``).
+memory as it now is (``retried``), up to ``ATTEMPTS`` times, then ``ConcurrencyConflict``
+(``consolidation.erased_meanwhile``). Consolidation runs ``promote_at`` inside its own
+attempts, so that its note merge is checked against the count the promotion read at.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -102,28 +103,68 @@ def _pending(port: MemoryPort, user_id: str, domain: str, key: str, stored: Stor
 
 ATTEMPTS = 5
 
+T = TypeVar("T")
 
-class _Erased(Exception):
-    """A purge or erasure ran since the promotion read memory."""
+
+class Erased(Exception):
+    """A purge or erasure ran in the store since the count the reads were made at."""
+
+
+def retried(port: MemoryPort, user_id: str, session_id: str, work: Callable[[int], T]) -> T:
+    """``work(purges)``, ``purges`` being the store's purge count read before ``work`` reads
+    anything, made again while it raises ``Erased`` or ``ConcurrencyConflict`` (another writer
+    came first), up to ``ATTEMPTS`` times. Then the last attempt's reason is raised: the
+    writer's ``ConcurrencyConflict`` (``store.conflict``), or for an erasure or purge
+    ``ConcurrencyConflict`` (``consolidation.erased_meanwhile``).
+
+    The count is the store's, not the user's: another user's erasure or purge also moves it
+    and costs a retry. Only it is exact: the stores keep no count per user, a purge by audit
+    id leaves the stream's version as it was, and an erasure reaches every id linked to the
+    person erased (``erasure_reach``), so whose memory it touched is not known from its id."""
+    purges, conflict = -1, None
+    for _ in range(ATTEMPTS):
+        purges = port.stream_mark(user_id)[1]  # before the reads
+        try:
+            return work(purges)
+        except Erased:
+            conflict = None
+        except ConcurrencyConflict as exc:
+            conflict = exc
+    if conflict is not None:
+        raise conflict
+    raise ConcurrencyConflict(
+        user_id, purges, purges, code="consolidation.erased_meanwhile",
+        message=f"an erasure or purge ran in the store (of this user or any other: the store "
+        f"counts them together) during each of {ATTEMPTS} attempts to consolidate session "
+        f"{session_id!r} of {user_id!r}, so no note was merged and no fact restated after one; "
+        "consolidate again",
+    )  # fmt: skip
 
 
 def promote(
     port: MemoryPort, user_id: str, domain: str, session_id: str
 ) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
     """The promoted facts, and the (fact id, reason) of those held back."""
-    purges = -1
-    for _ in range(ATTEMPTS):
-        purges = port.stream_mark(user_id)[1]  # before the reads
-        try:
-            return _promote(port, user_id, domain, session_id, purges)
-        except (_Erased, ConcurrencyConflict):
-            continue  # made again from the memory as it now is (restatements are idempotent)
-    raise ConcurrencyConflict(
-        user_id, purges, purges, code="consolidation.erased_meanwhile",
-        message=f"memory of {user_id!r} changed under each of {ATTEMPTS} promotions of session "
-        f"{session_id!r} (an erasure, a purge or another writer): nothing more was promoted; "
-        "consolidate again",
-    )  # fmt: skip
+    return retried(port, user_id, session_id, Promotion(port, user_id, domain, session_id).at)
+
+
+class Promotion:
+    """The promotion of one session across the attempts of one run: a restatement an attempt
+    wrote before it was dropped is still this run's (not a ``duplicate``) when a later attempt
+    finds it through its idempotency key."""
+
+    def __init__(self, port: MemoryPort, user_id: str, domain: str, session_id: str) -> None:
+        self._port, self._user, self._domain, self._session = port, user_id, domain, session_id
+        self._made: set[str] = set()
+
+    def at(self, purges: int) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
+        """One attempt (``promote_at``)."""
+        found, held_back = promote_at(
+            self._port, self._user, self._domain, self._session, purges, wrote=self._made.add
+        )
+        mine = [f.model_copy(update={"duplicate": False}) if f.fact_id in self._made else f
+                for f in found]  # fmt: skip
+        return mine, held_back
 
 
 def _checked(port: MemoryPort, user_id: str, purges: int) -> int:
@@ -131,13 +172,19 @@ def _checked(port: MemoryPort, user_id: str, purges: int) -> int:
     read (call with the write lock held)."""
     version, now = port.stream_mark(user_id)
     if now != purges:
-        raise _Erased
+        raise Erased
     return version
 
 
-def _promote(
-    port: MemoryPort, user_id: str, domain: str, session_id: str, purges: int
-) -> tuple[list[PromotedFact], list[tuple[str, str]]]:
+def promote_at(
+    port: MemoryPort, user_id: str, domain: str, session_id: str, purges: int, *,
+    wrote: Callable[[str], None] = lambda _fact_id: None,
+) -> tuple[list[PromotedFact], list[tuple[str, str]]]:  # fmt: skip
+    """``promote`` once, its reads made at the store's purge count ``purges`` (read before
+    them): ``Erased`` as soon as the count moved, ``ConcurrencyConflict`` when another writer
+    appended between a read and its restatement. What it restated before either stays (an
+    attempt made again finds it through its idempotency key); ``wrote`` is told the id of
+    each restatement as soon as it is stored."""
     found, held_back = [], []
     facts = port.facts(user_id, domain)
     for fact in facts:
@@ -173,6 +220,8 @@ def _promote(
         with port.lock:  # no erasure of this engine between the check and the write
             version = _checked(port, user_id, purges)
             stored = port.ingest(observation, expected_version=version)
+        if not stored.duplicate:
+            wrote(stored.fact_id)
         if why == "confirmed by the user" and _pending(port, user_id, domain, fact.key, stored):
             with port.lock:
                 _checked(port, user_id, purges)

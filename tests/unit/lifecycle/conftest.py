@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -35,4 +36,16 @@ def life(clock: FrozenClock, llm: MemoryLLM) -> Iterator[Engine]:
 def plain(clock: FrozenClock) -> Iterator[Engine]:
     """An in-memory engine with no model configured."""
     with Engine(clock=clock) as engine:
+        yield engine
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def eng(request: pytest.FixtureRequest, clock: FrozenClock, tmp_path: Path) -> Iterator[Engine]:
+    """An engine with no model, in memory and on a SQLite file."""
+    engine = (
+        Engine(clock=clock)
+        if request.param == "memory"
+        else Engine.open(tmp_path / "m.db", clock=clock)
+    )
+    with engine:
         yield engine

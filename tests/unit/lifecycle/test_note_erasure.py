@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,15 +19,6 @@ from memkg import Engine, FrozenClock, MemoryLLM, NotFound, Scope
 from support.scripted_model import ScriptedModel
 
 USER, DOMAIN = "u1", "health"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def eng(request: pytest.FixtureRequest, clock: FrozenClock, tmp_path: Path) -> Iterator[Engine]:
-    engine = Engine(clock=clock) if request.param == "memory" else Engine.open(
-        tmp_path / "m.db", clock=clock
-    )
-    with engine:
-        yield engine
 
 
 def _note(engine: Engine, clock: FrozenClock, text: str, audit: str, session: str) -> str:
@@ -84,9 +73,7 @@ def test_notes_consolidated_from_a_derived_note_go_too(eng: Engine, clock: Froze
     assert sorted(n.session_id or "" for n in eng.notes(USER, DOMAIN)) == ["s1", "s2"]
 
 
-def test_a_note_holding_an_erased_loser_of_a_conflict_goes(
-    eng: Engine, clock: FrozenClock
-) -> None:
+def test_a_note_holding_an_erased_loser_of_a_conflict_goes(eng: Engine, clock: FrozenClock) -> None:
     """The winner of a contradiction keeps the loser's text (``conflicts``)."""
     _note(eng, clock, "Likes spicy food", "audit-A", "s1")
     newer = _note(eng, clock, "Does not like spicy food", "audit-B", "s1")

@@ -9,24 +9,14 @@ written waits for it (the engine's write lock), and removes it with the rest.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from memkg import Engine, FrozenClock
+from memkg import Engine
 
 USER, DOMAIN = "u1", "health"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def eng(request: pytest.FixtureRequest, clock: FrozenClock, tmp_path: Path) -> Iterator[Engine]:
-    engine = Engine(clock=clock) if request.param == "memory" else Engine.open(
-        tmp_path / "m.db", clock=clock
-    )
-    with engine:
-        yield engine
 
 
 def _repeated(engine: Engine, audit: str | None = None) -> None:
@@ -92,15 +82,19 @@ def test_an_erasure_during_the_write_waits_and_removes_it(
 ) -> None:
     _repeated(eng, "audit-1")
     paused, go = _paused_at(eng, monkeypatch, "ingest")
+    # the restatement written, the consolidation not yet done
+    resolving, resolve = _paused_at(eng, monkeypatch, "resolve")
     handle = eng.consolidate(USER, DOMAIN, "s1")
     assert paused.wait(timeout=10)
     erasing = threading.Thread(target=ERASURES[erasure], args=(eng,))
     erasing.start()
     go.set()
-    assert len(handle.result(timeout=10).facts) == 1  # written, then erased
+    assert resolving.wait(timeout=10)
     erasing.join(timeout=10)
     assert not erasing.is_alive()
-    assert eng.facts(USER, DOMAIN) == [] and eng.read_events(USER) == []
+    assert eng.facts(USER, DOMAIN) == [] and eng.read_events(USER) == []  # written, then erased
+    resolve.set()
+    assert handle.result(timeout=10).facts == ()  # and the report does not cite it
 
 
 def test_a_promotion_another_writer_races_is_made_again(
