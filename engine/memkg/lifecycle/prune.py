@@ -7,11 +7,11 @@ out ("Not option A", "Never before 7.45 a.m.", "不要红眼航班") and every n
 ``save_memory_note``; then it sets ``reinject`` so the agent puts a fresh memory block in
 front of the next turn.
 
-What the summary holds is bounded, so a window pruned every turn for a whole day stays the
-same size: the gist (one clipped line per pruned user message) keeps the newest lines within
-``max_summary_chars``, the rulings-out the newest within ``MAX_EXCLUSION_CHARS`` (each clipped
-to ``EXCLUSION_CLIP`` with a visible "…"; one said again moves to its newest place), and the
-notes are all kept. Pruning is linear in the size of the window.
+The summary is bounded except for the notes, which are all kept: a window pruned every turn
+for a whole day grows only by the notes saved in it. The gist (one clipped line per pruned user
+message) keeps the newest lines within ``max_summary_chars``, and the rulings-out the newest
+within ``MAX_EXCLUSION_CHARS`` (each clipped to ``EXCLUSION_CLIP`` with a visible "…"; one said
+again moves to its newest place). Pruning is linear in the size of the window.
 
 >>> w = Window().inject("memory v1").add(Message.user("Not the red-eye, please. I'm not sure."))
 >>> w = w.add(Message.assistant("OK")).add(Message.user("Aisle seat."))
@@ -52,36 +52,49 @@ _ABBREVIATIONS = frozenset(
 )
 """A dot after these (or after one letter) ends a sentence only before a capital letter."""
 
-_PLEASANT_NO = (
-    r"problems?|worries|worry|thanks|thank|idea|clue|rush|hurry|doubt|matter|need|pressure"
-    r"|big\s+deal|kidding|offen[cs]e|way|one|comment|preference|preferences|difference"
+_NEGATION = (
+    r"(?:\bnot|n['’]t|\b(?:do|does|did|is|are|was|were|ca|wo|would|could|should|have|has)nt)"
 )
-_PLEASANT_NOT = (
-    r"sure|really|bad|yet|now|quite|exactly|much|too|at\s+all|a\s+problem|so|certain|today"
-    r"|to\s+worry|necessarily|entirely|totally|great|good|that\s+much|that\s+I\s+know"
-)
-_MENTAL = (
-    r"know|mind|care|worry|think|remember|understand|see|get|hesitate|forget|mention|have\s+a"
-    r"\s+preference|have\s+any\s+preference"
-)
+"""not, n't, or the "dont" of a hurried user."""
+_CLAUSE_END = r"(?=\s*(?:[,;:.!?…]|$))"
 _EXCLUSION = re.compile(
-    rf"(?i)^\W*(?:(?:and|but|so|also|oh|ok|okay|please)[,\s]+)?no\s+(?!(?:{_PLEASANT_NO})\b)\w"
-    rf"|^\W*(?:(?:and|but|so|also|oh|ok|okay|please)[,\s]+)?not\s+(?!(?:{_PLEASANT_NOT})\b)\w"
-    rf"|\b(?:do|does)(?:n['’]?t|\s+not)\b(?!\s+(?:{_MENTAL})\b)"
-    r"|\b(?:can(?:not|['’]t|\s+not)|won['’]t|will\s+not)\b"
-    r"(?!\s+(?:wait|believe|thank|remember|decide|tell|say|find|hear|see|complain|help)\b)"
-    r"|\bnever\b(?!\s+(?:mind|been|heard|seen|thought|knew|tried|had|did)\b)"
-    r"|\bno\s+(?:more|longer)\b|(?:\bnot\b|n['’]t\b)[^.!?。！？\n]{0,80}?\bagain\b"
-    r"|\bavoid(?:s|ing|ed)?\b|\bwithout\b(?!\s+(?:a\s+)?doubt\b)"
-    r"|\b(?:rather|prefer(?:red)?)\s+not\b|\b(?:anything|anywhere|anyone)\s+but\b"
-    r"|\bnone\s+of\b|\binstead\s+of\b|\brather\s+than\b|\bexclud(?:e|es|ing)\b"
-    r"|(?<![要])不要(?!紧)|(?<![想])不想|(?<![特分区告级识类性差离辨派鉴送惜])别(?![的人客处墅急担着])"
-    r"|(?<![是])不是(?!很确定|太确定|很清楚|吗|问题)|(?<![用])不用(?![谢了客])"
-    r"|(?<![能])不能(?!确定|肯定)|排除|避免|再也不|从不|从来不|不再|不喜欢|不吃|不喝"
+    rf"(?i){_NEGATION}\b|\b(?:no|never|cannot|none\s+of|except(?:ing)?|without|instead\s+of"
+    r"|avoid(?:s|ing|ed)?|exclud(?:e|es|ed|ing)|rather\s+than|(?:anything|anywhere|anyone)\s+but)\b"
+    r"|不要|不想|别|不是|不用|不能|除了|排除|避免|再也不|从不|从来不|不再|不喜欢|不吃|不喝"
 )
-"""A ruling-out: "don't", "do not", "never", "no more", "not ... again", "avoid", "without",
-a sentence that opens with "No ..."/"Not ..." (but not "No problem", "Not sure"), and their
-Chinese counterparts; pleasantries and uncertainty ("Never mind", "I don't know") are not."""
+"""The words that rule something out, anywhere in a sentence: not, n't, no, never, cannot,
+except, without, avoid, exclude, instead of, rather than, none of, anything but; 不要, 不想, 别,
+不是, 不用, 不能, 除了, 排除, 避免, 再也不, 从不, 不再, 不喜欢, 不吃, 不喝."""
+_MENTAL = (
+    r"know|mind|care(?!\s+for\b)|worry|think|remember|understand|see|get\s+(?:it|me\s+wrong)"
+    r"|hesitate|forget|mention\s+it|matter|have\s+(?:a|any)\s+preference"
+)
+_PLEASANTRY = re.compile(
+    r"(?i)^\W*(?:(?:and|but|so|also|oh|ok|okay|please)[,\s]+)?not\s+(?:really|now|quite|exactly"
+    rf"|much|too(?:\s+bad)?|at\s+all|so|today|entirely|totally|great|good|that\s+much){_CLAUSE_END}"
+    rf"|\bno(?:\s+(?:way|need|one))?{_CLAUSE_END}"
+    r"|\bno\s+(?:problems?|worries|worry|thanks|thank\s+you|idea|clue|rush|hurry|doubt|matter"
+    r"|pressure|big\s+deal|kidding|offen[cs]e|comment|(?:strong\s+|particular\s+)?preferences?"
+    r"|difference)\b"
+    rf"|{_NEGATION}\s+(?:(?:so|too|quite|really|entirely|totally|100%)\s+)?(?:sure|certain)\b"
+    rf"|{_NEGATION}\s+(?:yet|bad|a\s+problem|to\s+worry|necessarily|that\s+I\s+know)\b"
+    rf"|{_NEGATION}\s+(?:{_MENTAL})\b"
+    r"|\b(?:can(?:not|['’]?t|\s+not)|won['’]?t|will\s+not)\s+(?:wait|believe|thank|remember"
+    r"|decide|tell|say|find|hear|see|complain|help)\b"
+    r"|\bnever\s+(?:mind|been|heard|seen|thought|knew|tried|had|did)\b"
+    r"|\bwithout\s+(?:a\s+)?doubt\b"
+    r"|\b(?:is|are|was|were|do|does|did|would|could|should|will|can)\s+(?:it|that|this|there)"
+    r"\s+not\b|\b(?:is|are|was|were|do|does|did|would|could|should|wo|ca)n['’]?t\s+(?:it|that"
+    r"|this|there)\b"
+    r"|要不要|想不想|是不是|用不用|能不能|不要紧|不用[谢了客]|不是(?:很确定|太确定|很清楚|吗|问题)"
+    r"|不能(?:确定|肯定)|[特分区告级识类性差离辨派鉴送惜]别|别[的人客处墅急担着]"
+)
+"""The exceptions: what holds one of those words and rules nothing out. Pleasantries ("No
+problem", "No worries", "No thanks", "Never mind", "I can't wait", "Without a doubt", 不用谢),
+doubt ("Not sure", "Not yet", "I don't know", "I don't mind", "Is it not cheaper?"), and words
+that hold 别 or 不要 (特别, 别的, 要不要, 不要紧). A bare "No", "No way", "No need" or an
+opening "Not really"/"Not now" is one only where it ends a clause ("No need to book a car."
+rules the car out)."""
 
 
 class Window(BaseModel):
@@ -169,7 +182,13 @@ class Window(BaseModel):
         return [*found, *self.messages]
 
     def summary_text(self) -> str:
-        lines = [f"Summary of {self.pruned_turns} earlier turns (quoted, oldest first):"]
+        """The pruned turns as the model reads them: the user's newest messages in them, the
+        newest rulings-out and every saved note (each section says which it holds)."""
+        turns, said = self.pruned_turns, len(self.summary)
+        lines = [
+            f"Summary of {turns} earlier turn{'s' * (turns != 1)}: the user's last "
+            f"{said} message{'s' * (said != 1)} in them (quoted, clipped, oldest first):"
+        ]
         lines += [f"- user said {json.dumps(s, ensure_ascii=False)}" for s in self.summary]
         if self.exclusions:
             lines.append("The user ruled out (still holds unless they change it):")
@@ -195,8 +214,9 @@ def sentences(text: str) -> list[str]:
 
 
 def rules_out(sentence: str) -> bool:
-    """Whether the user rules something out in ``sentence`` (see ``_EXCLUSION``)."""
-    return _EXCLUSION.search(sentence) is not None
+    """Whether the user rules something out in ``sentence``: a word of ``_EXCLUSION`` is left
+    once every ``_PLEASANTRY`` is taken out ("No problem, but not Frankfurt." still does)."""
+    return _EXCLUSION.search(_PLEASANTRY.sub(" ", sentence)) is not None
 
 
 def _ends_sentence(text: str, run: re.Match[str], end: int) -> bool:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 
 import pytest
 
 from memkg import Message, ToolCall, Window
 from memkg.lifecycle.prune import MAX_EXCLUSION_CHARS
-
-GROWTH = 128.0
-"""Time(16 n) / Time(n) stays under this: linear is about 16, quadratic about 256. What is
-compared is growth (CPU time of this thread), never a clock bound, as in test_linear_time."""
+from support.growth import GROWTH, growth
 
 
 def _chat(turns: int) -> Window:
@@ -22,15 +17,6 @@ def _chat(turns: int) -> Window:
         messages.append(Message.user(f"Not option {i}. I would rather not fly on day {i}."))
         messages.append(Message.assistant("ok"))
     return Window(messages=tuple(messages))
-
-
-def _seconds(work: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        work()
-        best = min(best, time.thread_time() - start)
-    return best
 
 
 def test_pruning_every_turn_keeps_the_window_bounded() -> None:
@@ -73,18 +59,7 @@ def test_a_long_ruling_out_is_clipped_visibly() -> None:
 
 
 def test_one_large_prune_is_linear() -> None:
-    small, large = _chat(500), _chat(8_000)
-
-    def ratio() -> float:
-        slow = _seconds(lambda: large.prune(keep_turns=2))
-        return slow / max(_seconds(lambda: small.prune(keep_turns=2)), 1e-3)
-
-    best = ratio()
-    for _ in range(2):  # a pause of the machine does not repeat, a steep algorithm does
-        if best <= GROWTH:
-            break
-        best = min(best, ratio())
-    assert best < GROWTH
+    assert growth(lambda window: window.prune(keep_turns=2), _chat(500), _chat(8_000)) < GROWTH
 
 
 DEEP = "[" * 100_000 + "]" * 100_000

@@ -1,19 +1,13 @@
 """Every text detector runs in linear time on adversarial strings.
 
-Linear time is a property of growth, so the tests compare sizes, never a clock bound: an input
-sixteen times longer must take well under 16² = 256 times as long (a single 100 KB run of
-letters took an old quadratic e-mail pattern 21 s). What is timed is the CPU time of the test's
-own thread, so other processes on a loaded machine mostly stay out of the ratio (wall time
-shrank a quadratic pattern's 250 to 110 there: the long run shared the cores, the short one
-did not).
-Each size is timed three times and the fastest run counts, and a ratio over the bound is
-measured up to twice more before it fails: a quadratic pattern fails every time.
+Linear time is a property of growth, so the tests compare sizes, never a clock bound (how, and
+why, in ``support.growth``): an input sixteen times longer must take well under 16² = 256 times
+as long.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 
 import pytest
@@ -21,15 +15,10 @@ import pytest
 from memkg.lifecycle.screen import _DIRECTIVE, _SPECULATION, _TOOL_MARKERS, note_problems
 from memkg.validate.guards import _INSTRUCTION, text_problems
 from memkg.validate.pii import _DETECTORS, scan
+from support.growth import GROWTH, growth, ratio
 
 SIZE = 32 * 1024
 SMALL = SIZE // 16
-GROWTH = 128.0
-"""Time(SIZE) / Time(SIZE / 16) stays under this: linear is about 16, quadratic about 256
-(half of that is the bound: many findings make some scans grow a little faster than linear)."""
-FLOOR = 1e-3
-"""Seconds: the small input's time is taken as at least this, so that scans too fast to time
-(a pattern that rejects at once) do not make a ratio out of clock noise."""
 
 
 def _repeat(unit: str, prefix: str = "", tail: str = "!", size: int = SIZE) -> str:
@@ -80,34 +69,12 @@ PATTERNS: list[Pattern] = [(code, pattern) for code, _, pattern, _ in _DETECTORS
 ]
 
 
-def _seconds(work: Callable[[], object]) -> float:
-    """The fastest of three runs, in CPU seconds of this thread."""
-    best = float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        work()
-        best = min(best, time.thread_time() - start)
-    return best
-
-
-def _growth(work: Callable[[str], object], small: str, large: str) -> float:
-    """How much longer ``work`` takes on ``large`` than on ``small`` (measured again when
-    over the bound: a pause of the machine does not repeat, a steep pattern does)."""
-
-    best = _ratio(work, small, large)
-    for _ in range(2):
-        if best <= GROWTH:
-            break
-        best = min(best, _ratio(work, small, large))
-    return best
-
-
-def _ratio(work: Callable[[str], object], small: str, large: str) -> float:
-    return _seconds(lambda: work(large)) / max(_seconds(lambda: work(small)), FLOOR)
-
-
 def _texts(name: str) -> tuple[str, str]:
     return ADVERSARIAL[name](SMALL), ADVERSARIAL[name](SIZE)
+
+
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], object]:
+    return lambda text: list(pattern.finditer(text))
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
@@ -115,23 +82,23 @@ def test_every_pattern_is_linear(name: str) -> None:
     small, large = _texts(name)
     steep = {}
     for code, pattern in PATTERNS:
-        ratio = _growth(lambda text, p=pattern: list(p.finditer(text)), small, large)
-        if ratio > GROWTH:
-            steep[code] = round(ratio, 1)
+        measured = growth(_matches(pattern), small, large)
+        if measured > GROWTH:
+            steep[code] = round(measured, 1)
     assert steep == {}
 
 
 @pytest.mark.parametrize("name", list(ADVERSARIAL))
 def test_the_guards_are_linear(name: str) -> None:
     small, large = _texts(name)
-    assert _growth(scan, small, large) < GROWTH
-    assert _growth(lambda text: text_problems({"note": text}, ()), small, large) < GROWTH
-    assert _growth(lambda text: note_problems(text, SIZE), small, large) < GROWTH
+    assert growth(scan, small, large) < GROWTH
+    assert growth(lambda text: text_problems({"note": text}, ()), small, large) < GROWTH
+    assert growth(lambda text: note_problems(text, SIZE), small, large) < GROWTH
 
 
 def test_many_findings_do_not_make_the_scan_quadratic() -> None:
     small, large = "li@example.com " * 250, "li@example.com " * 4_000
-    assert _growth(scan, small, large) < GROWTH
+    assert growth(scan, small, large) < GROWTH
     assert len(scan(large)) == 4_000
 
 
@@ -139,11 +106,11 @@ def test_the_ratio_catches_a_quadratic_pattern() -> None:
     """The measure itself: a pattern that backtracks quadratically fails it."""
     quadratic = re.compile(r"a*b")
     small, large = "a" * 2_000, "a" * 32_000
-    # the opposite of ``_growth``: a busy core beside one run pulls the ratio toward 1, so
+    # the opposite of ``growth``: a busy core beside one run pulls the ratio toward 1, so
     # a ratio under the bound is measured up to twice more and the steepest counts
     steepest = 0.0
     for _ in range(3):
-        steepest = max(steepest, _ratio(lambda text: quadratic.search(text), small, large))
+        steepest = max(steepest, ratio(lambda text: quadratic.search(text), small, large))
         if steepest > GROWTH:
             break
     assert steepest > GROWTH
