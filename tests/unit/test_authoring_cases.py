@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memkg.cli import main
 
 
@@ -82,3 +84,29 @@ def test_questions_about_an_undeclared_key_are_a_lint_finding(tmp_path: Path) ->
     assert found["code"] == "rule.unknown_key"
     assert (found["file"], found["line"]) == ("rules/pets/questions.yaml", 1)
     assert "pets.favourite" in found["message"] and "pets.favorite" in found["message"]
+
+
+def test_startup_and_reload_refuse_questions_lint_refuses(tmp_path: Path) -> None:
+    from memkg import Engine
+    from memkg.config import EngineConfig
+    from memkg.engine.rule_bundle import RulesRefused
+
+    root, _ = scaffold(tmp_path)
+    config = EngineConfig(roots=(Path(root),), examples=False, shacl=False)
+    engine = Engine(config=config)
+    old = engine.intent.rules.digest
+    Path(root, "rules/pets/questions.yaml").write_text(
+        'pets.favourite:\n  conflict:\n    en: "Do you prefer {value} or {other}?"\n'
+    )
+    with pytest.raises(RulesRefused) as refused:
+        engine.reload_rules(Path(root, "rules"))
+    assert engine.intent.rules.digest == old
+    [found] = refused.value.findings
+    assert (found.code, found.file, found.line) == (
+        "rule.unknown_key",
+        "rules/pets/questions.yaml",
+        1,
+    )
+    with pytest.raises(RulesRefused) as refused:
+        Engine(config=config).intent.load()  # as on first use
+    assert [f.code for f in refused.value.findings] == ["rule.unknown_key"]

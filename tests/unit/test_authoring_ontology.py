@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from memkg.cli import main
 
 
@@ -48,3 +50,19 @@ def test_a_clean_root_has_no_ontology_findings(tmp_path: Path) -> None:
     cli("init", root, "--domain", "pets")
     assert cli("--root", root, "rules", "lint") == (0, {"ok": True, "findings": []})
     assert all(d["problems"] == [] for d in cli("--root", root, "domains")[1]["domains"])
+
+
+def test_the_engine_refuses_the_rules_as_lint_does(tmp_path: Path) -> None:
+    """Lint and the engine starting agree: the rule bundle is refused, naming the file (a
+    reload checks the graphs the engine loaded: it never reads the ontology again)."""
+    from memkg import Engine
+    from memkg.config import EngineConfig
+    from memkg.engine.rule_bundle import RulesRefused
+
+    root = broken_root(tmp_path)
+    config = EngineConfig(roots=(Path(root),), examples=False, shacl=False)
+    with pytest.raises(RulesRefused) as refused:
+        Engine(config=config).intent.load()  # as on first use
+    [found] = refused.value.findings
+    assert (found.code, found.file) == ("ontology.parse", "ontology/shapes/pets.ttl")
+    assert found.line > 1

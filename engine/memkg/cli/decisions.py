@@ -106,20 +106,12 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
 
 def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     folders, sources, only = _sources(engine, args.path)
-    from memkg.engine.catalog import ontology_findings
-    from memkg.engine.rule_bundle import arbitration_findings, lint_sources
-    from memkg.rules.lint import question_findings
-    from memkg.rules.loader import rule_domains
+    from memkg.engine.rule_bundle import folder_findings, lint_sources
 
     _, findings = lint_sources(sources, engine)
-    if only is None:  # a folder: its questions.yaml, defaults.yaml and policy.yaml too
+    if only is None:  # a folder: what loading it refuses beside its tables (``folder_findings``)
         policy = folders / "policy.yaml" if isinstance(folders, Path) else None
-        findings += arbitration_findings(folders, engine, policy)
-        findings += ontology_findings(engine.setup.ontology)
-        findings += question_findings(
-            rule_domains(folders),
-            lambda d, k: None if engine.registry.spec(d, k) else engine.registry.unknown_key(d, k),
-        )
+        findings += folder_findings(folders, engine.setup, policy)
     shown = [f for f in findings if only is None or f.file == only]
     errors = [f for f in shown if f.severity == "error"]
     emit(out, {"ok": not errors, "findings": [f.to_dict() for f in shown]})

@@ -6,17 +6,14 @@ the library (``Engine.domains()``, ``Engine.keys()``) and the service.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
+from memkg.engine.rule_bundle import RuleBook, ontology_findings
 from memkg.errors import NotFound
 from memkg.model.keyspec import KeySpec
-from memkg.ontology import Ontology
 from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
-from memkg.rules.spec import Finding
 
 if TYPE_CHECKING:
-    from memkg.engine.rule_bundle import RuleBook
     from memkg.engine.setup import Setup
 
 
@@ -62,16 +59,6 @@ def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
                 "problems": problems + broken,
             }
         )
-    return found
-
-
-def ontology_findings(ontology: Ontology) -> list[Finding]:
-    """A finding (``ontology.parse``, ``ontology.text_too_long``) for each Turtle file in force
-    that does not load, at the line the parser names (else 1)."""
-    found = []
-    for name, exc in ontology.file_problems():
-        line = re.search(r"\bline (\d+)", exc.message)
-        found.append(Finding(exc.code, exc.message, name, int(line[1]) if line else 1))
     return found
 
 

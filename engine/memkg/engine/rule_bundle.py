@@ -1,14 +1,17 @@
 """A rule bundle as the engine uses it: linted against the engine's schemas, then compiled;
 and the ``RuleBook``: the bundle in force, and the recorded ones replays ask for.
 
-A bundle with any lint error is refused (``RulesRefused``, naming every finding).
+A bundle with any lint error is refused (``RulesRefused``, naming every finding), as is one
+whose folders hold what ``rules lint`` refuses beside the tables (``folder_findings``) or a
+table durable-rules will not register (``rules.compile``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,8 +25,9 @@ from memkg.model.decision import RECORDER, Revisions
 from memkg.model.source import Sources
 from memkg.ontology import Ontology
 from memkg.roots import Roots
+from memkg.rules.compiler import ruleset_name
 from memkg.rules.evaluator import Evaluator
-from memkg.rules.lint import lint_bundle
+from memkg.rules.lint import lint_bundle, question_findings
 from memkg.rules.loader import RuleFolders, load_bundle, read_sources, rule_domains
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 from memkg.validate.registry import SchemaRegistry
@@ -115,17 +119,80 @@ def arbitration_findings(
     return findings
 
 
-def compile_rules(sources: dict[str, str], engine: Schemas) -> Rules:
-    """Load, lint and compile; a bundle with any lint error is refused."""
+def ontology_findings(ontology: Ontology) -> list[Finding]:
+    """A finding (``ontology.parse``, ``ontology.text_too_long``) for each Turtle file in force
+    that does not load, at the line the parser names (else 1).
+
+    The graphs the engine uses are tried first (each parsed once per engine), every file only
+    when one does not load, to name each broken file."""
+    try:
+        for graph in ("core", "knowledge", "fact_shapes", "knowledge_shapes"):
+            getattr(ontology, graph)
+    except ConfigError:
+        pass
+    else:
+        return []
+    found = []
+    for name, exc in ontology.file_problems():
+        line = re.search(r"\bline (\d+)", exc.message)
+        found.append(Finding(exc.code, exc.message, name, int(line[1]) if line else 1))
+    return found
+
+
+def folder_findings(
+    folders: RuleFolders, setup: BundleSetup, policy: Path | None = None
+) -> list[Finding]:
+    """What is wrong beside the rule tables of ``folders``: the arbitration files
+    (``arbitration_findings``), questions about keys no schema declares
+    (``lint.question_findings``) and Turtle files in force that do not load
+    (``ontology_findings``). ``rules lint`` reports them; loading the bundle refuses them."""
+    registry = setup.registry
+    return [
+        *arbitration_findings(folders, setup, policy),
+        *ontology_findings(setup.ontology),
+        *question_findings(
+            rule_domains(folders),
+            lambda d, k: None if registry.spec(d, k) else registry.unknown_key(d, k),
+        ),
+    ]
+
+
+def compile_rules(
+    sources: dict[str, str], engine: Schemas, beside: Sequence[Finding] = ()
+) -> Rules:
+    """Load, lint and compile; a bundle with any lint error, any error ``beside`` it (the
+    ``folder_findings`` of the folders it was read from), or a table the rule engine refuses
+    to register (``rules.compile``), is refused."""
     bundle, findings = lint_sources(sources, engine)
+    findings = sorted([*findings, *beside], key=lambda f: (f.file, f.line, f.code))
     errors = [f for f in findings if f.severity == "error"]
+    if not errors:  # lint passed: tables past the limits it knows never reach durable-rules
+        evaluator = Evaluator(bundle)
+        errors = compile_findings(bundle, evaluator)
     if errors:
         raise RulesRefused(
             f"the rule bundle has {len(errors)} problem(s); first: {errors[0]}", errors
         )
     log.info("rule bundle compiled", extra={"digest": bundle.digest[:12],
                                             "tables": len(bundle.tables)})  # fmt: skip
-    return Rules(bundle, Evaluator(bundle), bundle.digest)
+    return Rules(bundle, evaluator, bundle.digest)
+
+
+def compile_findings(bundle: RuleBundle, evaluator: Evaluator) -> list[Finding]:
+    """``rules.compile`` for each table the runner could not register (``DurableRunner.refused``)
+    although lint passed it: going live, it would fail every decision it is asked for."""
+    refused: dict[str, str] = getattr(evaluator.runner, "refused", {})
+    return [
+        Finding(
+            "rules.compile",
+            f"durable-rules refused table {table.qualified}, for a reason lint does not check "
+            f"(simplify its rules, or split it to find the one refused): {why}",
+            table.file,
+            table.policy_line,
+        )
+        for table in sorted(bundle.tables.values(), key=lambda t: t.file)
+        if (why := refused.get(ruleset_name(table))) is not None
+    ]
 
 
 class RuleBook:
@@ -150,7 +217,12 @@ class RuleBook:
         return self._rules
 
     def load(self, path: RuleFolders | None = None) -> Rules:
-        return compile_rules(read_sources(path or self.setup.layers.rule_dirs()), self.setup)
+        """The bundle of ``path`` (default: the roots' rule folders) and the files beside it,
+        refused on what ``rules lint`` finds there."""
+        folders = path or self.setup.layers.rule_dirs()
+        policy = folders / "policy.yaml" if isinstance(folders, Path) else None
+        beside = folder_findings(folders, self.setup, policy)
+        return compile_rules(read_sources(folders), self.setup, beside)
 
     def swap(self, rules: Rules) -> None:
         self.log.save_bundle(rules.digest, rules.bundle.sources)

@@ -131,11 +131,6 @@ class Overflow:
     """The compiled rules involved (``r<index>``, ``SINK``, ``DONE``), in ruleset order; for
     ``branches``, the first rule through each distinct next test."""
 
-    @property
-    def first_beyond(self) -> str:
-        """The first rule past the limit (the one to move to another table)."""
-        return self.rules[self.limit]
-
 
 def capacity_problems(compiled: dict[str, Any]) -> list[Overflow]:
     """Where ``compiled`` (``compile_table``) exceeds what durable-rules can register.

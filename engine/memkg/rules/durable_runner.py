@@ -28,6 +28,7 @@ durable-rules is used as a matcher and nothing more:
 * each ruleset is registered alone, after ``compiler.capacity_problems`` (at most 256 patterns
   on one chain of tests, else error 108; at most 512 distinct tests after one, else it never
   returns): a table it refuses fails its own decisions (``rules.compile``), not the others';
+  ``refused`` names them, and the engine refuses a bundle holding one (``compile_rules``);
 * the C core's JSON reader takes an exponent only after a fraction: ``1.5e-05`` reads right, but
   ``1e-05`` or ``1e+16`` (how Python writes 0.00001 and 10.0**16) refuses a ruleset and crashes
   the process when a message carries it, so ``durable.engine`` serialises through
@@ -165,7 +166,7 @@ class DurableRunner:
         self._actions: dict[str, dict[str, Callable[[Any], None]]] = {}
         self.refused: dict[str, str] = {}
         """Rulesets durable-rules could not register, each with why: running one fails, the
-        others work (one table over the C core's limits does not stop other domains)."""
+        others work; ``rule_bundle.compile_rules`` refuses a bundle with any."""
         for name, ruleset in rulesets.items():
             if overflow := capacity_problems(ruleset):  # past the limits, never sent to C
                 self.refused[name] = _overflow_text(overflow[0])
@@ -173,7 +174,7 @@ class DurableRunner:
             try:
                 self._host.set_rulesets({name: copy.deepcopy(ruleset)})
             except Exception as exc:  # the C core reports a bad definition as a bare Exception
-                self.refused[name] = str(exc)
+                self.refused[name] = _refusal_text(exc)
                 continue
             actions = self._host.get_ruleset(name)._actions  # as resolved by ``get_action``
             self._actions[name] = {rule: promise._func for rule, promise in actions.items()}
@@ -259,6 +260,19 @@ class DurableRunner:
         except Exception as exc:
             if not quiet:
                 raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
+
+
+_REFUSALS = {
+    "113": "one condition compares too many fields with other conditions' (durable-rules "
+    "holds fewer than 32 expressions per join; each joined field takes two)",
+}
+"""Why the C core refuses a ruleset, by error code, for those lint does not check."""
+
+
+def _refusal_text(exc: Exception) -> str:
+    code = re.search(r"error code: (\d+)", str(exc))
+    why = _REFUSALS.get(code[1]) if code else None
+    return f"{exc}: {why}" if why else str(exc)
 
 
 def _overflow_text(overflow: Overflow) -> str:

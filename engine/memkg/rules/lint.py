@@ -206,8 +206,10 @@ def _capacity_findings(table: RuleTable) -> list[Finding]:
         named = [by_name[n] for n in overflow.rules if n in by_name]
         if not named:  # only the compiler's own rules: nothing an author can move
             continue
-        room = overflow.limit - (len(overflow.rules) - len(named))  # the compiler's use some
-        first = named[min(overflow.limit, len(named) - 1)]
+        # the compiler's own rules (``DONE``, ``SINK``) come last in the ruleset and take
+        # part of the limit: the authors' rules have ``room``, and the first past it is moved
+        room = overflow.limit - (len(overflow.rules) - len(named))
+        first = named[max(0, min(room, len(named) - 1))]
         message = _capacity_message(table, overflow, named, room)
         found.append(_at(first, "rule.durable_limit", message))
     return found

@@ -66,6 +66,21 @@ def test_300_rules_sharing_their_context_tests_are_a_finding_naming_limit_and_fi
     assert "occasion" in found.message  # which tests the rules share
 
 
+def fact_only(i: int) -> str:
+    """Every rule's request-context pattern tests only ``t == context``, as ``DONE``'s does."""
+    return f"      - fact: {{key: child.age, gt: {i}}}\n"
+
+
+def test_the_finding_is_on_the_first_rule_past_the_room_the_compilers_rules_leave() -> None:
+    """``DONE`` shares the context chain, so 255 rules fit and ``t.r255`` is the first past."""
+    table, findings = load(300, fact_only)
+    [found] = limit_findings(findings)
+    assert "at most 255 such rules" in found.message
+    first_past = table.rules[255]
+    assert first_past.id == "t.r255"
+    assert (found.rule_id, found.line) == (first_past.id, first_past.line)
+
+
 def test_the_benchmarks_200_rules_are_no_finding_and_compile() -> None:
     table, findings = load(200, shared_context)
     assert limit_findings(findings) == []
@@ -78,9 +93,9 @@ def test_what_lint_accepts_the_c_core_registers_and_past_the_limit_it_refuses() 
     table, findings = load(BETA_LIST_LENGTH, shared_context)
     assert limit_findings(findings) == []
     assert DurableRunner({"t.big": compile_table(table)}).run("t.big", [CTX]) == []
-    table, findings = load(255, lambda i: f"      - fact: {{key: child.age, gt: {i}}}\n")
+    table, findings = load(255, fact_only)
     assert limit_findings(findings) == []  # 255 context patterns and ``DONE``'s
-    table, findings = load(256, lambda i: f"      - fact: {{key: child.age, gt: {i}}}\n")
+    table, findings = load(256, fact_only)
     assert len(limit_findings(findings)) == 1
     table, _ = load(300, shared_context)
     with pytest.raises(Exception, match="error code: 108"):  # the C core itself refuses it
