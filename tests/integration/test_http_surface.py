@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("starlette")
 
-from memkg import Engine
+from memkg import Engine, EngineConfig
+from memkg.scaffold import init_root
 from support.observations import obs
 from support.service import client, keyed_app, token
 
@@ -88,3 +91,20 @@ def test_the_docs_page_fetches_nothing_from_elsewhere(engine: Engine) -> None:
     doc = public.get("/openapi.json").json()
     assert doc["openapi"] == "3.1.0"
     assert doc["paths"]["/v1/observations"]["post"]["x-memkg-scope"] == "write"
+
+
+def test_admin_lint_reports_what_rules_lint_and_a_reload_refuse(tmp_path: Path) -> None:
+    """The HTTP lint ran the tables' lint only: a questions file about an undeclared key
+    (edited after the server started) passed there, while rules lint and reload refused it."""
+    init_root(tmp_path, "pets")
+    engine = Engine(config=EngineConfig(roots=(tmp_path,), shacl=False))
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    assert admin.post("/v1/admin/rules/lint").json()["ok"] is True
+    questions = tmp_path / "rules" / "pets" / "questions.yaml"
+    questions.write_text("pets.favourit:\n  conflict:\n    en: 'Still {value}?'\n")
+
+    linted = admin.post("/v1/admin/rules/lint").json()
+
+    assert linted["ok"] is False
+    assert "rule.unknown_key" in [f["code"] for f in linted["findings"]]

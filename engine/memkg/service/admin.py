@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from memkg.access.model import ApiScope
 from memkg.engine.intent_cases import run_rule_cases
-from memkg.engine.rule_bundle import compile_rules, lint_sources
+from memkg.engine.rule_bundle import compile_rules, folder_findings, lint_sources
 from memkg.errors import MemkgError, NotFound
 from memkg.evolution import check_schema_change
 from memkg.evolution.groups import compare_groups, is_group
@@ -80,7 +80,9 @@ class Admin:
 
     async def rules_lint(self, _call: Call) -> Response:
         def lint() -> dict[str, Any]:
-            _, findings = lint_sources(read_sources(self.engine.layers.rule_dirs()), self.engine)
+            folders = self.engine.layers.rule_dirs()
+            _, findings = lint_sources(read_sources(folders), self.engine)
+            findings += folder_findings(folders, self.engine.setup)  # as rules lint reports
             errors = [f for f in findings if f.severity == "error"]
             return {"ok": not errors, "findings": [f.to_dict() for f in findings]}
 
