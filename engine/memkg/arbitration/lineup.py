@@ -39,7 +39,9 @@ from memkg.arbitration.support import (
     by_support,
     canon,
     is_none,
+    lost_reason,
     review_claim,
+    shown,
     side,
 )
 from memkg.model.fact import REPLACING, Fact, FactStatus, Kind, SupersedeReason
@@ -411,51 +413,6 @@ class _Arranged:
             stale=tuple(sorted(stale, key=lambda s: (s.why, s.fact_id))),
             review_id=review.review_id if review is not None else None,
         )  # fmt: skip
-
-
-def lost_reason(own: Ranked, winner: Ranked) -> str:
-    """Why the value ``own`` lost to ``winner``, in ``by_support``'s order: a lower support,
-    or the tie-break that settled equal ones.
-
-    >>> tied = Ranked('"a"', "a", 0.35, ("f1",), 0.35, 10.0)
-    >>> lost_reason(Ranked('"b"', "b", 0.3, ("f2",), 0.3, 10.0), tied)
-    "its value's support 0.3000 is below the winner's 0.3500"
-    >>> lost_reason(Ranked('"b"', "b", 0.35, ("f2",), 0.35, 10.0), tied)  # doctest: +ELLIPSIS
-    "its value's support ties the winner's 0.3500, ...: the values' fixed order breaks the tie, ..."
-    """
-    if round(own.support, 9) < round(winner.support, 9):
-        mine, theirs = _apart(own.support, winner.support)
-        return f"its value's support {mine} is below the winner's {theirs}"
-    tie = f"its value's support ties the winner's {winner.support:.4f}"
-    if round(own.best, 9) < round(winner.best, 9):
-        mine, theirs = _apart(own.best, winner.best)
-        return f"{tie}; the winner's strongest claim ({theirs}) outweighs its own ({mine})"
-    if own.newest < winner.newest:
-        return f"{tie}, and so does their strongest claim; the winner's newest claim is newer"
-    return (f"{tie}, and so do their strongest and newest claims: the values' fixed order "
-            "breaks the tie, never their arrival")  # fmt: skip
-
-
-def _apart(low: float, high: float) -> tuple[str, str]:
-    """Two different numbers to 4 places, or to as many more (up to 9) as tell them apart."""
-    for places in range(4, 10):
-        if round(low, places) != round(high, places):
-            break
-    return f"{low:.{places}f}", f"{high:.{places}f}"
-
-
-def shown(value: float, edges: Sequence[float]) -> float:
-    """``value`` to 4 places, or to as many more (up to 9) as keep it on the same side of
-    each of ``edges`` as it is: a strength just above a band edge never reads as the edge.
-
-    >>> shown(0.40001, [0.1, 0.4]), shown(0.399925, [0.1, 0.4]), shown(0.41999999, [0.4])
-    (0.40001, 0.3999, 0.42)
-    """
-    for places in range(4, 10):
-        rounded = round(value, places)
-        if all((rounded < e) == (value < e) and (rounded > e) == (value > e) for e in edges):
-            return rounded
-    return value
 
 
 def _values(contenders: list[int], entrants: list[Entrant], multi: bool) -> list[_Group]:

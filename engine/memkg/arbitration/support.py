@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,53 @@ def side(value: Any, multi: bool) -> str:
 def by_support(r: Ranked) -> tuple[float, float, float, str]:
     """Best supported first; then the strongest single claim, the newest, the value's text."""
     return (-round(r.support, 9), -round(r.best, 9), -r.newest, r.canon)
+
+
+def lost_reason(own: Ranked, winner: Ranked) -> str:
+    """Why the value ``own`` lost to ``winner``: the first element of ``by_support`` (its
+    order is the one arbitration ranks by) in which they differ.
+
+    >>> tied = Ranked('"a"', "a", 0.35, ("f1",), 0.35, 10.0)
+    >>> lost_reason(Ranked('"b"', "b", 0.3, ("f2",), 0.3, 10.0), tied)
+    "its value's support 0.3000 is below the winner's 0.3500"
+    >>> lost_reason(Ranked('"b"', "b", 0.35, ("f2",), 0.35, 10.0), tied)  # doctest: +ELLIPSIS
+    "its value's support ties the winner's 0.3500, ...: the values' fixed order breaks the tie, ..."
+    """
+    step = next((i for i, (a, b) in enumerate(zip(by_support(own), by_support(winner),
+                                                  strict=True)) if a != b), 3)  # fmt: skip
+    if step == 0:
+        mine, theirs = _apart(own.support, winner.support)
+        return f"its value's support {mine} is below the winner's {theirs}"
+    tie = f"its value's support ties the winner's {winner.support:.4f}"
+    if step == 1:
+        mine, theirs = _apart(own.best, winner.best)
+        return f"{tie}; the winner's strongest claim ({theirs}) outweighs its own ({mine})"
+    if step == 2:
+        return f"{tie}, and so does their strongest claim; the winner's newest claim is newer"
+    return (f"{tie}, and so do their strongest and newest claims: the values' fixed order "
+            "breaks the tie, never their arrival")  # fmt: skip
+
+
+def _apart(low: float, high: float) -> tuple[str, str]:
+    """Two different numbers to 4 places, or to as many more (up to 9) as tell them apart."""
+    for places in range(4, 10):
+        if round(low, places) != round(high, places):
+            break
+    return f"{low:.{places}f}", f"{high:.{places}f}"
+
+
+def shown(value: float, edges: Sequence[float]) -> float:
+    """``value`` to 4 places, or to as many more (up to 9) as keep it on the same side of
+    each of ``edges`` as it is: a strength just above a band edge never reads as the edge.
+
+    >>> shown(0.40001, [0.1, 0.4]), shown(0.399925, [0.1, 0.4]), shown(0.41999999, [0.4])
+    (0.40001, 0.3999, 0.42)
+    """
+    for places in range(4, 10):
+        rounded = round(value, places)
+        if all((rounded < e) == (value < e) and (rounded > e) == (value > e) for e in edges):
+            return rounded
+    return value
 
 
 def review_claim(review: Review, spec: KeySpec) -> Claim:

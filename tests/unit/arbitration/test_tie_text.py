@@ -4,8 +4,7 @@ the winner's."""
 from __future__ import annotations
 
 from memkg.arbitration import Standing
-from memkg.arbitration.lineup import lost_reason
-from memkg.arbitration.support import Ranked
+from memkg.arbitration.support import Ranked, lost_reason
 from memkg.engine import Engine
 
 from .conftest import Ingest
