@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from rdflib import RDF, RDFS, SKOS, Graph, URIRef
 
@@ -29,30 +30,42 @@ _LIMITS = {RDFS.label: LABEL_LIMIT, SKOS.altLabel: LABEL_LIMIT, SKOS.hiddenLabel
 def _parse(paths: list[Path]) -> Graph:
     graph = Graph()
     for path in paths:
-        one = Graph()
-        try:
-            one.parse(path, format="turtle")
-        except Exception as exc:  # rdflib raises many types; all mean a broken file
-            raise ConfigError(f"{path}: cannot parse Turtle: {exc}", code="ontology.parse") from exc
-        _check_texts(path, one)
-        graph += one
+        _load(graph, path)
+    if _too_long(graph) is not None:  # rare: parse file by file to name the one it is in
+        for path in paths:
+            _check_texts(path, _load(Graph(), path))
     return graph
+
+
+def _load(graph: Graph, path: Path) -> Graph:
+    try:
+        return graph.parse(path, format="turtle")
+    except Exception as exc:  # rdflib raises many types; all mean a broken file
+        raise ConfigError(f"{path}: cannot parse Turtle: {exc}", code="ontology.parse") from exc
+
+
+def _too_long(graph: Graph) -> tuple[Any, Any, int, int] | None:
+    """The first label or comment past its limit: (node, predicate, length, limit)."""
+    for predicate, limit in _LIMITS.items():
+        for node, value in graph.subject_objects(predicate):
+            if len(str(value)) > limit:
+                return node, predicate, len(str(value)), limit
+    return None
 
 
 def _check_texts(path: Path, graph: Graph) -> None:
     """Refuse a label or comment past its limit: every recall and mention scan reads them."""
+    found = _too_long(graph)
+    if found is None:
+        return
+    node, predicate, length, limit = found
     names = graph.namespace_manager
-    for predicate, limit in _LIMITS.items():
-        for node, value in graph.subject_objects(predicate):
-            text = str(value)
-            if len(text) > limit:
-                hint = " (a description belongs in rdfs:comment)" if limit == LABEL_LIMIT else ""
-                where = f"{path}: {names.normalizeUri(str(node))}"
-                raise ConfigError(
-                    f"{where} has a {names.normalizeUri(predicate)} of {len(text):,} "
-                    f"characters, over the {limit:,} allowed: shorten it{hint}",
-                    code="ontology.text_too_long",
-                )
+    hint = " (a description belongs in rdfs:comment)" if limit == LABEL_LIMIT else ""
+    raise ConfigError(
+        f"{path}: {names.normalizeUri(str(node))} has a {names.normalizeUri(predicate)} of "
+        f"{length:,} characters, over the {limit:,} allowed: shorten it{hint}",
+        code="ontology.text_too_long",
+    )
 
 
 class Ontology:
