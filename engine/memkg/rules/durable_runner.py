@@ -23,6 +23,10 @@ durable-rules is used as a matcher and nothing more:
   order (``_assert``), without the Python side's per-action ``Closure``, clock reads and
   state written back as JSON: an action here only records, so the session's state never
   changes and is written back as the text it was read as;
+* a message that passes more than 63 of a ruleset's tests at once (a value past 64 rungs of a
+  ladder of thresholds) makes the C core run no action of the batch (error code 303): the
+  runner then runs that ruleset as two halves of its rules, each registered once and halved
+  again if need be, which fire together what the whole would (an action only records);
 * rulesets cannot be replaced, so a new bundle gets a new runner; ``set_rulesets`` deletes
   ``run`` from what it is given, so it gets a copy;
 * each ruleset is registered alone, after ``compiler.capacity_problems`` (at most 256 patterns
@@ -68,7 +72,7 @@ import durable.engine
 import durable_rules_engine as core
 from durable.engine import Host, MessageNotHandledException
 
-from memkg.rules.compiler import DONE, Overflow, capacity_problems
+from memkg.rules.compiler import DONE, SINK, Overflow, capacity_problems
 from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, lookup
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
@@ -167,17 +171,23 @@ class DurableRunner:
         self.refused: dict[str, str] = {}
         """Rulesets durable-rules could not register, each with why: running one fails, the
         others work; ``rule_bundle.compile_rules`` refuses a bundle with any."""
+        self._compiled: dict[str, dict[str, Any]] = {}
+        self._parts: dict[str, tuple[str, str]] = {}
+        """A ruleset run in two halves (``_run_split``), by name: the halves' names."""
         for name, ruleset in rulesets.items():
             if overflow := capacity_problems(ruleset):  # past the limits, never sent to C
                 self.refused[name] = _overflow_text(overflow[0])
                 continue
             try:
-                self._host.set_rulesets({name: copy.deepcopy(ruleset)})
+                self._register(name, ruleset)
             except Exception as exc:  # the C core reports a bad definition as a bare Exception
                 self.refused[name] = _refusal_text(exc)
-                continue
-            actions = self._host.get_ruleset(name)._actions  # as resolved by ``get_action``
-            self._actions[name] = {rule: promise._func for rule, promise in actions.items()}
+
+    def _register(self, name: str, ruleset: dict[str, Any]) -> None:
+        self._host.set_rulesets({name: copy.deepcopy(ruleset)})
+        self._compiled[name] = ruleset
+        actions = self._host.get_ruleset(name)._actions  # as resolved by ``get_action``
+        self._actions[name] = {rule: promise._func for rule, promise in actions.items()}
 
     def run(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
         if ruleset not in self.rulesets:
@@ -188,36 +198,77 @@ class DurableRunner:
                 code="rules.compile",
             )
         with self._lock:
-            self._sessions += 1
-            sid = f"s{self._sessions}"
-            joins = self._joins[ruleset]
-            batch = [
-                {**m, **_join_copies(m, joins), "sid": sid, "id": f"{sid}.{i}"}
-                for i, m in enumerate(messages)
-            ]
-            sink = self._host.sink = []
-            failed: Exception | None = None
-            action: Exception | None = None
+            return self._run_split(ruleset, messages)
+
+    def _run_split(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
+        """Every firing of ``ruleset`` over ``messages``; a ruleset whose run one message
+        overfilled (``_Overfilled``) runs, from then on, as two halves of its rules.
+
+        Rules never interact here (an action only records), so the halves fire together
+        exactly what the whole would: each rule fires on its own matches, in any ruleset.
+        """
+        halves = self._parts.get(ruleset)
+        if halves is None:
             try:
-                with contextlib.suppress(MessageNotHandledException):  # no rule matched
-                    action = self._assert(ruleset, batch)
-            except Exception as exc:
-                failed = exc
-            done = any(f.rule == DONE for f in sink)
-            self._delete(ruleset, sid, done, quiet=failed is not None)
-            if failed is not None:
-                raise RuleEvaluationError(f"durable-rules failed: {failed}") from failed
-            if action is not None:
-                raise RuleEvaluationError(
-                    f"a rule action failed inside durable-rules: {str(action)[:300]}"
-                ) from action
-            if not done:
-                raise RuleEvaluationError("durable-rules did not finish the evaluation")
-            return [
-                Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
-                for f in sink
-                if f.rule != DONE
-            ]
+                return self._run_once(ruleset, messages)
+            except _Overfilled as exc:
+                halves = self._split(ruleset, exc)
+        return [f for half in halves for f in self._run_split(half, messages)]
+
+    def _split(self, ruleset: str, overfilled: _Overfilled) -> tuple[str, str]:
+        """Registers the two halves of ``ruleset``'s rules (each with the compiler's own
+        rules), or fails the run if it holds one rule only."""
+        compiled = self._compiled[ruleset]
+        own = [name for name in compiled if name not in (SINK, DONE)]
+        if len(own) < 2:
+            raise RuleEvaluationError(
+                f"durable-rules failed: {overfilled.__cause__}: one message passes more "
+                f"tests of rule {own[0] if own else ruleset!r} than durable-rules holds at once"
+            ) from overfilled.__cause__
+        middle = len(own) // 2
+        halves = (f"{ruleset}~a", f"{ruleset}~b")
+        for half, names in zip(halves, (own[:middle], own[middle:]), strict=True):
+            self._register(half, {**{n: compiled[n] for n in names},
+                                  SINK: compiled[SINK], DONE: compiled[DONE]})  # fmt: skip
+            self._joins[half] = self._joins[ruleset]
+        self._parts[ruleset] = halves
+        return halves
+
+    def _run_once(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:
+        """One session of ``ruleset`` over ``messages``; ``_Overfilled`` if one message
+        passes more tests than the C core holds at once."""
+        self._sessions += 1
+        sid = f"s{self._sessions}"
+        joins = self._joins[ruleset]
+        batch = [
+            {**m, **_join_copies(m, joins), "sid": sid, "id": f"{sid}.{i}"}
+            for i, m in enumerate(messages)
+        ]
+        sink = self._host.sink = []
+        failed: Exception | None = None
+        action: Exception | None = None
+        try:
+            with contextlib.suppress(MessageNotHandledException):  # no rule matched
+                action = self._assert(ruleset, batch)
+        except Exception as exc:
+            failed = exc
+        done = any(f.rule == DONE for f in sink)
+        self._delete(ruleset, sid, done, quiet=failed is not None)
+        if failed is not None and _OVERFILLED in str(failed):
+            raise _Overfilled() from failed
+        if failed is not None:
+            raise RuleEvaluationError(f"durable-rules failed: {failed}") from failed
+        if action is not None:
+            raise RuleEvaluationError(
+                f"a rule action failed inside durable-rules: {str(action)[:300]}"
+            ) from action
+        if not done:
+            raise RuleEvaluationError("durable-rules did not finish the evaluation")
+        return [
+            Firing(f.rule, {k: v.removeprefix(f"{sid}.") for k, v in f.bound.items()})
+            for f in sink
+            if f.rule != DONE
+        ]
 
     def _assert(self, ruleset: str, batch: list[dict[str, Any]]) -> Exception | None:
         """``Host.assert_facts(ruleset, batch)``: the batch asserted, then every action it
@@ -260,6 +311,16 @@ class DurableRunner:
         except Exception as exc:
             if not quiet:
                 raise RuleEvaluationError(f"durable-rules could not delete session: {exc}") from exc
+
+
+_OVERFILLED = "error code: 303"
+"""What the C core answers a message that passes more than 63 tests at once (64 rules
+comparing one fact's value with 64 different thresholds it all exceeds, say): no action of
+the batch is run. Its name, ``ERR_NO_ACTION_AVAILABLE``, says nothing of the cause."""
+
+
+class _Overfilled(Exception):
+    """A run the C core refused with ``_OVERFILLED``; its cause is the C core's error."""
 
 
 _REFUSALS = {
