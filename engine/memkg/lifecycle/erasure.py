@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from memkg.clock import Clock
 from memkg.events.store import Companion, EventStore
 from memkg.lifecycle.notes import NoteBook
+from memkg.model.event import Event, EventType
+from memkg.model.fact import SupersedeReason
 
 
 class ErasureReceipt(BaseModel):
@@ -62,17 +64,38 @@ def erase_subject(
 
 
 def audit_reach(store: EventStore, audit_log_id: str) -> dict[str, list[str]]:
-    """The ids, by user, of the facts and notes whose provenance carries ``audit_log_id``, and
-    of the notes consolidation derived from those notes (``NoteBook.derived_from``): a note
-    merged from notes of several audit ids carries none of them, yet holds what each said."""
+    """The ids, by user, of the facts and notes whose provenance carries ``audit_log_id``, of
+    the facts schema migrations made of those (``migrated_into``), and of the notes
+    consolidation derived from them (``NoteBook.derived_from``): a note merged from notes of
+    several audit ids carries none of them, yet holds what each said."""
     found = store.fact_ids_with_audit_id(audit_log_id)
     reach = {}
     for user_id, fact_ids in found.items():
-        book = NoteBook.from_events(
-            e for e in store.read_stream(user_id) if e.type in NoteBook.EVENTS
-        )
-        reach[user_id] = [*fact_ids, *book.derived_from(fact_ids)]
+        events = list(store.read_stream(user_id))
+        held = [*fact_ids, *migrated_into(events, fact_ids)]
+        book = NoteBook.from_events(e for e in events if e.type in NoteBook.EVENTS)
+        reach[user_id] = [*held, *book.derived_from(held)]
     return reach
+
+
+def migrated_into(events: Iterable[Event], fact_ids: Collection[str]) -> list[str]:
+    """The facts schema migrations made of ``fact_ids``, and of those in turn: a merged fact
+    holds each part's value, though it carries only the newest part's audit id."""
+    into: dict[str, list[str]] = {}
+    for event in events:
+        payload = event.payload
+        if event.type == EventType.FACT_SUPERSEDED and (
+            payload.get("reason") == SupersedeReason.MIGRATION.value
+        ):
+            into.setdefault(payload["fact_id"], []).append(payload["by_fact_id"])
+    seen, todo, out = set(fact_ids), list(fact_ids), []
+    while todo:
+        for made in into.get(todo.pop(), ()):
+            if made not in seen:
+                seen.add(made)
+                out.append(made)
+                todo.append(made)
+    return out
 
 
 def erase_audit_id(

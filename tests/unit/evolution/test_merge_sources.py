@@ -130,3 +130,45 @@ def test_a_merged_fact_is_no_surer_than_its_least_certain_part(tmp_path: Path) -
     merged = events[0].payload["fact"]
     assert merged["status"] == "pending_confirmation" and merged["confidence"] == 0.6
     assert merged["valid_until"] == (T0 + timedelta(days=3)).isoformat().replace("+00:00", "Z")
+
+
+# erasing an audit id takes what a migration made of its facts: a merged fact holds each
+# part's value, though it can carry only one part's audit id
+
+
+def _merged(tmp_path: Path) -> Engine:
+    root = tmp_path / "root"
+    (root / "schemas/wealth/migrations").mkdir(parents=True)
+    (root / "schemas/wealth/profile@1.json").write_text(json.dumps(V1), encoding="utf-8")
+    engine = Engine(config=EngineConfig(roots=(root,), shacl=False), clock=FrozenClock(T0))
+    engine.ingest(said("home.city", "Oslo", "dialogue", provenance={"audit_log_id": "aud-city"}))
+    engine.ingest(said("home.country", "NO", "dialogue",
+                       provenance={"audit_log_id": "aud-country"}))  # fmt: skip
+    engine.ingest(said("home.city", "Bergen", "profile", provenance={"audit_log_id": "aud-hr"}))
+    plan = _upgrade(root, LENIENT)
+    engine = reopen(engine, root)
+    engine.apply_migration(plan)
+    return engine
+
+
+def _everything(engine: Engine) -> str:
+    """Every event the log holds of the user, as text."""
+    return json.dumps([e.payload for e in engine.store.read_stream("u1")], sort_keys=True)
+
+
+def test_erasing_the_older_parts_audit_id_takes_the_merged_fact(tmp_path: Path) -> None:
+    engine = _merged(tmp_path)
+    assert "Oslo" in _everything(engine)
+    engine.erase_audit_id("aud-city")
+    held = _everything(engine)
+    assert "Oslo" not in held
+    assert "Bergen" in held  # another source's claim, under another audit id, stays
+    assert [f.value for f in engine.facts("u1")] == [{"city": "Bergen", "country": None}]
+
+
+def test_erasing_the_newer_parts_audit_id_takes_it_too(tmp_path: Path) -> None:
+    engine = _merged(tmp_path)
+    engine.erase_audit_id("aud-country")
+    held = _everything(engine)
+    assert '"NO"' not in held
+    assert "Oslo" in held  # the city's own fact, in history, under its own audit id
