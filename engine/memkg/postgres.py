@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
-from memkg.errors import ConfigError, StoreError
+from memkg.errors import ConfigError, InvalidOperation, StoreError
 
 if TYPE_CHECKING:
     import psycopg
@@ -29,12 +29,56 @@ PURGES_ROW = "INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 it yet: what a trace or a decision written beside the events checks, and erasures lock."""
 
 
-def held_purges(db: Any, s: str) -> int:
+def held_purges(db: Any, s: str, *, wait: bool = True) -> int:
     """The purge count of schema ``s`` (quoted), its row locked ``FOR SHARE`` until the
     transaction ends: an erasure (which locks it ``FOR UPDATE`` or raises it) waits for the
-    transaction, or the transaction waits for the erasure and reads its count."""
-    row = db.execute(f"SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE").fetchone()
+    transaction, or the transaction waits for the erasure and reads its count.
+
+    ``wait=False``: an erasure or purge under way raises ``LockNotAvailable`` at once, for a
+    transaction that holds a user's stream row: an erasure of several merged ids locks the
+    count before the next id's stream, so waiting there closes a deadlock.
+    """
+    lock = "FOR SHARE" if wait else "FOR SHARE NOWAIT"
+    row = db.execute(f"SELECT value FROM {s}.meta WHERE key = 'purges' {lock}").fetchone()
     return int(row[0]) if row else 0
+
+
+_EXPONENT = re.compile(r"\d[eE][+-]?\d")
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:0|[1-9]\d*)(?:\.\d+)?[eE][+-]?\d+)')
+
+
+def jsonb_exact(text: str) -> str:
+    """JSON ``text`` spelled so that a ``jsonb`` column gives back the same values.
+
+    ``jsonb`` keeps numbers as ``numeric``, which forgets an exponent: ``1.5e+300`` comes back
+    as a 301-digit integer, so a float read back is an int of another value (``1e+20`` a
+    number past 64 bits), and what is rendered or compared from it changes. Each number
+    written with an exponent is spelled out in plain decimals instead, with a fraction
+    (``1500…0.0``), which ``numeric`` keeps as written and which reads back as the same float.
+    (``-0.0`` has no ``numeric``: it comes back as ``0.0``, which compares equal.)
+    """
+    if not _EXPONENT.search(text):
+        return text
+    return _TOKEN.sub(_plain, text)
+
+
+def _plain(match: re.Match[str]) -> str:
+    number = match.group(1)
+    if number is None:  # a string, left as it is
+        return match.group(0)
+    from decimal import Decimal
+
+    spelled = format(Decimal(number), "f")
+    return spelled if "." in spelled else f"{spelled}.0"
+
+
+class TextRefused(StoreError, InvalidOperation):
+    """Text PostgreSQL cannot hold (``text.nul``): the request's to fix, not the server's.
+
+    A ``StoreError`` still, so what a store failure may not fail (a trace, a vector) goes on
+    without it; an ``InvalidOperation`` too, which a service answers with 400, not 503."""
+
+    code = "text.nul"
 
 
 def lock_key(name: str) -> int:
@@ -113,14 +157,28 @@ class PgAdapter:
                 with db.transaction():
                     yield db
             except self._psycopg.Error as exc:
-                raise StoreError(f"{self.what} {self._schema!r}: {exc}") from exc
+                raise self._failure(exc, "") from exc
 
     def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
                 return self._connection().execute(query, params).fetchall()
             except self._psycopg.Error as exc:
-                raise StoreError(f"{self.what} {self._schema!r}: read failed: {exc}") from exc
+                raise self._failure(exc, "read failed: ") from exc
+
+    def _failure(self, exc: psycopg.Error, doing: str) -> StoreError:
+        """``store.error``, unless the request itself sent text PostgreSQL cannot hold: NUL
+        (U+0000) in a ``text`` parameter, or ``\\u0000`` in JSON for ``jsonb``. That is the
+        caller's to fix, as every other argument holding NUL (``text.nul``), and no retry or
+        other replica would take it."""
+        if isinstance(exc, self._psycopg.DataError) and (
+            exc.sqlstate == "22P05" or (exc.sqlstate is None and "NUL" in str(exc))
+        ):
+            return TextRefused(
+                f"{self.what} {self._schema!r}: a value holds a NUL character (U+0000), which "
+                "PostgreSQL cannot store or look up: remove it"
+            )
+        return StoreError(f"{self.what} {self._schema!r}: {doing}{exc}")
 
     def _create(self, db: psycopg.Connection[tuple[Any, ...]], ddl: str) -> None:
         """Create the tables, serialised with every other adapter initialising this schema."""

@@ -1,7 +1,9 @@
 """``PostgresDecisionLog``: decisions in PostgreSQL, next to the event store of the same schema.
 
-Records are JSONB, which does not keep key order: ``get`` returns a decision equal to the one
-appended, not its original JSON text. ``seq`` keeps the order of appends for ``for_user``.
+Records are JSONB, which does not keep key order, nor a number's exponent: a number written
+with one is spelled out in plain decimals first (``postgres.jsonb_exact``), so ``get`` returns
+a decision equal to the one appended, floats as floats, though not its original JSON text.
+``seq`` keeps the order of appends for ``for_user``.
 
 A checked append (``append_checked``) locks the log's purge count (the ``meta`` row
 ``purges``) ``FOR SHARE`` and writes only if it is the count the decision read memory at;
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from memkg.decisions.log import Citing, duplicate, not_found
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
-from memkg.postgres import PURGES_ROW, PgAdapter, held_purges
+from memkg.postgres import PURGES_ROW, PgAdapter, held_purges, jsonb_exact
 
 if TYPE_CHECKING:
     import psycopg
@@ -96,7 +98,7 @@ class PostgresDecisionLog(PgAdapter):
             decision.request.user_id,
             decision.request.domain,
             decision.decided_at,
-            decision.model_dump_json(),
+            jsonb_exact(decision.model_dump_json()),
         )
         with self._tx() as db:
             if purges is not None and held_purges(db, self._s) != purges:

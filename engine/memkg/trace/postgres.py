@@ -4,9 +4,12 @@ The table is made on the first trace. A trace is written in a transaction that f
 its user's ``streams`` row and the log's purge count (``meta``) with ``FOR SHARE``: an erasure
 locks the same row ``FOR UPDATE`` and a purge updates the count, so either the erasure or
 purge commits first and the trace sees it and is not written, or the trace commits first and
-the erasure's transaction removes it (``erase_rows``). An erasure vacuums the table with the
-event log's (``EngineConfig.erase_vacuum``); with ``full`` no page keeps an erased user's
-traces.
+the erasure's transaction removes it (``erase_rows``). The count is locked without waiting
+(``NOWAIT``): while an erasure or purge holds it the trace is not written, as it would not be
+once that committed. Waiting there, holding the stream row, would close a deadlock with an
+erasure of merged ids, which locks the count before the stream of its next id. An erasure
+vacuums the table with the event log's (``EngineConfig.erase_vacuum``); with ``full`` no page
+keeps an erased user's traces.
 """
 
 from __future__ import annotations
@@ -58,7 +61,14 @@ class PostgresTraceStore(PgAdapter):
             if not self._ready:
                 self._create(db, _SCHEMA)
             stream = db.execute(_STREAM.format(s=self._s), (trace.user_id,)).fetchone()
-            if stream is None or held_purges(db, self._s) != seen:
+            if stream is None:
+                return False
+            try:
+                with db.transaction():  # a savepoint: the refused lock undoes only itself
+                    purges = held_purges(db, self._s, wait=False)
+            except self._psycopg.errors.LockNotAvailable:
+                return False  # an erasure or purge is under way: it changes the count
+            if purges != seen:
                 return False
             inserted = db.execute(
                 f"INSERT INTO {self._s}.traces VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
