@@ -77,12 +77,6 @@ def test_a_stored_fact_number_is_the_same_float_in_another_process(
         assert other.call("replay", decision_id=made["ok"]["decision_id"])["ok"]["reproduced"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="JSONB's numeric has no negative zero: -0.0 in a context reads back as 0.0 and the "
-    "explanation's '-0' as '0'; the context should be normalised (-0.0 to 0.0) when a decision "
-    "request is validated (engine), or records kept as json rather than jsonb",
-)
 def test_a_negative_zero_in_the_context_replays_in_another_process(
     shopper: Engine, postgres_dsn: str, pg_schema: str
 ) -> None:

@@ -63,3 +63,11 @@ def test_a_context_field_is_checked_by_one_validator_per_bundle(engine: Engine) 
         ]
         assert problems == fresh  # what a validator built for the request says
     assert spec.context_validator(name) is kept  # built once, on first use
+
+
+def test_a_negative_zero_is_logged_as_zero_wherever_it_sits() -> None:
+    """PostgreSQL's jsonb has no -0.0: the context is logged as any log gives it back."""
+    bounded = bounded_context({"price": -0.0, "legs": [{"km": -0.0}, 1.5], "text": "-0.0"})
+    assert bounded == {"price": 0.0, "legs": [{"km": 0.0}, 1.5], "text": "-0.0"}
+    assert math.copysign(1, bounded["price"]) == 1
+    assert math.copysign(1, bounded["legs"][0]["km"]) == 1
