@@ -54,11 +54,6 @@ def test_a_logged_context_number_is_the_same_float_in_another_process(
             "reproduced": True, "differences": []}  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the event store keeps payloads as JSONB without spelling out exponents: "
-    "events/postgres.py should write payload_json through memkg.postgres.jsonb_exact",
-)
 def test_a_stored_fact_number_is_the_same_float_in_another_process(
     postgres_dsn: str, pg_schema: str
 ) -> None:

@@ -33,7 +33,7 @@ from memkg.events.memory import (
 )
 from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
 from memkg.model.event import Event, NewEvent
-from memkg.postgres import PgAdapter, Vacuum, lock_key
+from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
 
 if TYPE_CHECKING:
     import psycopg
@@ -379,7 +379,10 @@ class PostgresEventStore(PgAdapter):
 
 def _row(e: NewEvent) -> tuple[Any, ...]:
     at = utc_instant(e.recorded_at)
-    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload_json(e), at)
+    # jsonb keeps numbers as numeric, which forgets an exponent: spelled out, a float reads
+    # back as the same float (``jsonb_exact``)
+    payload = jsonb_exact(payload_json(e))
+    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload, at)
 
 
 def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> Any:
