@@ -146,12 +146,6 @@ def test_a_trace_for_a_merged_id_does_not_deadlock_its_erasure(
         assert left == (0,)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an erasure locks each merged id's stream row as it reaches it, after the purge "
-    "count: it should lock every stream row of the person, sorted, before anything else "
-    "(events/postgres.py erasing(), fed the ids by engine/erasure.py)",
-)
 def test_two_processes_erasing_one_merged_person_both_finish(
     merged: tuple[Engine, str], postgres_dsn: str, pg_schema: str
 ) -> None:

@@ -153,8 +153,8 @@ class FaultyStore:
     def batch(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
         return self.inner.batch(streams)
 
-    def erasing(self) -> AbstractContextManager[None]:
-        return self.inner.erasing()
+    def erasing(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
+        return self.inner.erasing(streams)
 
     def files(self) -> list[Path]:
         return self.inner.files()

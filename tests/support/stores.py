@@ -7,7 +7,7 @@ plus ``"store": "ack_early"`` for ``EarlyAckStore``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -55,9 +55,9 @@ class EarlyAckStore(SqliteEventStore):
             self._open.__exit__(None, None, None)
             self._open, self._pending = None, 0
 
-    def erasing(self) -> AbstractContextManager[None]:
+    def erasing(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
         self.flush()  # VACUUM cannot run inside the open transaction
-        return super().erasing()
+        return super().erasing(streams)
 
     def close(self) -> None:
         self.flush()

@@ -112,7 +112,7 @@ class Eraser:
                     log.erase_citing(party, (), merged_ids=ids)
             mine = [*([shared] if shared else []), *also, *cached]
             naming = [shared.citing((), ids)] if shared else []
-            with self.store.erasing():
+            with self.store.erasing(streams=[*ids, *linked]):
                 receipts = [erase_subject(self.store, one, self.clock, companions=mine)
                             for one in ids]  # fmt: skip
                 # ids once linked (a proposal, a split merge) lose the links and the decisions

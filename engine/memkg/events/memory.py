@@ -282,7 +282,7 @@ class MemoryEventStore:
                 self._restore(saved)
                 raise
 
-    def erasing(self) -> AbstractContextManager[None]:
+    def erasing(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
         """The erasures and purges of the block, put back when it fails (contract item 8;
         companions' rows are theirs to keep)."""
         return self.batch()

@@ -305,16 +305,24 @@ class PostgresEventStore(PgAdapter):
         )  # fmt: skip
 
     @contextmanager
-    def erasing(self) -> Iterator[None]:
+    def erasing(self, streams: Collection[str] = ()) -> Iterator[None]:
         """One transaction for the erasures and purges of the block; the tables they touched
-        are vacuumed once, after it committed (contract item 8)."""
+        are vacuumed once, after it committed (contract item 8). ``streams``, the users the
+        block erases, are locked first, in one (sorted) order: an erasure of merged ids takes
+        the purge count after its first id, so two erasures of one person that locked their
+        ids as they reached them, from two ids, deadlocked."""
         with self._lock:
             if self._touched is not None:  # nested: the outer block commits and vacuums
                 yield
                 return
             self._touched = []
             try:
-                with self._tx():
+                with self._tx() as db:
+                    for user_id in sorted(set(streams)):
+                        db.execute(
+                            f"SELECT 1 FROM {self._s}.streams WHERE user_id = %s FOR UPDATE",
+                            (user_id,),
+                        )
                     yield
             finally:
                 touched, self._touched = self._touched, None

@@ -492,9 +492,10 @@ class SqliteEventStore:
                     self._batch_seq = self._batch_purges = None
 
     @contextmanager
-    def erasing(self) -> Iterator[None]:
+    def erasing(self, streams: Collection[str] = ()) -> Iterator[None]:
         """One transaction for the erasures and purges of the block; the file is rewritten
-        once, after it committed (contract item 8)."""
+        once, after it committed (contract item 8); ``streams`` lock nothing more here (a
+        write transaction locks the whole file)."""
         with self._lock:
             if self._scrub is not None:  # nested: the outer block commits and rewrites
                 yield

@@ -240,8 +240,10 @@ class EventStore(Protocol):
         block appends to, locked up front where the store locks streams (PostgreSQL)."""
         ...
 
-    def erasing(self) -> AbstractContextManager[None]:
-        """Make the erasures and purges of the block one transaction (contract item 8)."""
+    def erasing(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
+        """Make the erasures and purges of the block one transaction (contract item 8);
+        ``streams``: the users the block erases, locked up front where the store locks
+        streams (PostgreSQL), in one order, so that two erasures never wait on each other."""
         ...
 
     def files(self) -> list[Path]:
