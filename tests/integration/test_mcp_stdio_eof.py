@@ -48,3 +48,38 @@ def test_requests_piped_then_closed_are_all_answered(tmp_path: Path) -> None:
     assert not stored.get("isError") and stored["structuredContent"]["status"] == "active"
     facts = json.loads(memkg("--db", db, "facts", "eof-user").stdout)["facts"]
     assert [f["value"] for f in facts] == ["first"]
+
+
+def test_a_line_the_protocol_cannot_read_is_answered_and_stores_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "memkg.db")
+    deep = "[" * 5000 + "]" * 5000
+    nested = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+              '"remember", "arguments": {"domain": "travel", "key": "cabin.class", '
+              f'"source": "dialogue", "value": {deep}}}}}}}')  # fmt: skip
+    surrogate = json.dumps(call(2, "remember", {"domain": "travel", "key": "cabin.class",
+                                                "value": "first", "source": "dialogue",
+                                                "context": {"trip_type": "\ud800"}}))  # fmt: skip
+    named = '{"jsonrpc": "2.0", "method": "tools/call", "params": {"id": 9}, "id": "s-3", x}'
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), nested, surrogate,
+             "not json at all", named, json.dumps(call(4, "recall_facts", {}))]  # fmt: skip
+    done = memkg("mcp", "--user", "eof-user", "--db", db, stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a["id"]: a for a in answers}
+    assert sorted(by_id, key=str) == sorted([0, 1, 2, None, "s-3", 4], key=str)
+    for request_id in (1, 2, None, "s-3"):
+        error = by_id[request_id]["error"]
+        assert error["code"] == -32700 and error["message"], error
+    assert "nested" in by_id[1]["error"]["message"] or "recursion" in by_id[1]["error"]["message"]
+    assert by_id[4]["result"]["structuredContent"]["facts"] == []
+
+
+def test_json_that_is_no_message_is_answered_under_its_id(tmp_path: Path) -> None:
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED),
+             json.dumps({"jsonrpc": "2.0", "id": 7, "method": 12}),
+             json.dumps(call(8, "memory_status", {}))]  # fmt: skip
+    done = memkg("mcp", "--user", "eof-user", "--db", str(tmp_path / "memkg.db"),
+                 stdin="\n".join(lines) + "\n")  # fmt: skip
+    by_id = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(by_id) == [0, 7, 8]
+    assert by_id[7]["error"]["code"] == -32600 and "result" in by_id[8]

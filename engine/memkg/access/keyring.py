@@ -15,14 +15,53 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from pydantic import TypeAdapter, ValidationError
+
 from memkg.access import secret
-from memkg.access.model import ALL_DOMAINS, AccessRecord, ApiKey, ApiScope, Grant, IssuedKey
+from memkg.access.model import (
+    ALL_DOMAINS,
+    AccessRecord,
+    ApiKey,
+    ApiScope,
+    Grant,
+    IssuedKey,
+    utc,
+)
 from memkg.access.policy import Principal
 from memkg.access.store import AccessStore, MemoryAccessStore
 from memkg.clock import Clock
 from memkg.errors import MemkgError, NotFound, Unauthenticated
+from memkg.model.fact import Identifier
 
 _MAX_NAME = 200
+_USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
+def _bound_user(user_id: str | None) -> str | None:
+    """``user_id`` if writes accept it as a user id: a key or grant bound to any other would
+    reach no one (every write for it is refused, every read finds nothing)."""
+    if user_id is None:
+        return None
+    try:
+        return _USER_ID.validate_python(user_id)
+    except ValidationError:
+        shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
+        raise MemkgError(
+            f"{shown!r} is not a user id: 1 to 128 ASCII letters, digits and _ . : @ -, "
+            "starting with a letter or digit; bind the key to the id your writes use",
+            code="access.user_invalid",
+        ) from None
+
+
+def _future(expires_at: datetime | None, now: datetime, what: str) -> datetime | None:
+    """``expires_at`` (UTC when it names no zone), refused when it is not after ``now``."""
+    if expires_at is None:
+        return None
+    expires_at = utc(expires_at)
+    if expires_at <= now:
+        raise MemkgError(f"the {what} would expire at {expires_at.isoformat()}, which is past: "
+                         "give a later time", code="access.expiry_past")  # fmt: skip
+    return expires_at
 
 
 def scopes_of(names: Iterable[str]) -> tuple[ApiScope, ...]:
@@ -64,6 +103,8 @@ class Keyring:
             raise MemkgError(f"a key needs a name of 1 to {_MAX_NAME} characters",
                              code="access.name_invalid")  # fmt: skip
         scopes = scopes_of(scopes)
+        user_id = _bound_user(user_id)
+        expires_at = _future(expires_at, self.clock.now(), "key")
         whole = (ALL_DOMAINS,) if ALL_DOMAINS in domains else domains
         if ApiScope.ADMIN in scopes and (whole != (ALL_DOMAINS,) or user_id is not None):
             raise MemkgError(
@@ -121,9 +162,8 @@ class Keyring:
         if not purpose.strip():
             raise MemkgError("a grant needs its purpose", code="access.purpose_missing")
         now = self.clock.now()
-        if expires_at <= now:
-            raise MemkgError(f"the grant would expire at {expires_at.isoformat()}, which is past",
-                             code="access.expiry_past")  # fmt: skip
+        user_id = _bound_user(user_id)
+        expires_at = _future(expires_at, now, "grant") or expires_at
         grant = Grant(grant_id=self.clock.new_id("grant"), key_id=key_id, domain=domain,
                       scopes=scopes_of(scopes), purpose=purpose, user_id=user_id,
                       granted_by=granted_by, created_at=now, expires_at=expires_at)  # fmt: skip

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 ALL_DOMAINS = "*"
 
@@ -27,6 +28,18 @@ class ApiScope(StrEnum):
     """Keys, grants, the access audit, metrics, schema checks, migration dry runs, rule checks."""
 
 
+def utc(moment: datetime) -> datetime:
+    """``moment``, read as UTC when it names no time zone (as ``--expires`` reads it).
+
+    A naive time cannot be compared with the clock's aware ones: one stored naive (by an
+    older version, or sent without an offset) would fail every check of its key.
+    """
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+Moment = Annotated[datetime, AfterValidator(utc)]
+
+
 class _Value(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,9 +52,9 @@ class ApiKey(_Value):
     scopes: tuple[ApiScope, ...]
     domains: tuple[str, ...] = Field(description="memory domains it may touch; '*' is all")
     user_id: str | None = Field(None, description="the one subject it is bound to, if any")
-    created_at: datetime
-    expires_at: datetime | None = None
-    revoked_at: datetime | None = None
+    created_at: Moment
+    expires_at: Moment | None = None
+    revoked_at: Moment | None = None
 
     def active(self, now: datetime) -> bool:
         expired = self.expires_at is not None and self.expires_at <= now
@@ -65,9 +78,9 @@ class Grant(_Value):
     purpose: str = Field(min_length=1)
     user_id: str | None = None
     granted_by: str
-    created_at: datetime
-    expires_at: datetime
-    revoked_at: datetime | None = None
+    created_at: Moment
+    expires_at: Moment
+    revoked_at: Moment | None = None
 
     def active(self, now: datetime) -> bool:
         return self.revoked_at is None and now < self.expires_at

@@ -84,6 +84,16 @@ class Principal:
             code="access.domain",
         )
 
+    def within(self, domains: Iterable[str]) -> Principal:
+        """This caller narrowed to ``domains`` (its own among them, and grants of them): a
+        session started for some domains reaches no other, whatever its key allows."""
+        kept = frozenset(domains)
+        own = tuple(sorted(kept)) if self.all_domains else \
+            tuple(d for d in self.key.domains if d in kept)  # fmt: skip
+        key = self.key.model_copy(update={"domains": own})
+        grants = tuple(g for g in self.grants if g.domain in kept)
+        return Principal(key, grants)  # open access, too, ends at the domains given
+
     def check_every_domain(self, scope: ApiScope, user_id: str | None) -> None:
         """Allow ``scope`` on what spans every domain (a trace of a recall over all of them,
         which lists each domain's facts) for ``user_id``, or raise: only a key for every

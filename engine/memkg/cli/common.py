@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -12,6 +14,8 @@ if TYPE_CHECKING:
     from memkg.engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+SEQ_MAX = 2**63 - 1
+"""The last log position a store can hold (a signed 64-bit integer)."""
 
 
 def emit(out: TextIO, data: Any) -> None:
@@ -31,3 +35,21 @@ def key_domain(engine: Engine, key: str) -> str:
 def is_postgres(db: str | Path) -> bool:
     """``--db`` names a PostgreSQL server (``postgresql://...``) rather than a SQLite file."""
     return str(db).startswith(("postgresql://", "postgres://"))
+
+
+def whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` (a usage error, exit 2,
+    otherwise, before anything opens or listens): the bounds the HTTP API puts on the same
+    parameter."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give a number {span}")
+        return value
+
+    return parse

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit
+from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit, whole
 from memkg.errors import ConfigError, MemkgError
 from memkg.explain import FORMATS
 from memkg.model.decision import Decision, DecisionStatus
@@ -201,7 +201,8 @@ def add_commands(sub: Any) -> None:
 
     p = sub.add_parser("decisions", help="a user's logged decisions, oldest first")
     p.add_argument("user")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=whole(1, 1000),
+                   help="the newest N (1 to 1000; default: all)")  # fmt: skip
     p.set_defaults(run=cmd_decisions)
 
     p = sub.add_parser(

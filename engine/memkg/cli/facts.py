@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
+from memkg.cli.common import EXIT_OK, EXIT_REFUSED, SEQ_MAX, emit, whole
 from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
@@ -37,6 +37,8 @@ def _read_jsonl(
     limits = config.limits
     with handle:
         for number, line in enumerate(handle, start=1):
+            if number == 1:  # a byte-order mark, as some editors save UTF-8: not content
+                line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
             problem = None
@@ -175,7 +177,8 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("facts", help="what memory holds about a user")
     p.add_argument("user")
     p.add_argument("--domain")
-    p.add_argument("--as-of", type=int, metavar="SEQ", help="as of this log position")
+    p.add_argument("--as-of", type=whole(0, SEQ_MAX), metavar="SEQ",
+                   help="as of this log position")  # fmt: skip
     p.set_defaults(run=cmd_facts)
 
     p = sub.add_parser("history", help="every value a key ever had, with its status")

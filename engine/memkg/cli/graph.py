@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memkg.cli.common import EXIT_OK, emit, key_domain
+from memkg.cli.common import EXIT_OK, SEQ_MAX, emit, key_domain, whole
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -50,7 +50,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("user")
     p.add_argument("--domain", help="one memory domain (default: all the user's domains)")
     p.add_argument("--format", choices=("json", "turtle"), default="json")
-    p.add_argument("--as-of", type=int, metavar="SEQ", help="as of this log position")
+    p.add_argument("--as-of", type=whole(0, SEQ_MAX), metavar="SEQ",
+                   help="as of this log position")  # fmt: skip
     p.set_defaults(run=cmd_graph)
 
     p = sub.add_parser(
@@ -70,5 +71,6 @@ def add_commands(sub: Any) -> None:
     p.add_argument("user")
     p.add_argument("concept", help="an entity, e.g. protocol:immediate_hospital_visit")
     p.add_argument("--domain", help="one memory domain (default: all the user's domains)")
-    p.add_argument("--max-depth", type=int, default=3, metavar="N")
+    p.add_argument("--max-depth", type=whole(1, 6), default=3, metavar="N",
+                   help="hops at most (1 to 6; default 3)")  # fmt: skip
     p.set_defaults(run=cmd_paths)

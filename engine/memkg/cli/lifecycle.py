@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memkg.cli.common import EXIT_OK, emit
+from memkg.cli.common import EXIT_OK, emit, whole
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -30,7 +30,8 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("profile", help="the memory block for a prompt (render_profile)")
     p.add_argument("user")
     p.add_argument("--domain", required=True)
-    p.add_argument("--budget", type=int, help="tokens (default: EngineConfig.lifecycle)")
+    p.add_argument("--budget", type=whole(1, 1_000_000),
+                   help="tokens (default: EngineConfig.lifecycle)")  # fmt: skip
     p.add_argument("--session", help="the session whose notes count")
     p.add_argument(
         "--format", choices=("json", "text"), default="json",
@@ -41,6 +42,6 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("recall", help="the memories most useful for a query, ranked")
     p.add_argument("user")
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=5, help="how many to inject (default 5)")
+    p.add_argument("-k", type=whole(1), default=5, help="how many to inject (default 5)")
     p.add_argument("--domain")
     p.set_defaults(run=cmd_recall)

@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,7 +19,7 @@ from memkg.access import Keyring
 from memkg.access.model import ApiScope
 from memkg.access.sqlite import SqliteAccessStore
 from memkg.access.store import AccessStore
-from memkg.cli.common import EXIT_OK, emit, is_postgres
+from memkg.cli.common import EXIT_OK, emit, is_postgres, whole
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError, NotFound, StoreError
@@ -113,8 +113,14 @@ def access_store_at(db: str, pg_schema: str = "memkg") -> AccessStore:
     return SqliteAccessStore(db)
 
 
+_MAX_DAYS = 36_500
+
+
 def _when(text: str | None, days: float | None) -> datetime | None:
     if days is not None:
+        if not 0 < days <= _MAX_DAYS:  # also NaN, which no comparison admits
+            raise MemkgError(f"--days {days}: give a number of days from above 0 to "
+                             f"{_MAX_DAYS:,}", code="usage")  # fmt: skip
         return datetime.now(UTC) + timedelta(days=days)
     if text is None:
         return None
@@ -187,7 +193,7 @@ def add_service_commands(sub: Any) -> None:
     """Register ``serve``, ``mcp`` and ``access``; each takes ``--db`` after it too."""
     p = sub.add_parser("serve", help="serve the JSON HTTP API (needs the service extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=_whole(0, 65_535), default=8080, help="port (default 8080)")
+    p.add_argument("--port", type=whole(0, 65_535), default=8080, help="port (default 8080)")
     p.add_argument(
         "--allowed-host",
         action="append",
@@ -204,7 +210,7 @@ def add_service_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--rate-limit",
-        type=_whole(0),
+        type=whole(0),
         default=600,
         metavar="N",
         help="requests per minute per key (default 600; 0: no limit)",
@@ -287,28 +293,12 @@ def add_service_commands(sub: Any) -> None:
     q.add_argument("--user", help="one subject (an erased one shows as hmac:...)")
     q.add_argument("--key-id", help="one key")
     q.add_argument("--target", help="one fact or decision id")
-    q.add_argument("--limit", type=int, default=100)
+    q.add_argument("--limit", type=whole(1, 1000), default=100,
+                   help="most records to show, newest first (1 to 1000; default 100)")  # fmt: skip
     q.set_defaults(access_command="audit")
     for parser in (p, key, grant, q, *keys.choices.values(), *grants.choices.values()):
         parser.set_defaults(run=run_access, offline=True)
         _db_option(parser)
-
-
-def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``low`` to ``high`` (a usage error otherwise,
-    before anything opens or listens)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low or (high is not None and value > high):
-            span = f"from {low} to {high}" if high is not None else f"of {low} or more"
-            raise argparse.ArgumentTypeError(f"{value} is out of range: give a number {span}")
-        return value
-
-    return parse
 
 
 def _expiry(parser: argparse.ArgumentParser) -> None:

@@ -76,12 +76,14 @@ _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
     (LLMError, 503),
     (ConfigError, 500),
 )
-_CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.unavailable": 503,
+_CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.user_invalid": 400,
+                "mcp.unavailable": 503,
                 "request.invalid": 400, "request.not_json": 400,
                 "request.too_large": 413, "access.disabled": 400,
                 "access.scope_unknown": 400, "access.domains_missing": 400,
                 "access.name_invalid": 400, "access.purpose_missing": 400,
                 "access.expiry_past": 400, "access.admin_limited": 400,
+                "access.user_invalid": 400,
                 "evolution.schema_error": 422}  # fmt: skip
 
 

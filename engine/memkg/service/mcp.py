@@ -20,15 +20,15 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Keyring, Principal
@@ -42,6 +42,7 @@ from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
+from memkg.model.fact import Identifier
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
@@ -87,7 +88,7 @@ TurnRef = Annotated[
 DecisionId = Annotated[str, Field(description="A decision_id from decide.")]
 TraceId = Annotated[str, Field(description="A trace_id from render_profile or decide.",
                                max_length=128)]  # fmt: skip
-Format = Annotated[str, Field(description="text, md or json.")]
+Format = Annotated[Literal["text", "md", "json"], Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 _READ = ToolAnnotations(read_only_hint=True)
@@ -108,6 +109,16 @@ class Subject:
 
     user_id: str
     principal: Principal
+    renew: Callable[[], Principal] | None = field(default=None, compare=False, repr=False)
+    """The principal as its key stands now (a stdio session started with a key): checked
+    again on every call, so a key revoked or expired, or a grant ended, since the session
+    began stops serving at once, as it does over HTTP."""
+
+    def current(self) -> Subject:
+        """This subject with its key checked again now (itself, when it has no key)."""
+        if self.renew is None:
+            return self
+        return Subject(self.user_id, self.renew(), self.renew)
 
 
 Audit = Callable[[Subject, str, str | None, str | None, int], None]
@@ -129,6 +140,24 @@ def local_subject(user_id: str, domains: Sequence[str] = ()) -> Subject:
     return Subject(user_id, Principal(key))
 
 
+_USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
+def session_user(user_id: str) -> str:
+    """``user_id``, if writes accept it as a user id (``mcp.user_invalid`` otherwise): a
+    session for any other id could store nothing and would find nothing."""
+    try:
+        return _USER_ID.validate_python(user_id)
+    except ValidationError:
+        shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
+        raise MemkgError(
+            f"{shown!r} is not a user id: an MCP session serves a user id of 1 to 128 ASCII "
+            "letters, digits and _ . : @ -, starting with a letter or digit (--user on stdio, "
+            "the Memkg-User header over HTTP)",
+            code="mcp.user_invalid",
+        ) from None
+
+
 def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
     """The subject of a key: its bound user, or ``user_id`` for a key bound to none."""
     bound = principal.key.user_id
@@ -139,7 +168,7 @@ def keyed_subject(principal: Principal, user_id: str | None) -> Subject:
         raise MemkgError("an MCP session serves one user: bind the key to a user, or give "
                          "--user (stdio) or the Memkg-User header (HTTP)",
                          code="mcp.user_missing")  # fmt: skip
-    return Subject(chosen, principal)
+    return Subject(session_user(chosen), principal)
 
 
 def subject_from(
@@ -149,6 +178,11 @@ def subject_from(
     """The stdio session's subject from its command line (or ``$MEMKG_API_KEY``), and, for a
     key, where its calls are recorded (the access audit beside the memory). ``store``: the key
     store (default: the SQLite file ``db``)."""
+    known = engine.registry.domains()
+    for domain in domains:
+        if domain not in known:
+            raise NotFound(f"no memory domain {domain!r} (--domain): known are "
+                           f"{', '.join(known)}", code="domain.unknown")  # fmt: skip
     token = key or os.environ.get("MEMKG_API_KEY")
     if token:
         from memkg.service.commands import access_store_at, audited
@@ -160,11 +194,17 @@ def subject_from(
         subject = keyed_subject(principal, user)
         for domain in domains:
             principal.check(ApiScope.READ, domain, subject.user_id)
-        return subject, audit_to(keyring)
+
+        def renew() -> Principal:
+            fresh = keyring.authenticate(token)
+            # the session reaches only the domains given, whatever else the key may
+            return fresh.within(domains) if domains else fresh
+
+        return Subject(subject.user_id, renew(), renew), audit_to(keyring)
     if not user:
         raise MemkgError("give --user (the user this session serves) or --key",
                          code="mcp.user_missing")  # fmt: skip
-    return local_subject(user, domains), None
+    return local_subject(session_user(user), domains), None
 
 
 def audit_to(keyring: Keyring) -> Audit:
@@ -532,7 +572,7 @@ def build_server(
     """An MCP server whose tools call ``engine`` (which the caller opens and closes)."""
     server = MemkgMCP("memkg", instructions=INSTRUCTIONS, version=__version__,
                       log_level="WARNING")  # fmt: skip
-    subject_of = subject if callable(subject) else (lambda _ctx: subject)
+    subject_of = subject if callable(subject) else (lambda _ctx: subject.current())
     server.subject_of, server.audit = subject_of, audit
     tools = MemoryTools(engine, subject_of, gate)
     for name in TOOLS:

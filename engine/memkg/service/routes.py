@@ -440,9 +440,12 @@ class Routes:
 
     async def decisions(self, call: Call) -> Response:
         user = call.path["user"]
-        visible = call.visible(READ, user)
-        found = await self._run(self.engine.decisions, user, limit=call.query.limit)
+        visible, limit = call.visible(READ, user), call.query.limit
+        # the limit counts what the key may see: filter first, then keep the newest
+        found = await self._run(self.engine.decisions, user,
+                                limit=limit if visible is None else None)  # fmt: skip
         found = [d for d in found if visible is None or d.request.domain in visible]
+        found = found[-limit:] if limit else found
         return _json({"user_id": user, "decisions": [summary(d) for d in found]})
 
     async def _decision(self, call: Call, scope: ApiScope) -> str:
@@ -638,9 +641,9 @@ class Routes:
         return _json(grant.model_dump(mode="json"))
 
     async def audit(self, call: Call) -> Response:
-        q = call.query
+        q, ring = call.query, self._ring()
         records = await run_in_threadpool(
-            lambda: self._ring().audit(subject=q.user, key_id=q.key, limit=q.limit)
+            lambda: ring.audit(subject=q.user, key_id=q.key, target=q.target, limit=q.limit)
         )
         return _json({"records": _dump_all(records)})
 

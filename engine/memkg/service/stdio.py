@@ -5,10 +5,17 @@ writes its requests and closes its end (a pipe, ``memkg mcp < requests.jsonl``) 
 answers, though a ``remember`` among them ran and was stored. Here the server's read stream
 ends only once every request read has been answered (or cancelled by the client), and each
 answer goes through the SDK's writer, which writes and flushes it before the process exits.
+
+A line the SDK cannot read as a message (not JSON, a lone surrogate such as ``"\\ud800"``,
+nested past its parser's limit) it hands on as an exception, and nothing answered it: the
+client waited for ever. Here each such line gets a JSON-RPC error (``-32700``, or ``-32600``
+for JSON that is no JSON-RPC message) under the request's id when the line shows one.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -18,7 +25,16 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
+from pydantic import ValidationError
 
 Inbound = SessionMessage | Exception
 
@@ -58,6 +74,78 @@ class Unanswered:
             await self._changed.wait()
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_ID = re.compile(r'-?[0-9]{1,18}(?![0-9.eE])|"(?:[^"\\]|\\.){0,256}"')
+
+
+def request_id(line: str) -> str | int | None:
+    """The ``id`` of the top-level object in ``line``, read without parsing the rest (which
+    may be what the parser refused): ``None`` when the line shows none."""
+    depth, at = 0, 0
+    while at < len(line):
+        char = line[at]
+        if char == '"':
+            found = _STRING.match(line, at)
+            if found is None:
+                return None
+            at = found.end()
+            colon = _skip(line, at)
+            if depth == 1 and found.group() == '"id"' and line.startswith(":", colon):
+                value = _ID.match(line, _skip(line, colon + 1))
+                return _shown_id(value.group()) if value else None
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        at += 1
+    return None
+
+
+def _skip(line: str, at: int) -> int:
+    """The position of the first character at or after ``at`` that is not JSON whitespace."""
+    while at < len(line) and line[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _shown_id(text: str) -> str | int | None:
+    value = json.loads(text)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # an id with a lone surrogate cannot be written back
+            return None
+    return value if isinstance(value, str | int) else None
+
+
+def unreadable(error: Exception) -> SessionMessage:
+    """The JSON-RPC error answering a line the SDK could not read as a message."""
+    found: str | int | None = None
+    detail, code = str(error) or type(error).__name__, PARSE_ERROR
+    if isinstance(error, ValidationError):
+        problems = error.errors(include_url=False)
+        first = problems[0]
+        if isinstance(first.get("input"), str) and first.get("type") == "json_invalid":
+            found = request_id(first["input"])  # the line itself: its JSON was refused
+        else:  # JSON, but not a JSON-RPC message: a missing field names the whole object
+            whole: dict[str, Any] = next(
+                (p["input"] for p in problems if isinstance(p.get("input"), dict)), {}
+            )
+            found = _shown_id(json.dumps(whole.get("id")))
+        detail = str(first.get("msg", detail))
+        code = PARSE_ERROR if first.get("type") == "json_invalid" else INVALID_REQUEST
+    message = (
+        f"memkg could not read this line as a JSON-RPC message ({detail[:200]}) and did "
+        "nothing with it: send one message per line, as JSON without lone surrogates "
+        "(\\ud800) and nested less deeply"
+    )
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=found,
+                                       error=ErrorData(code=code, message=message)))  # fmt: skip
+
+
 async def serve_stdio(server: Server[Any]) -> None:
     """Run ``server`` (the SDK's low-level server) over this process's stdin and stdout."""
     pending = Unanswered()
@@ -66,17 +154,21 @@ async def serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (wire_in, wire_out), anyio.create_task_group() as writing:
         writing.start_soon(_answers, write_out, wire_out, pending)
         async with anyio.create_task_group() as serving:
-            serving.start_soon(_requests, wire_in, read_in, pending)
+            serving.start_soon(_requests, wire_in, read_in, write_in.clone(), pending)
             # closes write_in when it ends, so ``_answers`` hands on the last ones and stops
             await server.run(read_out, write_in, server.create_initialization_options())
             serving.cancel_scope.cancel()  # the server stopped: read no more
 
 
 async def _requests(
-    wire: Any, to_server: MemoryObjectSendStream[Inbound], pending: Unanswered
-) -> None:
-    async with to_server:
+    wire: Any, to_server: MemoryObjectSendStream[Inbound],
+    errors: MemoryObjectSendStream[SessionMessage], pending: Unanswered,
+) -> None:  # fmt: skip
+    async with to_server, errors:
         async for message in wire:
+            if isinstance(message, Exception):  # the server would drop it unanswered
+                await errors.send(unreadable(message))
+                continue
             pending.read(message)
             await to_server.send(message)
         await pending.all_answered()  # only then does the server see end of input

@@ -1,0 +1,150 @@
+"""How an MCP session is started and called at its edges: misspelt domains, ids no write
+accepts, a key narrowed to some of its domains, arguments outside what a tool takes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+anyio = pytest.importorskip("anyio")
+pytest.importorskip("mcp")
+
+from mcp.server.mcpserver import Context  # noqa: E402
+from mcp.types import CallToolResult, TextContent  # noqa: E402
+
+from memkg import Engine, MemkgError  # noqa: E402
+from memkg.access import Keyring  # noqa: E402
+from memkg.access.sqlite import SqliteAccessStore  # noqa: E402
+from memkg.cli import main  # noqa: E402
+from memkg.service.mcp import build_server, local_subject, subject_from  # noqa: E402
+from support.observations import CONSENTED, obs  # noqa: E402
+from support.service import client, keyed_app, token  # noqa: E402
+
+HEALTH = obs(domain="health", key="child.age", value=3, source="profile", **CONSENTED)
+
+
+def answer(result: CallToolResult) -> Any:
+    [block] = result.content
+    assert isinstance(block, TextContent)
+    return json.loads(block.text)
+
+
+def started(db: Path, *argv: str) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    code = main(["--db", str(db), "mcp", *argv], out)
+    return code, json.loads(out.getvalue())
+
+
+def test_a_misspelt_domain_stops_the_session_before_it_serves(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    code, refused = started(db, "--user", "u1", "--domain", "travle")
+    assert code == 1 and refused["error"] == "domain.unknown"
+    assert "travle" in refused["message"] and "travel" in refused["message"]
+    with Engine.open(db) as engine:
+        ring = Keyring(SqliteAccessStore(db), engine.clock)
+        issued = ring.create("agent", ["read", "write"], ["*"], user_id="u1")
+        with pytest.raises(MemkgError) as keyed:
+            subject_from(engine, db, None, ["travle"], issued.token)
+        assert keyed.value.code == "domain.unknown"
+
+
+@pytest.mark.parametrize("user", ["li na", "li/na", "-u1", "x" * 129])
+def test_a_session_for_an_id_no_write_accepts_is_refused_at_start(
+    tmp_path: Path, user: str
+) -> None:
+    code, refused = started(tmp_path / "m.db", f"--user={user}")
+    assert code == 1 and refused["error"] == "mcp.user_invalid", refused
+
+
+def test_domains_given_with_a_key_narrow_the_session(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with Engine.open(db) as engine:
+        engine.ingest(obs())
+        engine.ingest(HEALTH)
+        ring = Keyring(SqliteAccessStore(db), engine.clock)
+        issued = ring.create("agent", ["read", "write", "decide"], ["*"], user_id="u1")
+        subject, audit = subject_from(engine, db, None, ["travel"], issued.token)
+        server = build_server(engine, subject, audit=audit)
+
+        async def calls() -> None:
+            context = Context(mcp_server=server)
+            listed = await server.call_tool("list_domains", {}, context)
+            assert answer(listed) == {"domains": ["travel"]}
+            every = answer(await server.call_tool("recall_facts", {}, context))
+            assert {f["domain"] for f in every["facts"]} == {"travel"}
+            health = await server.call_tool("recall_facts", {"domain": "health"}, context)
+            assert health.is_error and answer(health)["error"] == "access.domain"
+            wrote = await server.call_tool("remember", {k: v for k, v in HEALTH.items()
+                                                        if k != "user_id"}, context)  # fmt: skip
+            assert wrote.is_error and answer(wrote)["error"] == "access.domain"
+
+        anyio.run(calls)
+        assert len(engine.facts("u1", "health")) == 1
+
+
+def test_explain_decision_refuses_a_format_it_cannot_render(engine: Engine) -> None:
+    engine.ingest(obs())
+    decision = engine.decide("u1", "travel", {}).decision_id
+    server = build_server(engine, local_subject("u1"))
+
+    async def calls() -> None:
+        refused = await server.call_tool("explain_decision",
+                                         {"decision_id": decision, "format": "xml"})  # fmt: skip
+        assert refused.is_error
+        found = answer(refused)
+        assert found["error"] == "tool.arguments" and found["problems"][0]["path"] == "$.format"
+        shown = await server.call_tool("explain_decision", {"decision_id": decision,
+                                                            "format": "md"})  # fmt: skip
+        assert not shown.is_error
+
+    anyio.run(calls)
+
+
+def test_the_user_header_must_be_a_user_id(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    headers = {"memkg-user": "li na", "accept": "application/json, text/event-stream"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "recall_facts", "arguments": {}}}  # fmt: skip
+    with client(app, token(keyring, ["read"], ["travel"]), headers=headers) as http:
+        refused = http.post("/mcp", json=call)
+    assert refused.status_code == 400 and refused.json()["error"] == "mcp.user_invalid"
+
+
+def test_a_keyed_session_stops_serving_once_its_key_is_revoked_or_its_grant_ends(
+    tmp_path: Path,
+) -> None:
+    from datetime import timedelta
+
+    from memkg.clock import FrozenClock
+    from support.observations import T0
+
+    db = tmp_path / "m.db"
+    clock = FrozenClock(T0)
+    with Engine.open(db, clock=clock) as engine:
+        engine.ingest(obs())
+        engine.ingest(HEALTH)
+        ring = Keyring(SqliteAccessStore(db), engine.clock)
+        issued = ring.create("agent", ["read"], ["travel"], user_id="u1")
+        ring.grant(issued.key.key_id, "health", "triage", T0 + timedelta(days=1))
+        subject, audit = subject_from(engine, db, None, [], issued.token)
+        server = build_server(engine, subject, audit=audit)
+
+        async def recall(domain: str) -> CallToolResult:
+            return await server.call_tool("recall_facts", {"domain": domain},
+                                          Context(mcp_server=server))  # fmt: skip
+
+        async def calls() -> None:
+            assert not (await recall("health")).is_error
+            clock.advance(timedelta(days=2))  # the grant ended
+            ended = await recall("health")
+            assert ended.is_error and answer(ended)["error"] == "access.domain"
+            assert not (await recall("travel")).is_error
+            ring.revoke(issued.key.key_id)
+            revoked = await recall("travel")
+            assert revoked.is_error and answer(revoked)["error"] == "auth.invalid"
+
+        anyio.run(calls)
