@@ -119,7 +119,8 @@ class PostgresDecisionLog(PgAdapter):
             f"SELECT record::text FROM (SELECT seq, record FROM {self._s}.decisions"
             " WHERE user_id = %s ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
         )
-        rows = self._read(query, (user_id, limit or None))
+        # a limit past what a bigint holds is past every count: all of them
+        rows = self._read(query, (user_id, limit if limit and limit < 2**63 else None))
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def recent(self, limit: int) -> list[Decision]:
