@@ -133,3 +133,16 @@ def test_erase_pseudonymises_the_keys_and_audit_beside_the_memory(tmp_path: Path
     assert code == 0 and receipt["removed"]["access_audit"] == 1  # the key bound to u9
     _, [keys] = run("--db", db, "access", "key", "list")
     assert [k["user_id"][:5] for k in keys["keys"]] == ["hmac:"]
+
+
+def test_the_line_bound_counts_bytes_not_characters(tmp_path: Path) -> None:
+    """100,000 CJK characters are 300,000 bytes of UTF-8: past the 256 KiB bound."""
+    db = str(tmp_path / "m.db")
+    wide = json.dumps(obs(value="中" * 100_000), ensure_ascii=False)
+    assert len(wide) < 256 * 1024 < len(wide.encode("utf-8"))
+    source = write_jsonl(tmp_path / "in.jsonl", [wide])
+    code, lines = run("--db", db, "ingest", source)
+    assert code == 3
+    problem = lines[0]["problems"][0]
+    assert problem["code"] == "limit.size"
+    assert f"{len(wide.encode('utf-8')) + 1:,} bytes" in problem["message"]  # with its newline

@@ -42,10 +42,14 @@ def _read_jsonl(
             if not line.strip():
                 continue
             problem = None
-            if len(line) > limits.max_line_bytes:
+            # at most 4 bytes a character: only a line that could be too long is encoded
+            size = len(line) if len(line) * 4 <= limits.max_line_bytes else len(
+                line.encode("utf-8", "surrogateescape")
+            )  # fmt: skip
+            if size > limits.max_line_bytes:
                 problem = (
                     "limit.size",
-                    f"line of {len(line):,} bytes exceeds {limits.max_line_bytes:,}",
+                    f"line of {size:,} bytes exceeds {limits.max_line_bytes:,}",
                 )
             elif json_text_depth(line, limits.max_depth + 2) > limits.max_depth + 2:
                 problem = ("limit.depth", f"nested deeper than {limits.max_depth} levels")
