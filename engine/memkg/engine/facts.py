@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,6 +38,7 @@ from memkg.model.fact import (
     SupersedeReason,
 )
 from memkg.model.report import Problem, ValidationReport
+from memkg.validate.limits import require_text
 from memkg.validate.validator import Checked
 
 Supersede = Callable[[UserMemory, Checked], list[tuple[Fact, SupersedeReason]]]
@@ -125,7 +126,8 @@ class FactWriter:
         self, observations: Sequence[Mapping[str, Any] | Observation]
     ) -> list[IngestOutcome]:
         """Validate a batch together (one SHACL run) and store each accepted observation."""
-        checked = self.setup.validator.check_many(observations, self.clock.now(), self._salt)
+        batch = _batch(observations)
+        checked = self.setup.validator.check_many(batch, self.clock.now(), self._salt)
         outcomes = []
         # the engine's lock before the store's, as every write and decision takes them (the
         # batch holds the store's to its end; each item takes the engine's)
@@ -275,6 +277,7 @@ class FactWriter:
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
         """Forget a fact, or a free-text note: a soft delete that keeps its history."""
         check_args(user_id=user_id, fact_id=fact_id, reason=reason)
+        require_text(reason, "reason")
         self.journal.writable(user_id)
         note = self.projections.notes(user_id).notes.get(fact_id)
         fact = None if note is not None else self.reads.fact(user_id, fact_id)
@@ -388,3 +391,14 @@ def _dump(fact: Fact) -> dict[str, Any]:
         "schema_version": fact.schema_version, "context": dict(context), "change": fact.change,
         "supersedes": fact.supersedes,
     }  # fmt: skip
+
+
+def _batch(observations: object) -> list[Any]:
+    """The observations of a batch (any iterable of them), or what was given instead."""
+    if isinstance(observations, str | bytes | Mapping) or not isinstance(observations, Iterable):
+        given = "None" if observations is None else f"a {type(observations).__name__}"
+        raise InvalidOperation(
+            f"observations is a list of observations (JSON objects), not {given}",
+            code="argument.type",
+        )
+    return list(observations)

@@ -11,6 +11,7 @@ from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
+from memkg.errors import InvalidOperation
 from memkg.events.retry import Attempts, unconditional
 from memkg.graph import export, queries
 from memkg.graph.projection import UserGraph
@@ -103,6 +104,11 @@ class GraphService:
     ) -> list[RecentEntity]:  # fmt: skip
         """Entities of a type seen in the session, most recent first."""
         check_args(user_id=user_id, entity_type=entity_type, session_id=session_id, domain=domain)
+        if type(limit) is not int or limit < 0:
+            raise InvalidOperation(
+                f"limit is a whole number from 0 (how many entities to list), not {limit!r:.40}",
+                code="argument.type",
+            )
         graph = self.projections.graph(user_id)
         return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from memkg.arbitration.review import Review, fold_review
 from memkg.engine.snapshots import Snapshots
+from memkg.errors import InvalidOperation
 from memkg.events.projection import UserMemory
 from memkg.events.store import row_stream
 from memkg.graph.cache import GraphCache
@@ -63,6 +64,40 @@ if TYPE_CHECKING:
 Upcast = Callable[[Fact], Fact]
 PinnedMark = Callable[[], tuple[int, int] | None]
 """What a ``pinned`` block hands back: the stream mark its reads were checked at."""
+
+
+SEQ_MAX = 2**63 - 1
+"""The last log position a store can hold (SQLite's and PostgreSQL's 64-bit integers)."""
+
+
+def log_position(as_of: object, name: str = "as_of") -> int:
+    """``as_of`` if it is a log position (a whole number from 0 to ``SEQ_MAX``; past the log's
+    end reads all of it), else ``InvalidOperation`` saying what to send."""
+    if type(as_of) is int and 0 <= as_of <= SEQ_MAX:
+        return as_of
+    raise InvalidOperation(
+        f"{name} is a log position, a whole number from 0 to {SEQ_MAX} (e.g. the version a "
+        f"read or a write returned), not {as_of!r:.40}",
+        code="read.as_of",
+    )
+
+
+def instant(at: object, name: str = "at") -> datetime:
+    """``at`` if it is a ``datetime`` with a timezone, else ``InvalidOperation``."""
+    if isinstance(at, datetime) and at.utcoffset() is not None:
+        return at
+    what = "a datetime without a timezone" if isinstance(at, datetime) else f"{at!r:.40}"
+    raise InvalidOperation(
+        f"{name} is a datetime with a timezone (e.g. datetime(2026, 5, 1, 9, tzinfo=UTC)), "
+        f"not {what}",
+        code="read.at",
+    )
+
+
+def _as_of(seq: object, at: object) -> dict[str, Any]:
+    """A graph's ``seq`` and ``at``, each checked when given (``log_position``, ``instant``)."""
+    return {"seq": None if seq is None else log_position(seq),
+            "at": None if at is None else instant(at)}  # fmt: skip
 
 
 class Stream(Protocol):
@@ -178,7 +213,7 @@ class Projections:
         """The user's current memory: the fold the user's graph holds, one per user (or as of
         ``as_of``, not kept)."""
         if as_of is not None:
-            return UserMemory.from_events(user_id, self.read(user_id, up_to_seq=as_of))
+            return UserMemory.from_events(user_id, self.read(user_id, log_position(as_of)))
         return cast(UserMemory, self.graph(user_id).memory)
 
     def graph(self, user_id: str) -> UserGraph:
@@ -203,7 +238,7 @@ class Projections:
         self, user_id: str, *, seq: int | None = None, at: datetime | None = None
     ) -> UserGraph:
         """The user's graph as of a log position, or as memory stood at a time; not kept."""
-        return self._graphs.as_of(user_id, seq=seq, at=at)
+        return self._graphs.as_of(user_id, **_as_of(seq, at))
 
     def view(
         self, user_id: str, now: datetime, params: WeightParams, domain: str | None = None

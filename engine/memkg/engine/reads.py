@@ -12,13 +12,14 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from memkg.clock import Clock
-from memkg.engine.projections import Projections, Upcast
+from memkg.engine.projections import Projections, Upcast, instant
 from memkg.engine.setup import Setup, check_args
 from memkg.errors import NotFound
 from memkg.events.projection import UserMemory, fold_all, fold_all_rows
 from memkg.events.store import EventStore, row_stream
 from memkg.model.event import Event
 from memkg.model.fact import Fact
+from memkg.validate.limits import require_text
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,8 @@ class Reads:
         """What memory holds about the user now (or as of log position ``as_of``)."""
         check_args(user_id=user_id, domain=domain)
         self._known(domain)
-        return self.memory(user_id, as_of=as_of).current(domain, at or self.clock.now())
+        when = self.clock.now() if at is None else instant(at)
+        return self.memory(user_id, as_of=as_of).current(domain, when)
 
     def fact(self, user_id: str, fact_id: str) -> Fact:
         check_args(user_id=user_id, fact_id=fact_id)
@@ -79,7 +81,7 @@ class Reads:
         return note.domain if note is not None else self.fact(user_id, item_id).domain
 
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
-        check_args(user_id=user_id, key=key, domain=domain)
+        check_args(user_id=user_id, key=require_text(key, "key"), domain=domain)
         self._known(domain)
         return self.projections.memory(user_id).history(key, domain)
 

@@ -3,21 +3,26 @@
 The Turtle holds the user's named graph(s) as projected, plus one ``rdf:Statement`` per
 weighted claim (``user ─key→ target``, ``mk:factId``, ``mk:weight`` as of the view's time);
 parsing it back gives a graph isomorphic to ``to_rdf``'s.
+
+A statement's IRI is ``edge:<fact id>.<digest of the target>``: every statement in one
+namespace. rdflib's Turtle serializer scans every namespace its IRIs fall into for each IRI it
+writes, so an IRI per claim that opened a namespace of its own (the target in the path) made
+an export cost the square of the user's claims.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
-from urllib.parse import quote
 
 from rdflib import RDF, Graph, Literal, URIRef
 from rdflib.term import Node
 
 from memkg.graph import queries
 from memkg.graph.projection import UserGraph
-from memkg.graph.rdf import decimal, fact_iri
+from memkg.graph.rdf import decimal
 from memkg.graph.view import View, user_node
-from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
+from memkg.model.vocab import EDGE, ENTITY_REF, KEY, MK, entity_iri, user_iri
 
 
 def to_json(graph: UserGraph, view: View) -> dict[str, Any]:
@@ -46,7 +51,7 @@ def to_rdf(graph: UserGraph, view: View) -> Graph:
     found.bind("mk", MK)
     found.bind("key", KEY)
     for edge in queries.edges(view):
-        statement = URIRef(f"{fact_iri(edge.fact_id)}/edge/{quote(edge.target, safe='')}")
+        statement = _statement(edge.fact_id, edge.target)
         target: Node
         if ENTITY_REF.match(edge.target):
             target = entity_iri(edge.target)
@@ -59,6 +64,19 @@ def to_rdf(graph: UserGraph, view: View) -> Graph:
         found.add((statement, MK.factId, Literal(edge.fact_id)))
         found.add((statement, MK.weight, decimal(round(edge.weight, 6))))
     return found
+
+
+def _statement(fact_id: str, target: str) -> URIRef:
+    """The IRI of the claim ``fact_id`` makes about ``target`` (a fact names several targets)."""
+    digest = hashlib.sha256(target.encode("utf-8")).hexdigest()[:32]
+    return EDGE[f"{_local_name(fact_id)}.{digest}"]
+
+
+def _local_name(fact_id: str) -> str:
+    """``fact_id`` as the start of a local name: its characters outside ``[A-Za-z0-9_-]`` as
+    ``.xx`` hex escapes (an engine's ids have none), so that the name stays one segment."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else
+                   "".join(f".{b:02x}" for b in c.encode("utf-8")) for c in fact_id)  # fmt: skip
 
 
 def to_turtle(graph: UserGraph, view: View) -> str:

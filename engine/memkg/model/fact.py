@@ -11,7 +11,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from memkg.model.source import Source as Source  # the fact's field type, re-exported
 
@@ -26,8 +27,57 @@ def _aware(value: datetime) -> datetime:
     return value
 
 
-AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+_NUMERIC = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def _stamp(value: Any) -> Any:
+    """Only an ISO 8601 text (or a ``datetime``) is a timestamp: a bare number, or a text of
+    one, would be read as seconds or milliseconds since 1970 by a guess, in no stated zone."""
+    if isinstance(value, bool | int | float) or (isinstance(value, str) and _NUMERIC.match(value)):
+        raise PydanticCustomError(
+            "datetime_type",
+            "Input should be an ISO 8601 timestamp with a timezone, e.g. "
+            "2026-05-01T09:00:00Z, not a number (seconds since 1970 are not taken)",
+        )
+    return value
+
+
+def _json_type(value: Any) -> str:
+    """What ``value`` is, in JSON's words: "a string", "a boolean", "null"."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), (int | float, "a number"), (str, "a string"),
+                       (list | tuple, "an array"), (dict, "an object")):  # fmt: skip
+        if isinstance(value, kind):
+            return name
+    return f"a {type(value).__name__}"
+
+
+def _flag(value: Any) -> Any:
+    """A flag is a JSON boolean: "yes", "1" or 1 is not consent, nor a change."""
+    if type(value) is not bool:
+        raise PydanticCustomError(
+            "bool_type",
+            "Input should be true or false (a JSON boolean), not {given}",
+            {"given": _json_type(value)},
+        )
+    return value
+
+
+def _number(value: Any) -> Any:
+    """A confidence is a JSON number: neither a flag (true is not 1.0) nor a text of one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError(
+            "float_type",
+            "Input should be a number from 0 to 1 (a JSON number), not {given}",
+            {"given": _json_type(value)},
+        )
+    return value
+
+
+AwareDatetime = Annotated[datetime, BeforeValidator(_stamp), AfterValidator(_aware)]
 Identifier = Annotated[str, Field(pattern=_IDENT)]
+Flag = Annotated[bool, BeforeValidator(_flag)]
 
 
 class Kind(StrEnum):
@@ -153,7 +203,7 @@ class Provenance(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     source_ref: Annotated[str, Field(max_length=256)] | None = None
-    consent_granted: bool = False
+    consent_granted: Flag = False
     consent_version: Annotated[str, Field(max_length=64)] | None = None
     audit_log_id: Annotated[str, Field(max_length=128)] | None = None
     purpose: Annotated[str, Field(max_length=256)] | None = None
@@ -175,7 +225,9 @@ class Observation(BaseModel):
     value: Any
     kind: Kind | None = None
     source: Source
-    confidence: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1.0
+    confidence: Annotated[
+        float, BeforeValidator(_number), Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    ] = 1.0
     scope: Scope = Scope.GLOBAL
     session_id: Identifier | None = None
     observed_at: AwareDatetime | None = None
@@ -185,7 +237,7 @@ class Observation(BaseModel):
     context: dict[str, Annotated[str, Field(max_length=64)]] = Field(
         default_factory=dict, max_length=8
     )
-    change: bool = False
+    change: Flag = False
     supersedes: Identifier | None = None
     idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
 

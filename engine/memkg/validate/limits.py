@@ -83,7 +83,17 @@ def check_text(value: Any, where: str) -> None:
     >>> check_text({"x": "a\\x00"}, "context")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     memkg.errors.InvalidOperation: context.x holds a NUL character (U+0000) at character 1: ...
+
+    An argument ``where`` names as text (``TEXT_ARGUMENTS``) that is not a ``str`` is refused
+    too (``argument.type``), and so is None for one that is always required.
+
+    >>> check_text(None, "user_id")
+    Traceback (most recent call last):
+    memkg.errors.InvalidOperation: user_id is text (a string), not None
     """
+    given = value is not None or where in REQUIRED_TEXT
+    if where in TEXT_ARGUMENTS and given and not isinstance(value, str):
+        require_text(value, where)
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         node, path = stack.pop()
@@ -98,6 +108,26 @@ def check_text(value: Any, where: str) -> None:
             for name, item in node.items():
                 stack.append((name, f"{path} key"))
                 stack.append((item, f"{path}.{name}" if _printable(name) else f"{path} value"))
+
+
+REQUIRED_TEXT = frozenset({
+    "user_id", "fact_id", "item_id", "note_id", "trace_id", "decision_id", "review_id",
+    "audit_log_id", "primary", "other", "query", "concept", "entity_type",
+})  # fmt: skip
+"""Arguments that are always text: ids, and what a read is about."""
+TEXT_ARGUMENTS = REQUIRED_TEXT | {
+    "domain", "key", "reason", "by", "session_id", "note", "scope", "reviewer", "relation",
+    "language", "confirm", "turn", "decision",
+}  # fmt: skip
+"""Arguments that are text when given (None: not given, where the call allows it)."""
+
+
+def require_text(value: Any, where: str) -> str:
+    """``value`` if it is a ``str``, else ``InvalidOperation`` (``argument.type``) naming it."""
+    if isinstance(value, str):
+        return value
+    given = "None" if value is None else f"a {type(value).__name__}"
+    raise InvalidOperation(f"{where} is text (a string), not {given}", code="argument.type")
 
 
 def _printable(name: object) -> bool:

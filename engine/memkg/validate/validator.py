@@ -145,6 +145,17 @@ def _future(observed_at: datetime, now: datetime) -> Problem:
     )
 
 
+def _expired(valid_until: datetime, observed_at: datetime) -> Problem:
+    return Problem(
+        code="envelope.range",
+        path="$.valid_until",
+        message=f"valid_until {valid_until.isoformat()} is not after observed_at "
+        f"{observed_at.isoformat()} (the engine's clock when observed_at is not given): a fact "
+        "that ends before it was observed never held; send a later valid_until, or omit it",
+        stage="envelope",
+    )
+
+
 def _unknown_key(registry: SchemaRegistry, domain: str, key: str) -> Problem:
     message = registry.unknown_key(domain, key)
     if domain not in registry.domains():
@@ -296,6 +307,8 @@ class Validator:
             problems.append(self._unknown_source(obs.source))
         if obs.observed_at is not None and obs.observed_at - now > CLOCK_SKEW:
             problems.append(_future(obs.observed_at, now))
+        if obs.valid_until is not None and obs.valid_until <= (obs.observed_at or now):
+            problems.append(_expired(obs.valid_until, obs.observed_at or now))
         spec = self.registry.spec(obs.domain, obs.key)
         if spec is None:
             return [*problems, _unknown_key(self.registry, obs.domain, obs.key)], None
