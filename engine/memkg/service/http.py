@@ -4,8 +4,9 @@ Bodies are the CLI's JSON. Errors are ``MemkgError.to_dict()`` with a status: no
 key 401, a key without the scope, domain or user 403, too many requests 429, refused
 observation 422, unknown fact, decision or domain 404, stale write or memory off 409,
 inapplicable operation or bad request 400, a body that is not JSON 415, store or model down
-503. Bodies over ``max_body_bytes`` get 413; stack traces never leave the server. Engine
-calls run in the threadpool, one at a time (``Gate``).
+503. Bodies over ``max_body_bytes`` get 413, bodies not sent within ``body_timeout`` 408;
+stack traces never leave the server. Engine calls run in the threadpool, one at a time
+(``Gate``).
 
 Every call about a user's memory is recorded in the access audit (key, operation, subject,
 domain, target, purpose, grant, status); the access log (logger ``memkg.access``, one JSON
@@ -14,6 +15,7 @@ object per request) names the operation and the key, never a user id or a value.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import socket
@@ -79,7 +81,7 @@ _STATUS: tuple[tuple[type[MemkgError], int], ...] = (
 _CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.user_invalid": 400,
                 "mcp.unavailable": 503,
                 "request.invalid": 400, "request.not_json": 400,
-                "request.too_large": 413, "access.disabled": 400,
+                "request.too_large": 413, "request.timeout": 408, "access.disabled": 400,
                 "access.scope_unknown": 400, "access.domains_missing": 400,
                 "access.name_invalid": 400, "access.purpose_missing": 400,
                 "access.expiry_past": 400, "access.admin_limited": 400,
@@ -230,7 +232,8 @@ def create_app(
                           code="service.no_keys")  # fmt: skip
     gate = Gate(engine)
     depth = engine.config.limits.max_depth + 3  # a batch's list, the envelope, the value
-    body = Body(max_body_bytes or settings.max_body_bytes, depth, settings.max_batch)
+    body = Body(max_body_bytes or settings.max_body_bytes, depth, settings.max_batch,
+                settings.body_timeout)  # fmt: skip
     metrics = Metrics(lambda: float(len(gate(engine.review_queue))), engine.conflicts)
     auth = Authenticator(keyring, limiter or RateLimiter(settings.rate_limit))
     routes = Routes(gate, body, keyring, lambda: readiness(gate))
@@ -248,7 +251,7 @@ def create_app(
             return error_response(exc)
         return Response(await run_in_threadpool(metrics.render), media_type=CONTENT_TYPE)
 
-    mcp = McpMount(engine, gate, auth, keyring)
+    mcp = McpMount(engine, gate, auth, keyring, body)
     starlette_routes = [Route(op.path, dispatch.endpoint(op), methods=[op.method], name=op.name)
                         for op in operations]  # fmt: skip
     starlette_routes.append(Route("/mcp", mcp, methods=["POST", "GET", "DELETE"]))
@@ -269,7 +272,8 @@ def create_app(
                 methods |= route.methods
         return sorted(methods)
 
-    middleware = [Middleware(BrowserSafety, hosts=settings.hosts(), allowed=allowed)]
+    middleware = [Middleware(BrowserSafety, hosts=settings.hosts(), allowed=allowed,
+                             origins=settings.cors_origins)]  # fmt: skip
     if settings.cors_origins:
         middleware.insert(0, Middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins),
@@ -293,12 +297,15 @@ def create_app(
 
 class McpMount:
     """MCP over streamable HTTP at ``/mcp``: the request's API key names the subject (its
-    bound user, or the ``Memkg-User`` header for a key bound to none)."""
+    bound user, or the ``Memkg-User`` header for a key bound to none). A body is read as the
+    API's are (size cap, deadline) before the transport sees it: the SDK would buffer any."""
 
     def __init__(
-        self, engine: Engine, gate: Gate, auth: Authenticator, keyring: Keyring | None
-    ) -> None:
+        self, engine: Engine, gate: Gate, auth: Authenticator, keyring: Keyring | None,
+        body: Body,
+    ) -> None:  # fmt: skip
         self.engine, self.gate, self.auth, self.keyring = engine, gate, auth, keyring
+        self.body = body
         self.manager: Any = None
 
     @contextlib.asynccontextmanager
@@ -329,11 +336,24 @@ class McpMount:
                 raise MemkgError("the MCP transport is not running", code="mcp.unavailable")
             principal = await run_in_threadpool(self.auth.principal, request)
             subject = keyed_subject(principal, request.headers.get(SUBJECT_HEADER))
+            raw = await self.body.raw(request) if scope["method"] == "POST" else None
         except MemkgError as exc:
             await error_response(exc)(scope, receive, send)
             return
         scope.setdefault("state", {})["memkg_subject"] = subject
+        if raw is not None:
+            receive = _replay(raw, receive)
         await self.manager.handle_request(scope, receive, send)
+
+
+def _replay(raw: bytes, receive: Any) -> Any:
+    """A ``receive`` that gives ``raw`` as the whole body, then what ``receive`` gives."""
+    pending = [{"type": "http.request", "body": raw, "more_body": False}]
+
+    async def replay() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def _subject_of(ctx: Any) -> Any:
@@ -362,8 +382,6 @@ def readiness(gate: Gate) -> dict[str, str]:
 
 def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = None) -> None:
     """Serve the API with uvicorn until interrupted."""
-    import uvicorn
-
     app = create_app(engine, keyring=keyring, settings=settings)
     if not access_log.handlers and not logging.getLogger().handlers:
         # one JSON object per line on standard error, unless logging is configured already
@@ -372,10 +390,7 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
         access_log.addHandler(handler)
         access_log.setLevel(logging.INFO)
         access_log.propagate = False
-    # uvicorn's own access log prints request paths, which hold user ids: ours does not.
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info",
-                            access_log=False, server_header=False, proxy_headers=False)  # fmt: skip
-    server = uvicorn.Server(config)
+    server = http_server(app, settings)
     listening = _listen(settings.host, settings.port)
     settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
     try:
@@ -386,6 +401,60 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
     if not server.started:
         raise MemkgError(f"the HTTP server on {settings.host}:{settings.port} did not start: "
                          "see the log above", code="service.start_failed")  # fmt: skip
+
+
+def http_server(app: Starlette, settings: ServiceSettings) -> Any:
+    """The uvicorn server ``memkg serve`` runs ``app`` with (``run(sockets=...)`` starts it)."""
+    import uvicorn
+
+    # uvicorn's own access log prints request paths, which hold user ids: ours does not.
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="info",
+                            access_log=False, server_header=False, proxy_headers=False,
+                            http=_protocol(settings.header_timeout))  # fmt: skip
+    return uvicorn.Server(config)
+
+
+def _protocol(header_timeout: float) -> Any:
+    """uvicorn's h11 protocol, closing a connection whose request headers have not all arrived
+    ``header_timeout`` seconds after their first byte was awaited. uvicorn itself waits for
+    them for ever (its keep-alive timer stops at the first byte), so a few hundred clients
+    trickling headers would hold as many connections open."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        _late: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._await_headers()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._await_headers()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop()
+            super().connection_lost(exc)
+
+        def _await_headers(self) -> None:
+            waiting = self.conn.their_state is h11.IDLE and not self.transport.is_closing()
+            if not waiting:
+                self._stop()
+            elif self._late is None:
+                self._late = self.loop.call_later(header_timeout, self._headers_late)
+
+        def _stop(self) -> None:
+            if self._late is not None:
+                self._late.cancel()
+                self._late = None
+
+        def _headers_late(self) -> None:
+            self._late = None
+            if self.conn.their_state is h11.IDLE:
+                self.timeout_keep_alive_handler()  # closes the connection
+
+    return Protocol
 
 
 def _listen(host: str, port: int) -> socket.socket:

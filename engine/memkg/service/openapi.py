@@ -29,6 +29,7 @@ _PATH_PARAM = re.compile(r"{(\w+)}")
 _ERRORS = {400: "Bad request: the query or body is invalid",
            401: "No API key, or one that is unknown, revoked or expired",
            403: "The key lacks the scope, domain or user", 404: "Not found",
+           408: "The body did not arrive in time",
            409: "The stream moved on (stale expected_version)", 413: "The body is too large",
            415: "The body is not application/json", 422: "Refused by validation",
            429: "Too many requests for this key", 503: "Not ready"}  # fmt: skip
@@ -119,7 +120,7 @@ def _operation(
         out["x-memkg-scope"] = op.scope.value
         codes |= {401, 403, 404, 429}
     if op.body is not None:
-        codes |= {413, 415}
+        codes |= {408, 413, 415}
     for code in sorted(codes):
         responses[str(code)] = _error(code, error)
     out["responses"] = responses

@@ -2,6 +2,10 @@
 
 * ``Host`` must be one the service answers to (``400 request.host``): a page that rebinds its
   own DNS name to this address sends its own name, and is refused.
+* ``Origin``, when a browser sends one, must be this service's own (the ``Host`` it asked
+  for) or one given with ``--cors-origin`` (``403 request.origin``): a page elsewhere can
+  still make the browser send a bodiless ``POST`` (no ``Content-Type`` to refuse), which
+  without keys (``--no-auth``) nothing else tells apart from the service's own pages.
 * A request with a body must say ``Content-Type: application/json`` (``415
   request.media_type``): HTML forms can only send form encodings and ``text/plain``, which are
   refused before anything reads them.
@@ -31,9 +35,11 @@ def is_json(media: str) -> bool:
 
 class BrowserSafety:
     def __init__(
-        self, app: ASGIApp, hosts: Iterable[str], allowed: Callable[[str], list[str]]
-    ) -> None:
+        self, app: ASGIApp, hosts: Iterable[str], allowed: Callable[[str], list[str]],
+        origins: Iterable[str] = (),
+    ) -> None:  # fmt: skip
         self.app, self.hosts, self.allowed = app, frozenset(hosts), allowed
+        self.origins = frozenset(o.rstrip("/").lower() for o in origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,6 +79,18 @@ class BrowserSafety:
                     "it is the name clients use"
                 ),
             )
+        origin = headers.get(b"origin")
+        if origin is not None and scope["method"] != "OPTIONS":
+            given = origin.decode("latin-1").strip().rstrip("/").lower()
+            if given not in self.origins and _authority(given) != host:
+                return (
+                    403,
+                    "request.origin",
+                    (
+                        "this service does not answer pages of another origin; serve the page "
+                        "from this service, or allow its origin with --cors-origin"
+                    ),
+                )
         media = headers.get(b"content-type")
         has_body = headers.get(b"content-length", b"0") not in (b"0", b"") or (
             b"transfer-encoding" in headers
@@ -83,6 +101,13 @@ class BrowserSafety:
         ):
             return 415, "request.media_type", "send the body as Content-Type: application/json"
         return None
+
+
+def _authority(origin: str) -> str | None:
+    """``host[:port]`` of an origin (``scheme://host[:port]``, as browsers send it: the
+    scheme's default port left out, as in ``Host``); None for one naming no host (``null``)."""
+    scheme, sep, rest = origin.partition("://")
+    return rest if sep and scheme in ("http", "https") and rest else None
 
 
 async def _reply(

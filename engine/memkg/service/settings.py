@@ -14,6 +14,8 @@ from memkg.errors import ConfigError
 
 MAX_BODY_BYTES = 1 << 20
 MAX_BATCH = 1_000
+BODY_TIMEOUT = 30.0
+HEADER_TIMEOUT = 10.0
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
@@ -40,6 +42,10 @@ class ServiceSettings(BaseModel):
     rate_limit: int = Field(600, ge=0)
     """Requests per minute per key (a burst of that size, refilled evenly); 0: no limit."""
     max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
+    body_timeout: float = Field(BODY_TIMEOUT, gt=0)
+    """Seconds a request may take to send its whole body (``408 request.timeout`` after)."""
+    header_timeout: float = Field(HEADER_TIMEOUT, gt=0)
+    """Seconds a connection may take to send a request's headers before it is closed."""
     max_batch: int = Field(MAX_BATCH, gt=0)
     """Observations one request may send as a list: a list of empty objects fits a million
     in a few MB, and the engine works through a batch as one call, other requests waiting."""

@@ -58,6 +58,11 @@ def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def _status(answer: Answer) -> int:
+    """A view's status: the API's own when it refused the read the view is about."""
+    return 200 if answer.ok else answer.status
+
+
 def _anchor(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", "-".join(parts))
 
@@ -103,6 +108,8 @@ class Views:
         facts = await api.get(f"/v1/users/{user}/facts")
         if facts.status == 401:
             return self._render("error.html", 401, message=facts.message)
+        if not facts.ok:
+            return self._render("memory.html", facts.status, user=user, facts=facts, domains=[])
         grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for fact in facts.data.get("facts", []) if facts.ok else []:
             grouped.setdefault(fact["domain"], {}).setdefault(fact["key"], []).append(fact)
@@ -143,14 +150,15 @@ class Views:
         history = await api.get(f"/v1/users/{user}/history/{key}", domain=domain)
         weights = await api.get(f"/v1/users/{user}/weights/{key}", domain=domain)
         drawn = plot(weights.data) if weights.ok else None
-        return self._render("history.html", user=user, domain=domain, key=key,
-                            history=history, weights=weights, plot=drawn)  # fmt: skip
+        return self._render("history.html", _status(history), user=user, domain=domain,
+                            key=key, history=history, weights=weights, plot=drawn)  # fmt: skip
 
     async def decisions(self, api: ApiClient, q: dict[str, str]) -> Response:
         user = q["user"]
         decisions = await api.get(f"/v1/users/{user}/decisions")
         waiting = await self._waiting(api, decisions)
-        return self._render("decisions.html", user=user, decisions=decisions, waiting=waiting)
+        return self._render("decisions.html", _status(decisions), user=user,
+                            decisions=decisions, waiting=waiting)  # fmt: skip
 
     async def _waiting(
         self, api: ApiClient, decisions: Answer, domain: str | None = None,
@@ -194,7 +202,8 @@ class Views:
 
     async def decision(self, api: ApiClient, q: dict[str, str]) -> Response:
         explanation = await api.get(f"/v1/decisions/{q['id']}")
-        return self._render("decision.html", decision_id=q["id"], explanation=explanation)
+        return self._render("decision.html", _status(explanation), decision_id=q["id"],
+                            explanation=explanation)  # fmt: skip
 
     async def reviews(self, api: ApiClient, q: dict[str, str]) -> Response:
         user = q.get("user") or None
@@ -213,9 +222,13 @@ class Views:
                 waiting = await self._waiting(api, decisions, r["domain"], r["key"])
             items.append({**r, "values": values, "waiting": waiting})
         items.sort(key=lambda r: (r["status"] != "open", r["opened_at"]))
-        return self._render("reviews.html", user=user, reviews=reviews, items=items)
+        return self._render("reviews.html", _status(reviews), user=user, reviews=reviews,
+                            items=items)  # fmt: skip
 
     async def rights(self, api: ApiClient, q: dict[str, str]) -> Response:
         user = q["user"]
         state = await api.get(f"/v1/users/{user}/memory")
-        return self._render("rights.html", user=user, memory=state.data if state.ok else None)
+        # a key that may not read the switch may still export, erase or turn memory off
+        status = 401 if state.status == 401 else 200
+        return self._render("rights.html", status, user=user,
+                            memory=state.data if state.ok else None)  # fmt: skip

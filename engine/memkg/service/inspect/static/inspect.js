@@ -36,9 +36,15 @@ const enc = encodeURIComponent;
 
 const VIEWS = ["memory", "history", "decisions", "decision", "reviews", "rights"];
 
+function fragment() {
+  // the hash, decoded; one with a stray "%" (a link typed by hand) is taken as it was typed
+  const raw = window.location.hash.slice(1);
+  try { return decodeURIComponent(raw); } catch (e) { return raw; }
+}
+
 function route() {
   // the hash names the view; any other fragment (the skip link's) keeps the current one
-  const hash = decodeURIComponent(window.location.hash.slice(1));
+  const hash = fragment();
   if (VIEWS.includes(hash.split("/")[0])) state.view = hash;
   const [name, ...rest] = (state.view || "memory").split("/");
   const q = new URLSearchParams();
@@ -70,7 +76,7 @@ function session(event) {
   state.key = $("#key").value.trim();
   state.user = $("#user").value.trim();
   state.purpose = $("#purpose").value.trim();
-  const name = decodeURIComponent(window.location.hash.slice(1)).split("/")[0];
+  const name = fragment().split("/")[0];
   if (!VIEWS.includes(name)) window.location.hash = "memory";
   else show();
 }
@@ -208,7 +214,7 @@ async function exportJson(user) {
 document.addEventListener("DOMContentLoaded", () => {
   $("#session").addEventListener("submit", session);
   window.addEventListener("hashchange", () => {
-    if (VIEWS.includes(decodeURIComponent(window.location.hash.slice(1)).split("/")[0])) show();
+    if (VIEWS.includes(fragment().split("/")[0])) show();
   });
   for (const a of document.querySelectorAll("nav a")) {
     a.addEventListener("click", () => { if (a.hash === window.location.hash) show(); });
