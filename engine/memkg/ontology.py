@@ -23,6 +23,8 @@ LABEL_LIMIT = 1_000
 ``skos:hiddenLabel``): names that recall finds in what a user says and that prompts show."""
 COMMENT_LIMIT = 20_000
 """The most characters of an ``rdfs:comment``, which recall's documents carry."""
+MAX_FILE_BYTES = 64 << 20
+"""Largest Turtle file parsed at all: rdflib holds several times a file's size in memory."""
 _LIMITS = {RDFS.label: LABEL_LIMIT, SKOS.altLabel: LABEL_LIMIT, SKOS.hiddenLabel: LABEL_LIMIT,
            RDFS.comment: COMMENT_LIMIT}  # fmt: skip
 
@@ -39,6 +41,17 @@ def _parse(paths: list[Path]) -> Graph:
 
 def _load(graph: Graph, path: Path) -> Graph:
     try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}",
+                          code="ontology.parse") from exc  # fmt: skip
+    if size > MAX_FILE_BYTES or not path.is_file():
+        raise ConfigError(
+            f"{path}: larger than {MAX_FILE_BYTES:,} bytes (or not a file): split the knowledge "
+            "into several files under ontology/domains/",
+            code="ontology.too_large",
+        )
+    try:
         return graph.parse(path, format="turtle")
     except Exception as exc:  # rdflib raises many types; all mean a broken file
         raise ConfigError(f"{path}: cannot parse Turtle: {exc}", code="ontology.parse") from exc
@@ -48,7 +61,7 @@ def _too_long(graph: Graph) -> tuple[Any, Any, int, int] | None:
     """The first label or comment past its limit: (node, predicate, length, limit)."""
     for predicate, limit in _LIMITS.items():
         for node, value in graph.subject_objects(predicate):
-            if len(str(value)) > limit:
+            if len(str(value)) > limit or "\x00" in str(value):
                 return node, predicate, len(str(value)), limit
     return None
 
@@ -60,6 +73,12 @@ def _check_texts(path: Path, graph: Graph) -> None:
         return
     node, predicate, length, limit = found
     names = graph.namespace_manager
+    if length <= limit:  # the other reason: a NUL, which no store or prompt can carry
+        raise ConfigError(
+            f"{path}: {names.normalizeUri(str(node))} has a {names.normalizeUri(predicate)} "
+            "holding a NUL character (\\u0000): remove it",
+            code="ontology.text_nul",
+        )
     hint = " (a description belongs in rdfs:comment)" if limit == LABEL_LIMIT else ""
     raise ConfigError(
         f"{path}: {names.normalizeUri(str(node))} has a {names.normalizeUri(predicate)} of "

@@ -16,6 +16,11 @@ schemas, migrations and rules together. Single files (``rules/policy.yaml``,
 ``ontology/memkg.ttl``, ``schemas/rules/*.schema.json``) and the files of ``ontology/shapes/``
 and ``ontology/domains/`` are taken from the last root that has them, by name.
 
+memkg reads nothing outside its roots: a link under ``schemas/``, ``rules/`` or ``ontology/``
+that leads out of its root is refused (``config.outside_root``), and so is a folder there no
+domain can be named after (``config.domain_name``: a domain is ``DOMAIN_NAME``, the pattern an
+observation's ``domain`` meets). Folders whose name starts with ``.`` or ``_`` are left out.
+
 >>> layers = Roots.of(examples=False)
 >>> [path.name for path in layers.paths], sorted(layers.domains())
 (['core'], [])
@@ -25,6 +30,8 @@ and ``ontology/domains/`` are taken from the last root that has them, by name.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +42,64 @@ from memkg.errors import ConfigError
 
 RESERVED = frozenset({"rules"})
 """``schemas/rules/`` holds the rule-file schemas, so no domain may be called ``rules``."""
+DOMAIN_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""A domain's name (``Observation.domain``): what a folder under ``schemas/`` or ``rules/``
+must be called to be read."""
+_FOLDERS = ("schemas", "rules", "ontology")
+
+
+def hidden(name: str) -> bool:
+    """Whether a folder is left out of the domains (``.git``, ``_drafts``)."""
+    return name.startswith((".", "_"))
+
+
+def check_links(base: Path, root: Path | None = None, shown: str | None = None) -> None:
+    """Refuse (``config.outside_root``) ``base``, or any link under it, that leads outside
+    ``root`` (default: ``base`` itself).
+
+    ``shown`` names ``root`` in the message (default its path). Links that stay inside are
+    fine; folders are walked without following links, so a loop of links ends too.
+    """
+    root = root or base
+    top = root.resolve()
+    _inside(base, root, top, shown)
+    if not base.is_dir():
+        return
+    for folder, dirs, names in os.walk(base, followlinks=False):
+        for name in (*dirs, *names):
+            _inside(Path(folder, name), root, top, shown)
+
+
+def _inside(path: Path, root: Path, top: Path, shown: str | None) -> None:
+    if not path.is_symlink():
+        return
+    target = path.resolve()
+    if not target.is_relative_to(top):
+        rel = path.relative_to(root).as_posix()
+        raise ConfigError(
+            f"{shown or root}/{rel}: a link to {target}, outside {shown or root}: memkg reads "
+            "only inside its roots; copy the file or folder into the root, or give the folder "
+            "it lives in as a root of its own (--root, EngineConfig.roots)",
+            code="config.outside_root",
+        )
+
+
+def domain_folders(base: Path, skip: Iterable[str] = ()) -> dict[str, Path]:
+    """Name → folder of every domain folder in ``base`` (``schemas/`` or ``rules/``), hidden
+    ones and ``skip`` left out; a folder no domain can be named after is a ``ConfigError``."""
+    found = {}
+    for sub in sorted(base.iterdir()):
+        if not sub.is_dir() or hidden(sub.name) or sub.name in skip:
+            continue
+        if not DOMAIN_NAME.fullmatch(sub.name):
+            raise ConfigError(
+                f"{base / sub.name}: {sub.name!r} cannot name a domain (lower-case ASCII "
+                "letters, digits and _, starting with a letter, at most 32): rename it, or "
+                "start its name with _ to keep it out",
+                code="config.domain_name",
+            )
+        found[sub.name] = sub
+    return found
 
 
 def builtin(name: str) -> Path:
@@ -70,16 +135,29 @@ class Roots:
         return cls(found)
 
     @cached_property
+    def _checked(self) -> bool:
+        """Every link under each root's ``schemas/``, ``rules/`` and ``ontology/`` stays in it."""
+        for root in self.paths:
+            for folder in _FOLDERS:
+                if not root.is_dir():
+                    continue
+                check_links(root / folder, root, self.label(root))
+        return True
+
+    def _check(self) -> None:
+        """Walk the roots for links (``_checked``), once."""
+        if not self._checked:  # pragma: no cover - _checked raises or is True
+            raise AssertionError
+
+    @cached_property
     def _owners(self) -> dict[str, Path]:
+        self._check()
         owners: dict[str, Path] = {}
         for root in self.paths:
             for folder in ("schemas", "rules"):
                 base = root / folder
-                if not base.is_dir():
-                    continue
-                for sub in sorted(base.iterdir()):
-                    if sub.is_dir() and sub.name not in RESERVED and not sub.name.startswith("."):
-                        owners[sub.name] = root
+                if base.is_dir():
+                    owners.update(dict.fromkeys(domain_folders(base, RESERVED), root))
         return owners
 
     def domains(self) -> dict[str, Path]:
@@ -100,6 +178,7 @@ class Roots:
 
     def file(self, rel: str) -> Path | None:
         """The last root's ``rel`` (e.g. ``rules/policy.yaml``), None if no root has it."""
+        self._check()
         for root in reversed(self.paths):
             if (root / rel).is_file():
                 return root / rel
@@ -107,6 +186,7 @@ class Roots:
 
     def files(self, folder: str, pattern: str = "*.ttl") -> dict[str, Path]:
         """Name → file of every ``folder/pattern`` across roots, later roots winning by name."""
+        self._check()
         found: dict[str, Path] = {}
         for root in self.paths:
             for path in sorted((root / folder).glob(pattern)):

@@ -12,12 +12,14 @@ clarification questions. Every file is the smallest complete example of its form
 from __future__ import annotations
 
 import json
-import re
+import os
 from pathlib import Path
 
 from memkg.errors import ConfigError
+from memkg.roots import DOMAIN_NAME, check_links
 
-NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+NAME = DOMAIN_NAME
+"""A domain name: what an observation's ``domain`` may be."""
 RESERVED = frozenset({"rules", "migrations"})
 
 
@@ -148,15 +150,18 @@ def init_root(folder: Path, domain: str) -> list[str]:
 
     Refuses a bad name and never overwrites: a domain that exists there already is an error.
     """
-    if not NAME.match(domain) or domain in RESERVED:
+    if not NAME.fullmatch(domain) or domain in RESERVED:
         raise ConfigError(
             f"{domain!r} is not a domain name: use lower-case letters, digits and _ "
-            f"(starting with a letter, at most 40), not {', '.join(sorted(RESERVED))}",
+            f"(starting with a letter, at most 32), not {', '.join(sorted(RESERVED))}",
             code="init.name",
         )
+    for part in ("schemas", "rules", "ontology"):  # what it writes into, as a root is read:
+        check_links(folder / part, folder)  # never through a link that leads out of ``folder``
     files = files_for(domain)
-    taken = [rel for rel in files if (folder / rel).exists()]
-    taken += [d for d in (f"schemas/{domain}", f"rules/{domain}") if (folder / d).exists()]
+    taken = [rel for rel in files if os.path.lexists(folder / rel)]
+    taken += [d for d in (f"schemas/{domain}", f"rules/{domain}")
+              if os.path.lexists(folder / d)]  # fmt: skip
     if taken:
         raise ConfigError(
             f"{folder}: domain {domain!r} exists there already ({sorted(set(taken))[0]}); "
@@ -165,5 +170,6 @@ def init_root(folder: Path, domain: str) -> list[str]:
         )
     for rel, text in sorted(files.items()):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_text(text, encoding="utf-8")
+        with (folder / rel).open("x", encoding="utf-8") as out:  # never through a link
+            out.write(text)
     return sorted(files)

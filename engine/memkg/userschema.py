@@ -19,9 +19,11 @@ matches those patterns with ``re`` where no time limit reaches.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Iterator
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import regex
@@ -31,9 +33,18 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from memkg.errors import PatternTimeout
+from memkg.errors import ConfigError, PatternTimeout
 
-__all__ = ["PATTERN_TIMEOUT", "PatternTimeout", "bounded", "problems", "search", "validator"]
+__all__ = [
+    "PATTERN_TIMEOUT",
+    "PatternTimeout",
+    "bounded",
+    "load_json",
+    "problems",
+    "read_json",
+    "search",
+    "validator",
+]
 
 PATTERN_TIMEOUT = 0.05
 """Seconds one match of a user pattern may run on one value. Patterns that do not backtrack
@@ -292,3 +303,116 @@ def _walk(
 
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
+
+
+MAX_FILE_BYTES = 4 << 20
+"""Largest schema file read at all: a hand-written schema is far smaller."""
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays a schema file may have: validating a schema recurses
+several frames per level, so a few hundred levels would end in a ``RecursionError``."""
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+class _Refused(ValueError):
+    def __init__(self, message: str, needle: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.needle = needle
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _Refused(f"key {key!r} appears twice in one object: keep one of them",
+                           json.dumps(key))  # fmt: skip
+        found[key] = value
+    return found
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a finite number (JSON has no infinity or NaN): write a "
+                   "finite bound, or leave the keyword out")  # fmt: skip
+
+
+def _depth_and_text(doc: Any) -> str | None:
+    """Why ``doc`` is refused after parsing (too deep, a lone surrogate), or None."""
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth >= MAX_DEPTH:
+                return f"nested more than {MAX_DEPTH} levels deep: flatten the schema ($defs)"
+            items = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            stack.extend((item, depth + 1) for item in items)
+        elif isinstance(node, str) and (found := _SURROGATE.search(node)):
+            code = f"U+{ord(found.group()):04X}"
+            return (f"lone surrogate {code} in text (not a character, cannot be stored as "
+                    "UTF-8): write the character itself")  # fmt: skip
+    return None
+
+
+def _line_of(text: str, needle: str | None, nth: int = 2) -> int | None:
+    if needle is None:
+        return None
+    at = -1
+    for _ in range(nth):
+        match = re.compile(re.escape(needle) + r"\s*:").search(text, at + 1)
+        if match is None:
+            return None
+        at = match.start()
+    return text.count("\n", 0, at) + 1
+
+
+def load_json(text: str, name: str, *, code: str = "schema.parse") -> Any:
+    """The JSON document ``text`` (called ``name`` in errors), read strictly: a duplicate key,
+    ``NaN`` or ``Infinity``, a lone surrogate, nesting past ``MAX_DEPTH``, a number too long to
+    convert or a syntax error is a ``ConfigError`` naming the file and, where known, the line.
+    """
+    if len(text) > MAX_FILE_BYTES:
+        raise ConfigError(_too_large(name), code=code)
+    if text.startswith("\ufeff"):
+        raise ConfigError(f"{name}:1: starts with a byte order mark: save the file as UTF-8 "
+                          "without one", code=code)  # fmt: skip
+    try:
+        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+    except _Refused as exc:
+        line = _line_of(text, exc.needle)
+        raise ConfigError(f"{name}{f':{line}' if line else ''}: {exc.message}",
+                          code=code) from exc  # fmt: skip
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{name}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})",
+                          code=code) from exc  # fmt: skip
+    except RecursionError as exc:
+        raise ConfigError(f"{name}: nested more than {MAX_DEPTH} levels deep: flatten the "
+                          "schema ($defs)", code=code) from exc  # fmt: skip
+    except ValueError as exc:  # int() of more digits than sys.get_int_max_str_digits()
+        raise ConfigError(f"{name}: not valid JSON: {exc}", code=code) from exc
+    why = _depth_and_text(doc)
+    if why is not None:
+        raise ConfigError(f"{name}: {why}", code=code)
+    return doc
+
+
+def read_json(path: Path, name: str, *, code: str = "schema.parse") -> Any:
+    """``load_json`` of the file ``path``; one over ``MAX_FILE_BYTES`` is refused unread, and
+    bytes that are not UTF-8 are refused with the line they are on."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", code=code) from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(_too_large(name), code=code)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{name}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}): save "
+                          "the file as UTF-8", code=code) from exc  # fmt: skip
+    return load_json(text, name, code=code)
+
+
+def _too_large(name: str) -> str:
+    return (f"{name}: larger than {MAX_FILE_BYTES:,} bytes, far more than a schema holds: split "
+            "it into key groups")  # fmt: skip

@@ -316,3 +316,21 @@ def test_apply_works_from_what_a_user_holds_when_it_writes(
         assert [f.value for f in mine.facts("ra") if f.key == "diet.restrictions"] == [["halal"]]
         assert [f.key for f in mine.facts("rb")] == []  # retracted: nothing to migrate
         assert {f.schema_version for f in mine.facts("rc")} == {2}
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("[" * 100_000 + "]" * 100_000, "levels deep"),
+     ('{"type": "object", "type": "string"}', "appears twice"),
+     ('{"maximum": NaN}', "not a finite number"),
+     ("{", "not valid JSON")],
+)  # fmt: skip
+def test_check_refuses_a_file_it_cannot_read_as_a_schema(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    ok, bad = tmp_path / "ok.json", tmp_path / "bad.json"
+    ok.write_text('{"type": "string"}', encoding="utf-8")
+    bad.write_text(text, encoding="utf-8")
+    code, report = _cli("schema", "check", str(ok), str(bad))
+    assert code == 1 and report["error"] == "schema.read"
+    assert str(bad) in report["message"] and said in report["message"]

@@ -7,7 +7,6 @@ the dry run passed (PASS or WARN), or the plan applied; 3 incompatible, or BLOCK
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -22,16 +21,16 @@ from memkg.evolution.dry_run import render_text
 from memkg.evolution.groups import compare_groups, is_group, render_group_text
 from memkg.evolution.history import schema_history
 from memkg.evolution.report import Mode
+from memkg.userschema import read_json
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
 
 
 def _read_schema(path: str) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MemkgError(f"{path}: not a readable JSON file: {exc}", code="schema.read") from exc
+    """The schema file ``path``, read as strictly as a root's schemas (``read_json``): too deep,
+    duplicate keys, NaN or a file too large name the file and line."""
+    return read_json(Path(path), path, code="schema.read")
 
 
 def cmd_check(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:

@@ -9,10 +9,11 @@ shape file with a higher ``owl:versionInfo`` and a new manifest entry).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any
+
+from memkg.userschema import read_json
 
 from .dialect import DEFAULT_DIALECT
 from .groups import compare_groups, group_keys
@@ -31,7 +32,7 @@ def group_files(schemas: Path, domain: str) -> dict[str, dict[int, Path]]:
     """Group → version → file, for one domain."""
     found: dict[str, dict[int, Path]] = {}
     for path in sorted((schemas / domain).glob("*.json")):
-        match = _FILE.match(path.name)
+        match = _FILE.fullmatch(path.name)
         if match:
             found.setdefault(match["group"], {})[int(match["version"])] = path
     return found
@@ -46,9 +47,9 @@ def schema_history(root: Path, domain: str, key: str | None = None,
     for group, versions in sorted(group_files(schemas, domain).items()):
         entries, previous = [], None
         for version, path in sorted(versions.items()):
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            keys = group_keys(doc)
             rel = path.relative_to(root).as_posix()
+            doc = read_json(path, rel)
+            keys = group_keys(doc)
             entry: dict[str, Any] = {"version": version, "file": rel, "sha256": _sha(path),
                                      "released": released.get(rel) == _sha(path)}  # fmt: skip
             if key is None:
@@ -93,7 +94,7 @@ def _changes(report: dict[str, Any], key: str | None) -> list[dict[str, Any]]:
 
 def read_manifest(schemas: Path) -> dict[str, str]:
     path = schemas / MANIFEST
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(path, f"schemas/{MANIFEST}") if path.is_file() else {}
 
 
 def shape_version(path: Path) -> str | None:
@@ -105,7 +106,7 @@ def release_entries(root: Path) -> dict[str, str]:
     """Manifest entries for every group file and shape file as they are now."""
     found = {}
     for path in sorted((root / "schemas").glob("*/*.json")):
-        if _FILE.match(path.name):
+        if _FILE.fullmatch(path.name):
             found[path.relative_to(root).as_posix()] = _sha(path)
     for path in sorted((root / "ontology" / "shapes").glob("*.ttl")):
         found[f"{path.relative_to(root).as_posix()}@{shape_version(path)}"] = _sha(path)

@@ -30,14 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from memkg.errors import MemkgError
-from memkg.yamlfile import Document, YamlError, load_text
+from memkg.errors import ConfigError, MemkgError
+from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 from .transform import expr_problems
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-_GROUP = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)$")
-_KEY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}$")
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_DOMAIN = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_GROUP = re.compile(r"(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)")
+_KEY = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}")
 _TOP = {"migration", "description", "domain", "from", "to", "steps"}
 
 StepKind = Literal["transform", "drop", "merge"]
@@ -109,13 +110,32 @@ def load_plan(path: str | Path, root: Path | None = None) -> MigrationPlan:
     """Read and check one plan file; any problem raises ``MigrationError`` with its line."""
     path = Path(path)
     name = _display(path, root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    text = read_file(path, name, "migration.read")
+    plan = parse_plan(text, name)
+    folder = path.parent.parent.name if path.parent.name == "migrations" else None
+    if root is not None and folder is not None and plan.domain != folder:
         raise MigrationError(
-            f"cannot read: {exc}", file=name, line=1, code="migration.read"
-        ) from exc
-    return parse_plan(text, name)
+            f"the plan migrates domain {plan.domain!r} but lies in schemas/{folder}/: a root "
+            f"migrates only the domains it owns; move it to schemas/{plan.domain}/migrations/",
+            file=name, line=_line_of_domain(text),
+        )  # fmt: skip
+    return plan
+
+
+def read_file(path: Path, name: str, code: str) -> str:
+    """The UTF-8 text of a plan or waiver, read within ``memkg.yamlfile.MAX_BYTES``."""
+    try:
+        return read_text(path, name)
+    except YamlError as exc:
+        raise MigrationError(exc.message.split(": ", 1)[-1], file=name, line=exc.line,
+                             code=code) from exc  # fmt: skip
+    except ConfigError as exc:
+        raise MigrationError(exc.message.split(": ", 1)[-1], file=name, line=1,
+                             code=code) from exc  # fmt: skip
+
+
+def _line_of_domain(text: str) -> int:
+    return next((n for n, row in enumerate(text.splitlines(), 1) if row.startswith("domain:")), 1)
 
 
 def parse_plan(text: str, file: str) -> MigrationPlan:
@@ -136,11 +156,14 @@ def parse_plan(text: str, file: str) -> MigrationPlan:
     for field in ("migration", "domain", "from", "to", "steps"):
         if field not in data:
             raise fail(f"`{field}` is missing")
-    if not isinstance(data["migration"], str) or not _NAME.match(data["migration"]):
+    if not isinstance(data["migration"], str) or not _NAME.fullmatch(data["migration"]):
         raise fail("migration names the plan: lowercase letters, digits and _", ("migration",))
+    if not isinstance(data["domain"], str) or not _DOMAIN.fullmatch(data["domain"]):
+        raise fail("domain names the domain whose facts move: lowercase letters, digits and _, "
+                   "at most 32, e.g. health", ("domain",))  # fmt: skip
     groups = []
     for field in ("from", "to"):
-        match = _GROUP.match(str(data[field]))
+        match = _GROUP.fullmatch(data[field]) if isinstance(data[field], str) else None
         if match is None:
             raise fail(f"`{field}` is GROUP@VERSION, e.g. diet@1", (field,))
         groups.append((match["group"], int(match["version"])))
@@ -157,7 +180,7 @@ def parse_plan(text: str, file: str) -> MigrationPlan:
                                      file=file, line=step.line)  # fmt: skip
             seen[key] = step.line
     return MigrationPlan(
-        name=data["migration"], domain=str(data["domain"]), group=groups[0][0],
+        name=data["migration"], domain=data["domain"], group=groups[0][0],
         from_version=groups[0][1], to_group=groups[1][0], to_version=groups[1][1], steps=steps,
         file=file, digest=hashlib.sha256(text.encode()).hexdigest(),
         description=str(data.get("description", "")).strip(),
@@ -214,7 +237,7 @@ def _targets(doc: Document, at: tuple[str | int, ...], raw: Any, fail: Any) -> t
 
 
 def _is_key(value: Any) -> bool:
-    return isinstance(value, str) and bool(_KEY.match(value))
+    return isinstance(value, str) and bool(_KEY.fullmatch(value))
 
 
 def _display(path: Path, root: Path | None) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 from memkg.yamlfile import YamlError, load_text
 
-from .migration import MigrationError, MigrationPlan
+from .migration import MigrationError, MigrationPlan, read_file
 
 _FIELDS = {"waiver", "plan_digest", "signed_off_by", "signed_off_at", "expires_at", "reason",
            "findings"}  # fmt: skip
@@ -79,10 +79,9 @@ class Waiver:
 def load_waiver(path: str | Path) -> Waiver:
     path = Path(path)
     file = str(path)
+    text = read_file(path, file, "waiver.read")
     try:
-        doc = load_text(path.read_text(encoding="utf-8"), file)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MigrationError(f"cannot read: {exc}", file=file, line=1, code="waiver.read") from exc
+        doc = load_text(text, file)
     except YamlError as exc:
         raise MigrationError(exc.message.split(": ", 1)[-1], file=file, line=exc.line,
                              code="waiver.invalid") from exc  # fmt: skip

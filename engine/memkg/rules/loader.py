@@ -13,7 +13,6 @@ the built-in core).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import date
 from functools import cache
@@ -22,10 +21,11 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from jsonschema.protocols import Validator
 
-from memkg.errors import ConfigError
+from memkg.errors import ConfigError, PatternTimeout
 from memkg.model.decision import HitPolicy, Output
-from memkg.roots import Roots, builtin
+from memkg.roots import Roots, builtin, check_links, domain_folders
 from memkg.rules import kinds
 from memkg.rules.spec import (
     ActionSpec,
@@ -38,6 +38,8 @@ from memkg.rules.spec import (
     RuleTable,
 )
 from memkg.userschema import problems as schema_problems
+from memkg.userschema import read_json
+from memkg.userschema import validator as user_validator
 from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 DOMAIN_FILE = "domain.yaml"
@@ -60,11 +62,11 @@ def rule_domains(folders: RuleFolders) -> dict[str, Path]:
         return dict(sorted(folders.items()))
     if not folders.is_dir():
         raise ConfigError(f"{folders}: rules folder not found", code="rules.missing")
-    return {sub.name: sub for sub in sorted(folders.iterdir())
-            if sub.is_dir() and not sub.name.startswith((".", "_"))}  # fmt: skip
+    check_links(folders, folders.parent)  # the root that holds it
+    return domain_folders(folders)
 
 
-def schema_validator(name: str, root: SchemaRoot = None) -> Draft202012Validator:
+def schema_validator(name: str, root: SchemaRoot = None) -> Validator:
     """The validator for ``schemas/rules/<name>.schema.json`` of ``root`` (see ``SchemaRoot``).
 
     A schema whose ``$defs`` hold ``condition`` gets the conditions of the registered kinds
@@ -78,24 +80,38 @@ def schema_validator(name: str, root: SchemaRoot = None) -> Draft202012Validator
 
 
 @cache
-def _validator(path: Path, registered: tuple[kinds.ConditionKind, ...]) -> Draft202012Validator:
-    try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+def _validator(path: Path, registered: tuple[kinds.ConditionKind, ...]) -> Validator:
+    """The validator of one rule-file schema, read as any user schema is (``memkg.userschema``):
+    a root may ship its own, so its references stay inside it (nothing is fetched) and its
+    patterns run under the time limit."""
+    if not path.is_file():
         raise ConfigError(
-            f"{path}: cannot read the JSON Schema of rule files ({exc}): "
+            f"{path}: cannot read the JSON Schema of rule files (no such file): "
             "the configured root needs schemas/rules/ as shipped with memkg",
             code="rules.schema_missing",
-        ) from exc
+        )
+    schema = read_json(path, str(path), code="rules.schema_invalid")
     defs = schema.get("$defs") if isinstance(schema, dict) else None
     if isinstance(defs, dict) and "condition" in defs:
         schema = {**schema, "$defs": {**defs, **kinds.definitions()}}
-    return Draft202012Validator(schema)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        at = "/".join(str(p) for p in exc.path)
+        raise ConfigError(f"{path}: /{at}: not a valid JSON Schema: {exc.message}",
+                          code="rules.schema_invalid") from exc  # fmt: skip
+    for at, message in schema_problems(schema):
+        raise ConfigError(f"{path}: {at or '/'}: {message}", code="rules.schema_invalid")
+    return user_validator(schema)
 
 
 def schema_findings(doc: Document, schema: str, root: SchemaRoot = None) -> list[Finding]:
     findings = []
-    for error in schema_validator(schema, root).iter_errors(doc.data):
+    try:
+        errors = list(schema_validator(schema, root).iter_errors(doc.data))
+    except PatternTimeout as exc:
+        return [Finding("rule.schema", f"{exc.code}: {exc.message}", doc.file, 1)]
+    for error in errors:
         shown: ValidationError = best_match(error.context) if error.context else error
         where = ".".join(str(p) for p in shown.absolute_path) or "(top level)"
         findings.append(

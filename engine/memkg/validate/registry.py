@@ -27,10 +27,12 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from memkg import roots
 from memkg.errors import ConfigError
 from memkg.model.fact import Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec, PathPattern
-from memkg.userschema import problems, validator
+from memkg.roots import check_links
+from memkg.userschema import problems, read_json, validator
 
 
 def _key_pattern() -> str:
@@ -175,8 +177,8 @@ def domain_folders(folders: Path | Mapping[str, Path]) -> dict[str, Path]:
         return dict(sorted(folders.items()))
     if not folders.is_dir():
         raise ConfigError(f"{folders}: schema folder not found", code="schema.missing")
-    return {sub.name: sub for sub in sorted(folders.iterdir())
-            if sub.is_dir() and sub.name != "rules" and not sub.name.startswith(".")}  # fmt: skip
+    check_links(folders, folders.parent)  # the root that holds it
+    return roots.domain_folders(folders, roots.RESERVED)
 
 
 class SchemaRegistry:
@@ -196,7 +198,7 @@ class SchemaRegistry:
         """``schemas/<domain>/<file>`` → the file it was read from, for every group file."""
         for domain, folder in domain_folders(folders).items():
             for path in sorted(folder.glob("*.json")):
-                match = _FILE.match(path.name)
+                match = _FILE.fullmatch(path.name)
                 if match is None:
                     self.problems.append(
                         (
@@ -211,12 +213,16 @@ class SchemaRegistry:
     def _load_file(self, path: Path, domain: str, group: str, version: int) -> None:
         where = f"schemas/{domain}/{path.name}"
         self.files[where] = path
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"{where}: not readable JSON: {exc}", code="schema.parse") from exc
+        doc = read_json(path, where)
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where}: a key-group file is a JSON object whose properties "
+                              "are the group's keys", code="schema.invalid")  # fmt: skip
+        for field in ("x-memkg", "properties"):
+            if not isinstance(doc.get(field, {}), dict):
+                raise ConfigError(f"{where}: {field} is {type(doc[field]).__name__}, not a JSON "
+                                  "object", code="schema.invalid")  # fmt: skip
         declared = (doc.get("x-memkg") or {}).get("version")
-        if declared != version:
+        if type(declared) is not int or declared != version:  # 1.0 and true are not 1
             raise ConfigError(
                 f"{where}: x-memkg.version is {declared!r} but the file name says @{version}",
                 code="schema.version",

@@ -1,0 +1,63 @@
+"""``memkg init`` writes only names a write can use, and only inside the folder it is given."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memkg import Engine, EngineConfig, FrozenClock
+from memkg.errors import ConfigError
+from memkg.scaffold import init_root
+
+
+@pytest.mark.parametrize("name", ["a" * 33, "a" * 40, "pets\n", "pets\n/../x"])
+def test_a_name_no_observation_can_use_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        init_root(tmp_path, name)
+    assert caught.value.code == "init.name" and "at most 32" in caught.value.message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_longest_name_allowed_makes_a_domain_that_stores(tmp_path: Path) -> None:
+    name = "a" * 32
+    init_root(tmp_path, name)
+    config = EngineConfig(roots=(tmp_path,), examples=False, shacl=False)
+    engine = Engine(config=config, clock=FrozenClock(datetime(2026, 5, 1, tzinfo=UTC)))
+    engine.ingest({"user_id": "u", "domain": name, "key": f"{name}.budget", "value": 3,
+                   "source": "dialogue", "provenance": {"consent_granted": True}})  # fmt: skip
+    assert [f.value for f in engine.facts("u", domain=name)] == [3]
+
+
+def test_a_dangling_link_in_the_folder_is_not_written_through(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    target = root / "gone.ttl"  # inside the folder, but missing
+    (root / "ontology" / "domains").mkdir(parents=True)
+    os.symlink(target, root / "ontology" / "domains" / "pets.ttl")
+    with pytest.raises(ConfigError) as caught:
+        init_root(root, "pets")
+    assert caught.value.code == "init.exists"
+    assert "ontology/domains/pets.ttl" in caught.value.message
+    assert not target.exists()
+
+
+def test_a_linked_folder_leading_outside_is_not_written_into(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    os.symlink(outside, root / "rules")
+    with pytest.raises(ConfigError) as caught:
+        init_root(root, "pets")
+    assert caught.value.code == "config.outside_root"
+    assert list(outside.iterdir()) == [] and not (root / "schemas").exists()
+
+
+def test_links_elsewhere_in_the_folder_are_none_of_its_business(tmp_path: Path) -> None:
+    """A project folder with a virtualenv (links to the system's Python) takes a domain."""
+    root = tmp_path / "project"
+    (root / ".venv" / "bin").mkdir(parents=True)
+    os.symlink("/usr/bin/env", root / ".venv" / "bin" / "python")
+    os.symlink(tmp_path, root / "up")
+    assert "rules/pets/domain.yaml" in init_root(root, "pets")
