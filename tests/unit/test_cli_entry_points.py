@@ -47,8 +47,10 @@ def test_serve_and_mcp_on_postgres_without_its_extra(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--port", "99999"), ("--port", "-1"), ("--rate-limit", "-5")]
-)
+    ("option", "value"),
+    [("--port", "99999"), ("--port", "-1"), ("--rate-limit", "-5"), ("--body-timeout", "0"),
+     ("--body-timeout", "nan"), ("--header-timeout", "-1"), ("--header-timeout", "99999")],
+)  # fmt: skip
 def test_serve_options_out_of_range_are_usage_errors(
     option: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -24,6 +24,7 @@ from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError, NotFound, StoreError
 from memkg.heap import settle
+from memkg.service.settings import BODY_TIMEOUT, HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -45,7 +46,8 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     settings = ServiceSettings(
         host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host),
         cors_origins=tuple(args.cors_origin), open_access=args.no_auth,
-        rate_limit=args.rate_limit,
+        rate_limit=args.rate_limit, body_timeout=args.body_timeout,
+        header_timeout=args.header_timeout,
     )  # fmt: skip
     settings.check()
     keyring = None if args.no_auth else Keyring(audited(access_store(args)), engine.clock)
@@ -214,6 +216,21 @@ def add_service_commands(sub: Any) -> None:
         default=600,
         metavar="N",
         help="requests per minute per key (default 600; 0: no limit)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=whole(1, 3600),
+        default=int(BODY_TIMEOUT),
+        metavar="S",
+        help=f"seconds a request may take to send its body (default {BODY_TIMEOUT:g}; 408 after)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=whole(1, 3600),
+        default=int(HEADER_TIMEOUT),
+        metavar="S",
+        help="seconds a connection may take to send a request's headers before it is closed "
+        f"(default {HEADER_TIMEOUT:g})",
     )
     p.add_argument(
         "--no-auth",
