@@ -81,6 +81,22 @@ def test_a_negative_zero_in_the_context_replays_in_another_process(
         assert replayed["reproduced"], replayed["differences"]
 
 
+def test_a_negative_zero_in_a_fact_value_replays_in_another_process(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """A value is stored as ingest saw it; jsonb keeps no -0.0, so ingest writes 0.0."""
+    with Engine.connect(postgres_dsn, schema=pg_schema, clock=FrozenClock(NOW)) as writer:
+        writer.ingest(obs(domain="commerce", key="category.interest", value=["category:phone"]))
+        writer.ingest(obs(domain="commerce", key="budget.range",
+                          value={"max": -0.0, "currency": "EUR"}))  # fmt: skip
+        [held] = [f for f in writer.facts("u1") if f.key == "budget.range"]
+        assert str(held.value["max"]) == "0.0"
+        made = writer.decide("u1", "commerce", {"category": "category:phone", "price": 100})
+        with EngineProcess(postgres_dsn, pg_schema, NOW.isoformat()) as other:
+            replayed = other.call("replay", decision_id=made.decision_id)["ok"]
+            assert replayed["reproduced"], replayed["differences"]
+
+
 TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=8)
 """What PostgreSQL can hold at all (no NUL, no lone surrogate), as every store refuses them."""
 JSON = st.recursive(

@@ -6,8 +6,10 @@ with engine-assigned id, times and status.
 
 from __future__ import annotations
 
+import numbers
 import re
 from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -65,13 +67,57 @@ def _flag(value: Any) -> Any:
 
 
 def _number(value: Any) -> Any:
-    """A confidence is a JSON number: neither a flag (true is not 1.0) nor a text of one."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A confidence is a number (a ``Decimal`` from a database too), neither a flag (true is
+    not 1.0) nor a text of one."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | Decimal):
         raise PydanticCustomError(
             "float_type",
             "Input should be a number from 0 to 1 (a JSON number), not {given}",
             {"given": _json_type(value)},
         )
+    return value if isinstance(value, int | float) else float(value)
+
+
+def unsigned_zeros(value: Any) -> Any:
+    """``value`` with every ``-0.0`` in it written ``0.0``, which equals it in every comparison
+    a rule makes: PostgreSQL's ``jsonb`` keeps no negative zero, so a value or a decision
+    context holding one would read back, and replay, otherwise than it was made.
+
+    >>> unsigned_zeros({"max": -0.0, "legs": [-0.0, 1.5], "text": "-0.0"})
+    {'max': 0.0, 'legs': [0.0, 1.5], 'text': '-0.0'}
+    """
+    if type(value) is float:
+        return 0.0 if value == 0 else value
+    return _without_negative_zero(value) if _negative_zero_in(value) else value
+
+
+_ZERO_DEPTH = 64
+"""Deeper than this a value is refused by the limits anyway (``limit.depth``): left alone."""
+
+
+def _negative_zero_in(value: Any) -> bool:
+    """Whether a ``-0.0`` lies within ``_ZERO_DEPTH`` levels of ``value`` (walked without
+    recursion, so that no nesting exhausts the stack)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if type(item) is float and item == 0 and str(item)[0] == "-":
+            return True
+        if depth < _ZERO_DEPTH and isinstance(item, dict | list | tuple):
+            items = item.values() if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in items)
+    return False
+
+
+def _without_negative_zero(value: Any, depth: int = 0) -> Any:
+    if type(value) is float:
+        return 0.0 if value == 0 else value
+    if depth >= _ZERO_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {k: _without_negative_zero(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_negative_zero(v, depth + 1) for v in value]
     return value
 
 
@@ -240,6 +286,14 @@ class Observation(BaseModel):
     change: Flag = False
     supersedes: Identifier | None = None
     idempotency_key: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _unsigned(cls, value: Any) -> Any:
+        """-0.0 is stored as 0.0 (``unsigned_zeros``); scalars, most values, pass at once."""
+        if isinstance(value, dict | list | tuple) or type(value) is float:
+            return unsigned_zeros(value)
+        return value
 
     @field_validator("context", mode="before")
     @classmethod

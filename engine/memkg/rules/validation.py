@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from memkg.errors import PatternTimeout
+from memkg.model.fact import unsigned_zeros
 from memkg.rules.spec import RuleBundle, RuleTable
 
 DERIVED = ("local_time", "weekday", "today", "local_minutes")
@@ -105,23 +106,11 @@ def bounded_context(context: Mapping[str, Any]) -> dict[str, Any]:
             continue
         data = _json(value)
         if b"-0.0" in data:  # PostgreSQL's jsonb has no -0.0: a log there gives back 0.0
-            value = _unsigned_zeros(value)
+            value = unsigned_zeros(value)
         found[text] = value if len(data) <= MAX_VALUE_BYTES else {
             "bytes": len(data), "sha256": _digest(data)
         }  # fmt: skip
     return found
-
-
-def _unsigned_zeros(value: Any) -> Any:
-    """``value`` with every ``-0.0`` written ``0.0`` (equal to it, in every comparison a rule
-    makes), so that a decision replays from any log, whatever it keeps of a zero's sign."""
-    if isinstance(value, float) and value == 0:
-        return 0.0
-    if isinstance(value, dict):
-        return {k: _unsigned_zeros(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_unsigned_zeros(v) for v in value]
-    return value
 
 
 def request_problems(

@@ -9,6 +9,8 @@ The values an observation may carry are stored exactly as given.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -102,3 +104,10 @@ def test_validity_may_end_at_the_edge_of_the_calendar(engine: Engine) -> None:
         assert engine.fact("u1", engine.ingest(given).fact_id).valid_until.isoformat() == (
             until.replace("Z", "+00:00")
         )
+
+
+@pytest.mark.parametrize("confidence", [Decimal("0.85"), Fraction(17, 20)])
+def test_a_confidence_read_from_a_database_is_a_number(engine: Engine, confidence: Any) -> None:
+    """psycopg and SQLAlchemy give NUMERIC columns as ``Decimal``: a number like any other."""
+    fact = engine.fact("u1", engine.ingest(obs(confidence=confidence)).fact_id)
+    assert fact.confidence == 0.85 and type(fact.confidence) is float
