@@ -53,28 +53,31 @@ def hidden(name: str) -> bool:
     return name.startswith((".", "_"))
 
 
-def check_links(base: Path, root: Path | None = None, shown: str | None = None) -> None:
+def check_links(
+    base: Path, root: Path | None = None, shown: str | None = None,
+    also: Iterable[Path] = (),
+) -> None:  # fmt: skip
     """Refuse (``config.outside_root``) ``base``, or any link under it, that leads outside
-    ``root`` (default: ``base`` itself).
+    ``root`` (default: ``base`` itself) and the folders ``also`` (the other roots).
 
     ``shown`` names ``root`` in the message (default its path). Links that stay inside are
     fine; folders are walked without following links, so a loop of links ends too.
     """
     root = root or base
-    top = root.resolve()
-    _inside(base, root, top, shown)
+    tops = (root.resolve(), *(other.resolve() for other in also))
+    _inside(base, root, tops, shown)
     if not base.is_dir():
         return
     for folder, dirs, names in os.walk(base, followlinks=False):
         for name in (*dirs, *names):
-            _inside(Path(folder, name), root, top, shown)
+            _inside(Path(folder, name), root, tops, shown)
 
 
-def _inside(path: Path, root: Path, top: Path, shown: str | None) -> None:
+def _inside(path: Path, root: Path, tops: tuple[Path, ...], shown: str | None) -> None:
     if not path.is_symlink():
         return
     target = path.resolve()
-    if not target.is_relative_to(top):
+    if not any(target.is_relative_to(top) for top in tops):
         rel = path.relative_to(root).as_posix()
         raise ConfigError(
             f"{shown or root}/{rel}: a link to {target}, outside {shown or root}: memkg reads "
@@ -137,11 +140,13 @@ class Roots:
     @cached_property
     def _checked(self) -> bool:
         """Every link under each root's ``schemas/``, ``rules/`` and ``ontology/`` stays in it."""
-        for root in self.paths:
+        # the package's own data is not checked (an editable install may link it file by
+        # file); a link from one root into another stays inside the roots
+        builtins = {builtin("core"), builtin("examples")}
+        users = [root for root in self.paths if root not in builtins and root.is_dir()]
+        for root in users:
             for folder in _FOLDERS:
-                if not root.is_dir():
-                    continue
-                check_links(root / folder, root, self.label(root))
+                check_links(root / folder, root, self.label(root), also=users)
         return True
 
     def _check(self) -> None:

@@ -128,3 +128,19 @@ def test_a_loop_of_links_ends(tmp_path: Path) -> None:
     root = pets_root(tmp_path / "root")
     os.symlink(root / "rules", root / "rules" / "pets" / "_loop")
     assert sorted(Roots.of((root,), examples=False).domains()) == ["pets"]
+
+
+def test_a_link_from_one_root_into_another_stays_inside_the_roots(
+    tmp_path: Path, outside: Path
+) -> None:
+    shared = pets_root(tmp_path / "shared")
+    (shared / "ontology" / "domains").mkdir(parents=True)
+    (shared / "ontology" / "domains" / "x.ttl").write_text((outside / "x.ttl").read_text())
+    mine = tmp_path / "mine"
+    (mine / "ontology" / "domains").mkdir(parents=True)
+    os.symlink(shared / "ontology" / "domains" / "x.ttl", mine / "ontology/domains/common.ttl")
+    layers = Roots.of((shared, mine), examples=False)
+    assert "pets" in layers.domains()
+    assert "common.ttl" in layers.files("ontology/domains")
+    with pytest.raises(ConfigError):  # the same link, with the root it points into not given
+        Roots.of((mine,), examples=False).domains()
