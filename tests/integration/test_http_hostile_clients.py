@@ -68,6 +68,29 @@ def test_an_origin_given_with_cors_origin_is_served(engine: Engine) -> None:
     assert foreign.status_code == 403 and engine.facts("eve") == []
 
 
+def test_any_origin_with_a_star_and_the_service_behind_a_proxy(engine: Engine) -> None:
+    """``--cors-origin '*'`` allows any page, as its CORS headers say; behind a proxy that
+    sends ``Host`` as the address it forwards to, a page under a name given with
+    ``--allowed-host`` is the service's own, default ports left out on either side."""
+    app, keyring = keyed_app(engine, cors_origins=("*",))
+    key = token(keyring)
+    anyone = client(app, key, headers={"origin": EVIL}).post("/v1/observations",
+                                                             json=obs(user_id="ada"))  # fmt: skip
+    assert anyone.status_code == 201
+    app, keyring = keyed_app(engine, allowed_hosts=("memkg.example.com",))
+    key = token(keyring)
+    for host, origin, status in [
+        ("127.0.0.1:8080", "https://memkg.example.com", 201),  # Host rewritten by the proxy
+        ("memkg.example.com:443", "https://memkg.example.com", 201),
+        ("localhost:80", "http://localhost", 201),
+        ("localhost:8080", "http://localhost:3000", 403),  # another program on this machine
+        ("127.0.0.1:8080", EVIL, 403),
+    ]:
+        sent = client(app, key, headers={"origin": origin, "host": host}).post(
+            "/v1/observations", json=obs(user_id="bob"))  # fmt: skip
+        assert sent.status_code == status, (host, origin, sent.json())
+
+
 def _post_stalling(app: Any, first: bytes) -> list[dict[str, Any]]:
     """POST /v1/observations whose body stops after ``first``, as a client that never sends
     the rest: the app's answer."""

@@ -273,7 +273,8 @@ def create_app(
         return sorted(methods)
 
     middleware = [Middleware(BrowserSafety, hosts=settings.hosts(), allowed=allowed,
-                             origins=settings.cors_origins)]  # fmt: skip
+                             origins=settings.cors_origins,
+                             names=settings.allowed_hosts)]  # fmt: skip
     if settings.cors_origins:
         middleware.insert(0, Middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins),

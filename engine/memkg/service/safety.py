@@ -36,10 +36,12 @@ def is_json(media: str) -> bool:
 class BrowserSafety:
     def __init__(
         self, app: ASGIApp, hosts: Iterable[str], allowed: Callable[[str], list[str]],
-        origins: Iterable[str] = (),
+        origins: Iterable[str] = (), names: Iterable[str] = (),
     ) -> None:  # fmt: skip
         self.app, self.hosts, self.allowed = app, frozenset(hosts), allowed
         self.origins = frozenset(o.rstrip("/").lower() for o in origins)
+        self.names = frozenset(name.lower() for name in names)
+        """The names given with ``--allowed-host``: a page served under one is the service's."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,7 +84,7 @@ class BrowserSafety:
         origin = headers.get(b"origin")
         if origin is not None and scope["method"] != "OPTIONS":
             given = origin.decode("latin-1").strip().rstrip("/").lower()
-            if given not in self.origins and _authority(given) != host:
+            if not self._own_or_allowed(given, host):
                 return (
                     403,
                     "request.origin",
@@ -101,6 +103,27 @@ class BrowserSafety:
         ):
             return 415, "request.media_type", "send the body as Content-Type: application/json"
         return None
+
+    def _own_or_allowed(self, origin: str, host: str) -> bool:
+        """Whether a page of ``origin`` may call: one given with ``--cors-origin`` (``*``: any),
+        this service's own (the ``Host`` asked for, default ports left out on both sides), or
+        one whose host name was given with ``--allowed-host`` (a proxy in front may rewrite
+        ``Host`` to the address it forwards to; the name, a deliberate choice, is the
+        service's). Otherwise a port makes another origin: another program listening on
+        this machine is not this service."""
+        if origin in self.origins or "*" in self.origins:
+            return True
+        authority = _authority(origin)
+        if authority is None:
+            return False
+        if _without_default_port(authority) == _without_default_port(host):
+            return True
+        name = authority.rsplit(":", 1)[0] if not authority.endswith("]") else authority
+        return name in self.names
+
+
+def _without_default_port(authority: str) -> str:
+    return authority.removesuffix(":80").removesuffix(":443")
 
 
 def _authority(origin: str) -> str | None:
