@@ -352,16 +352,13 @@ def _depth_and_text(doc: Any) -> str | None:
     return None
 
 
-def _line_of(text: str, needle: str | None, nth: int = 2) -> int | None:
+def _line_of(text: str, needle: str | None) -> int | None:
+    """The line of the second ``needle:`` in ``text``, when the text holds exactly two (the
+    key given twice in one object); None when it could be another object's."""
     if needle is None:
         return None
-    at = -1
-    for _ in range(nth):
-        match = re.compile(re.escape(needle) + r"\s*:").search(text, at + 1)
-        if match is None:
-            return None
-        at = match.start()
-    return text.count("\n", 0, at) + 1
+    found = [m.start() for m in re.finditer(re.escape(needle) + r"\s*:", text)]
+    return text.count("\n", 0, found[1]) + 1 if len(found) == 2 else None
 
 
 def load_json(text: str, name: str, *, code: str = "schema.parse") -> Any:

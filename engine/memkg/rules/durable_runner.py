@@ -228,10 +228,18 @@ class DurableRunner:
         middle = len(own) // 2
         halves = (f"{ruleset}~a", f"{ruleset}~b")
         for half, names in zip(halves, (own[:middle], own[middle:]), strict=True):
-            self._register(half, {**{n: compiled[n] for n in names},
-                                  SINK: compiled[SINK], DONE: compiled[DONE]})  # fmt: skip
             self._joins[half] = self._joins[ruleset]
-        self._parts[ruleset] = halves
+            if half in self._compiled:  # registered by a split that failed part way
+                continue
+            try:
+                self._register(half, {**{n: compiled[n] for n in names},
+                                      SINK: compiled[SINK], DONE: compiled[DONE]})  # fmt: skip
+            except Exception as exc:  # the C core reports a bad definition as a bare Exception
+                raise RuleEvaluationError(
+                    f"durable-rules could not register half of {ruleset!r}: {exc}",
+                    code="rules.compile",
+                ) from exc
+        self._parts[ruleset] = halves  # only once both halves are registered
         return halves
 
     def _run_once(self, ruleset: str, messages: Sequence[dict[str, Any]]) -> list[Firing]:

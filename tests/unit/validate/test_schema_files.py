@@ -118,3 +118,11 @@ def test_the_version_is_a_whole_number(tmp_path: Path, declared: str) -> None:
     error = refused(tmp_path, '{"x-memkg": {"version": ' + declared + '}, "properties": {}}',
                     "schema.version")  # fmt: skip
     assert "file name says @1" in error.message
+
+
+def test_a_duplicate_key_another_object_also_holds_names_no_wrong_line() -> None:
+    text = ('{\n "properties": {\n  "a": {"type": "string"},\n  "b": {"type": "string"},\n'
+            '  "c": {"type": "string",\n        "type": "integer"}\n }\n}')  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        userschema.load_json(text, "x.json")
+    assert caught.value.message.startswith("x.json: key 'type' appears twice")
