@@ -39,10 +39,11 @@ from importlib.resources import files
 from pathlib import Path
 
 from memkg.errors import ConfigError
+from memkg.model.fact import DOMAIN_PATTERN
 
 RESERVED = frozenset({"rules"})
 """``schemas/rules/`` holds the rule-file schemas, so no domain may be called ``rules``."""
-DOMAIN_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+DOMAIN_NAME = re.compile(DOMAIN_PATTERN)
 """A domain's name (``Observation.domain``): what a folder under ``schemas/`` or ``rules/``
 must be called to be read."""
 _FOLDERS = ("schemas", "rules", "ontology")

@@ -34,7 +34,19 @@ from memkg.errors import MemkgError, NotFound, Unauthenticated
 from memkg.model.fact import Identifier
 
 _MAX_NAME = 200
+USER_ID_RULE = "1 to 128 ASCII letters, digits and _ . : @ -, starting with a letter or digit"
 _USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
+
+
+def check_user_id(user_id: str, code: str, hint: str) -> str:
+    """``user_id`` if writes accept it as a user id; otherwise ``code``, saying what one is and
+    ``hint`` (what to give instead): anything bound to another id would reach no one."""
+    try:
+        return _USER_ID.validate_python(user_id)
+    except ValidationError:
+        shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
+        raise MemkgError(f"{shown!r} is not a user id: {USER_ID_RULE}; {hint}",
+                         code=code) from None  # fmt: skip
 
 
 def _bound_user(user_id: str | None) -> str | None:
@@ -42,15 +54,7 @@ def _bound_user(user_id: str | None) -> str | None:
     reach no one (every write for it is refused, every read finds nothing)."""
     if user_id is None:
         return None
-    try:
-        return _USER_ID.validate_python(user_id)
-    except ValidationError:
-        shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
-        raise MemkgError(
-            f"{shown!r} is not a user id: 1 to 128 ASCII letters, digits and _ . : @ -, "
-            "starting with a letter or digit; bind the key to the id your writes use",
-            code="access.user_invalid",
-        ) from None
+    return check_user_id(user_id, "access.user_invalid", "bind the key to the id your writes use")
 
 
 def _future(expires_at: datetime | None, now: datetime, what: str) -> datetime | None:

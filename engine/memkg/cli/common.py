@@ -8,14 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from memkg.engine.projections import SEQ_MAX as SEQ_MAX  # the CLI bounds --as-of by it
 from memkg.errors import MemkgError
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
-SEQ_MAX = 2**63 - 1
-"""The last log position a store can hold (a signed 64-bit integer)."""
 
 
 def emit(out: TextIO, data: Any) -> None:

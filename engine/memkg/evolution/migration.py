@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memkg.errors import ConfigError, MemkgError
+from memkg.model.fact import DOMAIN_PATTERN
 from memkg.yamlfile import Document, YamlError, load_text, read_text
 
 from .transform import expr_problems
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_DOMAIN = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_DOMAIN = re.compile(DOMAIN_PATTERN)
 _GROUP = re.compile(r"(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)")
 _KEY = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}")
 _TOP = {"migration", "description", "domain", "from", "to", "steps"}

@@ -20,6 +20,9 @@ from memkg.model.source import Source as Source  # the fact's field type, re-exp
 
 _IDENT = r"^[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,127}$"
 _KEY = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*){0,7}$"
+DOMAIN_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+"""A memory domain's name: an observation's ``domain``, a folder under a root's ``schemas/``
+and ``rules/``, what ``memkg init`` takes."""
 _CONTEXT_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
@@ -266,7 +269,7 @@ class Observation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     user_id: Identifier
-    domain: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+    domain: Annotated[str, Field(pattern=DOMAIN_PATTERN)]
     key: Annotated[str, Field(pattern=_KEY)]
     value: Any
     kind: Kind | None = None

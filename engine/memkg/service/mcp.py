@@ -28,10 +28,11 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Keyring, Principal
+from memkg.access.keyring import check_user_id
 from memkg.access.model import ALL_DOMAINS, ApiScope
 from memkg.access.store import AccessStore
 from memkg.arbitration import Resolution
@@ -42,7 +43,6 @@ from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
-from memkg.model.fact import Identifier
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
@@ -140,22 +140,11 @@ def local_subject(user_id: str, domains: Sequence[str] = ()) -> Subject:
     return Subject(user_id, Principal(key))
 
 
-_USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
-
-
 def session_user(user_id: str) -> str:
     """``user_id``, if writes accept it as a user id (``mcp.user_invalid`` otherwise): a
     session for any other id could store nothing and would find nothing."""
-    try:
-        return _USER_ID.validate_python(user_id)
-    except ValidationError:
-        shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
-        raise MemkgError(
-            f"{shown!r} is not a user id: an MCP session serves a user id of 1 to 128 ASCII "
-            "letters, digits and _ . : @ -, starting with a letter or digit (--user on stdio, "
-            "the Memkg-User header over HTTP)",
-            code="mcp.user_invalid",
-        ) from None
+    return check_user_id(user_id, "mcp.user_invalid", "an MCP session serves one (--user on "
+                         "stdio, the Memkg-User header over HTTP)")  # fmt: skip
 
 
 def keyed_subject(principal: Principal, user_id: str | None) -> Subject:

@@ -9,11 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
-from memkg.model.fact import Fact, Observation, Provenance
+from memkg.model.fact import DOMAIN_PATTERN, Fact, Observation, Provenance
 from memkg.model.identity import Merge
 from memkg.service.settings import MAX_BATCH
 
-DOMAIN = r"^[a-z][a-z0-9_]{0,31}$"
+DOMAIN = DOMAIN_PATTERN
 Domain = Annotated[str, Field(pattern=DOMAIN, description="a memory domain, e.g. travel")]
 KEY_DOMAIN = rf"^(\*|{DOMAIN[1:-1]})$"
 KeyDomain = Annotated[str, Field(pattern=KEY_DOMAIN, description="a memory domain, or * for all")]
