@@ -67,3 +67,19 @@ def test_options_cors_and_cookies(engine: Engine) -> None:
     foreign = browser.options("/v1/observations", headers={
         "origin": "https://evil.example", "access-control-request-method": "POST"})  # fmt: skip
     assert foreign.status_code == 400
+
+
+def test_a_browser_mcp_client_of_an_allowed_origin_may_send_its_headers(engine: Engine) -> None:
+    """Streamable HTTP sends the session id and protocol version, and memkg's subject header
+    for a key bound to no user; the client reads the session id from the answer."""
+    app, keyring = keyed_app(engine, cors_origins=("https://console.example",))
+    browser = client(app, token(keyring))
+    asked = "authorization, content-type, memkg-user, mcp-session-id, mcp-protocol-version"
+    allowed = browser.options("/mcp", headers={
+        "origin": "https://console.example", "access-control-request-method": "POST",
+        "access-control-request-headers": asked})  # fmt: skip
+    assert allowed.status_code == 200, allowed.text
+    granted = {h.strip() for h in allowed.headers["access-control-allow-headers"].split(",")}
+    assert set(asked.split(", ")) <= {h.lower() for h in granted}
+    answer = browser.get("/v1/ready", headers={"origin": "https://console.example"})
+    assert "mcp-session-id" in answer.headers["access-control-expose-headers"].lower()

@@ -279,7 +279,11 @@ def create_app(
         middleware.insert(0, Middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST", "DELETE"], allow_credentials=False,
-            allow_headers=["authorization", "content-type", "memkg-purpose"], max_age=600,
+            # MCP over streamable HTTP sends its session id and protocol version, and the
+            # subject for a key bound to no user; a client reads the session id back
+            allow_headers=["authorization", "content-type", "memkg-purpose", "memkg-user",
+                           "mcp-session-id", "mcp-protocol-version", "last-event-id"],
+            expose_headers=["mcp-session-id"], max_age=600,
         ))  # fmt: skip
     app = Starlette(
         routes=starlette_routes,
