@@ -10,8 +10,7 @@ from memkg.clock import Clock
 from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
-from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation
+from memkg.engine.setup import Setup, check_args, check_count
 from memkg.events.retry import Attempts, unconditional
 from memkg.graph import export, queries
 from memkg.graph.projection import UserGraph
@@ -104,11 +103,7 @@ class GraphService:
     ) -> list[RecentEntity]:  # fmt: skip
         """Entities of a type seen in the session, most recent first."""
         check_args(user_id=user_id, entity_type=entity_type, session_id=session_id, domain=domain)
-        if type(limit) is not int or limit < 0:
-            raise InvalidOperation(
-                f"limit is a whole number from 0 (how many entities to list), not {limit!r:.40}",
-                code="argument.type",
-            )
+        check_count(limit, "limit", 0, "how many entities to list")
         graph = self.projections.graph(user_id)
         return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
 

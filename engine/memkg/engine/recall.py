@@ -9,8 +9,7 @@ from functools import cached_property
 
 from memkg import semantic
 from memkg.clock import Clock
-from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation
+from memkg.engine.setup import Setup, check_args, check_count
 from memkg.events.store import Companion, EventStore, beside
 from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
@@ -40,11 +39,7 @@ class Recall:
         ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
         """
         check_args(user_id=user_id, query=query, domain=domain)
-        if type(k) is not int or k < 0:
-            raise InvalidOperation(
-                f"k is a whole number from 0 (how many memories to inject), not {k!r:.40}",
-                code="recall.k",
-            )
+        check_count(k, "k", 0, "how many memories to inject", code="recall.k")
         reader = self.setup.reader
         return recall.recall(
             query, self.port.facts(user_id, domain), self.notes(user_id, domain), k=k,

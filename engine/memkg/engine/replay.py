@@ -11,8 +11,7 @@ from memkg.decisions import DecisionLog, differences
 from memkg.engine.decision_graph import fixture_graph
 from memkg.engine.intent import Decider
 from memkg.engine.projections import Projections
-from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation
+from memkg.engine.setup import Setup, check_args, check_count
 from memkg.explain import render
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import RECORDER, Decision
@@ -64,12 +63,9 @@ class Replayer:
 
     def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
         check_args(user_id=user_id)
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise InvalidOperation(
-                "limit is a whole number from 1 (how many of the user's last decisions to "
-                f"list), or None for all of them, not {limit!r:.40}",
-                code="argument.type",
-            )
+        if limit is not None:
+            check_count(limit, "limit", 1, "how many of the user's last decisions to list; "
+                        "None: all of them")  # fmt: skip
         return self.log.for_user(user_id, limit=limit)
 
     def replay(self, decision_id: str) -> ReplayReport:

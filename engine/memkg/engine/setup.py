@@ -11,7 +11,7 @@ from rdflib import RDFS
 from memkg.arbitration import MemoryReader, QuestionBook, RoleDefaults, labels_from
 from memkg.arbitration.policy import PolicyFile, load_policy
 from memkg.config import EngineConfig
-from memkg.errors import NotFound
+from memkg.errors import InvalidOperation, NotFound
 from memkg.events.projection import UserMemory
 from memkg.evolution.migration import load_plan
 from memkg.evolution.upcast import Upcasters
@@ -33,6 +33,15 @@ def check_args(**arguments: Any) -> None:
     """Refuse arguments that hold text no store can encode (lone surrogates)."""
     for name, value in arguments.items():
         check_text(value, name)
+
+
+def check_count(value: object, name: str, low: int, what: str, code: str = "argument.type") -> None:
+    """Refuse ``value`` unless it is a whole number from ``low`` (``what``: what it counts);
+    ``True`` and ``2.0`` are not counts."""
+    if type(value) is not int or value < low:
+        raise InvalidOperation(
+            f"{name} is a whole number from {low} ({what}), not {value!r:.40}", code=code
+        )
 
 
 class Setup:
