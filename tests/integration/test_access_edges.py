@@ -148,3 +148,29 @@ def test_a_limit_counts_the_decisions_a_key_may_see(engine: Engine) -> None:
     assert [d["decision_id"] for d in found] == travel
     newest = reader.get("/v1/users/u1/decisions", params={"limit": 1}).json()["decisions"]
     assert [d["decision_id"] for d in newest] == travel[-1:]
+
+
+def test_a_key_pages_back_through_the_decisions_it_may_see(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    travel, health = [], []
+    for _ in range(3):
+        travel.append(engine.decide("u1", "travel", {}).decision_id)
+        health.append(engine.decide("u1", "health", {"symptom": "fever"}).decision_id)
+    reader = client(app, token(keyring, ["read"], ["travel"]))
+    path = "/v1/users/u1/decisions"
+    page = reader.get(path, params={"limit": 2}).json()["decisions"]
+    assert [d["decision_id"] for d in page] == travel[1:]
+    back = reader.get(path, params={"limit": 2, "before": page[0]["decision_id"]})
+    assert [d["decision_id"] for d in back.json()["decisions"]] == travel[:1]
+    # a decision the key may not see is no place to page from: it is not there for the key
+    hidden = reader.get(path, params={"before": health[-1]})
+    assert hidden.status_code == 404 and hidden.json()["error"] == "decision.not_found"
+    for bad in ({"before": ""}, {"limit": 0}, {"before": "x" * 129}):
+        assert reader.get(path, params=bad).status_code == 400, bad
+
+
+def test_a_listing_over_http_is_bounded_by_default(engine: Engine) -> None:
+    app, keyring = keyed_app(engine)
+    made = [engine.decide("u1", "travel", {}).decision_id for _ in range(101)]
+    found = client(app, token(keyring)).get("/v1/users/u1/decisions").json()["decisions"]
+    assert [d["decision_id"] for d in found] == made[1:]  # the newest 100

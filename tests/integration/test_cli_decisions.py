@@ -45,6 +45,10 @@ def test_decide_explain_replay_decisions(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["reproduced"] is True
     code, out = run(db, "decisions", "li")
     assert [d["decision_id"] for d in json.loads(out)["decisions"]] == [decided["decision_id"]]
+    code, out = run(db, "decisions", "li", "--before", decided["decision_id"])
+    assert code == 0 and json.loads(out)["decisions"] == []
+    code, out = run(db, "decisions", "li", "--before", "dec_none")
+    assert code != 0 and json.loads(out)["error"] == "decision.not_found"
     code, out = run(db, "decide", "li", "--domain", "travel", "--context", '{"airline": 5}')
     assert code == 3 and json.loads(out)["status"] == "invalid_input"
 

@@ -72,7 +72,7 @@ def cmd_replay(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_decisions(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    found = engine.decisions(args.user, limit=args.limit)
+    found = engine.decisions(args.user, limit=args.limit, before=args.before)
     emit(out, {"user_id": args.user, "decisions": [summary(d) for d in found]})
     return EXIT_OK
 
@@ -203,6 +203,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("user")
     p.add_argument("--limit", type=whole(1, 1000),
                    help="the newest N (1 to 1000; default: all)")  # fmt: skip
+    p.add_argument("--before", metavar="ID",
+                   help="only those logged before decision ID (a page further back)")  # fmt: skip
     p.set_defaults(run=cmd_decisions)
 
     p = sub.add_parser(

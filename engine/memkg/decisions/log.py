@@ -42,7 +42,15 @@ class DecisionLog(Protocol):
 
     def get(self, decision_id: str) -> Decision: ...
 
-    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]: ...
+    def for_user(
+        self, user_id: str, *, limit: int | None = None, domains: Collection[str] | None = None,
+        before: str | None = None,
+    ) -> list[Decision]:  # fmt: skip
+        """The user's decisions, oldest first: the newest ``limit`` (all with None) of those
+        in ``domains`` (any domain with None) logged before decision ``before`` (a page
+        further back; it must be one of those listed, else ``decision.not_found``). Reads
+        what it returns, however many decisions the user has."""
+        ...
 
     def recent(self, limit: int) -> list[Decision]:
         """The last ``limit`` decisions logged, whoever they are about, oldest first."""
@@ -78,6 +86,10 @@ class DecisionLog(Protocol):
     def files(self) -> list[Path]: ...
 
     def close(self) -> None: ...
+
+
+ROWS_MAX = 2**63 - 1
+"""The most rows a listing asks a store for: a larger limit is past every count (all)."""
 
 
 def not_found(decision_id: str) -> NotFound:
@@ -137,6 +149,8 @@ class MemoryDecisionLog:
         self._decisions: dict[str, str] = {}
         self._users: dict[str, list[str]] = {}
         self._order: dict[str, None] = {}
+        self._domains: dict[str, str] = {}
+        """Each decision's domain, by id."""
         self._bundles: dict[str, dict[str, str]] = {}
 
     def append(self, decision: Decision) -> None:
@@ -146,6 +160,7 @@ class MemoryDecisionLog:
             self._decisions[decision.decision_id] = decision.model_dump_json()
             self._users.setdefault(decision.request.user_id, []).append(decision.decision_id)
             self._order[decision.decision_id] = None
+            self._domains[decision.decision_id] = decision.request.domain
 
     def get(self, decision_id: str) -> Decision:
         text = self._decisions.get(decision_id)
@@ -153,8 +168,17 @@ class MemoryDecisionLog:
             raise not_found(decision_id)
         return Decision.model_validate_json(text)
 
-    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
-        ids = self._users.get(user_id, [])
+    def for_user(
+        self, user_id: str, *, limit: int | None = None, domains: Collection[str] | None = None,
+        before: str | None = None,
+    ) -> list[Decision]:  # fmt: skip
+        with self._lock:
+            ids = [i for i in self._users.get(user_id, [])
+                   if domains is None or self._domains[i] in domains]  # fmt: skip
+        if before is not None:
+            if before not in ids:
+                raise not_found(before)
+            ids = ids[: ids.index(before)]
         return [self.get(i) for i in (ids[-limit:] if limit else ids)]
 
     def recent(self, limit: int) -> list[Decision]:
@@ -175,6 +199,7 @@ class MemoryDecisionLog:
             if text is None:
                 return False
             del self._order[decision_id]
+            del self._domains[decision_id]
             user_id = orjson.loads(text)["request"]["user_id"]
             self._users[user_id] = [i for i in self._users[user_id] if i != decision_id]
             return True
@@ -185,6 +210,7 @@ class MemoryDecisionLog:
             for decision_id in ids:
                 self._decisions.pop(decision_id, None)
                 self._order.pop(decision_id, None)
+                self._domains.pop(decision_id, None)
             return len(ids)
 
     def erase_citing(
@@ -198,6 +224,7 @@ class MemoryDecisionLog:
             for decision_id in citing:
                 del self._decisions[decision_id]
                 del self._order[decision_id]
+                del self._domains[decision_id]
             if citing:
                 self._users[user_id] = [i for i in ids if i not in citing]
             return len(citing)

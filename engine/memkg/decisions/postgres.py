@@ -23,7 +23,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memkg.decisions.log import Citing, duplicate, not_found
+from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
 from memkg.postgres import PURGES_ROW, PgAdapter, held_purges, jsonb_exact
@@ -114,13 +114,30 @@ class PostgresDecisionLog(PgAdapter):
             raise not_found(decision_id)
         return Decision.model_validate_json(rows[0][0])
 
-    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
+    def for_user(
+        self, user_id: str, *, limit: int | None = None, domains: Collection[str] | None = None,
+        before: str | None = None,
+    ) -> list[Decision]:  # fmt: skip
+        where = "user_id = %s"
+        args: list[Any] = [user_id]
+        if domains is not None:
+            where += " AND domain = ANY(%s::text[])"
+            args.append(sorted(domains))
+        if before is not None:
+            found = self._read(
+                f"SELECT seq FROM {self._s}.decisions WHERE decision_id = %s AND {where}",
+                (before, *args),
+            )
+            if not found:
+                raise not_found(before)
+            where += " AND seq < %s"
+            args.append(found[0][0])
         query = (
             f"SELECT record::text FROM (SELECT seq, record FROM {self._s}.decisions"
-            " WHERE user_id = %s ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
+            f" WHERE {where} ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
         )
         # a limit past what a bigint holds is past every count: all of them
-        rows = self._read(query, (user_id, limit if limit and limit < 2**63 else None))
+        rows = self._read(query, (*args, limit if limit and limit <= ROWS_MAX else None))
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def recent(self, limit: int) -> list[Decision]:

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memkg.decisions.log import Citing, duplicate, not_found
+from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found
 from memkg.errors import sqlite_failure
 from memkg.model.decision import Decision
 from memkg.sqlitefile import Checkpointer, attach, compact, detach
@@ -182,11 +182,30 @@ class SqliteDecisionLog:
             raise not_found(decision_id)
         return Decision.model_validate_json(row[0])
 
-    def for_user(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
-        query = "SELECT record FROM decisions WHERE user_id = ? ORDER BY rowid"
+    def for_user(
+        self, user_id: str, *, limit: int | None = None, domains: Collection[str] | None = None,
+        before: str | None = None,
+    ) -> list[Decision]:  # fmt: skip
+        where, args = "user_id = ?", [user_id]
+        if domains is not None:
+            where += " AND domain IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(domains)))
         with self._guard("read"):
-            rows = self._db.execute(query, (user_id,)).fetchall()
-        rows = rows[-limit:] if limit else rows
+            if before is not None:
+                row = self._db.execute(
+                    f"SELECT rowid FROM decisions WHERE decision_id = ? AND {where}",
+                    (before, *args),
+                ).fetchone()
+                if row is None:
+                    raise not_found(before)
+                where += " AND rowid < ?"
+                args.append(row[0])
+            # the newest first, by the index on the user: a listing reads what it returns
+            rows = self._db.execute(
+                f"SELECT record FROM (SELECT rowid AS r, record FROM decisions WHERE {where}"
+                " ORDER BY rowid DESC LIMIT ?) ORDER BY r",
+                (*args, -1 if limit is None else min(limit, ROWS_MAX)),
+            ).fetchall()
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def recent(self, limit: int) -> list[Decision]:

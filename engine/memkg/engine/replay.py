@@ -3,6 +3,7 @@ decision made again as of its position, clock and rules, compared with the recor
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -12,6 +13,7 @@ from memkg.engine.decision_graph import fixture_graph
 from memkg.engine.intent import Decider
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args, check_count
+from memkg.errors import InvalidOperation
 from memkg.explain import render
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import RECORDER, Decision
@@ -61,12 +63,30 @@ class Replayer:
         check_args(decision_id=decision_id)
         return render(self.log.get(decision_id).explanation, fmt)
 
-    def decisions(self, user_id: str, *, limit: int | None = None) -> list[Decision]:
-        check_args(user_id=user_id)
+    def decisions(
+        self, user_id: str, *, limit: int | None = None, domains: Collection[str] | None = None,
+        before: str | None = None,
+    ) -> list[Decision]:  # fmt: skip
+        """The user's logged decisions, oldest first: the newest ``limit`` (None: all) of
+        those in ``domains`` (None: every domain), logged before decision ``before`` (the
+        first of a page already listed, to list the page before it)."""
+        check_args(user_id=user_id, before=before)
         if limit is not None:
             check_count(limit, "limit", 1, "how many of the user's last decisions to list; "
                         "None: all of them")  # fmt: skip
-        return self.log.for_user(user_id, limit=limit)
+        names = None
+        if domains is not None:
+            names = frozenset(domains) if isinstance(domains, Collection) else None
+            if names is None or isinstance(domains, str) or not all(
+                    isinstance(d, str) for d in names):  # fmt: skip
+                raise InvalidOperation(
+                    f"domains is a collection of domain names (None: every domain), not "
+                    f"{domains!r:.60}", code="argument.type",
+                )  # fmt: skip
+        if before is not None and not isinstance(before, str):
+            raise InvalidOperation(f"before is a decision id, not {before!r:.40}",
+                                   code="argument.type")  # fmt: skip
+        return self.log.for_user(user_id, limit=limit, domains=names, before=before)
 
     def replay(self, decision_id: str) -> ReplayReport:
         """Re-make a logged decision as of its log position, clock and rules; compare."""

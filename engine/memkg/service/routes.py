@@ -68,8 +68,12 @@ class ProfileQuery(Query):
     language: str | None = Field(None, max_length=16)
 
 
-class LimitQuery(Query):
-    limit: int | None = Field(None, ge=1, le=1000)
+class DecisionsQuery(Query):
+    limit: int = Field(100, ge=1, le=1000, description="the newest N decisions (100)")
+    before: str | None = Field(
+        None, min_length=1, max_length=128,
+        description="a decision id the listing holds: the page of decisions before it",
+    )  # fmt: skip
 
 
 class ExplainQuery(Query):
@@ -179,7 +183,7 @@ class Routes:
             op("POST", f"{user}/decisions", "decide", "Decide what to do for the user",
                self.decide, DECIDE, body=s.DecideBody, response=s.DecisionOut, status=201),
             op("GET", f"{user}/decisions", "decisions", "The user's logged decisions",
-               self.decisions, READ, query=LimitQuery, response=s.DecisionsOut),
+               self.decisions, READ, query=DecisionsQuery, response=s.DecisionsOut),
             op("GET", "/v1/decisions/{decision_id}", "explain", "Why a decision came out so",
                self.explain, READ, query=ExplainQuery, response=dict[str, Any], errors=(404,)),
             op("POST", "/v1/decisions/{decision_id}/replay", "replay", "Replay a decision",
@@ -440,12 +444,10 @@ class Routes:
 
     async def decisions(self, call: Call) -> Response:
         user = call.path["user"]
-        visible, limit = call.visible(READ, user), call.query.limit
-        # the limit counts what the key may see: filter first, then keep the newest
-        found = await self._run(self.engine.decisions, user,
-                                limit=limit if visible is None else None)  # fmt: skip
-        found = [d for d in found if visible is None or d.request.domain in visible]
-        found = found[-limit:] if limit else found
+        # the limit counts what the key may see: the log keeps to its domains, then the newest
+        found = await self._run(self.engine.decisions, user, limit=call.query.limit,
+                                domains=call.visible(READ, user),
+                                before=call.query.before)  # fmt: skip
         return _json({"user_id": user, "decisions": [summary(d) for d in found]})
 
     async def _decision(self, call: Call, scope: ApiScope) -> str:

@@ -174,3 +174,60 @@ def test_remove_takes_out_one_decision(log: DecisionLog, logged_engine: Engine) 
     assert log.for_user("u") == [second] and log.recent(9) == [second]
     log.append(first)
     assert log.for_user("u") == [second, first]
+
+
+def test_a_listing_keeps_to_its_domains_and_pages_back(
+    log: DecisionLog, logged_engine: Engine
+) -> None:
+    made = [
+        logged_engine.decide("u", domain, context)
+        for _ in range(3)
+        for domain, context in (("finance", {"amount": 1}), ("health", {"symptom": "fever"}))
+    ]
+    ids = [d.decision_id for d in made]
+    health = [d.decision_id for d in made if d.request.domain == "health"]
+    listed = log.for_user("u", domains={"health"}, limit=2)
+    assert [d.decision_id for d in listed] == health[-2:]
+    older = log.for_user("u", domains={"health"}, limit=2, before=listed[0].decision_id)
+    assert [d.decision_id for d in older] == health[:1]
+    assert [d.decision_id for d in log.for_user("u", before=ids[3])] == ids[:3]
+    assert log.for_user("u", domains=set()) == [] and log.for_user("u", before=ids[0]) == []
+    for before, domains in ((ids[0], {"health"}), ("dec_none", None), (ids[1], {"nowhere"})):
+        with pytest.raises(NotFound) as missing:  # a page starts at a decision it lists
+            log.for_user("u", domains=domains, before=before)
+        assert missing.value.code == "decision.not_found"
+    with pytest.raises(NotFound):  # another user's decision is no place in this one's log
+        log.for_user("v", before=ids[1])
+
+
+def test_a_sqlite_listing_reads_what_it_returns_however_long_the_history(
+    tmp_path: Path,
+) -> None:
+    """The newest few of a user's decisions cost the same at 10 and at 600 decisions: the
+    log reads them by the index on the user, newest first, and stops at the limit."""
+    log = SqliteDecisionLog(tmp_path / "d.db")
+    engine = Engine(clock=FrozenClock(NOW), config=EngineConfig(shacl=False), decision_log=log)
+    first = engine.decide("u", "finance", {"amount": 1})
+    steps: list[int] = []
+
+    def count() -> int:
+        steps.append(1)
+        return 0
+
+    def listing_steps() -> int:
+        steps.clear()
+        log._db.set_progress_handler(count, 10)  # every 10 virtual-machine instructions
+        try:
+            assert len(log.for_user("u", limit=5)) == 5
+            assert len(log.for_user("u", limit=5, domains={"finance"})) == 5
+        finally:
+            log._db.set_progress_handler(None, 0)
+        return len(steps)
+
+    for n in range(1, 600):
+        if n == 10:
+            short = listing_steps()
+        log.append(first.model_copy(update={"decision_id": f"dec_{n:04d}"}))
+    long = listing_steps()
+    assert long <= short * 1.5, (short, long)  # it read every record before: about 60 times
+    log.close()
