@@ -173,6 +173,9 @@ def compile_rules(
         raise RulesRefused(
             f"the rule bundle has {len(errors)} problem(s); first: {errors[0]}", errors
         )
+    for warning in findings:  # what loads but costs: the operator's log says it once
+        if warning.severity == "warning":
+            log.warning("rule bundle: %s", warning, extra={"code": warning.code})
     log.info("rule bundle compiled", extra={"digest": bundle.digest[:12],
                                             "tables": len(bundle.tables)})  # fmt: skip
     return Rules(bundle, evaluator, bundle.digest)

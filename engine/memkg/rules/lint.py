@@ -6,7 +6,8 @@ Codes: ``rule.schema`` / ``rule.yaml`` (from the loader), ``rule.duplicate_id``,
 ``rule.unknown_parameter``, ``rule.invalid_parameter``, ``rule.unknown_decision``,
 ``rule.priority``, ``rule.aggregate``,
 ``rule.template``, ``rule.effective``, ``rule.durable_limit``, ``rule.overlap``,
-``rule.missing_default``.
+``rule.missing_default``; and one warning, ``rule.pairs`` (a rule that matches every pair of
+one key's values).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memkg.rules.spec import (
     Condition,
     DomainSpec,
     Finding,
+    Ref,
     Rule,
     RuleBundle,
     RuleTable,
@@ -321,6 +323,7 @@ def _lint_rule(
                     )
                 )
             aliases[cond.alias] = cond
+    found += _pairing_findings(rule)
     known = {c.key for c in rule.conditions if c.key} | {c.to for c in rule.conditions if c.to}
     known |= set(aliases) | set(BUILTIN_CONTEXT) | set(spec.context if spec else ())
     for name in placeholders(rule.explain):
@@ -334,3 +337,42 @@ def _lint_rule(
                 )
             )
     return found
+
+
+def _pairing_findings(rule: Rule) -> list[Finding]:
+    """``rule.pairs`` (a warning) when two or more positive conditions of ``rule`` read the same
+    messages (one key's facts, or its edges, or paths to one target) and a later one is not
+    tied to an earlier one by an equality join: the matcher then finds every ordered pair of
+    distinct messages, n·(n−1) matches for a user with n of them (with three such conditions,
+    n·(n−1)·(n−2)), and a decision slows with the square of what the user has of that key."""
+    seen: dict[tuple[str, Any], list[Condition]] = {}
+    for cond in rule.conditions:
+        kind = cond.handler
+        if kind.on_context or cond.negated:
+            continue
+        slot = (str(kind.message), str(kind.pool_key(cond)))
+        earlier = seen.setdefault(slot, [])
+        aliases = {c.alias for c in earlier if c.alias}
+        tied = any(
+            t.op in ("eq", "contains") and isinstance(t.operand, Ref) and t.operand.alias in aliases
+            for t in cond.tests
+        )
+        if earlier and not tied:
+            what = f"{kind.message}s of {cond.key or cond.to}"
+            return [
+                Finding(
+                    "rule.pairs",
+                    f"conditions at lines {earlier[0].line} and {cond.line} both match the "
+                    f"user's {what} with no equality join between them: the rule matches every "
+                    "pair of them (n·(n−1) matches for n), so its decisions slow with the square "
+                    "of how many the user has; read them in one condition, or join the later one "
+                    "to the earlier (`as:` on the first; `eq: $alias`, or for a list `contains: "
+                    "$alias`, on the second)",
+                    rule.file,
+                    cond.line,
+                    rule.id,
+                    severity="warning",
+                )
+            ]
+        earlier.append(cond)
+    return []

@@ -188,3 +188,19 @@ def test_policy_files_beside_rules_are_not_rule_tables(tmp_path: Path) -> None:
     (tmp_path / "health" / "questions.yaml").write_text("x: 1\n")
     (tmp_path / "health" / "t.cases.yaml").write_text("cases: []\n")
     assert read_sources(tmp_path) == {}
+
+
+def test_a_rule_that_pairs_one_keys_values_is_a_warning() -> None:
+    pairs = rule("      - fact: {key: medication.current}\n      - fact: {key: medication.current}")
+    found = only(lint(HEAD + pairs), "rule.pairs")
+    assert (found.severity, found.line, found.rule_id) == ("warning", 7, "health.r")
+    assert "lines 6 and 7" in found.message and "n·(n−1)" in found.message
+    joined = rule("      - fact: {key: medication.current, as: first}\n"
+                  "      - fact: {key: medication.current, contains: $first}")  # fmt: skip
+    other = rule("      - fact: {key: medication.current}\n      - fact: {key: medical.allergies}")
+    negated = rule(
+        "      - fact: {key: medication.current}\n"
+        "      - not: {fact: {key: medication.current, contains: warfarin}}"
+    )
+    for clean in (joined, other, negated):
+        assert lint(HEAD + clean) == [], clean
