@@ -119,6 +119,9 @@ class FaultyStore:
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         return self.inner.read_all(after_seq=after_seq, up_to_seq=up_to_seq)
 
+    def read_reviews(self) -> Iterator[Event]:
+        return self.inner.read_reviews()
+
     def stream_version(self, user_id: str) -> int:
         return self.inner.stream_version(user_id)
 

@@ -30,8 +30,8 @@ class ReviewDesk:
         return self.setup.config
 
     def review_queue(self, *, include_resolved: bool = False) -> list[Review]:
-        """Frozen keys waiting for a reviewer, oldest first (reads the whole log)."""
-        reviews = reviews_from(self.journal.store.read_all()).values()
+        """Frozen keys waiting for a reviewer, oldest first (reads the log's reviews only)."""
+        reviews = reviews_from(self.journal.store.read_reviews()).values()
         found = [r for r in reviews if include_resolved or r.status is ReviewStatus.OPEN]
         return sorted(found, key=lambda r: (r.opened_at, r.review_id))
 

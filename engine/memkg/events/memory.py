@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
-from memkg.events.store import AppendResult, Companion, ErasureCounts
+from memkg.events.store import REVIEW_TYPES, AppendResult, Companion, ErasureCounts
 from memkg.model.event import Event, EventType, NewEvent
 
 _BATCH = 5_000
@@ -182,6 +182,9 @@ class MemoryEventStore:
             stream = self._streams.get(user_id, [])
             return [e for e in stream if (up_to_seq is None or e.seq <= up_to_seq)
                     and e.version > after_version]  # fmt: skip
+
+    def read_reviews(self) -> Iterator[Event]:
+        return (e for e in self.read_all() if e.type.value in REVIEW_TYPES)
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         while True:

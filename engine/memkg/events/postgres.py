@@ -31,7 +31,13 @@ from memkg.events.memory import (
     subject_digest,
     utc_instant,
 )
-from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
+from memkg.events.store import (
+    REVIEWS_WHERE,
+    AppendResult,
+    Companion,
+    ErasureCounts,
+    check_companions,
+)
 from memkg.model.event import Event, NewEvent
 from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
 
@@ -74,6 +80,7 @@ CREATE TABLE IF NOT EXISTS {s}.events (
 );
 CREATE INDEX IF NOT EXISTS events_fact_id ON {s}.events (fact_id);
 CREATE INDEX IF NOT EXISTS events_audit_log_id ON {s}.events (audit_log_id);
+CREATE INDEX IF NOT EXISTS events_reviews ON {s}.events (seq) WHERE {reviews};
 CREATE TABLE IF NOT EXISTS {s}.streams (user_id TEXT PRIMARY KEY, version BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.idempotency (user_id TEXT NOT NULL, key TEXT NOT NULL,
     first_seq BIGINT NOT NULL, last_seq BIGINT NOT NULL, PRIMARY KEY (user_id, key));
@@ -101,7 +108,7 @@ class PostgresEventStore(PgAdapter):
         """Inside ``erasing``: the tables the block deleted from (vacuumed once it committed);
         None outside."""
         with self._tx() as db:
-            self._create(db, _SCHEMA)
+            self._create(db, _SCHEMA.replace("{reviews}", REVIEWS_WHERE))
             db.execute(
                 f"INSERT INTO {self._s}.meta VALUES ('schema_version', %s), ('subject_key', %s)"
                 " ON CONFLICT DO NOTHING",
@@ -208,6 +215,19 @@ class PostgresEventStore(PgAdapter):
                  " WHERE user_id = %s AND version > %s AND seq <= %s ORDER BY version")  # fmt: skip
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
         return list(map(_event, self._read(query, (user_id, after_version, limit))))
+
+    def read_reviews(self) -> Iterator[Event]:
+        after_seq = 0
+        while True:
+            rows = self._read(
+                f"SELECT {_COLUMNS} FROM {self._s}.events WHERE {REVIEWS_WHERE} AND seq > %s"
+                " ORDER BY seq LIMIT %s",
+                (after_seq, _BATCH),
+            )
+            if not rows:
+                return
+            yield from map(_event, rows)
+            after_seq = rows[-1][0]
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq

@@ -38,7 +38,13 @@ from memkg.events.memory import (
     subject_digest,
     utc_instant,
 )
-from memkg.events.store import AppendResult, Companion, ErasureCounts, check_companions
+from memkg.events.store import (
+    REVIEWS_WHERE,
+    AppendResult,
+    Companion,
+    ErasureCounts,
+    check_companions,
+)
 from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import Checkpointer, attach, compact, detach
@@ -91,6 +97,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_fact_id ON events (fact_id);
 CREATE INDEX IF NOT EXISTS events_audit_log_id ON events (audit_log_id);
+CREATE INDEX IF NOT EXISTS events_reviews ON events (seq) WHERE {reviews};
 CREATE TABLE IF NOT EXISTS streams (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS idempotency (user_id TEXT NOT NULL, key TEXT NOT NULL,
     first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, PRIMARY KEY (user_id, key));
@@ -193,7 +200,7 @@ class SqliteEventStore:
             self._db.execute(f"PRAGMA {pragma}")
         try:
             with self._write() as db:
-                for statement in _SCHEMA.split(";"):
+                for statement in _SCHEMA.format(reviews=REVIEWS_WHERE).split(";"):
                     db.execute(statement)
                 db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
@@ -347,6 +354,19 @@ class SqliteEventStore:
             if not rows:
                 return
             yield from rows
+            after_seq = rows[-1][0]
+
+    def read_reviews(self) -> Iterator[Event]:
+        after_seq = 0
+        while True:
+            rows: list[StoredRow] = self._read(
+                f"SELECT {_COLUMNS} FROM events WHERE {REVIEWS_WHERE} AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (after_seq, _BATCH),
+            )
+            if not rows:
+                return
+            yield from map(_event, rows)
             after_seq = rows[-1][0]
 
     def stream_version(self, user_id: str) -> int:

@@ -44,7 +44,13 @@ from typing import Any, Protocol, cast, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from memkg.errors import ConfigError
-from memkg.model.event import Event, NewEvent, StoredRow
+from memkg.model.event import Event, EventType, NewEvent, StoredRow
+
+REVIEW_TYPES = (EventType.KEY_FROZEN.value, EventType.REVIEW_RESOLVED.value)
+"""The event types ``read_reviews`` returns; the SQL stores index only the rows of these."""
+REVIEWS_WHERE = "type IN ('key.frozen', 'review.resolved')"
+"""Their condition, spelled alike in the partial index and the query (SQLite uses a partial
+index only for a query whose condition is the index's own)."""
 
 
 class AppendResult(BaseModel):
@@ -193,6 +199,12 @@ class EventStore(Protocol):
         ...
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]: ...
+
+    def read_reviews(self) -> Iterator[Event]:
+        """Every user's ``key.frozen`` and ``review.resolved`` events, in log order: the
+        review queue, read by an index that holds only them (``REVIEW_TYPES``), so its cost
+        follows the reviews, not the log."""
+        ...
 
     def stream_version(self, user_id: str) -> int: ...
 

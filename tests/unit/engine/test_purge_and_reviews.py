@@ -81,3 +81,31 @@ def test_arguments_with_lone_surrogates_are_refused_cleanly(
         call(engine)  # type: ignore[operator]
     assert refused.value.code == "text.invalid_unicode"
     assert refused.value.message.startswith(where)
+
+
+def test_the_review_queue_costs_the_same_however_long_the_log(tmp_path: Path) -> None:
+    """Listing and resolving reviews reads the log's reviews only (an index holds just them):
+    the SQLite work of the queue is the same with 10 and with 1,200 other events stored."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        review_id = _contested(engine)
+        db = engine.store._db  # type: ignore[attr-defined]
+        steps: list[int] = []
+
+        def queue_steps() -> int:
+            steps.clear()
+            db.set_progress_handler(lambda: steps.append(1), 10)  # per 10 VM instructions
+            try:
+                assert [r.review_id for r in engine.review_queue()] == [review_id]
+            finally:
+                db.set_progress_handler(None, 0)
+            return len(steps)
+
+        engine.ingest_many([obs(user_id="u2", key="seat.preference", value="aisle")] * 10)
+        short = queue_steps()
+        for batch in range(6):
+            users = [f"v{batch}-{i}" for i in range(200)]
+            engine.ingest_many([obs(user_id=u, key="seat.preference", value="a") for u in users])
+        long = queue_steps()
+        assert long <= short * 1.5, (short, long)  # reading the log: about 30 times as much
+        engine.resolve_review(review_id, "airline:SQ", "confirmed by phone")
+        assert engine.review_queue() == []

@@ -10,7 +10,7 @@ import pytest
 
 from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
 from memkg.events.store import EventStore
-from memkg.model.event import Event, NewEvent
+from memkg.model.event import Event, EventType, NewEvent
 
 MakeEvent = Any
 
@@ -323,3 +323,17 @@ def test_the_stream_mark_moves_with_appends_purges_and_erasures(
     store.append("alice", [make_event(), make_event()])
     reborn = store.stream_mark("alice")
     assert reborn[0] == 2 and reborn != purged  # the same version, a different stream
+
+
+def test_the_review_read_returns_the_logs_freezes_and_resolutions_in_order(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    frozen, resolved = EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED
+    kinds = [None, frozen, None, None, resolved, frozen, None]
+    for i, kind in enumerate(kinds):
+        user = "alice" if i % 2 else "bob"
+        made = make_event(user) if kind is None else make_event(user, event_type=kind)
+        store.append(user, [made])
+    wanted = [e for e in store.read_all() if e.type in (frozen, resolved)]
+    assert [e.type for e in wanted] == [frozen, resolved, frozen]
+    assert list(store.read_reviews()) == wanted
