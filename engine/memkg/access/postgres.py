@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
-from memkg.access.store import AUDIT_LIMIT, pseudonym, revoked_grant, revoked_key
+from memkg.access.store import AUDIT_LIMIT, audit_filter, pseudonym, revoked_grant, revoked_key
 from memkg.postgres import PgAdapter
 
 if TYPE_CHECKING:
@@ -104,11 +104,10 @@ class PostgresAccessStore(PgAdapter):
         self, *, subject: str | None = None, key_id: str | None = None,
         target: str | None = None, limit: int = 100,
     ) -> list[AccessRecord]:  # fmt: skip
+        where, args = audit_filter(subject, key_id, target, "%s", "body::jsonb ->> 'target'")
         rows = self._read(
-            f"SELECT body FROM {self._s}.access_audit WHERE (%s::text IS NULL OR subject = %s)"
-            " AND (%s::text IS NULL OR key_id = %s)"
-            " AND (%s::text IS NULL OR body::jsonb ->> 'target' = %s) ORDER BY seq DESC LIMIT %s",
-            (subject, subject, key_id, key_id, target, target, min(limit, AUDIT_LIMIT)),
+            f"SELECT body FROM {self._s}.access_audit WHERE {where} ORDER BY seq DESC LIMIT %s",
+            (*args, min(limit, AUDIT_LIMIT)),
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 

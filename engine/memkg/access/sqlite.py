@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
-from memkg.access.store import AUDIT_LIMIT, pseudonym, revoked_grant, revoked_key
+from memkg.access.store import AUDIT_LIMIT, audit_filter, pseudonym, revoked_grant, revoked_key
 from memkg.errors import StoreError, sqlite_failure
 
 _SCHEMA = """
@@ -153,11 +153,10 @@ class SqliteAccessStore:
         self, *, subject: str | None = None, key_id: str | None = None,
         target: str | None = None, limit: int = 100,
     ) -> list[AccessRecord]:  # fmt: skip
+        where, args = audit_filter(subject, key_id, target, "?", "json_extract(body, '$.target')")
         rows = self._read(
-            "SELECT body FROM access_audit WHERE (? IS NULL OR subject = ?)"
-            " AND (? IS NULL OR key_id = ?) AND (? IS NULL OR json_extract(body, '$.target') = ?)"
-            " ORDER BY seq DESC LIMIT ?",
-            (subject, subject, key_id, key_id, target, target, min(limit, AUDIT_LIMIT)),
+            f"SELECT body FROM access_audit WHERE {where} ORDER BY seq DESC LIMIT ?",
+            (*args, min(limit, AUDIT_LIMIT)),
         )
         return [AccessRecord.model_validate_json(r[0]) for r in rows]
 

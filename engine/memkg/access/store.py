@@ -21,6 +21,22 @@ AUDIT_LIMIT = 1_000
 """The most audit records one query returns."""
 
 
+def audit_filter(
+    subject: str | None, key_id: str | None, target: str | None, mark: str, target_sql: str
+) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition and arguments of an audit query keeping to the filters given (none:
+    ``TRUE``): only those asked for, so that the subject and key indexes serve them (a test
+    of ``? IS NULL OR subject = ?`` keeps an index out of use). ``mark`` is the driver's
+    placeholder, ``target_sql`` how the store reads a record's target."""
+    # with a subject, its index serves (a key's records span many subjects): the key test is
+    # then written so that no planner takes the key index instead
+    key_sql = "key_id || ''" if subject is not None else "key_id"
+    parts = [(f"subject = {mark}", subject), (f"{key_sql} = {mark}", key_id),
+             (f"{target_sql} = {mark}", target)]  # fmt: skip
+    kept = [(sql, value) for sql, value in parts if value is not None]
+    return " AND ".join(sql for sql, _ in kept) or "TRUE", tuple(v for _, v in kept)
+
+
 class AccessStore(Protocol):
     """Where keys, grants and access records live."""
 
