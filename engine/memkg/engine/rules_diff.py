@@ -7,13 +7,14 @@ and re-makes each as of its log position, with its recorded clock, request, sess
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memkg.access.keyring import check_user_id
 from memkg.engine.replay import graph_as_of
 from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
-from memkg.engine.setup import check_args
+from memkg.engine.setup import check_args, check_count
 from memkg.errors import ConfigError, InvalidOperation, MemkgError
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 Bundle = Rules | RuleFolders | str | None
 """Compiled rules, a rules folder, or None: the old side's rules in use, the new side's
 configured rule folders."""
+
+_EVERY = 2**63 - 1
+"""A count of decisions past what any decision log holds: the most a store is asked for (its
+limits are 64-bit), so a larger ``replay`` reads them all."""
 
 
 class RulesDiffRefused(RulesRefused):
@@ -72,10 +77,18 @@ def rules_diff(
     given (``replay=None``: all of the user's). ``allow`` names rule tables (``domain/table``)
     or domains whose outcome changes are intended: they WARN instead of BLOCK.
     """
-    if replay is not None and replay < 0:
-        raise MemkgError(f"replay must be 0 or more decisions, not {replay}", code="usage")
-    if replay is None and user is None:
+    if user is not None:
+        check_args(user_id=user)
+        # a malformed id has no decisions: its diff would PASS having replayed none
+        check_user_id(user, "argument.type", "give the id the decisions were made for, or no "
+                      "user for the last decisions of everyone")  # fmt: skip
+    if replay is not None:
+        # a usage error: the CLI hands its --replay option through as it was given
+        check_count(replay, "replay", 0, "how many logged decisions to re-make; None with a "
+                    "user: all of the user's", code="usage")  # fmt: skip
+    elif user is None:
         raise MemkgError("give how many decisions to replay, or a user", code="usage")
+    _check_names(allow)
     before, old_label, old_errors = _load(decider, old, "old")
     after, new_label, new_errors = _load(decider, new, "new")
     _check_allow(allow, [r for r in (before, after) if r is not None])
@@ -101,7 +114,7 @@ def _load(
         folders: RuleFolders = decider.setup.layers.rule_dirs()
         label = "configured rules"
     else:
-        folders = Path(which) if isinstance(which, str) else which
+        folders = _folders(which, side)
         label = str(which)
         if isinstance(folders, Path) and not folders.is_dir():
             raise ConfigError(f"{folders}: no such rules folder", code="rules.missing")
@@ -116,6 +129,39 @@ def _load(
         return compile_rules(sources, decider.setup), label, []
     except RulesRefused as exc:
         return None, label, list(exc.findings)
+
+
+def _folders(which: object, side: str) -> RuleFolders:
+    """``which`` as rule folders, if it names them: a path, or domain → folder."""
+    if isinstance(which, Mapping):
+        return which
+    if isinstance(which, str | Path):
+        check_args(**{side: str(which)})
+        if isinstance(which, str) and not which:
+            raise InvalidOperation(f"{side} is a rules folder, not an empty path",
+                                   code="argument.type")  # fmt: skip
+        return Path(which)
+    raise InvalidOperation(
+        f"{side} is a rules folder (a path), compiled rules or None ("
+        f"{'the rules in use' if side == 'old' else 'the configured rule folders'}), "
+        f"not {which!r:.60}",
+        code="argument.type",
+    )
+
+
+def _check_names(allow: object) -> None:
+    """Refuse an ``allow`` that is not a collection of names (one string is not one)."""
+    what = "allow is a collection of rule table (DOMAIN/TABLE) or domain names, e.g. "
+    if isinstance(allow, str):
+        raise InvalidOperation(f"{what}['{allow:.60}'], not one string", code="argument.type")
+    if not isinstance(allow, Collection):
+        raise InvalidOperation(f"{what}['travel/booking'], not {allow!r:.40}",
+                               code="argument.type")  # fmt: skip
+    for name in allow:
+        if not isinstance(name, str):
+            raise InvalidOperation(f"allow holds {name!r:.40}, not a name: {what}"
+                                   "['travel/booking']", code="argument.type")  # fmt: skip
+        check_args(allow=name)
 
 
 def _check_allow(allow: Collection[str], loaded: list[Rules]) -> None:
@@ -133,11 +179,10 @@ def _check_allow(allow: Collection[str], loaded: list[Rules]) -> None:
 
 def _logged(decider: Decider, replay: int | None, user: str | None) -> list[Decision]:
     if user is not None:
-        check_args(user_id=user)
         if replay == 0:
             return []
-        return decider.log.for_user(user, limit=replay)
-    return decider.log.recent(replay or 0) if replay else []
+        return decider.log.for_user(user, limit=None if replay is None else min(replay, _EVERY))
+    return decider.log.recent(min(replay, _EVERY)) if replay else []
 
 
 def _replayed(

@@ -180,6 +180,19 @@ def parse_plan(text: str, file: str) -> MigrationPlan:
                 raise MigrationError(f"{key} is read by two steps (also line {seen[key]})",
                                      file=file, line=step.line)  # fmt: skip
             seen[key] = step.line
+    written: dict[str, tuple[int, Step]] = {}
+    for step in steps:
+        for target in step.targets:
+            if target.key in written:
+                line, first = written[target.key]
+                joined = ", ".join(dict.fromkeys((*first.keys, *step.keys)))
+                raise MigrationError(
+                    f"{target.key} is written by two steps (also line {line}): a user holding "
+                    f"what both read would get two claims of it; to join old keys into one, "
+                    f"write one step `merge: [{joined}]`",
+                    file=file, line=target.line,
+                )  # fmt: skip
+            written[target.key] = (target.line, step)
     return MigrationPlan(
         name=data["migration"], domain=data["domain"], group=groups[0][0],
         from_version=groups[0][1], to_group=groups[1][0], to_version=groups[1][1], steps=steps,

@@ -86,7 +86,9 @@ class FactOutcome:
 
 
 def plan_problems(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-    """Raise if a step reads a key the old group lacks or writes one the new group lacks."""
+    """Raise if a step reads a key the old group lacks, writes one the new group lacks, or
+    writes one an old key no step reads keeps (two writers of one key)."""
+    kept = set(old) - {k for s in plan.steps for k in s.keys}
     for step in plan.steps:
         for key in step.keys:
             if key not in old:
@@ -101,6 +103,13 @@ def plan_problems(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[str,
                 raise MigrationError(
                     f"{plan.to_group}@{plan.to_version} declares no key {target.key}",
                     file=plan.file, line=target.line, code="migration.unknown_key")  # fmt: skip
+            if target.key in kept:
+                raise MigrationError(
+                    f"{target.key} is kept as it is (no step reads it) and written by this step "
+                    f"too: a user holding both would get two claims of it; add a step that "
+                    f"reads it: drop it ({{key: {target.key}, drop: WHY}}), or join it with "
+                    f"{', '.join(step.keys)} in one `merge` step",
+                    file=plan.file, line=target.line)  # fmt: skip
 
 
 def effective_steps(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[str, Any]

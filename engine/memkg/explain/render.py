@@ -2,15 +2,24 @@
 
 The text is for the person the decision is about, or a clinician or auditor: what was decided,
 which rule combined which facts, where each fact came from, and what was not used.
+
+Every line is one entry: text a user or a record supplied (a value, a source_ref, a context
+value) is shown as data. Line breaks, other control characters and bidirectional overrides in
+it are shown as escapes (``\\n``, ``\\u202e``) in every rendering, so it cannot start a line of
+its own or reorder what is shown; in Markdown, what would be markup (HTML, links, images,
+emphasis, code, a block marker at the start of an entry) is escaped too. JSON is the tree as
+it is.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+from memkg.errors import InvalidOperation
 from memkg.model.evidence import Edge, GraphPath
 from memkg.model.explanation import (
     ConditionNode,
@@ -31,6 +40,70 @@ SOURCES = {
     "system": "system record",
     "rule": "derived by a rule",
 }
+
+
+_UNSEEN = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029"  # control characters, line and paragraph separators
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidirectional marks and overrides
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: line breaks, control and bidi characters shown as escapes.
+
+    >>> one_line("ehr:1\\n## heading \\u202eevil")
+    'ehr:1\\\\n## heading \\\\u202eevil'
+    """
+    return _UNSEEN.sub(lambda m: _escape(m.group()), text)
+
+
+_MD_INLINE = re.compile(
+    r"[\\`*~\[\]]"  # escapes, code spans, emphasis, strikethrough, links and images
+    r"|(?<![^\W_])_|_(?![^\W_])"  # an underscore, unless inside a word (where it is inert)
+    r"|<(?=[A-Za-z/!?])"  # HTML tags, comments and autolinks
+    r"|&(?=#|[A-Za-z][A-Za-z0-9]*;)"  # character references
+)
+_MD_BLOCK = re.compile(r"^(?:[#>+-]|(\d+)[.)])")
+"""What makes an entry's first characters a heading, a quote or a list of its own."""
+
+
+def md_text(text: str) -> str:
+    """``text`` as Markdown that shows it as it is, on one line.
+
+    >>> md_text("# <b>x</b> [a](b) snake_case < 6")
+    '\\\\# \\\\<b>x\\\\</b> \\\\[a\\\\](b) snake_case < 6'
+    """
+    text = _MD_INLINE.sub(lambda m: "\\" + m.group(), one_line(text))
+    text = _MD_BLOCK.sub(lambda m: f"{m.group(1)}\\{m.group()[-1]}" if m.group(1)
+                         else "\\" + m.group(), text)  # fmt: skip
+    # four spaces would open a code block; a space given as a reference opens none
+    return "&#32;" + text[1:] if text.startswith(" ") else text
+
+
+class _Style(NamedTuple):
+    """How a rendering writes an entry at a depth, a heading and a plain line."""
+
+    item: Callable[[int, str], str]
+    heading: Callable[[str], str]
+    line: Callable[[str], str]
+
+
+_TEXT = _Style(
+    item=lambda depth, text: "  " * depth + one_line(text),
+    heading=lambda text: f"{one_line(text)}:",
+    line=one_line,
+)
+_MD = _Style(
+    item=lambda depth, text: "  " * depth + f"- {md_text(text)}",
+    heading=lambda text: f"### {md_text(text)}",
+    line=md_text,
+)
 
 
 def _value(value: Any) -> str:
@@ -112,21 +185,20 @@ def _claim_line(c: MemoryClaimNode) -> str:
     )
 
 
-def _body(
-    exp: Explanation, bullet: Callable[[int, str], str], heading: Callable[[str], str]
-) -> list[str]:
-    lines = [f"Decision: {exp.summary}"]
+def _body(exp: Explanation, style: _Style) -> list[str]:
+    bullet, heading, line = style
+    lines = [line(f"Decision: {exp.summary}")]
     if exp.local_time:
-        lines.append(
+        lines.append(line(
             f"Local time {exp.local_time} ({exp.timezone}); decided "
             f"{_when(exp.decided_at)}; hit policy: {exp.policy or '-'}"
-        )
+        ))  # fmt: skip
     if exp.memory_off:
-        lines.append("Decided without memory: the user turned memory off; only role defaults "
-                     "were read.")  # fmt: skip
+        lines.append(line("Decided without memory: the user turned memory off; only role "
+                          "defaults were read."))  # fmt: skip
     if exp.merged_ids:
-        lines.append(f"Memory of {exp.user_id} read with the merged ids "
-                     f"{', '.join(exp.merged_ids)} (one person).")  # fmt: skip
+        lines.append(line(f"Memory of {exp.user_id} read with the merged ids "
+                          f"{', '.join(exp.merged_ids)} (one person)."))  # fmt: skip
     if exp.selected:
         lines += ["", heading("Why")]
         for rule in exp.selected:
@@ -172,18 +244,22 @@ def _body(
             )
     lines += [
         "",
-        f"Decision {exp.decision_id}, memory as of log position {exp.as_of_seq}, "
-        f"rules {exp.rule_bundle[:12]}.",
-    ]
+        line(f"Decision {exp.decision_id}, memory as of log position {exp.as_of_seq}, "
+             f"rules {exp.rule_bundle[:12]}."),
+    ]  # fmt: skip
     return lines
 
 
 def render(explanation: Explanation, fmt: str = "text") -> str:
+    """``explanation`` as ``text``, ``md`` (Markdown) or ``json``."""
     if fmt == "json":
         return json.dumps(explanation.model_dump(mode="json"), ensure_ascii=False, indent=2)
     if fmt == "md":
-        lines = _body(explanation, lambda d, t: "  " * d + f"- {t}", lambda h: f"### {h}")
-        return f"## {explanation.domain} / {explanation.decision}\n\n" + "\n".join(lines) + "\n"
+        title = md_text(f"{explanation.domain} / {explanation.decision}")
+        return f"## {title}\n\n" + "\n".join(_body(explanation, _MD)) + "\n"
     if fmt == "text":
-        return "\n".join(_body(explanation, lambda d, t: "  " * d + t, lambda h: f"{h}:")) + "\n"
-    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+        return "\n".join(_body(explanation, _TEXT)) + "\n"
+    raise InvalidOperation(
+        f"unknown format {fmt!r:.40}; use one of {', '.join(FORMATS)}",
+        code="argument.type",
+    )
