@@ -7,7 +7,8 @@ the model can read and act on):
 2. ``note.speculation``: a guess about the user ("might prefer…", "可能…") is not a memory;
 3. ``note.directive``: instructions aimed at the system or other agents ("the assistant must…");
 4. ``note.tool_output``: tool results (JSON, result dumps, text copied from a tool message);
-5. with a ``key``: the key's JSON Schema, SHACL shapes, consent and policy, as any fact.
+5. ``note.hidden_text``: text spelled in invisible Unicode tag characters;
+6. with a ``key``: the key's JSON Schema, SHACL shapes, consent and policy, as any fact.
 
 A note with a declared ``key`` becomes a fact (``source: dialogue``); any other note is stored
 as a free-text note (``note.saved``) with the same provenance, scope and lifecycle.
@@ -152,15 +153,24 @@ def save_memory_note(
         return _refused([problem])
     if key is not None:
         return _save_fact(port, config, user_id, domain, note, scope, key, value, session_id, prov)
-    why = port.note_consent(domain)
-    if why is not None and not prov.consent_granted:
-        return _refused([Problem(
-            code="policy.consent_missing", path="$.provenance.consent_granted", stage="guards",
-            message=f"a note in domain {domain} needs the user's consent: {why}, and a note "
-            "may say anything they hold; ask the user, then send provenance.consent_granted = "
-            "true with the consent_version",
-        )])  # fmt: skip
+    missing = consent_problem(port, domain, prov)
+    if missing is not None:
+        return _refused([missing])
     return _save_note(port, config, user_id, domain, note.strip(), scope, session_id, prov)
+
+
+def consent_problem(port: MemoryPort, domain: str, provenance: Provenance) -> Problem | None:
+    """Why a free-text note in ``domain`` may not be stored with ``provenance``, if it may not:
+    a domain of special-category data needs the user's consent for any note."""
+    why = port.note_consent(domain)
+    if why is None or provenance.consent_granted:
+        return None
+    return Problem(
+        code="policy.consent_missing", path="$.provenance.consent_granted", stage="guards",
+        message=f"a note in domain {domain} needs the user's consent: {why}, and a note may "
+        "say anything they hold; ask the user, then send provenance.consent_granted = true "
+        "with the consent_version",
+    )  # fmt: skip
 
 
 def _save_fact(

@@ -19,10 +19,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.errors import ValidationFailed
-from memkg.lifecycle.distill import save_memory_note
+from memkg.lifecycle.distill import consent_problem, save_memory_note
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.screen import note_problems
-from memkg.llm.port import LLM, Message
+from memkg.llm.port import LLM, Message, read_json
 from memkg.model.fact import Kind, Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
 from memkg.model.settings import LifecycleConfig
@@ -113,9 +113,10 @@ def candidate_observation(
     if not 0 <= turn < len(dialogue) or dialogue[turn].role != "user":
         return _problem("extract.turn", "$.turn", f"turn {turn} is not a user message")
     try:
-        value = json.loads(candidate.value_json)
-    except json.JSONDecodeError as exc:
-        return _problem("extract.value", "$.value_json", f"not JSON: {exc.msg}")
+        value = read_json(candidate.value_json)
+    except ValueError as exc:  # not JSON, too deep, a number too long, a key given twice
+        return _problem("extract.value", "$.value_json",
+                        f"value_json cannot be read: {exc}")  # fmt: skip
     try:
         return Observation(
             user_id=user_id,
@@ -201,6 +202,8 @@ def _exclusion(
     text = ruled_out_note(candidate)
     if not write:
         problems = note_problems(text, config.note_max_chars) + port.check_text(text)
+        missing = consent_problem(port, made.domain, made.provenance)  # as the write checks
+        problems += [missing] if missing is not None else []
         return CandidateOutcome(
             candidate=candidate, accepted=not problems, problems=tuple(problems)
         )

@@ -9,12 +9,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from memkg.lifecycle.distill import NoteResult
-from memkg.llm.port import Tool
+from memkg.llm.port import Tool, read_json
 from memkg.model.report import Problem
 
 NAME = "save_memory_note"
@@ -67,14 +66,10 @@ def save_memory_note_tool(keys: Sequence[str]) -> Tool:
 def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any] | NoteResult:
     """The call's arguments checked for shape, or the refusal to send back to the model."""
     try:
-        args = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    except json.JSONDecodeError as exc:
-        return _bad(f"arguments are not JSON ({exc.msg}); send an object with note and scope")
-    except (TypeError, ValueError) as exc:  # e.g. an integer of more than 4,300 digits
-        what = str(exc).split(":")[0]
-        return _bad(f"arguments cannot be read ({what}); send an object with note and scope")
-    except RecursionError:
-        return _bad("arguments nest too deeply to read; send a flat object with note and scope")
+        args = read_json(raw) if isinstance(raw, str) else dict(raw)
+    except (TypeError, ValueError) as exc:  # not JSON, too deep, too long a number, a key twice
+        return _bad(f"arguments cannot be read: {exc}; send one object with note and scope, "
+                    "each key once")  # fmt: skip
     if not isinstance(args, dict):
         return _bad("arguments must be a JSON object with note and scope")
     unknown = sorted(set(args) - {"note", "scope", "key", "value"})

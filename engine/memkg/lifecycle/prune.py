@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memkg.errors import InvalidOperation
+from memkg.lifecycle.inject import quote
 from memkg.lifecycle.note_tool import NAME as NOTE_TOOL
 from memkg.llm.port import Message
 
@@ -149,9 +150,21 @@ class Window(BaseModel):
         return [tuple(t) for t in turns if t]
 
     def prune(self, keep_turns: int, *, max_summary_chars: int = 2_000) -> Window:
-        """Keep the last ``keep_turns`` user turns (and memory injected within them)."""
-        if keep_turns < 1:
-            raise InvalidOperation("a window keeps at least the current turn", code="window.keep")
+        """Keep the last ``keep_turns`` user turns (and memory injected within them); the gist
+        of the pruned turns keeps its newest lines within ``max_summary_chars`` (at least one).
+        """
+        if type(keep_turns) is not int or keep_turns < 1:  # True and 2.0 are not counts
+            raise InvalidOperation(
+                f"keep_turns is a whole number of turns from 1 (a window keeps at least the "
+                f"current turn), not {keep_turns!r:.40}",
+                code="window.keep",
+            )
+        if type(max_summary_chars) is not int or max_summary_chars < 0:
+            raise InvalidOperation(
+                f"max_summary_chars is a whole number of characters from 0, not "
+                f"{max_summary_chars!r:.40}",
+                code="window.summary",
+            )
         turns = self.turns()
         starts_with_user = [i for i, t in enumerate(turns) if t[0].role == "user"]
         if len(starts_with_user) <= keep_turns:
@@ -189,13 +202,13 @@ class Window(BaseModel):
             f"Summary of {turns} earlier turn{'s' * (turns != 1)}: the user's last "
             f"{said} message{'s' * (said != 1)} in them (quoted, clipped, oldest first):"
         ]
-        lines += [f"- user said {json.dumps(s, ensure_ascii=False)}" for s in self.summary]
+        lines += [f"- user said {quote(s)}" for s in self.summary]
         if self.exclusions:
             lines.append("The user ruled out (still holds unless they change it):")
-            lines += [f"- {json.dumps(s, ensure_ascii=False)}" for s in self.exclusions]
+            lines += [f"- {quote(s)}" for s in self.exclusions]
         if self.notes:
             lines.append("Notes saved to memory in those turns:")
-            lines += [f"- {json.dumps(s, ensure_ascii=False)}" for s in self.notes]
+            lines += [f"- {quote(s)}" for s in self.notes]
         return "\n".join(lines)
 
 

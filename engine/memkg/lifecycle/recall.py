@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
@@ -221,7 +222,7 @@ def recall(
         roles = index.expand(refs) if index else {}
         have = _terms(text) | {r for found in roles.values() for r in found}
         relevance = len(wanted & have) / len(wanted) if wanted else 0.0
-        close = min(max(closeness.get(item.id, 0.0), 0.0), 1.0)
+        close = _unit(closeness.get(item.id, 0.0))
         match = {"semantic": close, "relevance": relevance}
         matched = max(match[m] for m in matchers or match)
         age_days = max((now - item.observed_at).total_seconds() / 86400, 0.0)
@@ -283,6 +284,11 @@ def recall(
         candidates=tuple(ranked),
         injected=tuple(chosen),
     )
+
+
+def _unit(score: float) -> float:
+    """``score`` in [0, 1]; NaN (a vector of NaN, a broken index) is no closeness at all."""
+    return 0.0 if math.isnan(score) else min(max(score, 0.0), 1.0)
 
 
 def _title(item: Fact | Note, key_title: Callable[[str, str], str | None] | None) -> str | None:

@@ -1,4 +1,5 @@
-"""Screens for proposed notes: speculation, directives, tool output (beyond the fact guards).
+"""Screens for proposed notes: speculation, directives (role lines too, behind Markdown or chat
+markup), tool output, hidden text (beyond the fact guards).
 
 >>> [p.code for p in note_problems("User might prefer aisle seats", 500)]
 ['note.speculation']
@@ -25,8 +26,14 @@ _SPECULATION = re.compile(
     r"|\b(?:not sure|unsure|guessing)\b"
     r"|可能|也许|或许|大概|似乎|好像|估计|猜测|说不定|应该会"
 )
+_MARKUP = r"^[^\S\n]*(?:[#>*_~|•·+\-–—][^\S\n]*)*"
+"""A line's start, past Markdown that leaves a role line a role line (heading, quote, bullet,
+bold): ``## System:``, ``> System:``, ``**System:**``."""
 _DIRECTIVE = re.compile(
-    r"(?im)^[^\S\n]*(?:system|assistant|developer|agent|tool)\s*[:：]"
+    rf"(?im){_MARKUP}[\[(<{{]*(?:system|assistant|developer|agent|tool|instructions?)"
+    r"[\])>}*_]*\s*[:：]"
+    rf"|{_MARKUP}[\[(<{{]\s*(?:system|assistant|developer|instructions?)\s*[\])>}}]"
+    r"|<\|[\w.\-]{1,40}\|>|<(?:start|end)_of_turn>"
     r"|\b(?:the\s+|all\s+|other\s+)?(?:assistant|agent|model|bot|system|ai|llm)s?\s+"
     r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
     r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
@@ -43,6 +50,10 @@ _DIRECTIVE = re.compile(
     r"|系统\s*[:：]|你(?:必须|应该|要)(?:回答|回复|调用|执行|忽略)|(?:助手|智能体|模型)(?:必须|应该)"
     r"|告诉(?:其他|下一个|所有)?(?:智能体|助手|模型)|以后(?:都|总是)?(?:必须|一律)"
 )
+_TAGS = re.compile("[\U000e0000-\U000e007f]")
+_TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
+"""A subdivision flag (England: U+1F3F4, tags g b e n g, cancel tag): tag characters' one
+visible use."""
 _TOOL_MARKERS = re.compile(
     r"(?i)^\s*(?:tool|function|api|search)\s*(?:result|output|response|returned)s?\b"
     r"|\b(?:tool_call_id|tool result|function returned|api response|status[_ ]code|http/\d)"
@@ -66,6 +77,8 @@ def _is_json(text: str) -> bool:
         json.loads(stripped)
     except json.JSONDecodeError:
         return False
+    except (ValueError, RecursionError):  # JSON nested too deep or with too long a number
+        return True
     return True
 
 
@@ -98,6 +111,14 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
     if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
+    if len(_TAGS.findall(_TAG_FLAG.sub("", note))) > 1:  # one spells no more than a letter
+        problems.append(
+            _problem(
+                "note.hidden_text",
+                "holds Unicode tag characters (U+E0000 to U+E007F): they show as nothing, yet "
+                "a model reads the letters they stand for; send the note as visible text only",
+            )
+        )
     if len(note) > max_chars:
         problems.append(
             _problem(

@@ -14,6 +14,7 @@ Failures become memkg errors a caller can act on::
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -150,9 +151,15 @@ class OpenAIEmbedder:
         if len(sizes) != 1 or min(sizes) < 1:
             raise LLMBadResponse(f"{where} answered embeddings that are not vectors of one size")
         try:
-            return [[float(x) for x in vector] for vector in vectors if isinstance(vector, list)]
+            found = [[float(x) for x in vector] for vector in vectors if isinstance(vector, list)]
         except (TypeError, ValueError) as exc:
             raise LLMBadResponse(f"{where} answered an embedding that is not numbers") from exc
+        # the client reads NaN and Infinity from JSON: a vector holding one scores every
+        # cosine NaN, and would be stored to do so at every later recall
+        if not all(math.isfinite(x) for vector in found for x in vector):
+            raise LLMBadResponse(f"{where} answered an embedding holding a number that is not "
+                                 "finite (NaN or Infinity)")  # fmt: skip
+        return found
 
 
 def _bounded(pieces: Iterator[bytes], deadline: float, config: LLMConfig, where: str) -> bytes:

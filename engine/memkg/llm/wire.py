@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from memkg.errors import LLMBadResponse
-from memkg.llm.port import Message, Out, Reply, Tool, ToolCall
+from memkg.llm.port import Message, Out, Reply, Tool, ToolCall, read_json
 
 
 def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -103,7 +103,7 @@ def parse_output(reply: Reply, output: type[Out], name: str) -> Out:
     if not reply.content:
         raise LLMBadResponse(f"{name}: the model returned no content")
     try:
-        return output.model_validate_json(reply.content)
+        parsed = output.model_validate_json(reply.content)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "$"
@@ -111,6 +111,13 @@ def parse_output(reply: Reply, output: type[Out], name: str) -> Out:
             f"{name}: the answer does not match its schema ({first['msg']} at {where}): "
             f"{_clip(reply.content)}"
         ) from exc
+    try:  # what was checked is what every reader of the answer reads: no key given twice
+        read_json(reply.content)
+    except ValueError as exc:
+        raise LLMBadResponse(
+            f"{name}: the answer cannot be used ({exc}): {_clip(reply.content)}"
+        ) from exc
+    return parsed
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -49,7 +49,7 @@ _FORMAT_PLANES = (range(0x0000, 0x20000), range(0xE0000, 0xF0000))
 
 
 @cache
-def _invisible() -> dict[int, None]:
+def invisible_characters() -> dict[int, None]:
     """Code points ``normalise`` deletes: every Cf character plus ``_INVISIBLE_EXTRA``."""
     table = dict.fromkeys(
         code
@@ -173,7 +173,7 @@ def normalise(text: str) -> str:
     """
     if text.isascii():
         return text  # no ASCII character is invisible, and NFKC leaves ASCII text as it is
-    invisible = _invisible()
+    invisible = invisible_characters()
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
 
 

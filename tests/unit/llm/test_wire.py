@@ -93,3 +93,30 @@ def test_tool_call_arguments_must_be_a_json_object() -> None:
     for bad in ("{", "[1]"):
         with pytest.raises(LLMBadResponse):
             ToolCall(id="c", name="f", arguments=bad).parsed()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": ' + "1" * 5_000 + "}", "integer"),
+        ('{"note": "Prefers aisle", "note": "Book first class"}', "'note' appears twice"),
+        ('{"a": {"b": 1, "b": 2}}', "'b' appears twice"),
+    ],
+    ids=["deep", "long integer", "repeated key", "repeated nested key"],
+)
+def test_tool_call_arguments_that_cannot_be_read_one_way_are_a_bad_response(
+    arguments: str, why: str
+) -> None:
+    with pytest.raises(LLMBadResponse, match=why) as caught:
+        ToolCall(id="c", name="f", arguments=arguments).parsed()
+    assert caught.value.code == "llm.bad_response" and "tool call f" in caught.value.message
+
+
+def test_a_structured_answer_that_repeats_a_key_is_refused() -> None:
+    content = '{"items": [{"name": "a", "name": "b"}], "mode": "a", "note": null}'
+    with pytest.raises(LLMBadResponse, match="'name' appears twice"):
+        parse_output(Reply(content=content), Outer, "outer")
+    for deep in ('{"items": ' + "[" * 100_000, '{"items": [{"name": "a", "tags": ' + "[" * 5_000):
+        with pytest.raises(LLMBadResponse):
+            parse_output(Reply(content=deep), Outer, "outer")

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memkg.validate.guards import text_problems
-from memkg.validate.pii import _invisible, normalise, scan
+from memkg.validate.pii import invisible_characters, normalise, scan
 
 HIDDEN = {
     "zero width space": "\u200b",
@@ -51,7 +51,7 @@ def test_every_format_character_is_removed() -> None:
         chr(code) for code in range(0x110000) if unicodedata.category(chr(code)) == "Cf"
     ]
     assert normalise("".join(format_characters)) == ""
-    assert set(map(ord, format_characters)) <= set(_invisible())
+    assert set(map(ord, format_characters)) <= set(invisible_characters())
 
 
 def test_visible_text_is_kept() -> None:
@@ -60,14 +60,14 @@ def test_visible_text_is_kept() -> None:
 
 
 def _normalised_the_long_way(text: str) -> str:
-    invisible = _invisible()
+    invisible = invisible_characters()
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
 
 
 def test_ascii_text_is_its_own_normal_form() -> None:
     """``normalise`` returns ASCII text as it is: exact, since no ASCII character is invisible
     and NFKC maps none."""
-    assert not any(code < 128 for code in _invisible())
+    assert not any(code < 128 for code in invisible_characters())
     every = "".join(map(chr, range(128)))
     assert _normalised_the_long_way(every) == every
     for char in every:
