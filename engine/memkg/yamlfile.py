@@ -12,7 +12,8 @@ small file expensive is refused with its line (``YamlError``): anchors and alias
 more than ``MAX_NODES`` values, text over ``MAX_BYTES``, tags outside YAML's core schema
 (``!!python/...``), and text that is not UTF-8. Values no memkg file can mean are refused where
 they are written: integers too long to convert, numbers that are not finite (``.inf``, ``.nan``,
-``1e999``: JSON has none) and lone surrogates (``"\\ud800"``: not encodable as UTF-8).
+``1e999``: JSON has none), lone surrogates (``"\\ud800"``: not encodable as UTF-8) and NUL
+characters (``"\\0"``: PostgreSQL refuses them in text).
 
 >>> doc = load_text("a:\\n  - b: 22:00\\n", "x.yaml")
 >>> doc.data, doc.line(("a", 0, "b"))
@@ -193,6 +194,13 @@ def _scalar(node: yaml.Node, loader: _Loader) -> Any:
             f"lone surrogate U+{ord(found.group()):04X} in text (not a character, cannot be "
             "stored as UTF-8; YAML escapes code points, not UTF-16 halves): write the character "
             "itself, or its \\U escape (\\U0001F600, not \\ud83d\\ude00)",
+            line,
+            code="rules.encoding",
+        )
+    if isinstance(value, str) and "\x00" in value:
+        raise YamlError(
+            f"NUL character in text at character {value.index(chr(0))} (written \\0 or "
+            "\\x00): no store keeps it (PostgreSQL refuses it in text); leave it out",
             line,
             code="rules.encoding",
         )

@@ -26,6 +26,8 @@ from memkg.cli import main
         ["paths", "u1", "city:shanghai", "--max-depth=1000000"],
         ["profile", "u1", "--domain", "travel", "--budget=-5"],
         ["facts", "u1", "--as-of=x"],
+        ["rules", "diff", "a", "b", "--replay=-1"],
+        ["rules", "diff", "a", "b", "--replay=x"],
     ],
 )
 def test_an_option_out_of_range_is_a_usage_error(

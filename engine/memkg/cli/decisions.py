@@ -242,7 +242,7 @@ def add_commands(sub: Any) -> None:
     q.add_argument("new", metavar="NEW_DIR", help="the rules folder proposed")
     q.add_argument(
         "--replay",
-        type=int,
+        type=whole(0),
         metavar="N",
         help="the last N logged decisions (default 20; with --user, all of the user's)",
     )

@@ -93,7 +93,7 @@ ROWS_MAX = 2**63 - 1
 
 
 def not_found(decision_id: str) -> NotFound:
-    return NotFound(f"no decision {decision_id}", code="decision.not_found")
+    return NotFound(f"no decision {decision_id:.80}", code="decision.not_found")
 
 
 def duplicate(decision_id: str) -> InvalidOperation:

@@ -147,7 +147,7 @@ class PostgresDecisionLog(PgAdapter):
             f"SELECT record::text FROM (SELECT seq, record FROM {self._s}.decisions"
             " ORDER BY seq DESC LIMIT %s) AS last ORDER BY seq"
         )
-        rows = self._read(query, (limit,))
+        rows = self._read(query, (min(limit, ROWS_MAX),))
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:

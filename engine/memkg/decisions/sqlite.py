@@ -216,7 +216,7 @@ class SqliteDecisionLog:
             " LIMIT ?) ORDER BY r"
         )
         with self._guard("read"):
-            rows = self._db.execute(query, (limit,)).fetchall()
+            rows = self._db.execute(query, (min(limit, ROWS_MAX),)).fetchall()
         return [Decision.model_validate_json(r[0]) for r in rows]
 
     def save_bundle(self, digest: str, sources: dict[str, str]) -> None:

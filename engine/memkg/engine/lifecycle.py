@@ -133,7 +133,8 @@ class Lifecycle:
         key: str | None = None, value: Any = None, **where: Any,
     ) -> distill.NoteResult:  # fmt: skip
         """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
-        check_args(user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value)
+        check_args(user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value,
+                   **where)  # fmt: skip
         return distill.save_memory_note(
             self.port, self.config.lifecycle, user_id=user_id, domain=domain, note=note,
             scope=scope, key=key, value=value, **where,

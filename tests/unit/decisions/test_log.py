@@ -41,6 +41,10 @@ def test_contract(log: DecisionLog, logged_engine: Engine) -> None:
     assert log.for_user("u") == [first, third]
     assert log.for_user("u", limit=1) == [third]
     assert log.recent(2) == [second, third] and log.recent(9) == [first, second, third]
+    assert log.recent(2**63) == log.recent(10**30) == [first, second, third]  # past every count
+    with pytest.raises(NotFound) as missing:
+        log.get("dec_" + "x" * 10_000)
+    assert len(str(missing.value)) < 200  # a huge id is not repeated whole
     assert log.recent(0) == []
     with pytest.raises(InvalidOperation):
         log.append(first)

@@ -29,3 +29,17 @@ def test_prune_keeps_the_configured_turns_when_none_is_given(engine: Engine) -> 
     kept = engine.prune(_chat(20)).messages
     users = [m for m in kept if m.role == "user"]
     assert len(users) == engine.config.lifecycle.window_turns
+
+
+@pytest.mark.parametrize(
+    "where",
+    [{"source_ref": "r\x00"}, {"tool_outputs": ["\ud800"]}, {"source_ref": "r\ud800"}],
+)
+def test_a_note_call_refuses_text_no_store_keeps_in_its_where(
+    engine: Engine, where: dict[str, object]
+) -> None:
+    """A NUL in ``source_ref`` was stored (PostgreSQL would fail the write on it)."""
+    with pytest.raises(InvalidOperation) as caught:
+        engine.save_memory_note("u1", "travel", "Prefers aisle seats", session_id="s1", **where)
+    assert caught.value.code in ("text.nul", "text.invalid_unicode")
+    assert engine.notes("u1") == []

@@ -55,6 +55,12 @@ def test_a_lone_surrogate_is_refused(text: str) -> None:
     assert "surrogate" in error.message and "U+D" in error.message
 
 
+@pytest.mark.parametrize("text", ['a: "x\\0y"\n', '"k\\x00": 1\n', 'a: ["\\0"]\n'])
+def test_a_nul_is_refused(text: str) -> None:
+    error = refused(text, "rules.encoding")
+    assert "NUL" in error.message and error.line == 1
+
+
 def test_a_character_beyond_the_bmp_loads_as_itself_or_escaped() -> None:
     doc = load_text('a: "\\U0001f600"\nb: "\U0001f600"\n', "t.yaml")
     assert doc.data == {"a": "\U0001f600", "b": "\U0001f600"}
