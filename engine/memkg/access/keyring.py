@@ -30,7 +30,7 @@ from memkg.access.model import (
 from memkg.access.policy import Principal
 from memkg.access.store import AccessStore, MemoryAccessStore
 from memkg.clock import Clock
-from memkg.errors import MemkgError, NotFound, Unauthenticated
+from memkg.errors import InvalidOperation, MemkgError, NotFound, Unauthenticated
 from memkg.model.fact import Identifier
 
 _MAX_NAME = 200
@@ -45,8 +45,8 @@ def check_user_id(user_id: str, code: str, hint: str) -> str:
         return _USER_ID.validate_python(user_id)
     except ValidationError:
         shown = user_id if len(user_id) <= 40 else user_id[:40] + "..."
-        raise MemkgError(f"{shown!r} is not a user id: {USER_ID_RULE}; {hint}",
-                         code=code) from None  # fmt: skip
+        raise InvalidOperation(f"{shown!r} is not a user id: {USER_ID_RULE}; {hint}",
+                               code=code) from None  # fmt: skip
 
 
 def _bound_user(user_id: str | None) -> str | None:
