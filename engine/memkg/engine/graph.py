@@ -11,6 +11,7 @@ from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args, check_count
+from memkg.errors import InvalidOperation, NotFound
 from memkg.events.retry import Attempts, unconditional
 from memkg.graph import export, queries
 from memkg.graph.projection import UserGraph
@@ -19,6 +20,11 @@ from memkg.graph.signals import signal_event
 from memkg.graph.view import weighted_view
 from memkg.model.event import Event
 from memkg.model.weight import WeightParams
+from memkg.validate.limits import check_value, require_text
+
+MAX_DEPTH = 6
+"""The most hops ``paths`` walks (as over HTTP and the CLI): past that a dense knowledge
+graph holds more paths than any answer can."""
 
 
 @dataclass(eq=False, repr=False)
@@ -45,7 +51,16 @@ class GraphService:
         *, session_id: str | None = None,
     ) -> Event:  # fmt: skip
         """Record that the user mentioned, corrected, ignored or rejected ``key → value``."""
-        check_args(user_id=user_id, domain=domain, key=key, value=value, session_id=session_id)
+        check_args(user_id=user_id, domain=require_text(domain, "domain"),
+                   key=require_text(key, "key"), value=value, session_id=session_id)  # fmt: skip
+        problems = check_value(value, self.config.limits)
+        if problems:  # no fact holds such a value (nor could the event store it as JSON)
+            first = problems[0]
+            raise InvalidOperation(
+                f"no claim of {key:.80} can hold this value ({first.code} at {first.path}: "
+                f"{first.message:.200}): signal a value the user's memory holds",
+                code="signal.value",
+            )
         with self.journal.writing(user_id) as memory:
             event = signal_event(
                 user_id=user_id, domain=domain, key=key, value=value, kind=kind,
@@ -71,6 +86,7 @@ class GraphService:
     ) -> dict[str, Any] | str:  # fmt: skip
         """The user's graph (of one domain, or all) with weights: JSON data or Turtle text."""
         check_args(user_id=user_id, domain=domain)
+        self._known(domain)
         if as_of is None:
             now = self.clock.now()
             graph, view = self.projections.view(user_id, now, self.weights, domain)
@@ -85,6 +101,8 @@ class GraphService:
     ) -> list[Edge]:  # fmt: skip
         """The user's claims in ``domain``, heaviest first, each with its weight breakdown."""
         check_args(user_id=user_id, domain=domain, relation=relation)
+        self._known(domain)
+        _flag(decidable_only, "decidable_only")
         _, view = self.projections.view(user_id, self.clock.now(), self.weights, domain)
         return queries.edges(view, relation, min_weight, decidable_only=decidable_only)
 
@@ -94,6 +112,13 @@ class GraphService:
     ) -> list[GraphPath]:  # fmt: skip
         """Paths from the user to ``concept`` (``protocol:immediate_hospital_visit``)."""
         check_args(user_id=user_id, concept=concept, domain=domain)
+        self._known(domain)
+        if type(max_depth) is not int or not 1 <= max_depth <= MAX_DEPTH:
+            raise InvalidOperation(
+                f"max_depth is a whole number from 1 to {MAX_DEPTH} (the most hops from the "
+                f"user to the concept), not {max_depth!r:.40}", code="argument.type",
+            )  # fmt: skip
+        _flag(decidable_only, "decidable_only")
         _, view = self.projections.view(user_id, self.clock.now(), self.weights, domain)
         return queries.paths(view, concept, max_depth, decidable_only=decidable_only)
 
@@ -104,11 +129,26 @@ class GraphService:
         """Entities of a type seen in the session, most recent first."""
         check_args(user_id=user_id, entity_type=entity_type, session_id=session_id, domain=domain)
         check_count(limit, "limit", 0, "how many entities to list")
+        self._known(domain)
         graph = self.projections.graph(user_id)
         return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
 
     def holding(self, user_id: str, at: datetime, domain: str | None = None) -> list[Edge]:
         """The claims that held at ``at``, as memory stood then, weighted as of then."""
         check_args(user_id=user_id, domain=domain)
+        self._known(domain)
         graph = self.projections.graph_as_of(user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.weights, domain))
+
+    def _known(self, domain: str | None) -> None:
+        """A domain no schema declares is ``domain.unknown``, as for facts (an empty graph
+        for a typo would pass for an answer)."""
+        registry = self.setup.registry
+        if domain is not None and domain not in registry.domains():
+            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
+
+
+def _flag(value: object, name: str) -> None:
+    if type(value) is not bool:
+        raise InvalidOperation(f"{name} is true or false, not {value!r:.40}",
+                               code="argument.type")  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from memkg.arbitration import Outcome, ReviewStatus
 from memkg.arbitration.claims import slot
@@ -30,7 +30,7 @@ from memkg.events.store import EventStore
 from memkg.identity import Links, fold_links, merges_from, switch_state, visible
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.model.event import Event, EventType, NewEvent
-from memkg.model.fact import LIVE_STATUSES
+from memkg.model.fact import LIVE_STATUSES, Identifier
 from memkg.model.identity import MemoryState, Merge, MergeStatus, SwitchMode
 
 LinksOf = Callable[[str], Links]
@@ -178,7 +178,19 @@ class MemorySwitch:
 # -- one person, several ids ----------------------------------------------------------------
 
 
+_USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
+"""What a user id is: as on a fact (``Observation.user_id``)."""
+
+
 def _merge_words(primary: str, other: str, by: str, reason: str) -> None:
+    for name, user in (("primary", primary), ("other", other)):
+        try:
+            _USER_ID.validate_python(user)
+        except ValidationError:
+            raise InvalidOperation(
+                f"{name} {user!r:.60} is not a user id: 1-128 letters, digits and _ . : @ -, "
+                "starting with a letter or digit (as on a fact)", code="merge.user_id",
+            ) from None  # fmt: skip
     if primary == other:
         raise InvalidOperation(f"{primary!r} cannot be merged with itself: give two ids",
                                code="merge.same")  # fmt: skip
@@ -192,6 +204,11 @@ def _merge_words(primary: str, other: str, by: str, reason: str) -> None:
 def _mergeable(mine: Links, theirs: Links, primary: str, other: str) -> None:
     """Why the two ids cannot be merged, if they cannot (nothing is written then)."""
     into = mine.merged_into
+    if into is not None and into.primary == other:
+        raise InvalidOperation(
+            f"{primary!r} is merged into {other!r} already: to make {primary!r} the primary, "
+            "split them first", code="merge.conflict",
+        )  # fmt: skip
     if into is not None:
         raise InvalidOperation(
             f"{primary!r} is merged into {into.primary!r}: merge {other!r} into "

@@ -7,6 +7,10 @@ user's nodes, of the domain the view was built for, and the knowledge they touch
 Paths include claims whose fact is not yet confirmed (``pending_confirmation``) or frozen, so
 an agent can see what memory suggests and ask; such a hop, and any hop under the threshold, is
 not *decidable*, and neither is a path containing one. Decisions pass ``decidable_only=True``.
+
+A dense knowledge graph (every city near every other) has more simple paths of six hops than
+any answer can hold: ``paths`` lists at most ``MAX_PATHS`` and looks at most at ``MAX_STEPS``
+edges, and past either refuses (``graph.too_many_paths``) with what to narrow.
 """
 
 from __future__ import annotations
@@ -17,11 +21,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from memkg.errors import InvalidOperation
 from memkg.graph.projection import UserGraph
 from memkg.graph.view import View, breakdown, user_node
 from memkg.model.evidence import path_weight
 from memkg.model.fact import FactStatus
 from memkg.model.weight import Weight
+
+MAX_PATHS = 10_000
+"""The most paths ``paths`` lists; a walk that finds more is refused."""
+MAX_STEPS = 250_000
+"""The most edges ``paths`` looks at (a tenth of a second or so) before it gives up."""
 
 
 class Edge(BaseModel):
@@ -119,13 +129,19 @@ def edges(
 def paths(
     view: View, concept: str, max_depth: int = 3, *, decidable_only: bool = False
 ) -> list[GraphPath]:
-    """Every simple path from the user to ``concept`` of at most ``max_depth`` hops."""
+    """Every simple path from the user to ``concept`` of at most ``max_depth`` hops, or
+    ``graph.too_many_paths`` when there are more than ``MAX_PATHS`` (or finding them would
+    look at more than ``MAX_STEPS`` edges)."""
     user = user_node(view.graph["user_id"])
     if concept not in view or concept == user or max_depth < 1:
         return []
     found = []
     hops: dict[tuple[str, str, str], Hop] = {}
-    for route in routes(view._succ, user, concept, max_depth):
+    walk = routes(view._succ, user, concept, max_depth, max_steps=MAX_STEPS, pred=view._pred)
+    for count, route in enumerate(walk, 1):
+        if count > MAX_PATHS:
+            raise _too_many(f"more than {MAX_PATHS:,} paths lead from the user to "
+                            f"{concept!r:.80} within {max_depth} hops")  # fmt: skip
         path = []
         for edge in route:
             hop = hops.get(edge)
@@ -141,32 +157,83 @@ def paths(
 
 
 def routes(
-    succ: dict[str, Any], source: str, target: str, cutoff: int
-) -> Iterator[list[tuple[str, str, str]]]:
+    succ: dict[str, Any], source: str, target: str, cutoff: int, *,
+    max_steps: int | None = None, pred: dict[str, Any] | None = None,
+) -> Iterator[list[tuple[str, str, str]]]:  # fmt: skip
     """``nx.all_simple_edge_paths(view, source, target, cutoff)``, in the same order.
 
     The same depth-first walk over the same adjacency dicts (the view's own, ``_succ``),
     without NetworkX's read-only wrappers around every step: ties between paths of equal
-    weight keep their order, so results match hop for hop (a test checks it).
+    weight keep their order, so results match hop for hop (a test checks it). It never steps
+    onto a node from which ``target`` is farther than the hops left (``pred``, the view's
+    predecessor map, tells; built from ``succ`` when not given): what it skips holds no
+    route, so the order stays. With ``max_steps`` it refuses (``graph.too_many_paths``) once
+    it has looked at that many edges.
     """
+    near = _near(_predecessors(succ) if pred is None else pred, target, cutoff)
+    if near.get(source, cutoff + 1) > cutoff:
+        return
     route: list[tuple[str, str, str]] = []
     on_route = {source}
+    left_to_look = max_steps
 
     def walk(node: str, depth: int) -> Iterator[list[tuple[str, str, str]]]:
+        nonlocal left_to_look
+        left = cutoff - depth  # hops left after this one
         for following, keys in succ[node].items():
+            if left_to_look is not None:
+                left_to_look -= len(keys)
+                if left_to_look < 0:
+                    raise _too_many(f"the paths to {target!r:.80} within {cutoff} hops are "
+                                    f"too many to find (past {max_steps:,} edges looked "
+                                    "at)")  # fmt: skip
             if following in on_route:
                 continue
+            if following != target and near.get(following, left + 1) > left:
+                continue  # the target is out of reach from there
             for key in keys:
                 route.append((node, following, key))
                 if following == target:
                     yield list(route)
-                elif depth < cutoff:
+                else:
                     on_route.add(following)
                     yield from walk(following, depth + 1)
                     on_route.discard(following)
                 route.pop()
 
     yield from walk(source, 1)
+
+
+def _predecessors(succ: dict[str, Any]) -> dict[str, list[str]]:
+    pred: dict[str, list[str]] = {}
+    for node, following in succ.items():
+        for after in following:
+            pred.setdefault(after, []).append(node)
+    return pred
+
+
+def _near(pred: dict[str, Any], target: str, cutoff: int) -> dict[str, int]:
+    """The hops from each node to ``target``, for the nodes at most ``cutoff`` hops away."""
+    near = {target: 0}
+    frontier = [target]
+    hops = 0
+    while frontier and hops < cutoff:
+        hops += 1
+        found = []
+        for node in frontier:
+            for before in pred.get(node, ()):
+                if before not in near:
+                    near[before] = hops
+                    found.append(before)
+        frontier = found
+    return near
+
+
+def _too_many(what: str) -> InvalidOperation:
+    return InvalidOperation(
+        f"{what}: lower max_depth, or name a domain so that fewer claims start a path",
+        code="graph.too_many_paths",
+    )
 
 
 def _hop(view: View, source: str, target: str, key: str) -> Hop:

@@ -17,12 +17,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from memkg.errors import InvalidOperation
 from memkg.graph.claims import EntityKeys, Target, target_of, targets
 from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload, row_time
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, Identifier
 from memkg.model.weight import SIGNAL_KINDS, Signal, SignalKind
 
 
@@ -44,6 +44,10 @@ class SignalRecord(BaseModel):
 
     def as_signal(self) -> Signal:
         return Signal(self.kind, self.at, self.event_id)
+
+
+_SESSION: TypeAdapter[str] = TypeAdapter(Identifier)
+"""What a session id may be: as on a fact (``Observation.session_id``)."""
 
 
 def read_signal(event: Event) -> SignalRecord:
@@ -85,15 +89,26 @@ def signal_event(
     event_id: str,
     now: datetime,
 ) -> NewEvent:
-    """The event recording one signal, or ``InvalidOperation`` saying what is wrong."""
+    """The event recording one signal, or ``InvalidOperation`` saying what is wrong (the
+    value is one a fact could hold: ``validate.limits`` checked it)."""
     if kind not in SIGNAL_KINDS:
         raise InvalidOperation(
-            f"signal kind {kind!r} is not one of {', '.join(SIGNAL_KINDS)}", code="signal.kind"
+            f"signal kind {kind!r:.40} is not one of {', '.join(SIGNAL_KINDS)}",
+            code="signal.kind",
         )
+    if session_id is not None:
+        try:
+            _SESSION.validate_python(session_id)
+        except ValidationError:
+            raise InvalidOperation(
+                f"session_id {session_id!r:.60} is not a session id: 1-128 letters, digits "
+                "and _ . : @ -, starting with a letter or digit (as on a fact)",
+                code="signal.session_id",
+            ) from None
     target = target_of(domain, key, value, entity_keys)
     if target is None:
         raise InvalidOperation(
-            f"{key} names entities: signal one entity reference (type:name), not {value!r}",
+            f"{key:.80} names entities: signal one entity reference (type:name), not {value!r:.80}",
             code="signal.value",
         )
     claims = sorted(
@@ -106,8 +121,8 @@ def signal_event(
     )
     if not claims:
         raise InvalidOperation(
-            f"user {user_id} has no live claim {key} → {target.value} in domain {domain}: "
-            "record the fact first, or check the key and value",
+            f"user {user_id} has no live claim {key:.80} → {target.value:.80} in domain "
+            f"{domain:.40}: record the fact first, or check the key and value",
             code="signal.no_edge",
         )
     newest = claims[-1]
