@@ -241,20 +241,20 @@ class SchemaRegistry:
                     if file.startswith(f"schemas/{domain}/")]  # fmt: skip
         if domain not in self.domains():
             known = ", ".join(self.domains()) or "none (no root declares a domain)"
-            close = difflib.get_close_matches(domain, self.domains(), n=3)
+            close = _close(domain, self.domains(), 0.6)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            return f"unknown domain {domain!r}{hint}; known: {known}" + "".join(
+            return f"unknown domain {domain!r:.80}{hint}; known: {known}" + "".join(
                 f"; {m}" for m in misnamed
             )
         valid = self.keys(domain)
-        close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
+        close = _close(key, valid, 0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         elsewhere = [d for d in self.domains() if self.spec(d, key) is not None]
         if elsewhere:
             hint += f" ({key} is declared in domain {', '.join(elsewhere)})"
         shown = ", ".join(valid[:30]) + (f" and {len(valid) - 30} more" if len(valid) > 30 else "")
         return (
-            f"key {key!r} is not declared in schemas/{domain}/*.json{hint}; "
+            f"key {key!r:.80} is not declared in schemas/{domain}/*.json{hint}; "
             f"valid keys: {shown} (`memkg keys {domain}` lists them)"
         ) + "".join(f"; {m}" for m in misnamed)
 
@@ -291,3 +291,11 @@ class SchemaRegistry:
         """``domain/key`` → current version: the schema revision a decision records."""
         return {f"{d}/{k}": max(v) for (d, k), v in sorted(self._history.items())
                 if self._current(d, k)}  # fmt: skip
+
+
+def _close(name: str, names: list[str], cutoff: float) -> list[str]:
+    """Up to three of ``names`` close to ``name``; none for a name longer than any could be
+    (a megabyte of text compared with each name is work for nothing)."""
+    if len(name) > 200:
+        return []
+    return difflib.get_close_matches(name, names, n=3, cutoff=cutoff)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from memkg.errors import ConfigError
+from memkg.roots import builtin
 from memkg.scaffold import files_for
 from memkg.validate.registry import SchemaRegistry
 
@@ -79,3 +80,11 @@ def test_a_key_name_the_write_path_refuses_is_refused_at_load(tmp_path: Path, ke
     assert refused.value.code == "schema.invalid"
     message = refused.value.message
     assert message.startswith(f"{FILE}: key {key!r}: ") and "lowercase" in message
+
+
+def test_an_unknown_name_is_shown_short_however_long() -> None:
+    registry = SchemaRegistry(builtin("examples") / "schemas")
+    for domain, key in (("x" * 1_000_000, "k"), ("travel", "k" * 1_000_000)):
+        message = registry.unknown_key(domain, key)
+        assert len(message) < 1_000
+    assert "did you mean travel?" in registry.unknown_key("trave", "k")
