@@ -12,7 +12,8 @@ Policy, in order:
    in the file wins. A rule whose action is not in the list is a violation (lint prevents it).
 5. ``collect``: every match is selected and folded into the table's collect action with the
    aggregate: ``list`` (each output), ``count``, or ``sum`` / ``min`` / ``max`` of a numeric
-   parameter; the urgency is the highest any selected rule gives.
+   parameter; the urgency is the highest any selected rule gives. A ``sum`` past the float
+   range (no finite number) is a violation: nothing is selected.
 
 Every matched rule ends up selected or suppressed, and every suppression names what beat it.
 
@@ -28,6 +29,7 @@ Every matched rule ends up selected or suppressed, and every suppression names w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -104,7 +106,7 @@ def _suppressed(rule_id: str, by: str, reason: str) -> Suppression:
 
 def _collect(
     policy: HitPolicy, ordered: list[Candidate], matched: tuple[str, ...]
-) -> tuple[Arbitration, Output]:
+) -> tuple[Arbitration, Output | None]:
     aggregate = policy.aggregate or "list"
     parameters: dict[str, Any]
     if aggregate == "list":
@@ -124,7 +126,13 @@ def _collect(
         numbers = [c.output.parameters.get(policy.of or "", 0) for c in ordered]
         folds: dict[str, Callable[[list[Any]], Any]] = {"sum": sum, "min": min, "max": max}
         fold = folds[aggregate]
-        parameters = {policy.of or aggregate: fold(numbers)}
+        folded = fold(numbers)
+        if isinstance(folded, float) and not math.isfinite(folded):
+            # a sum past the float range: no record can hold it (JSON keeps it as null)
+            violation = f"collect: the {aggregate} of {policy.of!r} is not a finite number"
+            return Arbitration(policy=policy, matched=matched, selected=(),
+                               violation=violation), None  # fmt: skip
+        parameters = {policy.of or aggregate: folded}
     urgencies = [c.output.urgency for c in ordered if c.output.urgency is not None]
     urgency = max(urgencies, key=lambda u: u.rank) if urgencies else None
     output = Output(

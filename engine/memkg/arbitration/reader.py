@@ -25,7 +25,7 @@ from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import Outcome, Resolution
 from memkg.arbitration.review import Review, ReviewStatus, latest_review
 from memkg.arbitration.support import side
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, FactStatus
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, WeightParams, credibility_of
 
@@ -217,9 +217,16 @@ def _slot_facts(
     with no claims of its own falls back to the general slot."""
     mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
     want = slot(context or {}, spec.context)
-    if want and not any(slot(f.context, spec.context) == want for f in mine):
+    if want and not any(slot(f.context, spec.context) == want for f in mine if bears_slot(f)):
         want = {}
     return mine, want
+
+
+def bears_slot(fact: Fact) -> bool:
+    """Whether ``fact`` gives its context slot claims of its own, so a read of that context
+    resolves the slot rather than the general one: every fact but a retracted one (forgotten:
+    a read tells it from a fact never stored only by its history)."""
+    return fact.status is not FactStatus.RETRACTED
 
 
 @dataclass(frozen=True)
@@ -234,7 +241,8 @@ class KeyFacts:
     taking: tuple[Fact, ...]
     """Those a read can list (``may_take_part``), in the same order."""
     slots: frozenset[tuple[tuple[str, str], ...]]
-    """The context slots the facts hold (``slot`` over the key's context fields)."""
+    """The context slots the facts hold (``slot`` over the key's context fields), but those
+    only retracted facts gave (``bears_slot``)."""
     signals: Mapping[str, Sequence[Signal]] | None = None
     """Per fact id of ``taking``, the signals its claim is weighed with, when they were read
     with the facts (from the same state of the user's graph)."""
@@ -251,7 +259,9 @@ class KeyFacts:
         """``facts``: every fact of ``spec``'s key, in the order asserted; ``signals``, when
         given, is read once for each fact that can take part (``lookup`` answers from it)."""
         if spec.context:
-            slots = frozenset(tuple(slot(f.context, spec.context).items()) for f in facts)
+            slots = frozenset(
+                tuple(slot(f.context, spec.context).items()) for f in facts if bears_slot(f)
+            )
         else:
             slots = frozenset({()}) if facts else frozenset()
         taking = tuple(may_take_part(facts))

@@ -82,6 +82,12 @@ class Arbiter:
         key = self._key_facts(graph, spec)
         want = key.slot_read(context, spec)
         review = latest_review(reviews, spec.domain, spec.key, want)
+        asked = slot(context or {}, spec.context)
+        if asked != want and (held_by := latest_review(reviews, spec.domain, spec.key, asked)):
+            # a slot whose claims were retracted is read on its own while a review governs
+            # it: the reviewer's value, or the freeze, outlives the claims, as in the general
+            # slot
+            want, review = asked, held_by
         if reads.now != now:
             reads.now, reads.resolved = now, {}
         slot_read = (now, spec.domain, spec.key, tuple(want.items()), session_id, turn, language)

@@ -74,3 +74,27 @@ def test_collect_aggregates() -> None:
 def test_nothing_matched() -> None:
     record, output = arbitrate(PRIORITY, [])
     assert output is None and record.matched == ()
+
+
+def test_collect_of_numbers_past_the_float_range_is_a_violation_not_a_null() -> None:
+    """``sum`` of two huge floats overflows to infinity, which a decision record (JSON) keeps
+    as null: the caller would read ``points: null``. Nothing is selected instead."""
+    policy = HitPolicy(kind="collect", action="review", aggregate="sum", of="points")
+    huge = [cand("x", 0, "flag", points=1e308), cand("y", 1, "flag", points=1e308)]  # type: ignore[arg-type]
+    record, output = arbitrate(policy, huge)
+    assert output is None and record.selected == ()
+    assert record.matched == ("x", "y")
+    assert "sum of 'points' is not a finite number" in (record.violation or "")
+    for aggregate in ("min", "max"):  # never overflow: the fold is kept
+        _, folded = arbitrate(policy.model_copy(update={"aggregate": aggregate}), huge)
+        assert folded is not None and folded.parameters == {"points": 1e308}
+
+
+def test_collect_folds_negative_zero_and_whole_numbers_exactly() -> None:
+    policy = HitPolicy(kind="collect", action="review", aggregate="sum", of="points")
+    flags = [cand("x", 0, "flag", points=-5), cand("y", 1, "flag", points=0),
+             cand("z", 2, "flag", points=2**70)]  # fmt: skip
+    _, output = arbitrate(policy, flags)
+    assert output is not None and output.parameters == {"points": 2**70 - 5}
+    _, low = arbitrate(policy.model_copy(update={"aggregate": "min"}), flags)
+    assert low is not None and low.parameters == {"points": -5}
