@@ -267,8 +267,8 @@ def memory_nodes(resolutions: Sequence[Resolution]) -> tuple[MemoryNode, ...]:
     included)."""
     found = []
     for r in sorted(resolutions, key=lambda r: (r.key, sorted(r.context.items()))):
-        if not r.claims and r.step.value != "role_default":
-            continue
+        if not r.claims and r.step.value != "role_default" and r.outcome is not Outcome.FROZEN:
+            continue  # a key without claims says nothing, unless a review holds it frozen
         claims = []
         for c in r.claims:
             values = _CLAIMS.template.copy()

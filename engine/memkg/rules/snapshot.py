@@ -222,6 +222,9 @@ def build_input(
                 detail=detail,
             )
         )
+    # a key frozen for review holds the decision back whether or not a claim of it is left
+    # (every one retracted or expired since the freeze: the review still waits)
+    frozen.update(k for k, v in verdicts.items() if v.frozen and k in keys)
     edges: list[Edge] = []
     weak: set[tuple[str | None, str]] = set()
     # an edge of a fact that is not eligible takes no part and is not listed: not built
