@@ -66,6 +66,20 @@ def test_fact_kind_waits_for_confirmation(engine: Engine) -> None:
     assert profile.status is FactStatus.ACTIVE
 
 
+def test_a_pending_fact_that_expired_cannot_be_confirmed(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """It became active, though no read would ever use it."""
+    until = (clock.now() + timedelta(hours=1)).isoformat()
+    result = engine.ingest(obs(key="location.city", value="city:beijing", valid_until=until))
+    assert result.status is FactStatus.PENDING_CONFIRMATION and result.fact_id is not None
+    clock.advance(timedelta(hours=2))
+    with pytest.raises(InvalidOperation) as late:
+        engine.confirm("u1", result.fact_id)
+    assert late.value.code == "fact.expired"
+    assert engine.fact("u1", result.fact_id).status is FactStatus.PENDING_CONFIRMATION
+
+
 def test_state_expires_after_72_hours_and_is_swept(engine: Engine, clock: FrozenClock) -> None:
     result = engine.ingest(obs(key="travel.companions", value=2))
     fact = engine.fact("u1", result.fact_id)
