@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from memkg.arbitration import Outcome, Resolution, Standing
+from memkg.arbitration.resolution import Step
 from memkg.arbitration.support import canon
 from memkg.clock import Clock
 from memkg.config import EngineConfig
@@ -231,6 +232,10 @@ _OUTCOMES = {Outcome.ADOPTED: "adopted", Outcome.DEFAULT: "adopted",
              Outcome.PROVISIONAL: "provisional", Outcome.FROZEN: "frozen"}  # fmt: skip
 
 
+_UNCLAIMED = {Step.REVIEW_RESOLUTION: "review"}
+"""Where a value no claim carries comes from: a reviewer's, else a role default."""
+
+
 def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
     """What the profile shows of a resolution: the held value, its evidence, what is open."""
     outcome = _OUTCOMES.get(resolution.outcome)
@@ -243,7 +248,7 @@ def _profile_fact(resolution: Resolution) -> inject.ResolvedFact | None:
     return inject.ResolvedFact(
         key=resolution.key, value=resolution.value, outcome=outcome,
         kind=best.kind.value if best else "preference",
-        source=best.source.value if best else "default",
+        source=best.source.value if best else _UNCLAIMED.get(resolution.step, "default"),
         observed_at=best.observed_at if best else None,
         weight=min(max((s.support for s in resolution.support), default=0.5), 1.0),
         context=resolution.context,
