@@ -3,20 +3,24 @@ the explanation tree. Pure: everything it needs is handed in."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
 from memkg.arbitration.hit_policy import arbitrate
 from memkg.explain import build_explanation
 from memkg.model.decision import (
+    Arbitration,
     Decision,
     DecisionRequest,
     DecisionStatus,
+    Output,
     Result,
     Revisions,
 )
 from memkg.model.explanation import MemoryNode
 from memkg.rules.evaluator import Evaluation
+from memkg.rules.kinds.checks import fits
 from memkg.rules.snapshot import DecisionInput
 from memkg.rules.spec import RuleBundle, RuleTable
 
@@ -48,6 +52,8 @@ def record_decision(
     arbitration, result, default = None, None, None
     if evaluation is not None and table is not None and inp is not None:
         arbitration, output = arbitrate(table.hit_policy, evaluation.candidates)
+        if output is not None and table.hit_policy.kind == "collect":
+            arbitration, output = _declared(bundle, table, arbitration, output)
         chosen = [c for c in evaluation.candidates if c.rule_id in arbitration.selected]
         if arbitration.violation:
             problems = [*problems, arbitration.violation]
@@ -139,3 +145,20 @@ def record_decision(
         read=inp.read if inp else (),
         timings=timings,
     )
+
+
+def _declared(
+    bundle: RuleBundle, table: RuleTable, arbitration: Arbitration, output: Output
+) -> tuple[Arbitration, Output | None]:
+    """A ``collect`` output whose aggregate no longer fits the parameter its action declares
+    (a sum past a ``maximum``): a hit-policy violation, as every rule's own parameters fit
+    (lint checks them) but their sum is worked out only when the decision is made."""
+    spec = bundle.domains.get(table.domain)
+    action = spec.actions.get(output.action) if spec is not None else None
+    for name, value in output.parameters.items():
+        schema = action.parameters.get(name) if action is not None else None
+        if schema is not None and not fits(schema, value):
+            violation = (f"collect: {name}={value!r:.60} does not fit what {output.action} "
+                         f"declares for it ({json.dumps(schema)[:120]})")  # fmt: skip
+            return arbitration.model_copy(update={"selected": (), "violation": violation}), None
+    return arbitration, output
