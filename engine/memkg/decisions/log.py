@@ -96,6 +96,16 @@ def not_found(decision_id: str) -> NotFound:
     return NotFound(f"no decision {decision_id:.80}", code="decision.not_found")
 
 
+def not_listed(decision_id: str, user_id: str, domains: Collection[str] | None) -> NotFound:
+    """``before`` names no decision of the listing: another user's, another domain's, none."""
+    where = "" if domains is None else f" in {', '.join(sorted(domains)) or 'no domain'}"
+    return NotFound(
+        f"no decision {decision_id:.80} among the decisions of {user_id:.80}{where:.200}: "
+        "page back from the id of a decision the listing returned",
+        code="decision.not_found",
+    )
+
+
 def duplicate(decision_id: str) -> InvalidOperation:
     return InvalidOperation(f"decision {decision_id} is already logged", code="decision.duplicate")
 
@@ -177,7 +187,7 @@ class MemoryDecisionLog:
                    if domains is None or self._domains[i] in domains]  # fmt: skip
         if before is not None:
             if before not in ids:
-                raise not_found(before)
+                raise not_listed(before, user_id, domains)
             ids = ids[: ids.index(before)]
         return [self.get(i) for i in (ids[-limit:] if limit else ids)]
 

@@ -23,7 +23,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found
+from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found, not_listed
 from memkg.errors import StoreError
 from memkg.model.decision import Decision
 from memkg.postgres import PURGES_ROW, PgAdapter, held_purges, jsonb_exact
@@ -129,7 +129,7 @@ class PostgresDecisionLog(PgAdapter):
                 (before, *args),
             )
             if not found:
-                raise not_found(before)
+                raise not_listed(before, user_id, domains)
             where += " AND seq < %s"
             args.append(found[0][0])
         query = (

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found
+from memkg.decisions.log import ROWS_MAX, Citing, duplicate, not_found, not_listed
 from memkg.errors import sqlite_failure
 from memkg.model.decision import Decision
 from memkg.sqlitefile import Checkpointer, attach, compact, detach
@@ -197,7 +197,7 @@ class SqliteDecisionLog:
                     (before, *args),
                 ).fetchone()
                 if row is None:
-                    raise not_found(before)
+                    raise not_listed(before, user_id, domains)
                 where += " AND rowid < ?"
                 args.append(row[0])
             # the newest first, by the index on the user: a listing reads what it returns

@@ -200,8 +200,9 @@ def test_a_listing_keeps_to_its_domains_and_pages_back(
         with pytest.raises(NotFound) as missing:  # a page starts at a decision it lists
             log.for_user("u", domains=domains, before=before)
         assert missing.value.code == "decision.not_found"
-    with pytest.raises(NotFound):  # another user's decision is no place in this one's log
+    with pytest.raises(NotFound) as elsewhere:  # another user's decision: not in this log
         log.for_user("v", before=ids[1])
+    assert "among the decisions of v" in str(elsewhere.value)
 
 
 def test_a_sqlite_listing_reads_what_it_returns_however_long_the_history(
