@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -69,7 +69,11 @@ _LISTED = 20
 """Problems of one stage a report lists; past them, one problem says how many more there were."""
 
 
-def _envelope_problems(error: ValidationError) -> list[Problem]:
+def _envelope_problems(
+    error: ValidationError, model: type[BaseModel] | None = None
+) -> list[Problem]:
+    """``error``'s problems; with ``model`` (what was validated), an unknown field's problem
+    lists the fields its object takes."""
     problems = []
     found = error.errors(include_url=False)
     for item in found[:_LISTED]:
@@ -81,11 +85,32 @@ def _envelope_problems(error: ValidationError) -> list[Problem]:
                 if item["type"].endswith(("_type", "_parsing"))
                 else ("envelope.invalid")
             )
-        problems.append(Problem(code=code, path=f"${loc}", message=item["msg"], stage="envelope"))
+        message = item["msg"]
+        if item["type"] == "extra_forbidden" and model is not None:
+            taken = _fields_at(model, item["loc"][:-1])
+            if taken:
+                message = (f"unknown field {str(item['loc'][-1])!r:.60}: this object takes "
+                           f"{', '.join(taken)}")  # fmt: skip
+        problems.append(Problem(code=code, path=f"${loc}", message=message, stage="envelope"))
     if len(found) > _LISTED:
         more = f"{len(found) - _LISTED:,} more problems are not listed: fix those above first"
         problems.append(Problem(code="envelope.more", path="$", message=more, stage="envelope"))
     return problems
+
+
+def _fields_at(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The fields of the object at ``loc`` in ``model`` (its own at ``()``), by the names a
+    caller writes; none where ``loc`` leads into something that is not a model."""
+    for part in loc:
+        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
+        if field is None:
+            return []
+        found = [t for t in (field.annotation, *get_args(field.annotation))
+                 if isinstance(t, type) and issubclass(t, BaseModel)]  # fmt: skip
+        if not found:
+            return []
+        model = found[0]
+    return sorted(f.alias or name for name, f in model.model_fields.items())
 
 
 def _rebased(problem: Problem) -> Problem:
@@ -120,7 +145,7 @@ def envelope_report(model: type[BaseModel], fields: Mapping[str, Any]) -> Valida
     try:
         model.model_validate(dict(fields))
     except ValidationError as error:
-        return ValidationReport(problems=tuple(_envelope_problems(error)))
+        return ValidationReport(problems=tuple(_envelope_problems(error, model)))
     return ValidationReport()
 
 
@@ -298,7 +323,7 @@ class Validator:
             try:
                 obs = Observation.model_validate(dict(item))
             except ValidationError as exc:
-                refused = _envelope_problems(exc)
+                refused = _envelope_problems(exc, Observation)
                 seen = {p.path for p in refused}  # e.g. an id's pattern: told once, by it
                 problems += [p for p in text if p.path not in seen] + refused
                 return problems + self._salvage(item, within_limits, problems), None

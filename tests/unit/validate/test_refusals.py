@@ -213,3 +213,11 @@ def test_batch_ingest_refuses_only_the_bad_items(engine: Engine) -> None:
     assert [o.accepted for o in outcomes] == [True, False, True]
     bad = outcomes[1].report
     assert bad is not None and bad.codes == ["shacl.violation"]
+
+
+def test_an_unknown_field_is_told_with_the_fields_its_object_takes(engine: Engine) -> None:
+    with pytest.raises(ValidationFailed) as refused:
+        engine.ingest(obs(colour="blue", provenance={"consent": True}))
+    told = {p.path: p.message for p in refused.value.report.problems}
+    assert "unknown field 'colour'" in told["$.colour"] and "confidence" in told["$.colour"]
+    assert "consent_granted" in told["$.provenance.consent"]
