@@ -272,11 +272,9 @@ class FactWriter:
                 code="fact.not_pending",
             )
         if fact.valid_until is not None and fact.valid_until <= self.clock.now():
-            raise InvalidOperation(
-                f"fact {fact_id} expired at {fact.valid_until.isoformat()} before it was "
-                "confirmed: no read would use it; ingest the value again if it still holds",
-                code="fact.expired",
-            )
+            raise InvalidOperation(f"fact {fact_id} expired at {fact.valid_until.isoformat()}, "
+                                   "before it was confirmed: ingest the value again if it "
+                                   "still holds", code="fact.expired")  # fmt: skip
         return self._transition(fact, EventType.FACT_CONFIRMED, {"fact_id": fact_id, "by": by})
 
     @unconditional
