@@ -21,6 +21,11 @@ from memkg.rules.spec import Condition, Ref, Rule, RuleTable
 MESSAGE_TYPES = ("fact", "edge", "path", "context")
 """The message types evaluations send (``snapshot.Item.kind``)."""
 
+MESSAGE_PROPS = frozenset({"t", "id", "sid"})
+"""What every message carries besides its content: ``t``, its type (one of ``MESSAGE_TYPES``),
+and the ``sid`` and ``id`` durable-rules reads, which its runner sets. A request context field
+of such a name would overwrite them in the context message (``loader`` refuses to declare one)."""
+
 
 def ruleset_name(table: RuleTable) -> str:
     return f"{table.domain}.{table.name}"

@@ -12,9 +12,13 @@ durable-rules is used as a matcher and nothing more:
   the request context last;
 * ``MessageNotHandledException`` means no rule matched; an exception inside an action fails
   the run closed once the session's actions are done (durable-rules would swallow it into the
-  session state); a batch the C core refuses part way (a message of more than 255
-  properties) runs no action, and deleting that session crashed the process, so before
-  deleting a session in which ``DONE`` did not fire, a bare context message makes it fire;
+  session state); a batch the C core refuses part way runs no action, and deleting that
+  session crashed the process, so before deleting a session in which ``DONE`` did not fire,
+  a bare context message makes it fire;
+* a message of more than ``MAX_MESSAGE_PROPERTIES`` properties (every name in it, those of
+  the objects it holds included, ``sid`` and ``id`` too) crashed the C core as it was asserted
+  (a context object of 246 names, a fact value of 300, 250 negation flags), so such a batch
+  fails the run before it is sent;
 * a join between a number and a string, against an object or to a missing property crashes
   the C core, so compiled joins compare typed copies of the joined properties that each
   message carries (``compare.join_prop``);
@@ -77,6 +81,12 @@ from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, looku
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
+
+
+MAX_MESSAGE_PROPERTIES = 254
+"""The most properties one message sent to durable-rules may hold, counting the names of the
+objects in it (at any depth; not inside lists), ``sid`` and ``id``: its C core keeps them in a
+table of 255 and crashed the process on a message that filled it (measured on 2.0.28)."""
 
 
 _NEEDS_FRACTION = re.compile(
@@ -252,6 +262,7 @@ class DurableRunner:
             {**m, **_join_copies(m, joins), "sid": sid, "id": f"{sid}.{i}"}
             for i, m in enumerate(messages)
         ]
+        _check_widths(batch)  # before anything reaches the C core: no session to delete
         sink = self._host.sink = []
         failed: Exception | None = None
         action: Exception | None = None
@@ -354,6 +365,38 @@ def _overflow_text(overflow: Overflow) -> str:
         f"{overflow.count} distinct tests follow the same tests, more than the "
         f"{overflow.limit} durable-rules can register (it would never return)"
     )
+
+
+def _check_widths(batch: Sequence[dict[str, Any]]) -> None:
+    """``RuleEvaluationError`` if a message of ``batch`` holds more properties than
+    ``MAX_MESSAGE_PROPERTIES``; most hold no object and are told by their length alone."""
+    for message in batch:
+        if len(message) <= MAX_MESSAGE_PROPERTIES and dict not in map(type, message.values()):
+            continue
+        width = _width(message)
+        if width > MAX_MESSAGE_PROPERTIES:
+            context = message.get("t") == "context"
+            what = (
+                "the request context (its fields, the negation flags)" if context
+                else f"{message.get('t')} {str(message.get('key') or message.get('to'))[:80]}"
+            )  # fmt: skip
+            raise RuleEvaluationError(
+                f"{what} would reach durable-rules as a message of {width} properties, "
+                f"counting the names in the objects it holds and the copies joins read; "
+                f"durable-rules holds at most {MAX_MESSAGE_PROPERTIES}: send or store fewer "
+                "names in an object",
+            )
+
+
+def _width(message: dict[str, Any]) -> int:
+    """How many properties durable-rules counts in ``message``: its names, and those of every
+    object in it (an object inside a list is not counted)."""
+    width, stack = 0, [message]
+    while stack:
+        item = stack.pop()
+        width += len(item)
+        stack.extend(value for value in item.values() if isinstance(value, dict))
+    return width
 
 
 def _join_props(compiled: Any) -> set[str]:

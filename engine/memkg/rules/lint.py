@@ -1,8 +1,8 @@
 """Checks a rule bundle before it is used; every problem names file, line and rule.
 
-Codes: ``rule.schema`` / ``rule.yaml`` (from the loader), ``rule.duplicate_id``,
-``rule.unknown_key``, ``rule.unknown_field``, ``rule.type_mismatch``, ``rule.unknown_value``,
-``rule.unknown_context``, ``rule.unknown_alias``, ``rule.unknown_action``,
+Codes: ``rule.schema`` / ``rule.yaml`` / ``rule.reserved_context`` (from the loader),
+``rule.duplicate_id``, ``rule.unknown_key``, ``rule.unknown_field``, ``rule.type_mismatch``,
+``rule.unknown_value``, ``rule.unknown_context``, ``rule.unknown_alias``, ``rule.unknown_action``,
 ``rule.unknown_parameter``, ``rule.invalid_parameter``, ``rule.unknown_decision``,
 ``rule.priority``, ``rule.aggregate``,
 ``rule.template``, ``rule.effective``, ``rule.durable_limit``, ``rule.overlap``,

@@ -27,6 +27,7 @@ from memkg.errors import ConfigError, PatternTimeout
 from memkg.model.decision import HitPolicy, Output
 from memkg.roots import Roots, builtin, check_links, domain_folders
 from memkg.rules import kinds
+from memkg.rules.compiler import MESSAGE_PROPS
 from memkg.rules.spec import (
     ActionSpec,
     Condition,
@@ -217,7 +218,8 @@ def load_bundle(
 
 
 def value_schema_findings(doc: Document) -> list[Finding]:
-    """The context fields and action parameters of a domain file must be valid JSON Schemas."""
+    """The context fields and action parameters of a domain file must be valid JSON Schemas,
+    and no context field may be named for a property every message carries."""
     data = doc.data
     places: list[tuple[tuple[str | int, ...], Any]] = [
         (("context", name), schema) for name, schema in (data.get("context") or {}).items()
@@ -225,7 +227,18 @@ def value_schema_findings(doc: Document) -> list[Finding]:
     for action, spec in (data.get("actions") or {}).items():
         for name, schema in (spec.get("parameters") or {}).items():
             places.append((("actions", action, "parameters", name), schema))
-    findings = []
+    findings = [
+        Finding(
+            "rule.reserved_context",
+            f"context.{name}: every message to the matcher carries a property {name!r} of its "
+            f"own, which this field would overwrite; name it otherwise (not one of "
+            f"{sorted(MESSAGE_PROPS)})",
+            doc.file,
+            doc.line(("context", name)),
+        )
+        for name in data.get("context") or {}
+        if name in MESSAGE_PROPS
+    ]
     for at, schema in places:
         try:
             Draft202012Validator.check_schema(schema)
