@@ -204,3 +204,14 @@ def test_a_rule_that_pairs_one_keys_values_is_a_warning() -> None:
     )
     for clean in (joined, other, negated):
         assert lint(HEAD + clean) == [], clean
+
+
+def test_an_enum_of_mixed_types_takes_no_ordered_test() -> None:
+    """durable-rules ordered the string "720" above 5; the Python runner never matched it."""
+    mixed = DOMAIN.replace("  amount: {type: number}", "  amount: {enum: [5, '720']}")
+    found = only(
+        lint(HEAD + rule("      - context: {amount: {gt: 5}}"), mixed), "rule.type_mismatch"
+    )
+    assert "number and string" in found.message and found.line == 6
+    assert lint(HEAD + rule("      - context: {amount: '720'}"), mixed) == []
+    assert lint(HEAD + rule("      - context: {amount: 5}"), mixed) == []

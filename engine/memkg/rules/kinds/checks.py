@@ -28,11 +28,17 @@ def type_check(scope: LintScope, test: Test, schema: dict[str, Any], subject: st
     if test.op == "exists":
         return []
     declared = schema.get("type")
+    line = test.line or scope.rule.line
     if declared is None and "enum" in schema:
-        declared = json_type(schema["enum"][0]) if schema["enum"] else None
+        kinds = sorted({json_type(v) for v in schema["enum"]})
+        if len(kinds) > 1 and test.op in _ORDERED:
+            # durable-rules orders a string against a number, the Python runner never does
+            return [scope.finding("rule.type_mismatch", f"{subject} takes {' and '.join(kinds)} "
+                                  f"values; {test.op} compares one type: make its enum one "
+                                  "type", line)]  # fmt: skip
+        declared = kinds[0] if len(kinds) == 1 else None
     declared = "number" if declared in ("integer", "number") else declared
     values = list(test.operand) if isinstance(test.operand, tuple) else [test.operand]
-    line = test.line or scope.rule.line
     time_like = subject == "context.local_time"
     if test.op in ("between", "outside") and declared == "string" and not time_like:
         return [  # durable-rules would order the strings, the Python runner never matches
