@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memkg.rules.kinds.compare import day_number, join_prop, minutes
+from memkg.rules.kinds.compare import JOIN_PREFIX, day_number, join_prop, minutes
 from memkg.rules.kinds.context import context_prop
 from memkg.rules.spec import Condition, Ref, Rule, RuleTable
 
@@ -183,3 +183,19 @@ def _operand(value: Any, aliases: dict[str, Condition]) -> Any:
         return {"ctx": context_prop(value.field or "")}
     target = aliases[value.alias]
     return {pattern_alias(target): target.handler.ref_prop(target, value.field)}
+
+
+def join_props(compiled: Any) -> set[str]:
+    """The properties whose typed copies (``compare.join_prop``) a compiled ruleset reads."""
+    found: set[str] = set()
+    stack = [compiled]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            stack.extend(item.keys())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and item.startswith(JOIN_PREFIX + "t_"):
+            found.add(item.removeprefix(JOIN_PREFIX + "t_").replace("/", "."))
+    return found

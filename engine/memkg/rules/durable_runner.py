@@ -76,17 +76,16 @@ import durable.engine
 import durable_rules_engine as core
 from durable.engine import Host, MessageNotHandledException
 
-from memkg.rules.compiler import DONE, SINK, Overflow, capacity_problems
-from memkg.rules.kinds.compare import JOIN_PREFIX, join_copies, join_prop, lookup
+from memkg.rules.compiler import DONE, SINK, Overflow, capacity_problems, join_props
+from memkg.rules.kinds.checks import MAX_PROPERTIES
+from memkg.rules.kinds.compare import join_copies, join_prop, lookup
 from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
 
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
 
 
-MAX_MESSAGE_PROPERTIES = 254
-"""The most properties one message sent to durable-rules may hold, counting the names of the
-objects in it (at any depth; not inside lists), ``sid`` and ``id``: its C core keeps them in a
-table of 255 and crashed the process on a message that filled it (measured on 2.0.28)."""
+MAX_MESSAGE_PROPERTIES = MAX_PROPERTIES
+"""The most properties one message sent to durable-rules may hold (``kinds.checks``)."""
 
 
 _NEEDS_FRACTION = re.compile(
@@ -176,7 +175,7 @@ class DurableRunner:
         self._host = _MatcherHost()
         self._sessions = 0
         self.rulesets = frozenset(rulesets)
-        self._joins = {name: sorted(_join_props(rs)) for name, rs in rulesets.items()}
+        self._joins = {name: sorted(join_props(rs)) for name, rs in rulesets.items()}
         self._actions: dict[str, dict[str, Callable[[Any], None]]] = {}
         self.refused: dict[str, str] = {}
         """Rulesets durable-rules could not register, each with why: running one fails, the
@@ -397,22 +396,6 @@ def _width(message: dict[str, Any]) -> int:
         width += len(item)
         stack.extend(value for value in item.values() if isinstance(value, dict))
     return width
-
-
-def _join_props(compiled: Any) -> set[str]:
-    """The properties whose typed copies (``compare.join_prop``) a compiled ruleset reads."""
-    found: set[str] = set()
-    stack = [compiled]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-            stack.extend(item.keys())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and item.startswith(JOIN_PREFIX + "t_"):
-            found.add(item.removeprefix(JOIN_PREFIX + "t_").replace("/", "."))
-    return found
 
 
 def _join_copies(message: dict[str, Any], joins: Sequence[str]) -> dict[str, Any]:

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from memkg.model.source import Sources
-from memkg.rules.compiler import Overflow, capacity_problems, compile_table, rule_name
+from memkg.rules.compiler import Overflow, capacity_problems, compile_table, join_props, rule_name
 from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
-from memkg.rules.kinds.checks import fits
+from memkg.rules.kinds.checks import MAX_PROPERTIES, fits
+from memkg.rules.kinds.context import CONTEXT_PROPS
 from memkg.rules.overlap import overlap_findings
+from memkg.rules.plan import plan_table
 from memkg.rules.spec import (
     BUILTIN_CONTEXT,
     Condition,
@@ -74,7 +76,7 @@ def lint_bundle(
             seen.setdefault(rule.id, rule)
             findings += _lint_rule(table, rule, spec, key_schema, sources)
         findings += _lint_table(table, spec)
-        findings += _capacity_findings(table)
+        findings += _capacity_findings(table, spec)
         if table.hit_policy.kind == "unique":
             keys = {c.key for r in table.rules for c in r.conditions if c.key}
             multi = {k for k in keys if (key_schema(domain, k) or {}).get("type") == "array"}
@@ -195,7 +197,7 @@ def _lint_table(table: RuleTable, spec: DomainSpec | None) -> list[Finding]:
     return found
 
 
-def _capacity_findings(table: RuleTable) -> list[Finding]:
+def _capacity_findings(table: RuleTable, spec: DomainSpec | None = None) -> list[Finding]:
     """``rule.durable_limit`` for each place the table exceeds what durable-rules' C core can
     register (``compiler.capacity_problems``): it would refuse the table, or never return."""
     by_name = {rule_name(rule): rule for rule in table.rules}
@@ -203,7 +205,7 @@ def _capacity_findings(table: RuleTable) -> list[Finding]:
         compiled = compile_table(table)
     except (KeyError, TypeError, ValueError):  # broken in ways the other findings name
         return []
-    found = []
+    found = _context_width(table, spec, compiled)
     for overflow in capacity_problems(compiled):
         named = [by_name[n] for n in overflow.rules if n in by_name]
         if not named:  # only the compiler's own rules: nothing an author can move
@@ -215,6 +217,35 @@ def _capacity_findings(table: RuleTable) -> list[Finding]:
         message = _capacity_message(table, overflow, named, room)
         found.append(_at(first, "rule.durable_limit", message))
     return found
+
+
+def _context_width(table: RuleTable, spec: DomainSpec | None, compiled: Any) -> list[Finding]:
+    """``rule.durable_limit`` when the request context's message would hold more properties
+    than durable-rules takes: besides the built-in and declared fields, it carries the
+    negation flag of every ``not`` in the table and the typed copies of each field a join
+    reads (``durable_runner``), so a table of rules each within the limit can pass it."""
+    fields = {*BUILTIN_CONTEXT, *(spec.context if spec else ())}
+    flags = plan_table(table).negations
+    joined = fields & join_props(compiled)
+    width = CONTEXT_PROPS + len(spec.context if spec else ()) + len(flags) + 3 * len(joined)
+    if width <= MAX_PROPERTIES:
+        return []
+    # named at the first condition that puts something on the context: a `not` or a test
+    at = next(((r, c) for r in table.rules for c in r.conditions
+               if c.negated or c.handler.on_context), None)  # fmt: skip
+    return [
+        Finding(
+            "rule.durable_limit",
+            f"the request context would reach durable-rules as a message of {width} "
+            f"properties: {len(fields)} fields, {len(flags)} negation flags (one per `not` in "
+            f"table {table.name!r}){f', {3 * len(joined)} join copies' if joined else ''}; "
+            f"durable-rules takes at most {MAX_PROPERTIES}: split the table, or give it fewer "
+            "`not` conditions",
+            table.file,
+            at[1].line if at else table.policy_line,
+            at[0].id if at else None,
+        )
+    ]
 
 
 def _capacity_message(table: RuleTable, overflow: Overflow, named: list[Rule], room: int) -> str:

@@ -314,11 +314,12 @@ def test_durable_json_skips_the_rewrite_only_where_it_changes_nothing(value: Any
 def _stock_firings(table: Any, messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, str]]]:
     """The firings durable-rules' own Python side reports (``Host.assert_facts``, with its
     ``Closure`` per action) for the batch ``DurableRunner.run`` asserts, in their order."""
-    from memkg.rules.durable_runner import _join_copies, _join_props
+    from memkg.rules.compiler import join_props
+    from memkg.rules.durable_runner import _join_copies
 
     host = _MatcherHost()
     host.set_rulesets({"t.x": compile_table(table)})
-    joins = sorted(_join_props(compile_table(table)))
+    joins = sorted(join_props(compile_table(table)))
     batch = [
         {**m, **_join_copies(m, joins), "sid": "s1", "id": f"s1.{i}"}
         for i, m in enumerate(messages)

@@ -149,7 +149,7 @@ def test_durable_rules_property_limit() -> None:
     fields = "".join(f"  f{i}: {{type: string}}\n" for i in range(260))
     domain = "actions:\n  book: {description: b}\ncontext:\n" + fields
     found = only(lint(HEAD + rule("      - context: {f1: x}"), domain), "rule.durable_limit")
-    assert found.line == 6 and "255" in found.message
+    assert found.line == 6 and "at most 254" in found.message and "268 properties" in found.message
 
 
 def test_overlap_under_unique() -> None:

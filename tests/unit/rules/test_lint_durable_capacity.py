@@ -125,3 +125,24 @@ def test_a_table_over_the_limits_refuses_only_its_own_ruleset_and_never_hangs() 
         with pytest.raises(RuleEvaluationError) as caught:
             runner.run(name, [CTX])
         assert caught.value.code == "rules.compile" and name in str(caught.value)
+
+
+def negated(i: int) -> str:
+    """Each rule one ``not`` (a negation flag on the context message) and a context test."""
+    return (f"      - not: {{fact: {{key: child.age, eq: {i}}}}}\n"
+            f"      - context: {{n: {i}}}\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("count", [230, 260])
+def test_the_context_message_counts_every_negation_flag_of_the_table(count: int) -> None:
+    """Each rule alone carries one flag; the context message carries all of the table's, and
+    durable-rules crashed on a message of 255 properties: lint says so at load, naming the
+    table, rather than every decision failing."""
+    _, findings = load(count, negated)
+    widths = [f for f in limit_findings(findings) if "context" in f.message]
+    if count == 230:  # 8 + 2 declared fields + 230 flags: 240, within the limit
+        assert widths == []
+        return
+    [found] = widths
+    assert found.file == "rules/t/big.yaml" and str(8 + 2 + count) in found.message
+    assert "negation" in found.message

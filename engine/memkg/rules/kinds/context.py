@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
-from memkg.rules.kinds.checks import MAX_PROPERTIES, type_check
+from memkg.rules.kinds.checks import type_check
 from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
 from memkg.rules.spec import BUILTIN_CONTEXT, Condition, Finding, Test
 from memkg.rules.text import describe_test, value_text
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from memkg.rules.snapshot import DecisionInput, Item
     from memkg.yamlfile import Document
 
-_CONTEXT_PROPS = 6 + 2
-"""Properties the context message carries besides the domain's fields and negation flags."""
+CONTEXT_PROPS = 6 + 2
+"""Properties the context message carries besides the domain's fields, negation flags and
+join copies: the built-in fields, ``sid`` and ``id``."""
 
 
 def context_prop(field: str) -> str:
@@ -98,19 +99,9 @@ class ContextKind(ConditionKind):
         return "; ".join(dict.fromkeys(shown))
 
     def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
+        # the context message's width is the table's (every `not` of it): ``lint`` checks it
         found: list[Finding] = []
         spec = scope.spec
-        negations = sum(c.negated for c in scope.rule.conditions)
-        declared = _CONTEXT_PROPS + len(spec.context if spec else ()) + negations
-        if declared > MAX_PROPERTIES:
-            found.append(
-                scope.finding(
-                    "rule.durable_limit",
-                    f"the context would carry {declared} "
-                    f"properties; durable-rules allows {MAX_PROPERTIES}",
-                    cond.line,
-                )
-            )
         for field in sorted({t.field for t in cond.tests if t.field}):
             schema = spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
             if schema is None:

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from memkg.rules.snapshot import DecisionInput, Item
     from memkg.yamlfile import Document
 
-_MESSAGE_PROPS = 5
-"""Properties every fact message carries besides its value's fields."""
+_MESSAGE_PROPS = 5 + 2
+"""Properties every fact message carries besides its value's fields: ``t``, ``key``,
+``value``, ``confidence``, ``source``, and the runner's ``sid`` and ``id``."""
 
 
 def keyed_failure(
