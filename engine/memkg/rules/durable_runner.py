@@ -79,13 +79,14 @@ from durable.engine import Host, MessageNotHandledException
 from memkg.rules.compiler import DONE, SINK, Overflow, capacity_problems, join_props
 from memkg.rules.kinds.checks import MAX_PROPERTIES
 from memkg.rules.kinds.compare import join_copies, join_prop, lookup
-from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner
+from memkg.rules.runner import Firing, RuleEvaluationError, RuleRunner, check_widths
 
 __all__ = ["DurableRunner", "Firing", "RuleEvaluationError", "RuleRunner"]
 
 
 MAX_MESSAGE_PROPERTIES = MAX_PROPERTIES
-"""The most properties one message sent to durable-rules may hold (``kinds.checks``)."""
+"""The most properties one message sent to durable-rules may hold (``kinds.checks``;
+``runner.check_widths`` refuses a wider one before it is sent)."""
 
 
 _NEEDS_FRACTION = re.compile(
@@ -257,11 +258,11 @@ class DurableRunner:
         self._sessions += 1
         sid = f"s{self._sessions}"
         joins = self._joins[ruleset]
+        check_widths(messages, joins)  # before anything reaches the C core: no session to delete
         batch = [
             {**m, **_join_copies(m, joins), "sid": sid, "id": f"{sid}.{i}"}
             for i, m in enumerate(messages)
         ]
-        _check_widths(batch)  # before anything reaches the C core: no session to delete
         sink = self._host.sink = []
         failed: Exception | None = None
         action: Exception | None = None
@@ -364,38 +365,6 @@ def _overflow_text(overflow: Overflow) -> str:
         f"{overflow.count} distinct tests follow the same tests, more than the "
         f"{overflow.limit} durable-rules can register (it would never return)"
     )
-
-
-def _check_widths(batch: Sequence[dict[str, Any]]) -> None:
-    """``RuleEvaluationError`` if a message of ``batch`` holds more properties than
-    ``MAX_MESSAGE_PROPERTIES``; most hold no object and are told by their length alone."""
-    for message in batch:
-        if len(message) <= MAX_MESSAGE_PROPERTIES and dict not in map(type, message.values()):
-            continue
-        width = _width(message)
-        if width > MAX_MESSAGE_PROPERTIES:
-            context = message.get("t") == "context"
-            what = (
-                "the request context (its fields, the negation flags)" if context
-                else f"{message.get('t')} {str(message.get('key') or message.get('to'))[:80]}"
-            )  # fmt: skip
-            raise RuleEvaluationError(
-                f"{what} would reach durable-rules as a message of {width} properties, "
-                f"counting the names in the objects it holds and the copies joins read; "
-                f"durable-rules holds at most {MAX_MESSAGE_PROPERTIES}: send or store fewer "
-                "names in an object",
-            )
-
-
-def _width(message: dict[str, Any]) -> int:
-    """How many properties durable-rules counts in ``message``: its names, and those of every
-    object in it (an object inside a list is not counted)."""
-    width, stack = 0, [message]
-    while stack:
-        item = stack.pop()
-        width += len(item)
-        stack.extend(value for value in item.values() if isinstance(value, dict))
-    return width
 
 
 def _join_copies(message: dict[str, Any], joins: Sequence[str]) -> dict[str, Any]:

@@ -15,11 +15,18 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
-from memkg.rules.compiler import negation_flag, pattern_alias, rule_name, ruleset_name
+from memkg.rules.compiler import (
+    compile_table,
+    join_props,
+    negation_flag,
+    pattern_alias,
+    rule_name,
+    ruleset_name,
+)
 from memkg.rules.kinds.base import ConditionKind
 from memkg.rules.kinds.compare import WILDCARD, Resolve, day_number, lookup, minutes
 from memkg.rules.kinds.context import context_prop
-from memkg.rules.runner import Firing, RuleEvaluationError
+from memkg.rules.runner import Firing, RuleEvaluationError, check_widths
 from memkg.rules.snapshot import message_index
 from memkg.rules.spec import Condition, Ref, Rule, RuleTable
 
@@ -83,6 +90,9 @@ class PythonRuleRunner:
     def __init__(self, tables: Mapping[str, RuleTable]) -> None:
         self.rulesets = frozenset(tables)
         self._plans: dict[str, tuple[_Plan, ...]] = {}
+        self._joins = {name: sorted(join_props(compile_table(t))) for name, t in tables.items()}
+        """Per ruleset, the properties whose typed copies durable-rules would be sent: a message
+        is as wide here as there (``check_widths``)."""
         self._context: dict[str, tuple[Condition, ...]] = {}
         """Per ruleset, its distinct context tests (rules share them: one run checks each
         once, and a rule reads their truth by its plan's ``slots``)."""
@@ -109,6 +119,7 @@ class PythonRuleRunner:
         plans = self._plans.get(ruleset)
         if plans is None:
             raise RuleEvaluationError(f"no compiled ruleset {ruleset!r}", code="rules.unknown")
+        check_widths(messages, self._joins[ruleset])
         last = len(messages) - 1
         ctx = messages[last]
         index: dict[tuple[str, Any], list[tuple[int, Message]]] = {}

@@ -112,3 +112,17 @@ def test_a_domain_may_not_declare_a_context_field_every_message_carries(name: st
     assert len(reserved) == 1 and f"context.{name}" in reserved[0].message
     assert reserved[0].file == "rules/g/domain.yaml" and reserved[0].line == 2
     assert "g" not in bundle.domains
+
+
+@pytest.mark.parametrize("names", [MAX_MESSAGE_PROPERTIES - 10, MAX_MESSAGE_PROPERTIES - 9])
+def test_both_runners_refuse_a_message_alike(names: int) -> None:
+    """The twin counts a message as durable-rules would receive it: the one the C core holds
+    is matched by both, the one past it refused by both (the twin fired on it)."""
+    durable, python = _runners()
+    batch = [{**CTX, "o": _wide(names)}]
+    if names == MAX_MESSAGE_PROPERTIES - 10:
+        assert _fired(durable, batch) == _fired(python, batch) == ["r0", "r2"]
+        return
+    for runner in (durable, python):
+        with pytest.raises(RuleEvaluationError):
+            runner.run("g.t", batch)
