@@ -24,12 +24,12 @@ from memkg.evolution.dry_run import (
     DryRunReport,
     Finding,
     KeyChange,
-    assess,
+    Tally,
     key_changes,
     policy_findings,
 )
 from memkg.evolution.migration import MigrationPlan, load_plan
-from memkg.evolution.outcome import FactOutcome, migrate, plan_problems
+from memkg.evolution.outcome import FactOutcome, Losses, migrate, ordered, plan_problems
 from memkg.evolution.waiver import Waiver, load_waiver
 from memkg.model.decision import Decision, Result
 from memkg.model.event import Event, NewEvent
@@ -137,14 +137,31 @@ def dry_run(
 ) -> DryRunReport:
     """``progress`` is called with the number of users read so far."""
     plan, old, new = plan_and_specs(evo, plan)
+    tally, changes, others = _judged(evo, plan, old, new, rules, waiver, decisions, progress)
+    return tally.report(changes, others)
+
+
+def _judged(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
+            rules: str | Path | None, waiver: Waiver | str | Path | None, decisions: int,
+            progress: Callable[[int], None] | None, *, complete: bool = True,
+            ) -> tuple[Tally, list[KeyChange], list[Finding]]:  # fmt: skip
+    """The plan's outcomes over every user's facts, tallied one user at a time, and the
+    key changes and findings of the policy, the rules and the decisions.
+
+    Whether an outcome is lossy depends on every other user's: when some are, the users are
+    read a second time for those outcomes' examples and findings, unless ``complete`` is
+    False and the verdict is not BLOCK (an apply needs only the verdict then)."""
     if waiver is not None and not isinstance(waiver, Waiver):
         waiver = load_waiver(waiver)
-    facts: list[Fact] = []
-    for done, user in enumerate(evo.store.users(), 1):
-        facts += live_facts(evo, user)
+    tally, losses = Tally(plan, waiver, now=evo.clock.now()), Losses()
+    users = evo.store.users()
+    for done, user in enumerate(users, 1):
+        for place, outcome in ordered(plan, live_facts(evo, user), old, new, _DRY_PII,
+                                      batch=done):  # fmt: skip
+            losses.note(outcome)
+            tally.add(place, outcome)
         if progress is not None:
             progress(done)
-    outcomes = migrate(plan, facts, old, new, _DRY_PII)
     changes = key_changes(plan, old, new)
     folder: RuleFolders = Path(rules) if rules is not None else evo.setup.layers.rule_dirs()
     found = [
@@ -152,7 +169,17 @@ def dry_run(
         *rule_findings(evo, plan, old, new, changes, folder),
     ]
     found += decision_findings(evo, plan, old, new, folder, decisions)
-    return assess(plan, outcomes, changes, found, waiver=waiver, now=evo.clock.now())
+    if losses.found():
+        tally.lossy_unlisted = True
+        if complete or tally.report(changes, found).verdict == "BLOCK":
+            tally.lossy_unlisted = False
+            # the last users read first: those the projections still hold are not folded again
+            for n in range(len(users), 0, -1):
+                for place, outcome in ordered(plan, live_facts(evo, users[n - 1]), old, new,
+                                              _DRY_PII, batch=n):  # fmt: skip
+                    if losses.lossy(outcome):
+                        tally.add_lossy(place, outcome)
+    return tally, changes, found
 
 
 def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path | None = None,
@@ -160,7 +187,9 @@ def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path
           progress: Callable[[int], None] | None = None) -> ApplyReport:  # fmt: skip
     """Dry-run, refuse on BLOCK, then write each fact's events once (resumable)."""
     plan, old, new = plan_and_specs(evo, plan)
-    report = dry_run(evo, plan, rules=rules, waiver=waiver, decisions=0)
+    tally, changes, others = _judged(evo, plan, old, new, rules, waiver, 0, None,
+                                     complete=False)  # fmt: skip
+    report = tally.report(changes, others)
     if report.verdict == "BLOCK":
         raise MigrationRefused(report)
     counts = {"migrated": 0, "resumed": 0, "left": 0, "events": 0}

@@ -13,8 +13,10 @@ Verdict policy, in order:
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -24,7 +26,7 @@ from memkg.model.gate import EXIT_STATUS, SEVERITY_ORDER, GateFinding, Verdict, 
 
 from .check import check_schema_change
 from .migration import MigrationPlan
-from .outcome import FactOutcome, KeyPolicy, effective_steps
+from .outcome import FactOutcome, KeyPolicy, Place, effective_steps
 from .waiver import Waiver
 
 
@@ -162,45 +164,103 @@ def assess(plan: MigrationPlan, outcomes: Sequence[FactOutcome], changes: Sequen
            other: Sequence[Finding], *, waiver: Waiver | None = None, now: datetime,
            examples: int = 5, listed: int = 50) -> DryRunReport:  # fmt: skip
     """Count the outcomes, list findings, apply the waiver and give the verdict."""
-    findings = list(other)
-    if waiver is not None:
-        problem = waiver.problem(plan, now)
-        if problem is not None:
-            findings.append(Finding(code="waiver.invalid", severity="block", message=problem,
-                                    file=waiver.file))  # fmt: skip
-            waiver = None
-    counts: Counter[str] = Counter({s: 0 for s in ("migrated", "unchanged", "unmappable",
-                                                    "invalid", "dropped", "lossy", "unknown",
-                                                    "questions")})  # fmt: skip
-    shown: dict[str, list[dict[str, Any]]] = {}
-    fact_findings: list[Finding] = []
-    for o in outcomes:
-        counts[o.status] += 1
+    tally = Tally(plan, waiver, now=now, examples=examples, listed=listed)
+    for n, o in enumerate(outcomes):
+        tally.add((n,), o)
+    return tally.report(changes, other)
+
+
+Group = tuple[int, bool, str]
+"""Where a fact finding is listed: severity (by ``SEVERITY_ORDER``), waived, code."""
+_RANK = {"lossy": 1, "unknown": 2, "questions": 3}
+"""The order of an outcome's flags after its status, as examples are shown."""
+
+
+class Tally:
+    """``assess`` as outcomes come, in any order, each with its place in the order they are
+    listed (``outcome.Place``): counts, and of each flag the first examples, of each group of
+    fact findings the first ones listed. Nothing else of an outcome is kept, so a dry run
+    holds one user's facts at a time, whatever the store holds."""
+
+    def __init__(self, plan: MigrationPlan, waiver: Waiver | None, *, now: datetime,
+                 examples: int = 5, listed: int = 50) -> None:  # fmt: skip
+        self.plan, self.examples, self.listed = plan, examples, listed
+        self.problem: Finding | None = None
+        if waiver is not None:
+            problem = waiver.problem(plan, now)
+            if problem is not None:
+                self.problem = Finding(code="waiver.invalid", severity="block", message=problem,
+                                       file=waiver.file)  # fmt: skip
+                waiver = None
+        self.waiver = waiver
+        self.counts: Counter[str] = Counter({s: 0 for s in (
+            "migrated", "unchanged", "unmappable", "invalid", "dropped", "lossy", "unknown",
+            "questions")})  # fmt: skip
+        self.facts = 0
+        self.lossy_unlisted = False
+        """Lossy outcomes were counted apart (``lossy``) but not added: they warn."""
+        self._shown: dict[str, list[tuple[Place, dict[str, Any]]]] = {}
+        self._found: dict[Group, list[tuple[Place, Finding]]] = {}
+        self._total = 0
+
+    def add(self, place: Place, o: FactOutcome) -> None:
+        self.counts[o.status] += 1
         flags = [o.status] + ["lossy"] * o.lossy + ["unknown"] * any(v.unknown for v in o.outputs)
         flags += ["questions"] * bool(o.questions)
-        counts["lossy"] += o.lossy
-        counts["unknown"] += "unknown" in flags
-        counts["questions"] += bool(o.questions)
+        self.counts["lossy"] += o.lossy
+        self.counts["unknown"] += "unknown" in flags
+        self.counts["questions"] += bool(o.questions)
         for flag in flags:
-            if len(shown.setdefault(flag, [])) < examples:
-                shown[flag].append(o.example())
-        fact_findings += _fact_findings(o)
-    counts["facts"] = sum(len(o.facts) for o in outcomes)  # a merged group holds several
-    if waiver is not None:
-        findings = [_waive(f, waiver) for f in findings]
-        fact_findings = [_waive(f, waiver) for f in fact_findings]
-    verdict = verdict_of((*findings, *fact_findings))
-    order = SEVERITY_ORDER
-    fact_findings.sort(key=lambda f: (order[f.severity], f.waived, f.code))
-    ranked = sorted(findings, key=lambda f: (order[f.severity], f.file or "", f.line or 0, f.code))
-    return DryRunReport(
-        migration=plan.name, plan_file=plan.file, plan_digest=plan.digest, domain=plan.domain,
-        source=f"{plan.group}@{plan.from_version}", target=f"{plan.to_group}@{plan.to_version}",
-        verdict=verdict, counts=dict(counts), examples=shown, key_changes=tuple(changes),
-        findings=(*ranked, *fact_findings[:listed]),
-        unlisted=max(0, len(fact_findings) - listed),
-        waiver=waiver.summary() if waiver is not None else None,
-    )  # fmt: skip
+            self._show(flag, place, o)
+        self.facts += len(o.facts)  # a merged group holds several
+        self._find(place, o)
+
+    def add_lossy(self, place: Place, o: FactOutcome) -> None:
+        """``o``, added before while its loss was not known, is lossy."""
+        self.counts["lossy"] += 1
+        self._show("lossy", place, o)
+        self._find(place, replace(o, lossy=True))
+
+    def _show(self, flag: str, place: Place, o: FactOutcome) -> None:
+        shown = self._shown.setdefault(flag, [])
+        if len(shown) < self.examples or place < shown[-1][0]:
+            insort(shown, (place, o.example()), key=lambda e: e[0])
+            del shown[self.examples :]
+
+    def _find(self, place: Place, o: FactOutcome) -> None:
+        for f in _fact_findings(o):
+            if self.waiver is not None:
+                f = _waive(f, self.waiver)
+            self._total += 1
+            found = self._found.setdefault((SEVERITY_ORDER[f.severity], f.waived, f.code), [])
+            if len(found) < self.listed or place < found[-1][0]:
+                insort(found, (place, f), key=lambda e: e[0])
+                del found[self.listed :]
+
+    def report(self, changes: Sequence[KeyChange], other: Sequence[Finding]) -> DryRunReport:
+        """The report of what was added, with ``other`` findings (policy, rules, decisions)."""
+        plan, waiver = self.plan, self.waiver
+        findings = [*other, *([self.problem] if self.problem is not None else [])]
+        if waiver is not None:
+            findings = [_waive(f, waiver) for f in findings]
+        listed = [f for _, found in sorted(self._found.items()) for _, f in found]
+        lossy = [Finding(code="fact.lossy", severity="warn", message="")] * self.lossy_unlisted
+        verdict = verdict_of((*findings, *listed, *lossy))
+        order = SEVERITY_ORDER
+        ranked = sorted(findings, key=lambda f: (order[f.severity], f.file or "", f.line or 0,
+                                                 f.code))  # fmt: skip
+        firsts = sorted((shown[0][0], _RANK.get(flag, 0), flag)
+                        for flag, shown in self._shown.items())  # fmt: skip
+        return DryRunReport(
+            migration=plan.name, plan_file=plan.file, plan_digest=plan.digest, domain=plan.domain,
+            source=f"{plan.group}@{plan.from_version}",
+            target=f"{plan.to_group}@{plan.to_version}", verdict=verdict,
+            counts={**self.counts, "facts": self.facts},
+            examples={flag: [e for _, e in self._shown[flag]] for _, _, flag in firsts},
+            key_changes=tuple(changes), findings=(*ranked, *listed[: self.listed]),
+            unlisted=max(0, self._total - self.listed),
+            waiver=waiver.summary() if waiver is not None else None,
+        )  # fmt: skip
 
 
 def _fact_findings(o: FactOutcome) -> list[Finding]:

@@ -122,23 +122,43 @@ def effective_steps(plan: MigrationPlan, old: Mapping[str, Any], new: Mapping[st
     return steps
 
 
+Place = tuple[Any, ...]
+"""Where ``migrate`` lists an outcome: the strays first (in the order of their facts, batch by
+batch), then single facts by user, log position and id, then each merge step's slots."""
+
+
 def migrate(plan: MigrationPlan, facts: Iterable[Fact], old: Mapping[str, KeyPolicy],
             new: Mapping[str, KeyPolicy], pii: Pii) -> list[FactOutcome]:  # fmt: skip
     """The outcome of every live fact of the old group's keys (others are not the plan's
     business); one stored under neither the plan's old nor its new version is unmappable."""
+    return _mark_lossy([o for _, o in ordered(plan, facts, old, new, pii)])
+
+
+def ordered(plan: MigrationPlan, facts: Iterable[Fact], old: Mapping[str, KeyPolicy],
+            new: Mapping[str, KeyPolicy], pii: Pii, *, batch: int = 0
+            ) -> list[tuple[Place, FactOutcome]]:  # fmt: skip
+    """``migrate``'s outcomes before lossy ones are marked (``Losses``), each with its place.
+
+    Places of outcomes from several calls, one per user, sort as ``migrate`` would list the
+    outcomes of all their facts at once, given each call its own ``batch``, counting up."""
     steps = effective_steps(plan, old, new)
     by_key = {k: s for s in steps for k in s.keys}
     ours = [f for f in facts if f.domain == plan.domain and f.key in by_key]
     mine = [f for f in ours if f.schema_version == old[f.key].version]
-    outcomes = [_stray(f, plan) for f in ours if f.schema_version != old[f.key].version
-                and not (f.key in new and f.schema_version == new[f.key].version)]  # fmt: skip
+    strays = [f for f in ours if f.schema_version != old[f.key].version
+              and not (f.key in new and f.schema_version == new[f.key].version)]  # fmt: skip
+    found: list[tuple[Place, FactOutcome]] = [
+        ((0, batch, n), _stray(f, plan)) for n, f in enumerate(strays)
+    ]
     for fact in sorted(mine, key=lambda f: (f.user_id, f.seq, f.id)):
         step = by_key[fact.key]
         if step.kind != "merge":
-            outcomes.append(_one(step, (fact,), fact.value, new, pii))
-    for step in (s for s in steps if s.kind == "merge"):
-        outcomes += _merged(step, [f for f in mine if f.key in step.keys], new, pii)
-    return _mark_lossy(outcomes)
+            found.append(((1, fact.user_id, fact.seq, fact.id),
+                          _one(step, (fact,), fact.value, new, pii)))  # fmt: skip
+    for n, step in enumerate(s for s in steps if s.kind == "merge"):
+        found += [((2, n, label), o) for label, o in
+                  _merged(step, [f for f in mine if f.key in step.keys], new, pii)]  # fmt: skip
+    return found
 
 
 def _stray(fact: Fact, plan: MigrationPlan) -> FactOutcome:
@@ -155,8 +175,9 @@ def _stray(fact: Fact, plan: MigrationPlan) -> FactOutcome:
 
 
 def _merged(step: Step, facts: Sequence[Fact], new: Mapping[str, KeyPolicy], pii: Pii
-            ) -> list[FactOutcome]:  # fmt: skip
-    """One outcome per source's claims in each slot (user, scope, session, context).
+            ) -> list[tuple[str, FactOutcome]]:  # fmt: skip
+    """One outcome per source's claims in each slot (user, scope, session, context), with the
+    slot as text, which orders them.
 
     Sources are never mixed: a merged claim holds what one source said, so it keeps that
     source's credibility and the disagreement between sources survives the migration for
@@ -173,24 +194,26 @@ def _merged(step: Step, facts: Sequence[Fact], new: Mapping[str, KeyPolicy], pii
             fact.source.value,
         )
         slots.setdefault(slot, []).append(fact)
-    outcomes = []
-    for slot, claims in sorted(slots.items(), key=lambda item: str(item[0])):
+    outcomes: list[tuple[str, FactOutcome]] = []
+    for label, slot in sorted((str(slot), slot) for slot in slots):
+        claims = slots[slot]
         ordered = tuple(sorted(claims, key=lambda f: (step.keys.index(f.key), f.seq, f.id)))
         keys = [f.key for f in ordered]
         twice = sorted({k for k in keys if keys.count(k) > 1})
         if twice:
             named = ", ".join(f"{f.id} ({f.key} = {f.value!r})" for f in ordered
                               if f.key in twice)  # fmt: skip
-            outcomes.append(FactOutcome(ordered[0].user_id, ordered, "unmappable", reason=(
+            outcomes.append((label, FactOutcome(ordered[0].user_id, ordered, "unmappable",
+                                                reason=(
                 f"source {slot[-1]} holds several live claims of {', '.join(twice)} in one slot "
                 f"({named}): a merge cannot tell which belongs with the other keys; confirm or "
-                "retract all but one, then run the plan again")))  # fmt: skip
+                "retract all but one, then run the plan again"))))  # fmt: skip
             continue
         merged = _one(step, ordered, {f.key: f.value for f in ordered}, new, pii)
         if merged.status == "unmappable":
             merged = replace(merged, reason=f"{merged.reason} (merging what source {slot[-1]} "
                              f"said in this slot: {', '.join(keys)} only)")  # fmt: skip
-        outcomes.append(merged)
+        outcomes.append((label, merged))
     return outcomes
 
 
@@ -283,20 +306,43 @@ def _canon(value: Any) -> str:
 
 
 def _mark_lossy(outcomes: list[FactOutcome]) -> list[FactOutcome]:
-    """Flag outcomes whose new values another, different old value also yields.
-
-    Such facts cannot be told apart on the way back: a rollback would have to guess.
-    """
-    seen: dict[str, set[str]] = {}
+    """Flag outcomes whose new values another, different old value also yields (``Losses``)."""
+    losses = Losses()
     for o in outcomes:
-        if o.status in ("migrated", "unchanged"):
-            seen.setdefault(_signature(o), set()).add(_canon(o.old))
+        losses.note(o)
     out = []
     for o in outcomes:
-        if o.status in ("migrated", "unchanged") and len(seen[_signature(o)]) > 1:
+        if losses.lossy(o):
             o = FactOutcome(**{**o.__dict__, "lossy": True})
         out.append(o)
     return out
+
+
+_KEPT = ("migrated", "unchanged")
+
+
+class Losses:
+    """Which new values more than one old value yields, noted outcome by outcome.
+
+    Such facts cannot be told apart on the way back: a rollback would have to guess. Whether
+    an outcome is lossy is known once every outcome has been noted."""
+
+    def __init__(self) -> None:
+        self._old: dict[str, str | None] = {}
+        """Signature → the one old value that yields it; None once two different ones do."""
+
+    def note(self, outcome: FactOutcome) -> None:
+        if outcome.status in _KEPT:
+            signature, old = _signature(outcome), _canon(outcome.old)
+            if self._old.setdefault(signature, old) not in (old, None):
+                self._old[signature] = None
+
+    def lossy(self, outcome: FactOutcome) -> bool:
+        return outcome.status in _KEPT and self._old.get(_signature(outcome), "") is None
+
+    def found(self) -> bool:
+        """Whether any outcome noted is lossy."""
+        return None in self._old.values()
 
 
 def _signature(outcome: FactOutcome) -> str:
