@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from memkg.clock import FrozenClock
 from memkg.engine.projections import Projections
 from memkg.engine.replay import graph_as_of
+from memkg.engine.rule_bundle import unlinted
 from memkg.errors import ConcurrencyConflict, MemkgError
 from memkg.evolution.apply import events_for, idempotency_key
 from memkg.evolution.dry_run import (
@@ -368,7 +369,7 @@ def decision_findings(evo: Evolution, plan: MigrationPlan, old: Specs, new: Spec
     """
     if limit <= 0:
         return []
-    candidate = _unlinted(read_sources(folder))
+    candidate = unlinted(read_sources(folder))
     if candidate is None:
         return [
             Finding(
@@ -387,7 +388,7 @@ def decision_findings(evo: Evolution, plan: MigrationPlan, old: Specs, new: Spec
             digest = decision.revisions.rule_bundle
             if digest not in bundles:
                 sources = evo.decision_log.bundle(digest)
-                bundles[digest] = _unlinted(sources) if sources is not None else None
+                bundles[digest] = unlinted(sources) if sources is not None else None
             baseline = bundles[digest]
             if baseline is None:
                 continue
@@ -398,24 +399,6 @@ def decision_findings(evo: Evolution, plan: MigrationPlan, old: Specs, new: Spec
                     message=f"decision {decision.decision_id} ({user}, {decision.request.decision})"
                     f" was {_describe(before)}, would be {_describe(after)}"))  # fmt: skip
     return found
-
-
-def _unlinted(sources: dict[str, str]) -> Rules | None:
-    """A bundle compiled without lint.
-
-    A recorded bundle was linted when it was used, and a new one is judged by
-    ``rule_findings``: lint here would hold either against today's schemas.
-    """
-    from memkg.engine.rule_bundle import Rules
-    from memkg.rules.evaluator import Evaluator
-
-    bundle, problems = load_bundle(sources)
-    if any(f.severity == "error" for f in problems):
-        return None
-    try:
-        return Rules(bundle, Evaluator(bundle), bundle.digest)
-    except MemkgError:
-        return None
 
 
 def _remake(

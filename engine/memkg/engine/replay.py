@@ -94,13 +94,13 @@ class Replayer:
         recorded = self.log.get(decision_id)
         rules = self.decider.book.recorded(recorded.revisions.rule_bundle)
         if rules is None:
+            digest = recorded.revisions.rule_bundle
+            why = ("is not in the decision log" if self.log.bundle(digest) is None
+                   else "is in the decision log but no longer loads or compiles")  # fmt: skip
             return ReplayReport(
                 decision_id=decision_id,
                 reproduced=False,
-                differences=(
-                    f"$.revisions.rule_bundle: bundle {recorded.revisions.rule_bundle} "
-                    "is not in the decision log",
-                ),
+                differences=(f"$.revisions.rule_bundle: bundle {digest} {why}",),
             )
         user_id = recorded.request.user_id
         graph = graph_as_of(self.setup, self.projections, user_id, recorded.as_of_seq)

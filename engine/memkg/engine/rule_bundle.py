@@ -256,5 +256,26 @@ class RuleBook:
             try:
                 self._replay_rules[digest] = compile_rules(sources, self.setup)
             except MemkgError:
-                return None
+                # linted when it was in use: today's schemas may no longer declare what it
+                # reads (a key a migration renamed), which does not change what it did
+                found = unlinted(sources)
+                if found is None:
+                    return None
+                self._replay_rules[digest] = found
         return self._replay_rules[digest]
+
+
+def unlinted(sources: dict[str, str]) -> Rules | None:
+    """A recorded bundle compiled without lint (None when it no longer loads or compiles).
+
+    A recorded bundle was linted when it was in use, and a new one is judged against the
+    schemas it will run with: lint against today's schemas would hold either to keys that were
+    renamed or dropped since.
+    """
+    bundle, problems = load_bundle(sources)
+    if any(f.severity == "error" for f in problems):
+        return None
+    try:
+        return Rules(bundle, Evaluator(bundle), bundle.digest)
+    except MemkgError:
+        return None
