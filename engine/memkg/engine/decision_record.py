@@ -20,7 +20,7 @@ from memkg.model.decision import (
 )
 from memkg.model.explanation import MemoryNode
 from memkg.rules.evaluator import Evaluation
-from memkg.rules.kinds.checks import fits
+from memkg.rules.kinds.checks import passes
 from memkg.rules.snapshot import DecisionInput
 from memkg.rules.spec import RuleBundle, RuleTable
 
@@ -154,11 +154,10 @@ def _declared(
     (a sum past a ``maximum``): a hit-policy violation, as every rule's own parameters fit
     (lint checks them) but their sum is worked out only when the decision is made."""
     spec = bundle.domains.get(table.domain)
-    action = spec.actions.get(output.action) if spec is not None else None
     for name, value in output.parameters.items():
-        schema = action.parameters.get(name) if action is not None else None
-        if schema is not None and not fits(schema, value):
+        check = spec.parameter_validator(output.action, name) if spec is not None else None
+        if check is not None and not passes(check, value):
             violation = (f"collect: {name}={value!r:.60} does not fit what {output.action} "
-                         f"declares for it ({json.dumps(schema)[:120]})")  # fmt: skip
+                         f"declares for it ({json.dumps(check.schema)[:120]})")  # fmt: skip
             return arbitration.model_copy(update={"selected": (), "violation": violation}), None
     return arbitration, output

@@ -216,8 +216,22 @@ class DomainSpec:
             found = self._validators[name] = validator(self.context[name])
         return found
 
+    def parameter_validator(self, action: str, name: str) -> Validator | None:
+        """The validator of parameter ``name`` of ``action`` as the domain declares it (None:
+        not declared), built on first use and kept with the bundle, as ``context_validator``."""
+        found = self._validators.get((action, name))
+        if found is None:
+            declared = self.actions.get(action)
+            schema = declared.parameters.get(name) if declared is not None else None
+            if schema is None:
+                return None
+            from memkg.userschema import validator
+
+            found = self._validators[(action, name)] = validator(schema)
+        return found
+
     @cached_property
-    def _validators(self) -> dict[str, Validator]:
+    def _validators(self) -> dict[str | tuple[str, str], Validator]:
         return {}
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memkg.errors import PatternTimeout
 from memkg.rules.kinds.base import LintScope
 from memkg.rules.kinds.compare import minutes
 from memkg.rules.spec import Finding, Ref, Test
 from memkg.userschema import validator
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 MAX_PROPERTIES = 254
 """The most properties one message sent to durable-rules may hold, counting the names of the
@@ -99,8 +102,13 @@ def type_check(scope: LintScope, test: Test, schema: dict[str, Any], subject: st
 
 def fits(schema: dict[str, Any], value: Any) -> bool:
     """Whether ``value`` fits ``schema``; a pattern that runs out of time on it says no."""
+    return passes(validator(schema), value)
+
+
+def passes(check: Validator, value: Any) -> bool:
+    """Whether ``value`` passes a built validator (a pattern out of time on it: no)."""
     try:
-        return bool(validator(schema).is_valid(value))
+        return bool(check.is_valid(value))
     except PatternTimeout:
         return False
 
