@@ -144,7 +144,7 @@ class WeightedGraphView:
         succ, nodes = view._succ, view.nodes
         built: dict[tuple[str, str, str], Edge] = {}
         found = []
-        for route in queries.routes(succ, user, to, 3):
+        for route in queries.routes(succ, user, to, 3, pred=view._pred):
             if via is not None and via not in [target for _, target, _ in route[:-1]]:
                 continue
             if of_facts is not None and any(
