@@ -83,6 +83,7 @@ class Replayer:
                     f"domains is a collection of domain names (None: every domain), not "
                     f"{domains!r:.60}", code="argument.type",
                 )  # fmt: skip
+            check_args(domains=sorted(names))  # text no store keeps (a NUL: PostgreSQL)
         if before is not None and not isinstance(before, str):
             raise InvalidOperation(f"before is a decision id, not {before!r:.40}",
                                    code="argument.type")  # fmt: skip

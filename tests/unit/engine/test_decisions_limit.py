@@ -43,3 +43,18 @@ def test_a_limit_that_is_no_whole_number_from_1_is_refused(engine: Engine, bad: 
         engine.decisions("mei", limit=bad)
     assert refused.value.code == "argument.type"
     assert "limit" in str(refused.value) and "from 1" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [({"domains": ["travel\x00"]}, "text.nul"), ({"domains": "travel"}, "argument.type"),
+     ({"domains": [5]}, "argument.type"), ({"before": 5}, "argument.type"),
+     ({"before": "dec\x00"}, "text.nul")],
+)  # fmt: skip
+def test_a_listings_domains_and_page_are_checked_on_every_log(
+    engine: Engine, arguments: dict[str, Any], code: str
+) -> None:
+    """A NUL in a domain name reached PostgreSQL's query as a store error."""
+    with pytest.raises(InvalidOperation) as refused:
+        engine.decisions("u1", **arguments)
+    assert refused.value.code == code
