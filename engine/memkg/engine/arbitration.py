@@ -19,7 +19,7 @@ from memkg.engine.setup import Setup, check_args
 from memkg.events.projection import UserMemory, asserted_facts, preview
 from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, Scope
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, SignalKind
 
@@ -195,6 +195,12 @@ class Arbiter:
         if asserted is None:
             asserted = asserted_facts(pending, memory.seq)
         known = self.edge_signals(graph)
+        # only long-term claims count outside a session, where a freeze is judged: a write
+        # that retracts nothing weighs them and its own new facts, not every session's
+        # claims of the key; a claim of a session only bears its context slot, which then
+        # holds no counted claim (a retraction can leave a slot to session claims alone,
+        # and that write reads them all)
+        long_term = all(event.type in _KEEPS_SLOTS for event in pending)
 
         def signals(fact: Fact) -> list[Signal]:
             extra = [
@@ -211,7 +217,8 @@ class Arbiter:
             if spec is None:
                 continue
             reviews = self.projections.key_reviews(graph, domain, key)
-            before = memory.live_claims(domain, key)
+            before = (memory.live_claims_in(domain, key, Scope.GLOBAL, None) if long_term
+                      else memory.live_claims(domain, key))  # fmt: skip
             new = [f for f in asserted.values() if f.key == key and f.domain == domain]
             # asked before the preview, of the slot's claims and the new facts: a write changes
             # statuses only, never a value or a context, so the claims the reader would count
@@ -237,6 +244,10 @@ class Arbiter:
                 ))  # fmt: skip
         return found
 
+
+_KEEPS_SLOTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_SUPERSEDED,
+                          EventType.SIGNAL_RECORDED})  # fmt: skip
+"""Events after which every claim still bears its context slot (``bears_slot``)."""
 
 Slot = tuple[tuple[str, str], ...]
 """A key slot: the context fields that separate claims, with their values, by name."""

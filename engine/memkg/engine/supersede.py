@@ -43,7 +43,8 @@ def replaced_claims(memory: UserMemory, checked: Checked) -> list[tuple[Fact, Su
             [] if target.status is FactStatus.SUPERSEDED else [(target, SupersedeReason.CORRECTION)]
         )
     found = []
-    for claim in memory.live_claims(obs.domain, obs.key):
+    # a claim of another scope or session is never in the same slot: the write reads its own
+    for claim in memory.live_claims_in(obs.domain, obs.key, obs.scope, obs.session_id):
         same_slot = (claim.scope, claim.session_id, claim.context) == (
             obs.scope,
             obs.session_id,

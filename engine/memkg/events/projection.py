@@ -18,7 +18,14 @@ from typing import Any, Protocol
 
 from memkg.events.stored import change_new, changed, numbered, stored_fact
 from memkg.model.event import Event, EventType, NewEvent, StoredRow, row_payload
-from memkg.model.fact import LIVE_STATUSES, Fact, FactStatus, read_supersede_reason, spent
+from memkg.model.fact import (
+    LIVE_STATUSES,
+    Fact,
+    FactStatus,
+    Scope,
+    read_supersede_reason,
+    spent,
+)
 
 _LIVE = LIVE_STATUSES
 
@@ -80,6 +87,14 @@ class UserMemory:
         self._live: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
         key's live claims without walking the key's history."""
+        self._live_in: dict[tuple[str, str, str | None], dict[str, None]] | None = None
+        """``_live`` split by scope (``claim_scope``): per key, the ids of its live long-term
+        facts, and of each session's; worked out of ``_live`` when first read (``None``
+        until then), then kept as events arrive, so a write reads its own scope's claims, not
+        those of every session the user ever had."""
+        self._live_of: dict[tuple[str, str], dict[str, None]] | None = None
+        """The ``_live`` that ``_live_in`` was worked out of (a snapshot's restore puts
+        another in place)."""
         self._bearing: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of ``_by_key`` but the spent facts (``model.fact.spent``) and the
         history a restore left unread, in the same order: what ``bearing`` reads, so a read of
@@ -301,6 +316,14 @@ class UserMemory:
             self._live[slot] = {fact_id: None}
         else:
             live[fact_id] = None
+        scoped = self._live_in
+        if scoped is not None and self._live_of is self._live:
+            where = (*slot, claim_scope(fact.scope, fact.session_id))
+            if fact.status not in _LIVE:
+                if (held := scoped.get(where)) is not None:
+                    held.pop(fact_id, None)
+            else:
+                scoped.setdefault(where, {})[fact_id] = None
 
     def _index(self, fact: Fact, slot: tuple[str, str], kind: EventType) -> None:
         """Keep ``_bearing`` and ``_unsuperseded`` as the fact an event just made or changed
@@ -412,11 +435,38 @@ class UserMemory:
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         """The key's facts that hold (``LIVE_STATUSES``), in the order they were asserted:
         read from the live index, so the cost is the key's live claims, not its history."""
+        return self._claims(self._live.get((domain, key), ()))
+
+    def live_claims_in(
+        self, domain: str, key: str, scope: Scope, session_id: str | None
+    ) -> list[Fact]:
+        """``live_claims`` of one scope (``claim_scope``): the key's long-term claims (of
+        ``Scope.GLOBAL``, whatever their session), or those of ``session_id``'s session and
+        turns. The cost is the claims of that scope, however many sessions the key has
+        claims in."""
+        scoped = self._live_in
+        if scoped is None or self._live_of is not self._live:
+            scoped, facts = {}, self._facts
+            for (d, k), ids in self._live.items():
+                for i in ids:
+                    fact = facts[i]
+                    where = (d, k, claim_scope(fact.scope, fact.session_id))
+                    scoped.setdefault(where, {})[i] = None
+            self._live_in, self._live_of = scoped, self._live
+        return self._claims(scoped.get((domain, key, claim_scope(scope, session_id)), ()))
+
+    def _claims(self, ids: Iterable[str]) -> list[Fact]:
         facts = self._facts  # every live fact is built
-        found = sorted((facts[i] for i in self._live.get((domain, key), ())),
-                       key=lambda f: (f.seq, f.id))  # fmt: skip
+        found = sorted((facts[i] for i in ids), key=lambda f: (f.seq, f.id))
         self.facts_read += len(found)
         return found
+
+
+def claim_scope(scope: Scope, session_id: str | None) -> str | None:
+    """Which claims a write of ``scope`` in ``session_id`` can meet: ``None``, the long-term
+    ones (a claim of ``Scope.GLOBAL`` counts in every read, whatever its session); else the
+    session's (its notes and turn instructions, which count only there)."""
+    return None if scope is Scope.GLOBAL else (session_id or "")
 
 
 def preview(

@@ -61,6 +61,9 @@ class _FullScan:
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         return [f for f in self._memory.of_key(domain, key) if f.status in LIVE_STATUSES]
 
+    def live_claims_in(self, domain: str, key: str, _scope: Any, _session: Any) -> list[Fact]:
+        return self.live_claims(domain, key)  # every scope's: the check keeps its own slot
+
 
 class ReferenceReader(MemoryReader):
     """Resolves a key slot by weighing every claim of the key, whatever its status."""
@@ -395,3 +398,40 @@ def test_a_write_previews_only_a_key_it_can_freeze(monkeypatch: pytest.MonkeyPat
     engine.ingest(obs(key="seat.preference", value="middle", source="profile", confidence=1.0,
                       context={"trip_type": "leisure"}))  # fmt: skip
     assert previews.count == 2
+
+
+def _cost_beside_sessions(sessions: int) -> tuple[int, int, int]:
+    """Facts read by a session note, a turn instruction and a long-term claim of
+    ``seat.preference`` after ``sessions`` sessions each left a note of the key (a session's
+    notes stay live until it is consolidated or they expire)."""
+    engine = Engine(clock=FrozenClock(T0))
+    seat = partial(obs, key="seat.preference")
+    engine.ingest(seat(value="window", source="profile"))
+    engine.ingest(seat(value="aisle", source="behavior"))
+    for index in range(sessions):
+        engine.ingest(seat(value=VALUES["seat.preference"][index % 3], scope="session",
+                           session_id=f"s{index}"))  # fmt: skip
+    memory = engine.memory("u1")
+    costs = []
+    for made in (
+        seat(value="middle", scope="session", session_id="s1"),
+        seat(value="window", scope="turn", session_id="s2", provenance={"source_ref": "t-1"}),
+        seat(value="middle", source="dialogue", confidence=0.6),
+    ):
+        before = memory.facts_read
+        engine.ingest(made)
+        assert engine.memory("u1") is memory
+        costs.append(memory.facts_read - before)
+    return costs[0], costs[1], costs[2]
+
+
+def test_a_write_reads_its_own_scopes_claims_whatever_the_sessions_before() -> None:
+    """Claims of a session count only in it, and a freeze is judged outside every session:
+    a write reads the long-term claims of its key and those of its own session, never every
+    session's (the cost of a session note grew with the sessions the user ever had)."""
+    few, many = _cost_beside_sessions(3), _cost_beside_sessions(300)
+    assert few == many
+    # the note: its session's note (restated) and the two long-term claims; the instruction:
+    # its session's note, then the long-term claims and the session's note it adds; the
+    # long-term claim: the two long-term claims, twice (supersede check, freeze check)
+    assert many == (3, 4, 4)
