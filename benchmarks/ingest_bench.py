@@ -7,7 +7,9 @@ without SHACL, to show its share. One user's history: ``--history`` writes one b
 single user and compares the cost per write at the start and at the end of that history (the
 goal is flat: a write touches its key's live claims, never the user's history), and so what a
 turn reads right after its write (a decision, ``render_profile``, ``recall``) and a session's
-end (a note saved, the session consolidated). Rebuild:
+end (a note saved, the session consolidated); then one note of one key per session, as many
+sessions as the history has facts, each followed by a decision in its session: neither may
+grow with the sessions before (a session's claims count only in it). Rebuild:
 events/s and resident memory after the rebuild, per fact. ``--bulk N`` builds an N-fact store
 by appending fact events straight through the store (no validation, seconds rather than the
 hour a validated 1M-fact ingest takes today) and rebuilds it: how rebuild and memory scale to
@@ -270,6 +272,40 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
                     f"a session's end, after every fifth of the last {window} writes")  # fmt: skip
         figures.add("history.consolidate_late_to_early", last / first, "x",
                     "a session's end, end / start of history; goal ≤ 1.3x")  # fmt: skip
+
+
+def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) -> None:
+    """One user's notes of one key, one per session, never consolidated (an agent that saves
+    the seat asked for in every session): the cost of each note and of the decision made in
+    its session right after it, at the start and at the end of ``length`` sessions. Claims of
+    a session count only in it, so neither should grow with the sessions before."""
+    clock = FrozenClock(START)
+    user = "many-sessions"
+    seats = ["window", "aisle", "middle"]
+    with Engine.open(folder / "sessions.db", clock=clock) as engine:
+        for value, source in (("window", "profile"), ("aisle", "behavior")):
+            engine.ingest({"user_id": user, "domain": "travel", "key": "seat.preference",
+                           "value": value, "source": source, "confidence": 0.9})  # fmt: skip
+        writes: list[float] = []
+        decisions: list[float] = []
+        for index in range(length):
+            session = f"session-{index:06d}"
+            start = cpu_seconds()
+            engine.ingest({"user_id": user, "domain": "travel", "key": "seat.preference",
+                           "value": seats[index % 3], "source": "dialogue", "confidence": 0.9,
+                           "scope": "session", "session_id": session})  # fmt: skip
+            writes.append(cpu_seconds() - start)
+            start = cpu_seconds()
+            engine.decide(user, "travel", TURN_CONTEXT, session_id=session)
+            decisions.append(cpu_seconds() - start)
+            clock.advance(timedelta(seconds=1))
+    for name, times in (("write", writes), ("decide", decisions)):
+        early = sorted(times[100 : 100 + window])[window // 2]
+        late = sorted(times[-window:])[window // 2]
+        figures.add(f"sessions.{name}_late_ms", late * 1e3, "ms",
+                    f"median of the last {window} of {length} sessions")  # fmt: skip
+        span = f"sessions {length - window}-{length} / 100-{100 + window}"
+        figures.add(f"sessions.{name}_late_to_early", late / early, "x", f"{span}; goal ≤ 1.3x")
 
 
 def bulk(size: int, folder: Path, figures: Figures) -> None:
@@ -539,6 +575,7 @@ def main(argv: list[str] | None = None) -> None:
             ingest(size, args.batch, shacl=False, folder=folder, figures=figures)
         if args.history:
             one_user_history(args.history, min(250, args.history // 4), folder, figures)
+            one_user_sessions(args.history, min(250, args.history // 4), folder, figures)
         for size in [int(s) for s in args.bulk.split(",") if s]:
             bulk(size, folder, figures)
     figures.save(args.json)

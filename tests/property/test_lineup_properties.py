@@ -187,15 +187,15 @@ def test_a_lineup_kept_across_times_reads_as_arbitration_from_scratch(
 ) -> None:
     facts, signals, review = data.draw(histories(shape))
     spec = _spec(shape)
-    kept = KeyFacts.of(facts, spec, lambda f: signals[f.id])
+    kept = KeyFacts.of(facts, spec, keep_signals=True)
     reviews = [review] if review is not None else []
     for offset in later:
         now = NOW + offset
         fresh = KeyFacts.of(facts, spec)
         want = _record(reference.resolve_read, READER, fresh, lambda f: signals[f.id], reviews,
                        spec, now, user_id="u1", **read)  # fmt: skip
-        got = _record(READER.resolve_read, kept, kept.lookup(lambda f: ()), reviews, spec, now,
-                      user_id="u1", **read)  # fmt: skip
+        got = _record(READER.resolve_read, kept, kept.lookup(lambda f: signals[f.id]), reviews,
+                      spec, now, user_id="u1", **read)  # fmt: skip
         assert got == want
     assert len(kept.lineups) <= 1
 
@@ -261,7 +261,7 @@ def test_a_claim_replaced_by_a_settled_change_is_left_out_by_both_sides() -> Non
                     context={}, status=ReviewStatus.RESOLVED, opened_at=NOW - timedelta(days=9),
                     strength=0.8, reason="test", value="window", note="n", reviewer="r",
                     resolved_at=early)  # fmt: skip
-    kept = KeyFacts.of(facts, spec, lambda f: ())
+    kept = KeyFacts.of(facts, spec, keep_signals=True)
     read = {"session_id": None, "turn": None, "context": None, "language": None}
     want = _record(reference.resolve_read, READER, KeyFacts.of(facts, spec), lambda f: (),
                    [review], spec, NOW, user_id="u1", **read)  # fmt: skip

@@ -237,7 +237,7 @@ def _reads(graph: UserGraph) -> dict[tuple[str, str], Any]:
     found = {}
     for domain, key in sorted({(d, k) for d, k, _ in CLAIMS}):
         spec = setup.key_spec(domain, key)
-        facts = KeyFacts.of(graph.memory.bearing(domain, key), spec, graph.claim_signals)
+        facts = KeyFacts.of(graph.memory.bearing(domain, key), spec, keep_signals=True)
         resolution = setup.reader.resolve_read(
             facts, graph.claim_signals, [], spec, READ_AT, user_id=graph.user_id
         )

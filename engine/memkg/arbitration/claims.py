@@ -7,7 +7,7 @@ edge (``SignalLookup``: the engine answers it from the contextual graph).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime
 
@@ -132,16 +132,20 @@ def silent(fact: Fact, holding: AbstractSet[str]) -> bool:
     )
 
 
-def may_take_part(facts: Sequence[Fact]) -> list[Fact]:
+def may_take_part(facts: Sequence[Fact], holding: Container[str] | None = None) -> list[Fact]:
     """The facts of one key a read can list (``lineup.Lineup``), in their order: those that
     hold, and those superseded by an explicit change or a correction that holds. The rest of
     the key's history (restated, outdated, retracted, expired claims) is never weighed.
+
+    ``holding``: the ids of the key's facts that hold, when ``facts`` are not all of the key's
+    (a correction may hold among facts left out); by default, those among ``facts``.
     """
-    holding = {f.id for f in facts if f.status in LIVE_STATUSES}
+    if holding is None:
+        holding = {f.id for f in facts if f.status in LIVE_STATUSES}
     return [
         f
         for f in facts
-        if f.id in holding
+        if f.status in LIVE_STATUSES
         or (
             f.status is FactStatus.SUPERSEDED
             and f.supersede_reason in REPLACING

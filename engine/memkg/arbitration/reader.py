@@ -5,9 +5,10 @@ Pure: the engine hands in what it read and writes what comes back (a newly froze
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from memkg.arbitration.claims import (
@@ -237,46 +238,70 @@ class KeyFacts:
 
     facts: tuple[Fact, ...]
     """Every fact of the key, whatever its status, in the order asserted; or all of them but
-    facts no read tells apart (``claims.silent``), which a restore may leave unread."""
+    facts no read tells apart (``claims.silent``), which a restore may leave unread; or those
+    of them one session's reads can weigh (``of``'s ``all_facts``)."""
     taking: tuple[Fact, ...]
     """Those a read can list (``may_take_part``), in the same order."""
-    slots: frozenset[tuple[tuple[str, str], ...]]
-    """The context slots the facts hold (``slot`` over the key's context fields), but those
-    only retracted facts gave (``bears_slot``)."""
-    signals: Mapping[str, Sequence[Signal]] | None = None
-    """Per fact id of ``taking``, the signals its claim is weighed with, when they were read
-    with the facts (from the same state of the user's graph)."""
+    spec: KeySpec
+    """The key's declaration (its context fields tell its slots)."""
+    signals: dict[str, tuple[Signal, ...]] | None = None
+    """Per fact id of ``taking``, the signals its claim is weighed with, when they are read
+    from the same state of the user's graph as the facts: filled as reads weigh them
+    (``lookup``)."""
     lineups: dict[tuple[Any, ...], tuple[MemoryReader, KeySpec, Review | None, Lineup]] = field(
         default_factory=dict, compare=False, repr=False
     )
     """Slots lined up by ``MemoryReader.resolve_read``, by reader, declaration and read: kept
     only when ``signals`` is (the claims are then weighed with what the state holds)."""
+    all_facts: Callable[[], Sequence[Fact]] | None = field(default=None, compare=False, repr=False)
+    """The key's facts of every session, when ``facts`` holds only some (``slots`` reads
+    them: a context slot is the key's whatever session bears it). It must not hold the
+    user's memory or graph: the engine keeps these per graph, while the graph lives."""
 
     @classmethod
     def of(
-        cls, facts: Sequence[Fact], spec: KeySpec, signals: SignalLookup | None = None
-    ) -> KeyFacts:
-        """``facts``: every fact of ``spec``'s key, in the order asserted; ``signals``, when
-        given, is read once for each fact that can take part (``lookup`` answers from it)."""
-        if spec.context:
-            slots = frozenset(
-                tuple(slot(f.context, spec.context).items()) for f in facts if bears_slot(f)
-            )
-        else:
-            slots = frozenset({()}) if facts else frozenset()
-        taking = tuple(may_take_part(facts))
-        kept = None if signals is None else {f.id: tuple(signals(f)) for f in taking}
-        return cls(tuple(facts), taking, slots, kept)
+        cls, facts: Sequence[Fact], spec: KeySpec, *, keep_signals: bool = False,
+        all_facts: Callable[[], Sequence[Fact]] | None = None,
+        holding: Container[str] | None = None,
+    ) -> KeyFacts:  # fmt: skip
+        """``facts``: every fact of ``spec``'s key, in the order asserted; ``keep_signals``:
+        keep each claim's signals once a read has weighed it (``lookup``), for reads of the
+        same state of the user's graph.
+
+        ``all_facts`` and ``holding``, when ``facts`` holds only the facts one session's
+        reads can weigh (``UserMemory.bearing_in``): the key's facts of every session, read
+        only for a read of a context slot; and the ids of the key's live facts, which tell
+        which superseded facts still take part (``may_take_part``)."""
+        taking = tuple(may_take_part(facts, holding))
+        kept: dict[str, tuple[Signal, ...]] | None = {} if keep_signals else None
+        return cls(tuple(facts), taking, spec, kept, all_facts=all_facts)
+
+    @cached_property
+    def slots(self) -> frozenset[tuple[tuple[str, str], ...]]:
+        """The context slots the facts hold (``slot`` over the key's context fields), but those
+        only retracted facts gave (``bears_slot``)."""
+        facts = self.facts if self.all_facts is None else self.all_facts()
+        fields = self.spec.context
+        if not fields:
+            return frozenset({()}) if facts else frozenset()
+        return frozenset(
+            tuple(slot(f.context, fields).items()) if f.context else ()
+            for f in facts
+            if bears_slot(f)
+        )
 
     def lookup(self, signals: SignalLookup) -> SignalLookup:
-        """``signals``, answered from what was read with the facts where it was."""
+        """``signals`` (the lookup of the graph state the facts were read from), each claim's
+        read once and kept when the facts keep signals."""
         kept = self.signals
         if kept is None:
             return signals
 
         def read(fact: Fact) -> Sequence[Signal]:
             found = kept.get(fact.id)
-            return signals(fact) if found is None else found
+            if found is None:
+                found = kept[fact.id] = tuple(signals(fact))
+            return found
 
         return read
 

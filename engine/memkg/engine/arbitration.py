@@ -4,7 +4,8 @@ freeze a key for review."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -17,7 +18,7 @@ from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
 from memkg.events.projection import UserMemory, asserted_facts, preview
-from memkg.graph.projection import UserGraph
+from memkg.graph.projection import FactFold, UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact, Scope
 from memkg.model.keyspec import KeySpec
@@ -79,7 +80,7 @@ class Arbiter:
         """
         reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
         signals = self.edge_signals(graph)
-        key = self._key_facts(graph, spec)
+        key = self._key_facts(graph, spec, session_id)
         want = key.slot_read(context, spec)
         review = latest_review(reviews, spec.domain, spec.key, want)
         asked = slot(context or {}, spec.context)
@@ -103,19 +104,32 @@ class Arbiter:
         reads.resolved[slot_read] = (spec, reader, review, key, found)
         return found
 
-    def _key_facts(self, graph: UserGraph, spec: KeySpec) -> KeyFacts:
-        """``spec``'s key as every read of it needs it, kept while no event touches the key
-        (``UserGraph.key_mark``): its facts but those no read tells apart (spent ones, and
-        those a restore left unread), with their claims' signals."""
-        reads, slot_key = self.projections.key_reads.of(graph), (spec.domain, spec.key)
+    def _key_facts(self, graph: UserGraph, spec: KeySpec, session_id: str | None) -> KeyFacts:
+        """``spec``'s key as reads in ``session_id``'s session (or outside every session)
+        need it, kept while no event touches the key (``UserGraph.key_mark``): its facts but
+        those no read tells apart (spent ones, and those a restore left unread) and those of
+        other sessions (which count only there), with their claims' signals. So a read costs
+        the key's long-term facts and its session's, not those of every session the user had.
+        """
+        reads, memory = self.projections.key_reads.of(graph), graph.memory
+        domain, name = spec.domain, spec.key
+        if session_id is not None and not memory.bears_in_sessions(domain, name, session_id):
+            session_id = None  # the session holds no fact of the key: its reads weigh the rest
+        slot_key = (domain, name, session_id)
         found = reads.keys.get(slot_key)
-        if (found is None or found[0] is not spec
-                or found[2] < graph.key_mark(spec.domain, spec.key)):  # fmt: skip
+        if found is None or found[0] is not spec or found[2] < graph.key_mark(domain, name):
             # the mark is read before the facts: an event folded meanwhile leaves it stale
             mark = graph.changes
-            of_key = graph.memory.bearing(spec.domain, spec.key)
-            found = (spec, KeyFacts.of(of_key, spec, self.edge_signals(graph)), mark)
-            reads.keys[slot_key] = found
+            facts = KeyFacts.of(
+                memory.bearing_in(domain, name, session_id), spec, keep_signals=True,
+                holding=memory.live_ids(domain, name),
+                # a context slot is the key's, whatever session's facts bear it
+                all_facts=_bearing(memory, domain, name)
+                if memory.bears_in_sessions(domain, name) else None,
+            )  # fmt: skip
+            if len(reads.keys) >= _KEY_READS_KEPT:
+                reads.keys.clear()  # many sessions read the user: start over
+            found = reads.keys[slot_key] = (spec, facts, mark)
         return found[1]
 
     def resolved_facts(
@@ -139,7 +153,8 @@ class Arbiter:
             reviews = self.projections.reviews(user_id, graph)
             now = self.clock.now()
             for spec in specs:
-                slots = {tuple(sorted(held)) for held in self._key_facts(graph, spec).slots}
+                key = self._key_facts(graph, spec, session_id)
+                slots = {tuple(sorted(held)) for held in key.slots}
                 if defaults.get(spec.domain, spec.key) is not None or graph.memory.skips(
                     spec.domain, spec.key
                 ):  # a role default, or facts no read lists: the general slot (a review's)
@@ -245,9 +260,25 @@ class Arbiter:
         return found
 
 
+_KEY_READS_KEPT = 4_096
+"""Keys read per session kept for one state of a user's graph (``KeyReads.keys``), at most."""
+
 _KEEPS_SLOTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_SUPERSEDED,
                           EventType.SIGNAL_RECORDED})  # fmt: skip
 """Events after which every claim still bears its context slot (``bears_slot``)."""
+
+
+def _bearing(memory: FactFold, domain: str, key: str) -> Callable[[], list[Fact]]:
+    """``memory.bearing(domain, key)``, read when called, holding the memory weakly (what
+    reads keep per graph must not keep the graph's memory alive)."""
+    held = weakref.ref(memory)
+
+    def read() -> list[Fact]:
+        found = held()
+        return [] if found is None else found.bearing(domain, key)
+
+    return read
+
 
 Slot = tuple[tuple[str, str], ...]
 """A key slot: the context fields that separate claims, with their values, by name."""

@@ -388,10 +388,11 @@ class KeyReads:
     __slots__ = ("keys", "now", "resolved")
 
     def __init__(self) -> None:
-        self.keys: dict[tuple[str, str], tuple[KeySpec, KeyFacts, int]] = {}
-        """Per key, its declaration, its facts as every read of it needs them (``KeyFacts``)
-        and the graph's ``changes`` they were read at: good while ``UserGraph.key_mark`` of
-        the key stays below."""
+        self.keys: dict[tuple[str, str, str | None], tuple[KeySpec, KeyFacts, int]] = {}
+        """Per key and session read (``None``: outside every session, and for a session
+        that holds no fact of the key), its declaration, its facts as reads there need them
+        (``KeyFacts``) and the graph's ``changes`` they were read at: good while
+        ``UserGraph.key_mark`` of the key stays below."""
         self.now: datetime | None = None
         self.resolved: dict[
             tuple[Any, ...], tuple[KeySpec, MemoryReader, Review | None, KeyFacts, Resolution]

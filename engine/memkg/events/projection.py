@@ -9,8 +9,9 @@ read never shows an expired state even before the sweep ran.
 from __future__ import annotations
 
 import gc
+import heapq
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from operator import attrgetter, itemgetter
@@ -99,6 +100,12 @@ class UserMemory:
         """Per key, the ids of ``_by_key`` but the spent facts (``model.fact.spent``) and the
         history a restore left unread, in the same order: what ``bearing`` reads, so a read of
         a key after a write costs the claims a read can list, not the key's history."""
+        self._bearing_in: dict[tuple[str, str], dict[str | None, dict[str, None]]] | None = None
+        """``_bearing`` split by scope (``claim_scope``; a scope holding none is dropped):
+        what ``bearing_in`` reads, so a read in a session costs the key's long-term facts and
+        the session's, not every session's."""
+        self._bearing_of: dict[tuple[str, str], dict[str, None]] | None = None
+        """The ``_bearing`` that ``_bearing_in`` was worked out of."""
         self._unsuperseded: dict[str, None] = {}
         """The ids of the built facts that are not superseded, in the order of ``_facts``."""
         self._stale = True
@@ -330,13 +337,23 @@ class UserMemory:
         leaves them: a new fact joins both at the end (the order of ``_by_key`` and
         ``_facts``), a superseded one leaves them, and for good."""
         fact_id = fact.id
+        scoped = self._bearing_in if self._bearing_of is self._bearing else None
         if kind is EventType.FACT_ASSERTED:
             self._bearing.setdefault(slot, {})[fact_id] = None
+            if scoped is not None:
+                where = claim_scope(fact.scope, fact.session_id)
+                scoped.setdefault(slot, {}).setdefault(where, {})[fact_id] = None
         if fact.status is FactStatus.SUPERSEDED:
             self._unsuperseded.pop(fact_id, None)
             bearing = self._bearing.get(slot)
             if spent(fact) and bearing is not None:
                 bearing.pop(fact_id, None)
+                if scoped is not None and (of_key := scoped.get(slot)) is not None:
+                    where = claim_scope(fact.scope, fact.session_id)
+                    if (held := of_key.get(where)) is not None:
+                        held.pop(fact_id, None)
+                        if not held:
+                            del of_key[where]
             elif bearing is None or fact_id not in bearing:
                 self._stale = True  # superseded again, by a change (no command does)
         elif fact_id not in self._unsuperseded:
@@ -424,6 +441,44 @@ class UserMemory:
         self.facts_read += len(found)
         return found
 
+    def bearing_in(self, domain: str, key: str, session_id: str | None) -> list[Fact]:
+        """``bearing`` but the facts no read in ``session_id``'s session (or, for ``None``,
+        outside every session) can weigh: the key's long-term facts and that session's
+        (``claim_scope``), in the order of ``bearing`` (the order they were asserted). The
+        cost is those facts, however many sessions the key has facts in."""
+        scopes, facts = self._scopes(domain, key), self._facts
+        found = [facts[i] for i in scopes.get(None, ()) if i in facts]
+        if session_id is not None and (ids := scopes.get(session_id)):
+            mine = [facts[i] for i in ids if i in facts]
+            found = list(heapq.merge(found, mine, key=attrgetter("seq")))
+        self.facts_read += len(found)
+        return found
+
+    def bears_in_sessions(self, domain: str, key: str, session_id: str | None = None) -> bool:
+        """Whether ``bearing`` holds facts of the key of a session's scope: of
+        ``session_id``'s, or of any session when it is ``None``."""
+        scopes = self._scopes(domain, key)
+        if session_id is not None:
+            return session_id in scopes
+        return len(scopes) > (None in scopes)
+
+    def _scopes(self, domain: str, key: str) -> dict[str | None, dict[str, None]]:
+        """The key's ids in ``_bearing``, by scope (``_bearing_in``)."""
+        if self._stale:
+            self._reindex()
+        scoped = self._bearing_in
+        if scoped is None or self._bearing_of is not self._bearing:
+            scoped, facts = {}, self._facts
+            for slot, ids in self._bearing.items():
+                of_key: dict[str | None, dict[str, None]] = {}
+                for i in ids:
+                    if (fact := facts.get(i)) is not None:
+                        where = claim_scope(fact.scope, fact.session_id)
+                        of_key.setdefault(where, {})[i] = None
+                scoped[slot] = of_key
+            self._bearing_in, self._bearing_of = scoped, self._bearing
+        return scoped.get((domain, key), _NO_SCOPES)
+
     def skips(self, domain: str, key: str) -> bool:
         """Whether the key holds facts ``bearing`` leaves out (spent ones, or a history held
         unread): facts of global scope without context, which give the key its general
@@ -436,6 +491,11 @@ class UserMemory:
         """The key's facts that hold (``LIVE_STATUSES``), in the order they were asserted:
         read from the live index, so the cost is the key's live claims, not its history."""
         return self._claims(self._live.get((domain, key), ()))
+
+    def live_ids(self, domain: str, key: str) -> Container[str]:
+        """The ids of the key's live facts (``live_claims``), to test membership in (not to
+        change)."""
+        return self._live.get((domain, key), _NO_IDS)
 
     def live_claims_in(
         self, domain: str, key: str, scope: Scope, session_id: str | None
@@ -460,6 +520,10 @@ class UserMemory:
         found = sorted((facts[i] for i in ids), key=lambda f: (f.seq, f.id))
         self.facts_read += len(found)
         return found
+
+
+_NO_IDS: dict[str, None] = {}
+_NO_SCOPES: dict[str | None, dict[str, None]] = {}
 
 
 def claim_scope(scope: Scope, session_id: str | None) -> str | None:

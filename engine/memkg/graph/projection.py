@@ -20,7 +20,7 @@ Nothing here reads other users: a user's graph costs what the user's own events 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -105,6 +105,12 @@ class FactFold(Protocol):
     def fact(self, fact_id: str) -> Fact | None: ...
 
     def bearing(self, domain: str, key: str) -> list[Fact]: ...
+
+    def bearing_in(self, domain: str, key: str, session_id: str | None) -> list[Fact]: ...
+
+    def bears_in_sessions(self, domain: str, key: str, session_id: str | None = None) -> bool: ...
+
+    def live_ids(self, domain: str, key: str) -> Container[str]: ...
 
     def skips(self, domain: str, key: str) -> bool: ...
 

@@ -62,13 +62,13 @@ def test_a_second_decision_reads_no_keys_history_while_the_user_is_unchanged(
         assert engine.replay(again.decision_id).reproduced
 
     keys_read: list[str] = []
-    bearing = memory.bearing
+    bearing = memory.bearing_in
 
-    def counted(domain: str, key: str) -> Any:
+    def counted(domain: str, key: str, session_id: str | None) -> Any:
         keys_read.append(key)
-        return bearing(domain, key)
+        return bearing(domain, key, session_id)
 
-    monkeypatch.setattr(memory, "bearing", counted)
+    monkeypatch.setattr(memory, "bearing_in", counted)
     _seat(engine, "window")  # a write: its key is read again, with it; the cabin class not
     before = memory.facts_read
     after = _offers(engine)

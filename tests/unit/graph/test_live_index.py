@@ -3,6 +3,7 @@ history a long-talking user leaves behind."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,7 @@ from memkg import Engine
 from memkg.engine import IngestResult
 from memkg.events.projection import UserMemory
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import LIVE_STATUSES, FactStatus, spent
+from memkg.model.fact import LIVE_STATUSES, FactStatus, Scope, spent
 
 Observe = Callable[..., IngestResult]
 SEATS = ["window", "aisle", "middle"]
@@ -117,3 +118,67 @@ def test_a_spent_fact_superseded_again_by_a_change_is_read_again(talked: Engine)
     expected = [f for f in memory.facts.values() if f.key == "seat.preference" and not spent(f)]
     assert gone.id in [f.id for f in expected]
     assert memory.bearing("travel", "seat.preference") == expected
+
+
+def _in_scope(fact: Any, session_id: str | None) -> bool:
+    return fact.scope.value == "global" or (
+        session_id is not None and fact.session_id == session_id
+    )
+
+
+@pytest.mark.parametrize("seed", [2, 13])
+def test_a_scopes_claims_are_read_from_their_own_index(engine: Engine, seed: int) -> None:
+    """A write reads its key's claims of its own scope (``live_claims_in``), a read in a
+    session the key's long-term facts and the session's (``bearing_in``): both kept as events
+    arrive, equal to filtering what ``live_claims`` and ``bearing`` read, whatever was
+    written, restated, changed, retracted or superseded again before."""
+    rng = random.Random(seed)
+    sessions = [None, "s1", "s2", "s3"]
+    memory = engine.memory("u1")
+    memory.bearing_in("travel", "seat.preference", None)  # worked out, then kept
+    memory.live_claims_in("travel", "seat.preference", Scope.GLOBAL, None)
+    for step in range(300):
+        session = rng.choice(sessions)
+        draw = rng.random()
+        live = memory.live_claims("travel", "seat.preference")
+        if draw < 0.1 and live:
+            engine.retract("u1", rng.choice(live).id, reason="withdrawn")
+        elif draw < 0.13 and live:
+            gone = rng.choice([f for f in memory.facts.values() if spent(f)] or [None])
+            if gone is not None:  # what no command does, but a log may: superseded again
+                engine.journal.append("u1", [NewEvent(
+                    event_id=f"evt_again_{step}", type=EventType.FACT_SUPERSEDED,
+                    user_id="u1", domain="travel", recorded_at=gone.recorded_at,
+                    payload={"fact_id": gone.id, "by_fact_id": live[0].id,
+                             "reason": "correction"}, fact_id=gone.id,
+                )])  # fmt: skip
+        else:
+            scope = {}
+            if session is not None:
+                scope = ({"scope": "session", "session_id": session} if rng.random() < 0.7
+                         else {"scope": "turn", "session_id": session,
+                               "provenance": {"source_ref": f"t{step % 3}"}})  # fmt: skip
+            engine.ingest({"user_id": "u1", "domain": "travel", "key": "seat.preference",
+                           "value": rng.choice(SEATS), "confidence": 0.9,
+                           "source": rng.choice(["dialogue", "behavior"]),
+                           "change": rng.random() < 0.2, **scope})  # fmt: skip
+        assert engine.memory("u1") is memory
+        every = memory.bearing("travel", "seat.preference")
+        live = memory.live_claims("travel", "seat.preference")
+        for read in sessions:
+            assert memory.bearing_in("travel", "seat.preference", read) == [
+                f for f in every if _in_scope(f, read)
+            ]
+            assert memory.bears_in_sessions("travel", "seat.preference", read) == any(
+                f.scope.value != "global" and (read is None or f.session_id == read)
+                for f in every
+            )
+        for scope, read in [(Scope.GLOBAL, None), *((Scope.SESSION, s) for s in sessions[1:])]:
+            assert memory.live_claims_in("travel", "seat.preference", scope, read) == [
+                f for f in live
+                if (f.scope is Scope.GLOBAL) == (scope is Scope.GLOBAL)
+                and (scope is Scope.GLOBAL or f.session_id == read)
+            ]
+    assert any(f.scope is Scope.TURN for f in live) or any(
+        f.scope is Scope.TURN for f in memory.facts.values()
+    )
