@@ -277,8 +277,9 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
 def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) -> None:
     """One user's notes of one key, one per session, never consolidated (an agent that saves
     the seat asked for in every session): the cost of each note and of the decision made in
-    its session right after it, at the start and at the end of ``length`` sessions. Claims of
-    a session count only in it, so neither should grow with the sessions before."""
+    its session right after it (the ``offers`` table, which reads the key), at the start and
+    at the end of ``length`` sessions. Claims of a session count only in it, so neither
+    should grow with the sessions before."""
     clock = FrozenClock(START)
     user = "many-sessions"
     seats = ["window", "aisle", "middle"]
@@ -296,7 +297,8 @@ def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) 
                            "scope": "session", "session_id": session})  # fmt: skip
             writes.append(cpu_seconds() - start)
             start = cpu_seconds()
-            engine.decide(user, "travel", TURN_CONTEXT, session_id=session)
+            engine.decide(user, "travel", {"trip_type": "leisure"}, decision="offers",
+                          session_id=session)  # fmt: skip
             decisions.append(cpu_seconds() - start)
             clock.advance(timedelta(seconds=1))
     for name, times in (("write", writes), ("decide", decisions)):

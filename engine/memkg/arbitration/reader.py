@@ -5,7 +5,7 @@ Pure: the engine hands in what it read and writes what comes back (a newly froze
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -239,7 +239,8 @@ class KeyFacts:
     facts: tuple[Fact, ...]
     """Every fact of the key, whatever its status, in the order asserted; or all of them but
     facts no read tells apart (``claims.silent``), which a restore may leave unread; or those
-    of them one session's reads can weigh (``of``'s ``all_facts``)."""
+    of them that reads in one session (or outside every session) can weigh: the long-term
+    ones and the session's (``UserMemory.bearing_in``)."""
     taking: tuple[Fact, ...]
     """Those a read can list (``may_take_part``), in the same order."""
     spec: KeySpec
@@ -253,35 +254,29 @@ class KeyFacts:
     )
     """Slots lined up by ``MemoryReader.resolve_read``, by reader, declaration and read: kept
     only when ``signals`` is (the claims are then weighed with what the state holds)."""
-    all_facts: Callable[[], Sequence[Fact]] | None = field(default=None, compare=False, repr=False)
-    """The key's facts of every session, when ``facts`` holds only some (``slots`` reads
-    them: a context slot is the key's whatever session bears it). It must not hold the
-    user's memory or graph: the engine keeps these per graph, while the graph lives."""
 
     @classmethod
     def of(
         cls, facts: Sequence[Fact], spec: KeySpec, *, keep_signals: bool = False,
-        all_facts: Callable[[], Sequence[Fact]] | None = None,
         holding: Container[str] | None = None,
     ) -> KeyFacts:  # fmt: skip
         """``facts``: every fact of ``spec``'s key, in the order asserted; ``keep_signals``:
         keep each claim's signals once a read has weighed it (``lookup``), for reads of the
         same state of the user's graph.
 
-        ``all_facts`` and ``holding``, when ``facts`` holds only the facts one session's
-        reads can weigh (``UserMemory.bearing_in``): the key's facts of every session, read
-        only for a read of a context slot; and the ids of the key's live facts, which tell
-        which superseded facts still take part (``may_take_part``)."""
+        ``holding``, when ``facts`` holds only the facts one session's reads can weigh
+        (``UserMemory.bearing_in``): the ids of the key's live facts, which tell which
+        superseded facts still take part (``may_take_part``)."""
         taking = tuple(may_take_part(facts, holding))
         kept: dict[str, tuple[Signal, ...]] | None = {} if keep_signals else None
-        return cls(tuple(facts), taking, spec, kept, all_facts=all_facts)
+        return cls(tuple(facts), taking, spec, kept)
 
     @cached_property
     def slots(self) -> frozenset[tuple[tuple[str, str], ...]]:
         """The context slots the facts hold (``slot`` over the key's context fields), but those
-        only retracted facts gave (``bears_slot``)."""
-        facts = self.facts if self.all_facts is None else self.all_facts()
-        fields = self.spec.context
+        only retracted facts gave (``bears_slot``): worked out for the first read of a context
+        slot. Another session's claim gives no slot to a read it cannot take part in."""
+        facts, fields = self.facts, self.spec.context
         if not fields:
             return frozenset({()}) if facts else frozenset()
         return frozenset(

@@ -4,8 +4,7 @@ freeze a key for review."""
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -18,7 +17,7 @@ from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
 from memkg.events.projection import UserMemory, asserted_facts, preview
-from memkg.graph.projection import FactFold, UserGraph
+from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact, Scope
 from memkg.model.keyspec import KeySpec
@@ -113,20 +112,17 @@ class Arbiter:
         """
         reads, memory = self.projections.key_reads.of(graph), graph.memory
         domain, name = spec.domain, spec.key
-        if session_id is not None and not memory.bears_in_sessions(domain, name, session_id):
+        if session_id is not None and not memory.bears_in_session(domain, name, session_id):
             session_id = None  # the session holds no fact of the key: its reads weigh the rest
         slot_key = (domain, name, session_id)
         found = reads.keys.get(slot_key)
         if found is None or found[0] is not spec or found[2] < graph.key_mark(domain, name):
             # the mark is read before the facts: an event folded meanwhile leaves it stale
             mark = graph.changes
+            held = memory.bearing_in(domain, name, session_id)
             facts = KeyFacts.of(
-                memory.bearing_in(domain, name, session_id), spec, keep_signals=True,
-                holding=memory.live_ids(domain, name),
-                # a context slot is the key's, whatever session's facts bear it
-                all_facts=_bearing(memory, domain, name)
-                if memory.bears_in_sessions(domain, name) else None,
-            )  # fmt: skip
+                held, spec, keep_signals=True, holding=memory.live_ids(domain, name)
+            )
             if len(reads.keys) >= _KEY_READS_KEPT:
                 reads.keys.clear()  # many sessions read the user: start over
             found = reads.keys[slot_key] = (spec, facts, mark)
@@ -266,18 +262,6 @@ _KEY_READS_KEPT = 4_096
 _KEEPS_SLOTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_SUPERSEDED,
                           EventType.SIGNAL_RECORDED})  # fmt: skip
 """Events after which every claim still bears its context slot (``bears_slot``)."""
-
-
-def _bearing(memory: FactFold, domain: str, key: str) -> Callable[[], list[Fact]]:
-    """``memory.bearing(domain, key)``, read when called, holding the memory weakly (what
-    reads keep per graph must not keep the graph's memory alive)."""
-    held = weakref.ref(memory)
-
-    def read() -> list[Fact]:
-        found = held()
-        return [] if found is None else found.bearing(domain, key)
-
-    return read
 
 
 Slot = tuple[tuple[str, str], ...]

@@ -9,7 +9,7 @@ and the claims that lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -54,8 +54,15 @@ class WeightedGraphView:
         params: WeightParams,
         domain: str,
         overrides: Sequence[Override] = (),
+        *,
+        keys: Iterable[str] | None = None,
+        session_id: str | None = None,
     ) -> None:
-        self._view = weighted_view(graph, now, params, domain)
+        """``keys``: only the claims of these keys that a read in ``session_id``'s session
+        (or outside every session) can weigh (``UserGraph.claims_in``), which are all a
+        decision reading them can use; default: every live claim of the domain."""
+        claims = None if keys is None else graph.claims_in(domain, sorted(keys), session_id)
+        self._view = weighted_view(graph, now, params, domain, claims)
         self._node = user_node(graph.user_id)
         self._user = f"user:{graph.user_id}"
         self._threshold = params.threshold

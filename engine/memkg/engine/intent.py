@@ -255,7 +255,9 @@ class Decider:
         in (unless the request gives one): a decision whose rules read the local clock reads
         the key (a frozen time zone holds it back). The memory record covers the keys the
         conditions read, the time zone, and, for a table with path conditions, every entity
-        key (a path may start on any of their edges).
+        key (a path may start on any of their edges). Claims of other sessions take no part
+        and are not listed as left out: they count only in their session, and a decision's
+        record does not grow with the sessions the user had.
         """
         registry, entity_keys = self.setup.registry, self.setup.entity_keys
         entity = frozenset(k for d, k in entity_keys if d == table.domain)
@@ -266,8 +268,15 @@ class Decider:
             table.domain, TIMEZONE) is not None) else frozenset()  # fmt: skip
         read_keys = plan.keys | zone if plan.clock else plan.keys
         keys = read_keys | entity
-        facts = (projections or self.projections).live_facts(graph, table.domain)
-        view = WeightedGraphView(graph, now, self.setup.weights, table.domain)
+        # the facts of the keys read and of the time zone, but another session's, which counts
+        # only there: not weighed, shown or left out here
+        facts = (projections or self.projections).live_facts(
+            graph, table.domain, keys | {TIMEZONE}, session_id
+        )
+        # the claims of the keys read, in the session's scope: no other can be used (the
+        # rules read no other key, and a claim out of scope is left out)
+        view = WeightedGraphView(graph, now, self.setup.weights, table.domain, keys=keys,
+                                 session_id=session_id)  # fmt: skip
         resolutions = [
             self.arbiter.resolution(
                 graph, reviews, spec, now, session_id=session_id, turn=turn, context=context

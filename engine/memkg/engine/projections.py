@@ -269,10 +269,11 @@ class Projections:
             self._touch(graph.user_id)
             return found
 
-    def live_facts(self, graph: UserGraph, domain: str) -> list[Fact]:
-        """The domain's facts in ``graph`` but superseded history, kept until the stream moves."""
+    def live_facts(self, graph: UserGraph, domain: str, keys: frozenset[str] | None = None,
+                   session: str | None = None) -> list[Fact]:  # fmt: skip
+        """The domain's facts but history (``_LiveFacts.of``), kept until the stream moves."""
         with self._lock:
-            facts, read = self._live.of(graph, domain)
+            facts, read = self._live.of(graph, domain, keys, session)
             if read:
                 self._touch(graph.user_id)
             return facts
@@ -280,8 +281,7 @@ class Projections:
     def revisions(self, digest: str, build: Callable[[], Revisions]) -> Revisions:
         """The revision record of a rule bundle (schemas and ontology are fixed per engine)."""
         with self._lock:
-            found = self._revisions.get(digest)
-            if found is None:
+            if (found := self._revisions.get(digest)) is None:
                 found = self._revisions[digest] = build()
             return found
 
@@ -509,23 +509,43 @@ class _Joins:
         self._of.pop(user_id, None)
 
 
+_LIVE_READS_KEPT = 1_024
+"""Domains, and sets of keys read in a session, whose live facts are kept per user, at most."""
+
+
 class _LiveFacts:
     """Per user and domain, the facts but superseded history, and the graph mark (version,
     position, facts held) they were read at: kept until the stream moves."""
 
     def __init__(self) -> None:
-        self._by_user: dict[str, dict[str, tuple[tuple[int, int, int], list[Fact]]]] = {}
+        self._by_user: dict[str, dict[Any, tuple[tuple[int, int, int], list[Fact]]]] = {}
 
-    def of(self, graph: UserGraph, domain: str) -> tuple[list[Fact], bool]:
-        """The domain's live facts in ``graph``, and whether they were read anew."""
+    def of(
+        self, graph: UserGraph, domain: str, keys: frozenset[str] | None = None,
+        session_id: str | None = None,
+    ) -> tuple[list[Fact], bool]:  # fmt: skip
+        """The domain's live facts in ``graph`` (or those of ``keys`` that a read in
+        ``session_id``'s session can weigh), and whether they were read anew."""
         memory = graph.memory
         mark = (graph.version, graph.seq, memory.count)
         of_user = self._by_user.setdefault(graph.user_id, {})
-        cached = of_user.get(domain)
+        if (
+            session_id is not None
+            and keys is not None
+            and not any(memory.bears_in_session(domain, key, session_id) for key in keys)
+        ):
+            session_id = None  # the session holds no fact of the keys: read as outside it
+        read = domain if keys is None else (domain, keys, session_id)
+        cached = of_user.get(read)
         if cached is not None and cached[0] == mark:
             return cached[1], False
-        facts = memory.unsuperseded(domain)
-        of_user[domain] = (mark, facts)
+        if keys is None:
+            facts = memory.unsuperseded(domain)
+        else:
+            facts = memory.unsuperseded_in(domain, keys, session_id)
+            if len(of_user) >= _LIVE_READS_KEPT:
+                of_user.clear()  # many sessions read the user: start over
+        of_user[read] = (mark, facts)
         return facts, True
 
     def forget(self, user_id: str) -> None:

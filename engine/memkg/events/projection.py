@@ -88,24 +88,16 @@ class UserMemory:
         self._live: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of its live facts: kept as events arrive, so a write reads its
         key's live claims without walking the key's history."""
-        self._live_in: dict[tuple[str, str, str | None], dict[str, None]] | None = None
-        """``_live`` split by scope (``claim_scope``): per key, the ids of its live long-term
-        facts, and of each session's; worked out of ``_live`` when first read (``None``
-        until then), then kept as events arrive, so a write reads its own scope's claims, not
-        those of every session the user ever had."""
-        self._live_of: dict[tuple[str, str], dict[str, None]] | None = None
-        """The ``_live`` that ``_live_in`` was worked out of (a snapshot's restore puts
-        another in place)."""
+        self._live_in = ByScope()
+        """``_live`` split by scope: what ``live_claims_in`` reads, so a write reads its own
+        scope's claims, not those of every session the user ever had."""
         self._bearing: dict[tuple[str, str], dict[str, None]] = {}
         """Per key, the ids of ``_by_key`` but the spent facts (``model.fact.spent``) and the
         history a restore left unread, in the same order: what ``bearing`` reads, so a read of
         a key after a write costs the claims a read can list, not the key's history."""
-        self._bearing_in: dict[tuple[str, str], dict[str | None, dict[str, None]]] | None = None
-        """``_bearing`` split by scope (``claim_scope``; a scope holding none is dropped):
-        what ``bearing_in`` reads, so a read in a session costs the key's long-term facts and
-        the session's, not every session's."""
-        self._bearing_of: dict[tuple[str, str], dict[str, None]] | None = None
-        """The ``_bearing`` that ``_bearing_in`` was worked out of."""
+        self._bearing_in = ByScope()
+        """``_bearing`` split by scope: what ``bearing_in`` reads, so a read in a session
+        costs the key's long-term facts and the session's, not every session's."""
         self._unsuperseded: dict[str, None] = {}
         """The ids of the built facts that are not superseded, in the order of ``_facts``."""
         self._stale = True
@@ -323,37 +315,25 @@ class UserMemory:
             self._live[slot] = {fact_id: None}
         else:
             live[fact_id] = None
-        scoped = self._live_in
-        if scoped is not None and self._live_of is self._live:
-            where = (*slot, claim_scope(fact.scope, fact.session_id))
-            if fact.status not in _LIVE:
-                if (held := scoped.get(where)) is not None:
-                    held.pop(fact_id, None)
-            else:
-                scoped.setdefault(where, {})[fact_id] = None
+        if fact.status in _LIVE:
+            self._live_in.add(self._live, slot, fact)
+        else:
+            self._live_in.drop(self._live, slot, fact)
 
     def _index(self, fact: Fact, slot: tuple[str, str], kind: EventType) -> None:
         """Keep ``_bearing`` and ``_unsuperseded`` as the fact an event just made or changed
         leaves them: a new fact joins both at the end (the order of ``_by_key`` and
         ``_facts``), a superseded one leaves them, and for good."""
         fact_id = fact.id
-        scoped = self._bearing_in if self._bearing_of is self._bearing else None
         if kind is EventType.FACT_ASSERTED:
             self._bearing.setdefault(slot, {})[fact_id] = None
-            if scoped is not None:
-                where = claim_scope(fact.scope, fact.session_id)
-                scoped.setdefault(slot, {}).setdefault(where, {})[fact_id] = None
+            self._bearing_in.add(self._bearing, slot, fact)
         if fact.status is FactStatus.SUPERSEDED:
             self._unsuperseded.pop(fact_id, None)
             bearing = self._bearing.get(slot)
             if spent(fact) and bearing is not None:
                 bearing.pop(fact_id, None)
-                if scoped is not None and (of_key := scoped.get(slot)) is not None:
-                    where = claim_scope(fact.scope, fact.session_id)
-                    if (held := of_key.get(where)) is not None:
-                        held.pop(fact_id, None)
-                        if not held:
-                            del of_key[where]
+                self._bearing_in.drop(self._bearing, slot, fact)
             elif bearing is None or fact_id not in bearing:
                 self._stale = True  # superseded again, by a change (no command does)
         elif fact_id not in self._unsuperseded:
@@ -446,38 +426,41 @@ class UserMemory:
         outside every session) can weigh: the key's long-term facts and that session's
         (``claim_scope``), in the order of ``bearing`` (the order they were asserted). The
         cost is those facts, however many sessions the key has facts in."""
+        found = self._bearing_of(domain, key, session_id)
+        self.facts_read += len(found)
+        return found
+
+    def _bearing_of(self, domain: str, key: str, session_id: str | None) -> list[Fact]:
         scopes, facts = self._scopes(domain, key), self._facts
         found = [facts[i] for i in scopes.get(None, ()) if i in facts]
         if session_id is not None and (ids := scopes.get(session_id)):
             mine = [facts[i] for i in ids if i in facts]
             found = list(heapq.merge(found, mine, key=attrgetter("seq")))
+        return found
+
+    def unsuperseded_in(
+        self, domain: str, keys: Iterable[str], session_id: str | None
+    ) -> list[Fact]:
+        """``unsuperseded(domain)`` but the facts of ``keys`` alone that a read in
+        ``session_id``'s session (or outside every session) can weigh (``bearing_in``), in
+        the same order (the order they were asserted)."""
+        superseded = FactStatus.SUPERSEDED
+        found = [f for key in keys for f in self._bearing_of(domain, key, session_id)
+                 if f.status is not superseded]  # fmt: skip
+        found.sort(key=attrgetter("seq"))
         self.facts_read += len(found)
         return found
 
-    def bears_in_sessions(self, domain: str, key: str, session_id: str | None = None) -> bool:
-        """Whether ``bearing`` holds facts of the key of a session's scope: of
-        ``session_id``'s, or of any session when it is ``None``."""
-        scopes = self._scopes(domain, key)
-        if session_id is not None:
-            return session_id in scopes
-        return len(scopes) > (None in scopes)
+    def bears_in_session(self, domain: str, key: str, session_id: str) -> bool:
+        """Whether ``bearing`` holds facts of the key of ``session_id``'s scope (its notes and
+        turn instructions)."""
+        return session_id in self._scopes(domain, key)
 
     def _scopes(self, domain: str, key: str) -> dict[str | None, dict[str, None]]:
         """The key's ids in ``_bearing``, by scope (``_bearing_in``)."""
         if self._stale:
             self._reindex()
-        scoped = self._bearing_in
-        if scoped is None or self._bearing_of is not self._bearing:
-            scoped, facts = {}, self._facts
-            for slot, ids in self._bearing.items():
-                of_key: dict[str | None, dict[str, None]] = {}
-                for i in ids:
-                    if (fact := facts.get(i)) is not None:
-                        where = claim_scope(fact.scope, fact.session_id)
-                        of_key.setdefault(where, {})[i] = None
-                scoped[slot] = of_key
-            self._bearing_in, self._bearing_of = scoped, self._bearing
-        return scoped.get((domain, key), _NO_SCOPES)
+        return self._bearing_in.scopes(self._bearing, (domain, key), self._facts)
 
     def skips(self, domain: str, key: str) -> bool:
         """Whether the key holds facts ``bearing`` leaves out (spent ones, or a history held
@@ -490,7 +473,11 @@ class UserMemory:
     def live_claims(self, domain: str, key: str) -> list[Fact]:
         """The key's facts that hold (``LIVE_STATUSES``), in the order they were asserted:
         read from the live index, so the cost is the key's live claims, not its history."""
-        return self._claims(self._live.get((domain, key), ()))
+        facts = self._facts  # every live fact is built
+        found = sorted((facts[i] for i in self._live.get((domain, key), ())),
+                       key=lambda f: (f.seq, f.id))  # fmt: skip
+        self.facts_read += len(found)
+        return found
 
     def live_ids(self, domain: str, key: str) -> Container[str]:
         """The ids of the key's live facts (``live_claims``), to test membership in (not to
@@ -504,26 +491,68 @@ class UserMemory:
         ``Scope.GLOBAL``, whatever their session), or those of ``session_id``'s session and
         turns. The cost is the claims of that scope, however many sessions the key has
         claims in."""
-        scoped = self._live_in
-        if scoped is None or self._live_of is not self._live:
-            scoped, facts = {}, self._facts
-            for (d, k), ids in self._live.items():
-                for i in ids:
-                    fact = facts[i]
-                    where = (d, k, claim_scope(fact.scope, fact.session_id))
-                    scoped.setdefault(where, {})[i] = None
-            self._live_in, self._live_of = scoped, self._live
-        return self._claims(scoped.get((domain, key, claim_scope(scope, session_id)), ()))
-
-    def _claims(self, ids: Iterable[str]) -> list[Fact]:
-        facts = self._facts  # every live fact is built
-        found = sorted((facts[i] for i in ids), key=lambda f: (f.seq, f.id))
+        found = self.live_in(domain, key, scope, session_id)
         self.facts_read += len(found)
         return found
 
+    def live_in(self, domain: str, key: str, scope: Scope, session_id: str | None) -> list[Fact]:
+        """``live_claims_in``, but not counted in ``facts_read`` (what a decision's view of
+        the graph reads, as ``live`` is not); a memory given its facts without folding them
+        (a rule case's) is scanned."""
+        where = claim_scope(scope, session_id)
+        if not self._live and self._facts:
+            return sorted((f for f in self._facts.values()
+                           if f.status in _LIVE and f.domain == domain and f.key == key
+                           and claim_scope(f.scope, f.session_id) == where),
+                          key=lambda f: (f.seq, f.id))  # fmt: skip
+        facts = self._facts  # every live fact is built
+        ids = self._live_in.scopes(self._live, (domain, key), facts).get(where, _NO_IDS)
+        return sorted((facts[i] for i in ids), key=lambda f: (f.seq, f.id))
+
 
 _NO_IDS: dict[str, None] = {}
-_NO_SCOPES: dict[str | None, dict[str, None]] = {}
+
+
+class ByScope:
+    """An index of fact ids per key (``UserMemory._live``, ``_bearing``) split by scope
+    (``claim_scope``): worked out key by key, when a key is first read, then kept as events
+    arrive (a scope left with no id is dropped). A split holds for the index it was worked
+    out of; another in its place (a restore's, an index worked out again) starts over."""
+
+    __slots__ = ("_index", "_keys")
+
+    def __init__(self) -> None:
+        self._index: object = None
+        self._keys: dict[tuple[str, str], dict[str | None, dict[str, None]]] = {}
+
+    def scopes(
+        self, index: Mapping[tuple[str, str], Iterable[str]], slot: tuple[str, str],
+        facts: Mapping[str, Fact],
+    ) -> dict[str | None, dict[str, None]]:  # fmt: skip
+        """The key's ids in ``index`` by scope, in their order there (``facts``: by id)."""
+        if self._index is not index:
+            self._index, self._keys = index, {}
+        found = self._keys.get(slot)
+        if found is None:
+            found = self._keys[slot] = {}
+            for i in index.get(slot, ()):
+                if (fact := facts.get(i)) is not None:
+                    found.setdefault(claim_scope(fact.scope, fact.session_id), {})[i] = None
+        return found
+
+    def add(self, index: object, slot: tuple[str, str], fact: Fact) -> None:
+        """``fact`` joined the key's ids in ``index`` (at their end)."""
+        if self._index is index and (found := self._keys.get(slot)) is not None:
+            found.setdefault(claim_scope(fact.scope, fact.session_id), {})[fact.id] = None
+
+    def drop(self, index: object, slot: tuple[str, str], fact: Fact) -> None:
+        """``fact`` left the key's ids in ``index``."""
+        if self._index is index and (found := self._keys.get(slot)) is not None:
+            where = claim_scope(fact.scope, fact.session_id)
+            if (held := found.get(where)) is not None:
+                held.pop(fact.id, None)
+                if not held:
+                    del found[where]
 
 
 def claim_scope(scope: Scope, session_id: str | None) -> str | None:

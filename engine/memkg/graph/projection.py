@@ -40,7 +40,7 @@ from memkg.graph.rdf import (
 )
 from memkg.graph.signals import SignalRecord, read_signal, row_signal
 from memkg.model.event import Event, EventType, StoredRow
-from memkg.model.fact import Fact, FactStatus
+from memkg.model.fact import Fact, FactStatus, Scope
 from memkg.model.weight import Signal
 
 _CLAIM_BYTES = 250
@@ -71,6 +71,10 @@ class Claim:
     source: str
     status: str
     active: bool
+
+
+_KEY_CLAIMS_KEPT = 4_096
+"""Keys and scopes ``claims_in`` keeps the claims of, per graph, at most."""
 
 
 class FactFold(Protocol):
@@ -108,9 +112,17 @@ class FactFold(Protocol):
 
     def bearing_in(self, domain: str, key: str, session_id: str | None) -> list[Fact]: ...
 
-    def bears_in_sessions(self, domain: str, key: str, session_id: str | None = None) -> bool: ...
+    def bears_in_session(self, domain: str, key: str, session_id: str) -> bool: ...
+
+    def unsuperseded_in(
+        self, domain: str, keys: Iterable[str], session_id: str | None
+    ) -> list[Fact]: ...
 
     def live_ids(self, domain: str, key: str) -> Container[str]: ...
+
+    def live_in(
+        self, domain: str, key: str, scope: Scope, session_id: str | None
+    ) -> list[Fact]: ...
 
     def skips(self, domain: str, key: str) -> bool: ...
 
@@ -147,6 +159,9 @@ class UserGraph:
         self._changed_at: dict[str | None, int] = {}
         self._key_changed_at: dict[tuple[str, str], int] = {}
         self._claims: dict[str | None, tuple[int, tuple[Claim, ...]]] = {}
+        self._key_claims: dict[tuple[str, str, str | None], tuple[int, tuple[Claim, ...]]] = {}
+        """``claims_in``'s memo, per key and scope read: good while ``key_mark`` of the key
+        stays at or below its mark."""
 
     @classmethod
     def from_events(
@@ -279,17 +294,43 @@ class UserGraph:
         if memo is not None and memo[0] >= max(self._floor, self._changed_at.get(domain, 0)):
             return memo[1]
         built_at = self._changes
-        found = []
-        for fact in self.memory.live(domain):
-            for target in self.targets(fact):
-                signals = sorted((s.as_signal() for s in self.signals_for(fact, target)),
-                                 key=lambda s: (s.at, s.event_id))  # fmt: skip
-                active = fact.status is FactStatus.ACTIVE
-                found.append(Claim(fact, target, tuple(signals), fact.source.value,
-                                   fact.status.value, active))  # fmt: skip
-        claims = tuple(found)
+        claims = tuple(c for fact in self.memory.live(domain) for c in self._fact_claims(fact))
         self._claims[domain] = (built_at, claims)
         return claims
+
+    def claims_in(self, domain: str, keys: Iterable[str], session_id: str | None) -> list[Claim]:
+        """``claims_of(domain)`` but those of ``keys`` alone, and of them those a read in
+        ``session_id``'s session (or outside every session) can weigh: the long-term claims
+        and that session's, in the same order. Each key's are kept while no event touches it
+        (``key_mark``): a decision's view costs the claims it can use, not every live claim
+        of the domain, nor every session's."""
+        reads: list[tuple[Scope, str | None]] = [(Scope.GLOBAL, None)]
+        if session_id is not None:
+            reads.append((Scope.SESSION, session_id))
+        memo, found = self._key_claims, list[Claim]()
+        for key in keys:
+            mark = self.key_mark(domain, key)
+            for scope, session in reads:
+                kept = memo.get((domain, key, session))
+                if kept is None or kept[0] < mark:
+                    built_at = self._changes
+                    made = tuple(c for fact in self.memory.live_in(domain, key, scope, session)
+                                 for c in self._fact_claims(fact))  # fmt: skip
+                    if len(memo) >= _KEY_CLAIMS_KEPT:
+                        memo.clear()  # many sessions read: start over
+                    kept = memo[(domain, key, session)] = (built_at, made)
+                found.extend(kept[1])
+        found.sort(key=lambda c: (c.fact.seq, c.fact.id))  # a fact's claims keep their order
+        return found
+
+    def _fact_claims(self, fact: Fact) -> Iterator[Claim]:
+        """The claims of one live fact, one per target, with the signals on each edge."""
+        for target in self.targets(fact):
+            signals = sorted((s.as_signal() for s in self.signals_for(fact, target)),
+                             key=lambda s: (s.at, s.event_id))  # fmt: skip
+            active = fact.status is FactStatus.ACTIVE
+            yield Claim(fact, target, tuple(signals), fact.source.value, fact.status.value,
+                        active)  # fmt: skip
 
     def claim_signals(self, fact: Fact) -> list[Signal]:
         """Every signal on any edge of ``fact`` (once each, by event id): what arbitration

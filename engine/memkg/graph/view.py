@@ -16,6 +16,7 @@ confirmed) or a frozen one is shown with its weight but decisions must not use i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +24,7 @@ import networkx as nx
 
 from memkg.graph.claims import Target
 from memkg.graph.knowledge import Knowledge
-from memkg.graph.projection import UserGraph
+from memkg.graph.projection import Claim, UserGraph
 from memkg.model.vocab import user_iri
 from memkg.model.weight import ClaimWeight, Weight, WeightParams
 
@@ -40,9 +41,11 @@ def target_node(domain: str, key: str, target: Target) -> str:
 
 
 def weighted_view(
-    graph: UserGraph, now: datetime, params: WeightParams, domain: str | None = None
-) -> View:
-    """The user's claims (of ``domain``, or all domains) weighted as of ``now``; a new graph."""
+    graph: UserGraph, now: datetime, params: WeightParams, domain: str | None = None,
+    claims: Iterable[Claim] | None = None,
+) -> View:  # fmt: skip
+    """The user's claims (of ``domain``, or all domains; or ``claims``, some of them) weighted
+    as of ``now``; a new graph."""
     view = nx.MultiDiGraph(user_id=graph.user_id, domain=domain, now=now,
                            threshold=params.threshold)  # fmt: skip
     # The graph is filled through NetworkX's own dicts (``_node``, ``_succ``, ``_pred``), as
@@ -55,7 +58,7 @@ def weighted_view(
     threshold = params.threshold
     weigh = ClaimWeight
     entities: dict[str, None] = {}
-    for claim in graph.claims_of(domain):
+    for claim in graph.claims_of(domain) if claims is None else claims:
         fact, target = claim.fact, claim.target
         if fact.valid_until is not None and fact.valid_until <= now:
             continue

@@ -129,12 +129,14 @@ class Result(BaseModel):
     default_used: bool = False
 
 
-RECORDER = 2
+RECORDER = 3
 """How a decision is recorded: what its explanation shows and what it cites (``left_out``,
 ``read``). Raised by every memkg change that records the same decision differently; a replay
 of a record an earlier recorder made reports those parts' differences as revisions that
 moved (``ReplayReport.revisions_changed``), its outcome still compared exactly. 1 (absent
-from the record): before the time zone was arbitrated and object values read in key order."""
+from the record): before the time zone was arbitrated and object values read in key order;
+2: before claims of other sessions were left out of a decision's record (they were listed as
+``out_of_scope``)."""
 
 
 class Revisions(BaseModel):

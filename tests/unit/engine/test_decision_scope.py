@@ -34,8 +34,13 @@ def test_a_turn_instruction_counts_only_in_its_turn(engine: Engine, clock: Froze
     assert engine.resolve("u1", "travel", "seat.preference").value == "aisle"
     assert outside.result.action is None or "offer_window_seat" not in str(outside.result)
     assert _memory(outside, "seat.preference") == "aisle"
-    left = {lo.ref: lo.reason for lo in outside.left_out if lo.key == "seat.preference"}
-    assert set(left.values()) == {"out_of_scope"}
+    # a claim of a session counts only there: outside it, it is not even listed as left out
+    assert not [lo for lo in outside.left_out if lo.key == "seat.preference"]
+    another_turn = _offers(engine, session_id="s9", turn="t4")
+    left = {lo.ref: lo.reason for lo in another_turn.left_out if lo.key == "seat.preference"}
+    # the long-term claim loses to the session's note; its instruction of another turn is
+    # out of scope
+    assert sorted(left.values()) == ["lost_arbitration", "out_of_scope"]
 
     inside = _offers(engine, session_id="s9", turn="t3")
     assert "offer_window_seat" in str(inside.result.parameters)
@@ -69,3 +74,23 @@ def test_every_key_a_decision_reads_has_the_value_resolve_gives(engine: Engine) 
         for node in made.explanation.memory:
             held = engine.resolve("u1", "travel", node.key, context=OFFERS, **scope)
             assert node.value == held.value, node.key
+
+
+def test_another_sessions_note_of_a_context_leaves_that_context_to_long_term_memory(
+    engine: Engine,
+) -> None:
+    """A session's note of one context slot counts only in its session: elsewhere a read of
+    that context falls back to the general slot, as if the note did not exist (outside the
+    session it read no value at all, and the decision lost the user's seat)."""
+    _seat(engine, "aisle", source="profile")
+    _seat(engine, "window", scope="session", session_id="s1", context=OFFERS)
+    for scope in ({}, {"session_id": "s2"}):
+        held = engine.resolve("u1", "travel", "seat.preference", context=OFFERS, **scope)
+        assert (held.value, held.context) == ("aisle", {})
+        made = _offers(engine, **scope)
+        assert _memory(made, "seat.preference") == "aisle"
+        assert "offer_window_seat" not in str(made.result.parameters)
+        assert engine.replay(made.decision_id).reproduced
+    inside = engine.resolve("u1", "travel", "seat.preference", session_id="s1", context=OFFERS)
+    assert (inside.value, inside.context) == ("window", OFFERS)
+    assert "offer_window_seat" in str(_offers(engine, session_id="s1").result.parameters)

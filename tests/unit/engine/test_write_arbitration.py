@@ -28,7 +28,7 @@ from memkg.arbitration import MemoryReader, Outcome, Resolution, Review, ReviewS
 from memkg.arbitration.claims import SignalLookup, build_claims, slot
 from memkg.arbitration.memory_arbiter import resolve
 from memkg.arbitration.review import frozen_payload, latest_review
-from memkg.engine import arbitration
+from memkg.engine import arbitration, intent
 from memkg.engine.facts import IngestResult
 from memkg.engine.supersede import replaced_claims
 from memkg.events.projection import UserMemory, preview
@@ -76,7 +76,9 @@ class ReferenceReader(MemoryReader):
     ) -> Resolution:  # fmt: skip
         mine = [f for f in facts if (f.domain, f.key) == (spec.domain, spec.key)]
         want = slot(context or {}, spec.context)
-        if want and not any(slot(f.context, spec.context) == want for f in mine):
+        # a slot is read where a claim this read can weigh bears it (another session's does not)
+        seen = [f for f in mine if f.scope.value == "global" or f.session_id == session_id]
+        if want and not any(slot(f.context, spec.context) == want for f in seen):
             want = {}
         policy, params = self._domain(spec.domain)
         claims = build_claims(mine, now=now, params=params, signals=signals,
@@ -153,7 +155,9 @@ def _reference_freezes(
             for f in preview(everything, pending, memory.seq)
             if (f.domain, f.key) == (domain, key)
         ]
-        contexts = {tuple(sorted(slot(f.context, spec.context).items())) for f in live}
+        # judged outside every session: the slots long-term claims bear
+        contexts = {tuple(sorted(slot(f.context, spec.context).items()))
+                    for f in live if f.scope.value == "global"}  # fmt: skip
         for items in sorted(contexts):
             held = engine.reader.resolve_key(
                 live, signals, reviews, spec, now, user_id=user_id, context=dict(items)
@@ -435,3 +439,61 @@ def test_a_write_reads_its_own_scopes_claims_whatever_the_sessions_before() -> N
     # its session's note, then the long-term claims and the session's note it adds; the
     # long-term claim: the two long-term claims, twice (supersede check, freeze check)
     assert many == (3, 4, 4)
+
+
+def _whole_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decisions view every live claim of the domain, as they did before ``claims_in``."""
+    build = intent.WeightedGraphView
+
+    def every_claim(*args: Any, keys: Any = None, session_id: Any = None, **kwargs: Any) -> Any:
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(intent, "WeightedGraphView", every_claim)
+
+
+@pytest.mark.parametrize("seed", [7, 19])
+def test_a_decision_viewing_the_claims_it_can_use_decides_as_one_viewing_them_all(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision's weighted view holds the claims of the keys its table reads (and of every
+    entity key, which paths walk) that its session can weigh; the same workload decided with
+    a view of every live claim of the domain leaves the same log and the same answers."""
+    runs = []
+    for whole in (False, True):
+        if whole:
+            _whole_view(monkeypatch)
+        engine, rng = Engine(clock=FrozenClock(T0)), random.Random(seed)
+        said = [_step(engine, rng, ["u1", "u2"]) for _ in range(400)]
+        runs.append((_log(engine), said))
+    assert runs[0] == runs[1]
+    decided = [a for a in runs[0][1] if a is not None and "decision_id" in a]
+    assert len(decided) >= 15 and any(b'"edges":[{' in orjson.dumps(a) for a in decided)
+    assert any(a["request"]["session_id"] for a in decided)
+
+
+def _view_edges(sessions: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """User edges in the view of a decision made in one session, after ``sessions`` sessions
+    each noted the airline the user prefers (an entity key, which the view holds)."""
+    engine = Engine(clock=FrozenClock(T0))
+    engine.ingest(obs(value="airline:MU", source="profile"))
+    for index in range(sessions):
+        engine.ingest(obs(value=AIRLINES[index % 4], scope="session", session_id=f"s{index}"))
+    seen: list[int] = []
+    build = intent.WeightedGraphView
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        view = build(*args, **kwargs)
+        seen.append(sum(len(keys) for keys in view._view._succ[view._node].values()))
+        return view
+
+    monkeypatch.setattr(intent, "WeightedGraphView", counted)
+    engine.decide("u1", "travel", {"airline": "airline:CA"}, session_id="s1")
+    return seen[0]
+
+
+def test_a_decisions_view_does_not_grow_with_other_sessions_claims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's claims count only in it: a decision in one session views the long-term
+    claim and that session's note, however many sessions noted the key (it viewed them all)."""
+    assert _view_edges(3, monkeypatch) == _view_edges(300, monkeypatch) == 2

@@ -158,8 +158,10 @@ def test_a_scopes_claims_are_read_from_their_own_index(engine: Engine, seed: int
                 scope = ({"scope": "session", "session_id": session} if rng.random() < 0.7
                          else {"scope": "turn", "session_id": session,
                                "provenance": {"source_ref": f"t{step % 3}"}})  # fmt: skip
-            engine.ingest({"user_id": "u1", "domain": "travel", "key": "seat.preference",
-                           "value": rng.choice(SEATS), "confidence": 0.9,
+            key = "seat.preference" if rng.random() < 0.8 else "cabin.class"
+            value = rng.choice(SEATS if key == "seat.preference" else ["economy", "business"])
+            engine.ingest({"user_id": "u1", "domain": "travel", "key": key,
+                           "value": value, "confidence": 0.9,
                            "source": rng.choice(["dialogue", "behavior"]),
                            "change": rng.random() < 0.2, **scope})  # fmt: skip
         assert engine.memory("u1") is memory
@@ -169,10 +171,16 @@ def test_a_scopes_claims_are_read_from_their_own_index(engine: Engine, seed: int
             assert memory.bearing_in("travel", "seat.preference", read) == [
                 f for f in every if _in_scope(f, read)
             ]
-            assert memory.bears_in_sessions("travel", "seat.preference", read) == any(
-                f.scope.value != "global" and (read is None or f.session_id == read)
-                for f in every
-            )
+            if read is not None:
+                assert memory.bears_in_session("travel", "seat.preference", read) == any(
+                    f.scope.value != "global" and f.session_id == read for f in every
+                )
+        unsuperseded = memory.unsuperseded("travel")
+        for read in sessions:
+            keys = {"seat.preference", "cabin.class"}
+            assert memory.unsuperseded_in("travel", sorted(keys), read) == [
+                f for f in unsuperseded if f.key in keys and _in_scope(f, read)
+            ]
         for scope, read in [(Scope.GLOBAL, None), *((Scope.SESSION, s) for s in sessions[1:])]:
             assert memory.live_claims_in("travel", "seat.preference", scope, read) == [
                 f for f in live
