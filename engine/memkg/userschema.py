@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import time
 from collections.abc import Iterator
 from functools import cache, lru_cache
 from pathlib import Path
@@ -50,6 +51,11 @@ PATTERN_TIMEOUT = 0.05
 """Seconds one match of a user pattern may run on one value. Patterns that do not backtrack
 answer in microseconds on the longest string the limits let in; one that needs more than this
 backtracks catastrophically and must be rewritten without nested repetition."""
+
+_TRIES = 4
+"""Times a match is tried that ran out of time having run for less than half of it on its
+thread's CPU clock (the thread waited: a busy machine, other threads), before the value is
+refused. A pattern that backtracks runs out of time running, and is refused at once."""
 
 
 _BASE = "urn:memkg:schema"
@@ -113,10 +119,15 @@ def search(pattern: str, text: str) -> bool:
     >>> search("^[a-z]+$", "abc"), search("^[a-z]+$", "ab1")
     (True, False)
     """
-    try:
-        return _compiled(pattern).search(text, timeout=PATTERN_TIMEOUT) is not None
-    except TimeoutError as exc:
-        raise PatternTimeout(pattern, text) from exc
+    compiled = _compiled(pattern)
+    for _ in range(_TRIES):
+        started = time.thread_time()
+        try:
+            return compiled.search(text, timeout=PATTERN_TIMEOUT) is not None
+        except TimeoutError as exc:
+            if time.thread_time() - started >= PATTERN_TIMEOUT / 2:  # it ran: it backtracks
+                raise PatternTimeout(pattern, text) from exc
+    raise PatternTimeout(pattern, text)
 
 
 def _pattern(v: Any, patrn: str, instance: Any, schema: Any) -> Iterator[ValidationError]:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memkg import DecisionStatus, Engine, EngineConfig, FrozenClock, ValidationFailed
+from memkg import DecisionStatus, Engine, EngineConfig, FrozenClock, ValidationFailed, userschema
 from memkg.errors import ConfigError, PatternTimeout
 from memkg.scaffold import init_root
 from memkg.userschema import search, validator
@@ -128,3 +129,51 @@ def test_a_pattern_that_unrolls_too_far_is_refused_at_load(tmp_path: Path, patte
         _engine(tmp_path, {"type": "string", "pattern": pattern}).keys("demo")
     assert refused.value.code == "schema.invalid" and "/pattern" in refused.value.message
     assert "unroll to more than 20,000 items" in refused.value.message
+
+
+class _Waits:
+    """A compiled pattern whose first ``waits`` matches run out of time without running (the
+    thread descheduled: what a busy machine or many threads do to a 50 ms wall-clock bound)."""
+
+    def __init__(self, pattern: str, waits: int) -> None:
+        self._pattern, self.waits, self.tries = userschema._compiled(pattern), waits, 0
+
+    def search(self, text: str, timeout: float) -> Any:
+        self.tries += 1
+        if self.tries <= self.waits:
+            time.sleep(timeout * 1.2)  # the thread's CPU clock stands still
+            raise TimeoutError("regex timed out")
+        return self._pattern.search(text, timeout=timeout)
+
+
+def test_a_match_that_only_waited_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain pattern on a valid value was refused as ``schema.pattern_timeout`` when the
+    process was busy (seen under concurrent writes): a match that ran out of time while its
+    thread barely ran is tried again; a busy machine never refuses a valid value."""
+    waits = _Waits("^airline:[A-Za-z0-9_.\\\\-]+$", waits=2)
+    monkeypatch.setattr(userschema, "_compiled", lambda _pattern: waits)
+    assert search("^airline:[A-Za-z0-9_.\\\\-]+$", "airline:MU") is True
+    assert waits.tries == 3
+
+    stalled = _Waits("^a$", waits=10)
+    monkeypatch.setattr(userschema, "_compiled", lambda _pattern: stalled)
+    with pytest.raises(PatternTimeout):  # bounded: a machine that never lets it run refuses
+        search("^a$", "a")
+    assert stalled.tries == userschema._TRIES
+
+
+def test_a_pattern_that_backtracks_is_refused_at_the_first_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compiled = userschema._compiled(SLOW)
+    tries: list[int] = []
+
+    class Counted:
+        def search(self, text: str, timeout: float) -> Any:
+            tries.append(1)
+            return compiled.search(text, timeout=timeout)
+
+    monkeypatch.setattr(userschema, "_compiled", lambda _pattern: Counted())
+    with pytest.raises(PatternTimeout):
+        search(SLOW, HOSTILE)
+    assert len(tries) == 1  # it ran for its whole time: not tried again
