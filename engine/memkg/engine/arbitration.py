@@ -114,19 +114,21 @@ class Arbiter:
         domain, name = spec.domain, spec.key
         if session_id is not None and not memory.bears_in_session(domain, name, session_id):
             session_id = None  # the session holds no fact of the key: its reads weigh the rest
-        slot_key = (domain, name, session_id)
-        found = reads.keys.get(slot_key)
-        if found is None or found[0] is not spec or found[2] < graph.key_mark(domain, name):
-            # the mark is read before the facts: an event folded meanwhile leaves it stale
-            mark = graph.changes
+        of_key = reads.keys.get((domain, name))
+        if of_key is None or of_key[0] is not spec or of_key[1] < graph.key_mark(domain, name):
+            # every session's read of the key goes stale together; the mark is read before
+            # the facts: an event folded meanwhile leaves it stale
+            of_key = reads.keys[(domain, name)] = (spec, graph.changes, {})
+        found = of_key[2].get(session_id)
+        if found is None:
             held = memory.bearing_in(domain, name, session_id)
-            facts = KeyFacts.of(
+            found = KeyFacts.of(
                 held, spec, keep_signals=True, holding=memory.live_ids(domain, name)
             )
-            if len(reads.keys) >= _KEY_READS_KEPT:
-                reads.keys.clear()  # many sessions read the user: start over
-            found = reads.keys[slot_key] = (spec, facts, mark)
-        return found[1]
+            if len(of_key[2]) >= _KEY_READS_KEPT:
+                of_key[2].clear()  # many sessions read one state of the key: start over
+            of_key[2][session_id] = found
+        return found
 
     def resolved_facts(
         self, user_id: str, domain: str, *, session_id: str | None = None,
@@ -256,8 +258,9 @@ class Arbiter:
         return found
 
 
-_KEY_READS_KEPT = 4_096
-"""Keys read per session kept for one state of a user's graph (``KeyReads.keys``), at most."""
+_KEY_READS_KEPT = 256
+"""Sessions whose reads of one key are kept for one state of the key (``KeyReads.keys``), at
+most."""
 
 _KEEPS_SLOTS = frozenset({EventType.FACT_ASSERTED, EventType.FACT_SUPERSEDED,
                           EventType.SIGNAL_RECORDED})  # fmt: skip

@@ -388,11 +388,11 @@ class KeyReads:
     __slots__ = ("keys", "now", "resolved")
 
     def __init__(self) -> None:
-        self.keys: dict[tuple[str, str, str | None], tuple[KeySpec, KeyFacts, int]] = {}
-        """Per key and session read (``None``: outside every session, and for a session
-        that holds no fact of the key), its declaration, its facts as reads there need them
-        (``KeyFacts``) and the graph's ``changes`` they were read at: good while
-        ``UserGraph.key_mark`` of the key stays below."""
+        self.keys: dict[tuple[str, str], tuple[KeySpec, int, dict[str | None, KeyFacts]]] = {}
+        """Per key, its declaration, the graph's ``changes`` its reads were made at (good
+        while ``UserGraph.key_mark`` of the key stays below) and per session read (``None``:
+        outside every session, and for a session that holds no fact of the key), its facts
+        as reads there need them (``KeyFacts``)."""
         self.now: datetime | None = None
         self.resolved: dict[
             tuple[Any, ...], tuple[KeySpec, MemoryReader, Review | None, KeyFacts, Resolution]
@@ -509,16 +509,18 @@ class _Joins:
         self._of.pop(user_id, None)
 
 
-_LIVE_READS_KEPT = 1_024
-"""Domains, and sets of keys read in a session, whose live facts are kept per user, at most."""
+_LIVE_READS_KEPT = 256
+"""Domains, and sets of keys read in a session, whose live facts are kept per user and state
+of the user's memory, at most."""
 
 
 class _LiveFacts:
-    """Per user and domain, the facts but superseded history, and the graph mark (version,
-    position, facts held) they were read at: kept until the stream moves."""
+    """Per user, the facts but superseded history of each domain (or of each set of keys read
+    in a session) read at one graph mark (version, position, facts held): kept until the
+    stream moves, when they are all dropped together."""
 
     def __init__(self) -> None:
-        self._by_user: dict[str, dict[Any, tuple[tuple[int, int, int], list[Fact]]]] = {}
+        self._by_user: dict[str, tuple[tuple[int, int, int], dict[Any, list[Fact]]]] = {}
 
     def of(
         self, graph: UserGraph, domain: str, keys: frozenset[str] | None = None,
@@ -528,7 +530,9 @@ class _LiveFacts:
         ``session_id``'s session can weigh), and whether they were read anew."""
         memory = graph.memory
         mark = (graph.version, graph.seq, memory.count)
-        of_user = self._by_user.setdefault(graph.user_id, {})
+        held = self._by_user.get(graph.user_id)
+        if held is None or held[0] != mark:
+            held = self._by_user[graph.user_id] = (mark, {})
         if (
             session_id is not None
             and keys is not None
@@ -536,17 +540,17 @@ class _LiveFacts:
         ):
             session_id = None  # the session holds no fact of the keys: read as outside it
         read = domain if keys is None else (domain, keys, session_id)
-        cached = of_user.get(read)
-        if cached is not None and cached[0] == mark:
-            return cached[1], False
+        found = held[1].get(read)
+        if found is not None:
+            return found, False
         if keys is None:
-            facts = memory.unsuperseded(domain)
+            found = memory.unsuperseded(domain)
         else:
-            facts = memory.unsuperseded_in(domain, keys, session_id)
-            if len(of_user) >= _LIVE_READS_KEPT:
-                of_user.clear()  # many sessions read the user: start over
-        of_user[read] = (mark, facts)
-        return facts, True
+            found = memory.unsuperseded_in(domain, keys, session_id)
+        if len(held[1]) >= _LIVE_READS_KEPT:
+            held[1].clear()  # many sessions read one state of the user: start over
+        held[1][read] = found
+        return found, True
 
     def forget(self, user_id: str) -> None:
         self._by_user.pop(user_id, None)

@@ -444,6 +444,10 @@ class UserMemory:
         """``unsuperseded(domain)`` but the facts of ``keys`` alone that a read in
         ``session_id``'s session (or outside every session) can weigh (``bearing_in``), in
         the same order (the order they were asserted)."""
+        if not self._by_key and self._facts:  # given its facts without folding (a rule case's)
+            read, wanted = (None, session_id), set(keys)
+            return [f for f in self.unsuperseded(domain)
+                    if f.key in wanted and claim_scope(f.scope, f.session_id) in read]  # fmt: skip
         superseded = FactStatus.SUPERSEDED
         found = [f for key in keys for f in self._bearing_of(domain, key, session_id)
                  if f.status is not superseded]  # fmt: skip

@@ -73,8 +73,8 @@ class Claim:
     active: bool
 
 
-_KEY_CLAIMS_KEPT = 4_096
-"""Keys and scopes ``claims_in`` keeps the claims of, per graph, at most."""
+_KEY_CLAIMS_KEPT = 256
+"""Sessions whose claims of one key ``claims_in`` keeps for one state of the key, at most."""
 
 
 class FactFold(Protocol):
@@ -159,9 +159,11 @@ class UserGraph:
         self._changed_at: dict[str | None, int] = {}
         self._key_changed_at: dict[tuple[str, str], int] = {}
         self._claims: dict[str | None, tuple[int, tuple[Claim, ...]]] = {}
-        self._key_claims: dict[tuple[str, str, str | None], tuple[int, tuple[Claim, ...]]] = {}
-        """``claims_in``'s memo, per key and scope read: good while ``key_mark`` of the key
-        stays at or below its mark."""
+        self._key_claims: dict[
+            tuple[str, str], tuple[int, dict[str | None, tuple[Claim, ...]]]
+        ] = {}
+        """``claims_in``'s memo, per key: the change it was started at (good while ``key_mark``
+        of the key stays at or below it) and the claims of each scope read."""
 
     @classmethod
     def from_events(
@@ -307,19 +309,20 @@ class UserGraph:
         reads: list[tuple[Scope, str | None]] = [(Scope.GLOBAL, None)]
         if session_id is not None:
             reads.append((Scope.SESSION, session_id))
-        memo, found = self._key_claims, list[Claim]()
+        found = list[Claim]()
         for key in keys:
-            mark = self.key_mark(domain, key)
+            of_key = self._key_claims.get((domain, key))
+            if of_key is None or of_key[0] < self.key_mark(domain, key):
+                of_key = self._key_claims[(domain, key)] = (self._changes, {})  # all go stale
             for scope, session in reads:
-                kept = memo.get((domain, key, session))
-                if kept is None or kept[0] < mark:
-                    built_at = self._changes
+                made = of_key[1].get(session)
+                if made is None:
                     made = tuple(c for fact in self.memory.live_in(domain, key, scope, session)
                                  for c in self._fact_claims(fact))  # fmt: skip
-                    if len(memo) >= _KEY_CLAIMS_KEPT:
-                        memo.clear()  # many sessions read: start over
-                    kept = memo[(domain, key, session)] = (built_at, made)
-                found.extend(kept[1])
+                    if len(of_key[1]) >= _KEY_CLAIMS_KEPT:
+                        of_key[1].clear()  # many sessions read one state of the key
+                    of_key[1][session] = made
+                found.extend(made)
         found.sort(key=lambda c: (c.fact.seq, c.fact.id))  # a fact's claims keep their order
         return found
 

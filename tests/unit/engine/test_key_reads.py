@@ -317,3 +317,30 @@ def test_a_profile_reads_each_key_as_a_decision_does(
     assert 'value: "middle"' in lines["key:seat.preference"]
     held = engine.resolve("u1", "travel", "cabin.class", context={"trip_type": "leisure"})
     assert f'value: "{held.value}"' in lines["key:cabin.class[trip_type=leisure]"]
+
+
+def test_what_reads_keep_per_session_goes_when_the_user_moves(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """Reads in many sessions keep their facts per session (``KeyReads.keys``, the decision's
+    facts, the view's claims); a write to the user drops them all, not one per session: what is
+    kept is of the current state, however many sessions read an older one."""
+    _seat(engine, "aisle", source="profile")
+    for index in range(40):
+        _seat(engine, "window", scope="session", session_id=f"s{index}")
+    for index in range(40):
+        _offers(engine, session_id=f"s{index}")
+    graph = engine.user_graph("u1")
+    reads = engine.projections.key_reads.of(graph).keys[("travel", "seat.preference")][2]
+    live = engine.projections._live._by_user["u1"][1]  # type: ignore[attr-defined]
+    claims = graph._key_claims[("travel", "seat.preference")][1]  # type: ignore[attr-defined]
+    assert (len(reads), len(live), len(claims)) == (40, 40, 41)  # each session's, and the rest
+
+    clock.advance(timedelta(minutes=1))
+    _seat(engine, "middle", scope="session", session_id="s3")
+    _offers(engine, session_id="s3")
+    graph = engine.user_graph("u1")
+    reads = engine.projections.key_reads.of(graph).keys[("travel", "seat.preference")][2]
+    live = engine.projections._live._by_user["u1"][1]  # type: ignore[attr-defined]
+    claims = graph._key_claims[("travel", "seat.preference")][1]  # type: ignore[attr-defined]
+    assert (set(reads), len(live), set(claims)) == ({"s3"}, 1, {None, "s3"})

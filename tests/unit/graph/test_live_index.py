@@ -66,6 +66,11 @@ def test_a_fixture_memory_given_its_facts_is_scanned(talked: Engine) -> None:
     given = UserMemory("u1")
     given.facts = dict(folded.facts)
     assert given.live("travel") == folded.live("travel")
+    keys = {"seat.preference", "cabin.class"}
+    for session in (None, "s1"):
+        assert given.unsuperseded_in("travel", keys, session) == folded.unsuperseded_in(
+            "travel", keys, session
+        ) != []
 
 
 def test_a_keys_bearing_claims_and_the_unsuperseded_facts_are_read_without_walking(
