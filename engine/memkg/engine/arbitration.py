@@ -112,8 +112,7 @@ class Arbiter:
         """
         reads, memory = self.projections.key_reads.of(graph), graph.memory
         domain, name = spec.domain, spec.key
-        if session_id is not None and not memory.bears_in_session(domain, name, session_id):
-            session_id = None  # the session holds no fact of the key: its reads weigh the rest
+        session_id = memory.reading_session(domain, (name,), session_id)
         of_key = reads.keys.get((domain, name))
         if of_key is None or of_key[0] is not spec or of_key[1] < graph.key_mark(domain, name):
             # every session's read of the key goes stale together; the mark is read before

@@ -533,12 +533,8 @@ class _LiveFacts:
         held = self._by_user.get(graph.user_id)
         if held is None or held[0] != mark:
             held = self._by_user[graph.user_id] = (mark, {})
-        if (
-            session_id is not None
-            and keys is not None
-            and not any(memory.bears_in_session(domain, key, session_id) for key in keys)
-        ):
-            session_id = None  # the session holds no fact of the keys: read as outside it
+        if keys is not None:
+            session_id = memory.reading_session(domain, keys, session_id)
         read = domain if keys is None else (domain, keys, session_id)
         found = held[1].get(read)
         if found is not None:

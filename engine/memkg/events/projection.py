@@ -460,6 +460,17 @@ class UserMemory:
         turn instructions)."""
         return session_id in self._scopes(domain, key)
 
+    def reading_session(
+        self, domain: str, keys: Iterable[str], session_id: str | None
+    ) -> str | None:
+        """The session whose facts a read of ``keys`` in ``session_id``'s session weighs:
+        ``session_id`` when it holds a fact of one of them, else ``None`` (the read weighs the
+        long-term facts alone, as one outside every session does, and shares what that one
+        keeps)."""
+        if session_id is None or any(self.bears_in_session(domain, k, session_id) for k in keys):
+            return session_id
+        return None
+
     def _scopes(self, domain: str, key: str) -> dict[str | None, dict[str, None]]:
         """The key's ids in ``_bearing``, by scope (``_bearing_in``)."""
         if self._stale:

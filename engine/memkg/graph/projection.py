@@ -112,7 +112,9 @@ class FactFold(Protocol):
 
     def bearing_in(self, domain: str, key: str, session_id: str | None) -> list[Fact]: ...
 
-    def bears_in_session(self, domain: str, key: str, session_id: str) -> bool: ...
+    def reading_session(
+        self, domain: str, keys: Iterable[str], session_id: str | None
+    ) -> str | None: ...
 
     def unsuperseded_in(
         self, domain: str, keys: Iterable[str], session_id: str | None
@@ -306,22 +308,22 @@ class UserGraph:
         and that session's, in the same order. Each key's are kept while no event touches it
         (``key_mark``): a decision's view costs the claims it can use, not every live claim
         of the domain, nor every session's."""
-        reads: list[tuple[Scope, str | None]] = [(Scope.GLOBAL, None)]
-        if session_id is not None:
-            reads.append((Scope.SESSION, session_id))
         found = list[Claim]()
         for key in keys:
             of_key = self._key_claims.get((domain, key))
             if of_key is None or of_key[0] < self.key_mark(domain, key):
                 of_key = self._key_claims[(domain, key)] = (self._changes, {})  # all go stale
-            for scope, session in reads:
-                made = of_key[1].get(session)
+            session = self.memory.reading_session(domain, (key,), session_id)
+            for scope, at in ((Scope.GLOBAL, None), (Scope.SESSION, session)):
+                if scope is Scope.SESSION and at is None:
+                    break  # the session holds no claim of the key: the long-term ones alone
+                made = of_key[1].get(at)
                 if made is None:
-                    made = tuple(c for fact in self.memory.live_in(domain, key, scope, session)
+                    made = tuple(c for fact in self.memory.live_in(domain, key, scope, at)
                                  for c in self._fact_claims(fact))  # fmt: skip
                     if len(of_key[1]) >= _KEY_CLAIMS_KEPT:
                         of_key[1].clear()  # many sessions read one state of the key
-                    of_key[1][session] = made
+                    of_key[1][at] = made
                 found.extend(made)
         found.sort(key=lambda c: (c.fact.seq, c.fact.id))  # a fact's claims keep their order
         return found
