@@ -244,7 +244,7 @@ def _reads(graph: UserGraph) -> dict[tuple[str, str], Any]:
         # the general slot, as reads list slots (``Arbiter.resolved_facts``): a restore
         # leaves silent facts unread, and ``skips`` gives the general slot they gave
         general = frozenset({()}) if graph.memory.skips(domain, key) else frozenset()
-        found[(domain, key)] = (facts.taking, facts.slots | general, resolution)
+        found[(domain, key)] = (facts.taking, facts.slots() | general, resolution)
     assert graph.memory.deferred is unread
     return found
 

@@ -20,6 +20,7 @@ from memkg.arbitration.claims import (
     build_claims,
     current_turn,
     slot,
+    tier_of,
 )
 from memkg.arbitration.policy import Policy
 from memkg.arbitration.questions import QuestionBook
@@ -68,11 +69,17 @@ def resolve_read(
     language: str | None = None,
 ) -> Resolution:
     """``MemoryReader.resolve_read``, every claim weighed and the slot resolved afresh."""
-    want = key.slot_read(context, spec)
+    turn_ids = current_turn(key.facts, session_id, turn)
+    want = slot(context or {}, spec.context)
+    # a context slot is read on its own where a fact the read weighs, retracted or not, bears
+    # it; else the read falls back to the general slot
+    if want and not any(slot(f.context, spec.context) == want
+                        and tier_of(f, session_id, turn_ids) is not None
+                        for f in key.facts if f.status is not FactStatus.RETRACTED):  # fmt: skip
+        want = {}
     policy, params = reader.policy.for_domain(spec.domain), reader.params(spec.domain)
     claims = build_claims(key.taking, now=now, params=params, signals=signals,
-                          session_id=session_id, turn=turn,
-                          turn_ids=current_turn(key.facts, session_id, turn))  # fmt: skip
+                          session_id=session_id, turn=turn, turn_ids=turn_ids)  # fmt: skip
     return resolve(claims, policy, now, spec, user_id=user_id, context=want,
                    default=None if want else reader.defaults.get(spec.domain, spec.key),
                    review=latest_review(reviews, spec.domain, spec.key, want),

@@ -26,7 +26,7 @@ from memkg.arbitration.questions import QuestionBook
 from memkg.arbitration.resolution import Outcome, Resolution
 from memkg.arbitration.review import Review, ReviewStatus, latest_review
 from memkg.arbitration.support import side
-from memkg.model.fact import Fact, FactStatus
+from memkg.model.fact import Fact, FactStatus, Scope
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, WeightParams, credibility_of
 
@@ -111,7 +111,7 @@ class MemoryReader:
         governing it (``latest_review``), when the caller has worked them out already.
         """
         if slot is None:
-            want = key.slot_read(context, spec)
+            want = key.slot_read(context, spec, session_id, turn)
             review = latest_review(reviews, spec.domain, spec.key, want)
         else:
             want, review = slot
@@ -120,7 +120,7 @@ class MemoryReader:
         if kept is not None and kept[0] is self and kept[1] is spec and kept[2] == review:
             return kept[3].resolve(now)
         policy, params = self._domain(spec.domain)
-        turn_ids = current_turn(key.facts, session_id, turn)
+        turn_ids = key.turn_ids(session_id, turn)
         entrants = []
         for fact in key.taking:
             tier = tier_of(fact, session_id, turn_ids)
@@ -272,18 +272,43 @@ class KeyFacts:
         return cls(tuple(facts), taking, spec, kept)
 
     @cached_property
-    def slots(self) -> frozenset[tuple[tuple[str, str], ...]]:
-        """The context slots the facts hold (``slot`` over the key's context fields), but those
-        only retracted facts gave (``bears_slot``): worked out for the first read of a context
-        slot. Another session's claim gives no slot to a read it cannot take part in."""
-        facts, fields = self.facts, self.spec.context
+    def _borne(self) -> tuple[frozenset[tuple[tuple[str, str], ...]], tuple[Fact, ...]]:
+        """The context slots the key's long-term facts bear (``bears_slot``), and its session
+        and turn facts: which of those a read weighs depends on its session and turn. Worked
+        out for the first read of a context slot."""
+        fields, general, local = self.spec.context, set(), []
+        for fact in self.facts:
+            if fact.scope is not Scope.GLOBAL:
+                local.append(fact)
+            elif bears_slot(fact):
+                general.add(tuple(slot(fact.context, fields).items()) if fact.context else ())
+        return frozenset(general), tuple(local)
+
+    def slots(
+        self, session_id: str | None = None, turn: str | None = None
+    ) -> frozenset[tuple[tuple[str, str], ...]]:
+        """The context slots a read in ``session_id``'s session and ``turn`` resolves on their
+        own: those borne (``bears_slot``) by a fact the read weighs (``tier_of``). Another
+        session's note, or another turn's instruction, gives no slot to a read it takes no
+        part in; a key with no context fields has the one slot while it has facts."""
+        fields = self.spec.context
         if not fields:
-            return frozenset({()}) if facts else frozenset()
-        return frozenset(
-            tuple(slot(f.context, fields).items()) if f.context else ()
-            for f in facts
-            if bears_slot(f)
-        )
+            return frozenset({()}) if self.facts else frozenset()
+        general, local = self._borne
+        if session_id is None or not local:
+            return general
+        turn_ids = self.turn_ids(session_id, turn)
+        mine = {tuple(slot(f.context, fields).items()) if f.context else ()
+                for f in local
+                if bears_slot(f) and tier_of(f, session_id, turn_ids) is not None}  # fmt: skip
+        return general | mine if mine - general else general
+
+    def turn_ids(self, session_id: str | None, turn: str | None) -> set[str]:
+        """Ids of the claims that are the instruction of the turn read (``current_turn``):
+        found among the key's session and turn facts, as only those can be."""
+        if session_id is None:
+            return set()
+        return current_turn(self._borne[1], session_id, turn)
 
     def lookup(self, signals: SignalLookup) -> SignalLookup:
         """``signals`` (the lookup of the graph state the facts were read from), each claim's
@@ -300,11 +325,15 @@ class KeyFacts:
 
         return read
 
-    def slot_read(self, context: Mapping[str, str] | None, spec: KeySpec) -> dict[str, str]:
-        """The context slot a read of ``context`` resolves: a context with no claims of its
-        own falls back to the general slot (as ``_slot_facts``)."""
+    def slot_read(
+        self, context: Mapping[str, str] | None, spec: KeySpec,
+        session_id: str | None = None, turn: str | None = None,
+    ) -> dict[str, str]:  # fmt: skip
+        """The context slot a read of ``context`` in ``session_id``'s session and ``turn``
+        resolves: a context with no claims of its own there (``slots``) falls back to the
+        general slot (as ``_slot_facts``)."""
         want = slot(context or {}, spec.context)
-        if want and tuple(want.items()) not in self.slots:
+        if want and tuple(want.items()) not in self.slots(session_id, turn):
             return {}
         return want
 

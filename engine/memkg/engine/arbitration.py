@@ -80,7 +80,7 @@ class Arbiter:
         reader, reads = self.setup.reader, self.projections.key_reads.of(graph)
         signals = self.edge_signals(graph)
         key = self._key_facts(graph, spec, session_id)
-        want = key.slot_read(context, spec)
+        want = key.slot_read(context, spec, session_id, turn)
         review = latest_review(reviews, spec.domain, spec.key, want)
         asked = slot(context or {}, spec.context)
         if asked != want and (held_by := latest_review(reviews, spec.domain, spec.key, asked)):
@@ -151,7 +151,7 @@ class Arbiter:
             now = self.clock.now()
             for spec in specs:
                 key = self._key_facts(graph, spec, session_id)
-                slots = {tuple(sorted(held)) for held in key.slots}
+                slots = {tuple(sorted(held)) for held in key.slots(session_id, turn)}
                 if defaults.get(spec.domain, spec.key) is not None or graph.memory.skips(
                     spec.domain, spec.key
                 ):  # a role default, or facts no read lists: the general slot (a review's)

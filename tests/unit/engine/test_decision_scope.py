@@ -94,3 +94,34 @@ def test_another_sessions_note_of_a_context_leaves_that_context_to_long_term_mem
     inside = engine.resolve("u1", "travel", "seat.preference", session_id="s1", context=OFFERS)
     assert (inside.value, inside.context) == ("window", OFFERS)
     assert "offer_window_seat" in str(_offers(engine, session_id="s1").result.parameters)
+
+
+def test_an_earlier_turns_instruction_of_a_context_leaves_that_context_to_the_turns_after_it(
+    engine: Engine,
+) -> None:
+    """A turn instruction counts only in its turn: in the session's later turns, once the
+    session note it left is retracted, a read of its context falls back to the general slot,
+    as if the instruction did not exist (it read no value at all there, and the decision lost
+    the user's seat)."""
+    _seat(engine, "aisle", source="profile")
+    _seat(engine, "window", scope="turn", session_id="s1", context=OFFERS,
+          provenance={"source_ref": "t1"})  # fmt: skip
+    [note] = [f for f in engine.facts("u1", "travel") if f.scope.value == "session"]
+    engine.retract("u1", note.id, "said for that turn only")
+    for scope in ({"session_id": "s1", "turn": "t2"}, {"session_id": "s2", "turn": "t1"}, {}):
+        held = engine.resolve("u1", "travel", "seat.preference", context=OFFERS, **scope)
+        assert (held.value, held.context) == ("aisle", {}), scope
+        made = _offers(engine, **scope)
+        assert _memory(made, "seat.preference") == "aisle"
+        assert "offer_window_seat" not in str(made.result.parameters)
+        assert engine.replay(made.decision_id).reproduced
+        slots = [r.context for r in engine.resolved_facts("u1", "travel", **scope)
+                 if r.key == "seat.preference"]  # fmt: skip
+        assert slots == [{}], scope
+    inside = {"session_id": "s1", "turn": "t1"}
+    held = engine.resolve("u1", "travel", "seat.preference", context=OFFERS, **inside)
+    assert (held.value, held.context) == ("window", OFFERS)
+    assert "offer_window_seat" in str(_offers(engine, **inside).result.parameters)
+    # without a turn named, the session's latest instruction is this turn's
+    held = engine.resolve("u1", "travel", "seat.preference", context=OFFERS, session_id="s1")
+    assert (held.value, held.context) == ("window", OFFERS)
