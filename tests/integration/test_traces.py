@@ -48,6 +48,18 @@ def test_cli_decide_returns_its_trace_and_trace_shows_it(tmp_path: Path) -> None
     recalled = json.loads(out)
     shown = json.loads(run(db, "trace", recalled["trace_id"])[1])
     assert code == 0 and [i["ref"] for i in shown["items"] if i["used"]] == recalled["injected"]
+    assert "session_id" not in shown["request"]
+    # a session recalls its notes; the trace says which session asked
+    note = tmp_path / "note.jsonl"
+    note.write_text(json.dumps(obs(value="airline:CA", scope="session", session_id="s1")) + "\n")
+    assert run(db, "ingest", str(note))[0] == 0
+    for session, held in ((None, ["airline:MU"]), ("s1", ["airline:CA", "airline:MU"])):
+        where = ["--session", session] if session else []
+        code, out = run(db, "recall", "u1", "which airline", "--domain", "travel", *where)
+        found = json.loads(out)
+        assert code == 0 and sorted(e for c in found["candidates"] for e in c["entities"]) == held
+        shown = json.loads(run(db, "trace", found["trace_id"])[1])
+        assert shown["request"].get("session_id") == session
     assert run(db, "erase", "u1")[0] == 0
     for made in (decided, profile, recalled):
         assert json.loads(run(db, "trace", made["trace_id"])[1])["error"] == "trace.not_found"

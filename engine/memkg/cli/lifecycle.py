@@ -21,7 +21,8 @@ def cmd_profile(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_recall(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    found = engine.recall(args.user, args.query, args.k, domain=args.domain)
+    found = engine.recall(args.user, args.query, args.k, domain=args.domain,
+                          session_id=args.session)  # fmt: skip
     emit(out, found.model_dump(mode="json"))
     return EXIT_OK
 
@@ -44,4 +45,5 @@ def add_commands(sub: Any) -> None:
     p.add_argument("query")
     p.add_argument("-k", type=whole(1), default=5, help="how many to inject (default 5)")
     p.add_argument("--domain")
+    p.add_argument("--session", help="the session recalling, whose notes count")
     p.set_defaults(run=cmd_recall)

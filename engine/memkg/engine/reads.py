@@ -66,6 +66,14 @@ class Reads:
         when = self.clock.now() if at is None else instant(at)
         return self.memory(user_id, as_of=as_of).current(domain, when)
 
+    def facts_in(self, user_id: str, domain: str | None, session_id: str | None) -> list[Fact]:
+        """What reads in ``session_id``'s session (or, for ``None``, outside every session)
+        take in: ``facts`` but other sessions' notes and turn instructions
+        (``UserMemory.current_in``). What recall ranks."""
+        check_args(user_id=user_id, domain=domain, session_id=session_id)
+        self._known(domain)
+        return self.memory(user_id).current_in(domain, session_id, self.clock.now())
+
     def fact(self, user_id: str, fact_id: str) -> Fact:
         check_args(user_id=user_id, fact_id=fact_id)
         fact = self.projections.memory(user_id).fact(fact_id)

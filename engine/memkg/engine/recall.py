@@ -14,7 +14,8 @@ from memkg.events.store import Companion, EventStore, beside
 from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.notes import Note
-from memkg.lifecycle.ports import MemoryPort, SemanticIndex
+from memkg.lifecycle.ports import SemanticIndex
+from memkg.model.fact import Fact, Scope
 from memkg.model.settings import RecallWeights
 from memkg.model.weight import credibility_of
 
@@ -23,7 +24,9 @@ from memkg.model.weight import credibility_of
 class Recall:
     """Ranked recall with its trace, and the index behind it; see ``memkg.Engine``."""
 
-    port: MemoryPort
+    facts: Callable[[str, str | None, str | None], list[Fact]]
+    """The user's facts reads in a session (or outside every session) take in
+    (``Reads.facts_in``)."""
     notes: Callable[[str, str | None], list[Note]]
     setup: Setup
     store: EventStore
@@ -31,18 +34,22 @@ class Recall:
 
     def recall(
         self, user_id: str, query: str, k: int = 5, *, domain: str | None = None,
-        weights: RecallWeights | None = None,
+        session_id: str | None = None, weights: RecallWeights | None = None,
     ) -> recall.RecallResult:  # fmt: skip
         """The ``k`` memories most useful for ``query``, with the full ranking trace.
 
+        ``session_id``: the session recalling, whose notes take part beside long-term memory;
+        other sessions' notes and turn instructions never do (they count only there).
         ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
         ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
         """
-        check_args(user_id=user_id, query=query, domain=domain)
+        check_args(user_id=user_id, query=query, domain=domain, session_id=session_id)
         check_count(k, "k", 0, "how many memories to inject", code="recall.k")
         reader = self.setup.reader
+        notes = [n for n in self.notes(user_id, domain)
+                 if n.scope is Scope.GLOBAL or n.session_id == session_id]  # fmt: skip
         return recall.recall(
-            query, self.port.facts(user_id, domain), self.notes(user_id, domain), k=k,
+            query, self.facts(user_id, domain, session_id), notes, k=k,
             now=self.clock.now(), weights=weights or self.setup.config.lifecycle.recall,
             credibility=lambda domain, source: credibility_of(reader.params(domain), source),
             index=self.entity_index, semantic=self.semantic_index, user_id=user_id,

@@ -71,7 +71,8 @@ def profile_trace(trace_id: str, now: datetime, user_id: str, domain: str, *,
 
 
 def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None, *,
-                 query: str, k: int, result: RecallResult) -> Trace:  # fmt: skip
+                 query: str, k: int, result: RecallResult,
+                 session_id: str | None = None) -> Trace:  # fmt: skip
     """The query is kept as its SHA-256 and length only: it may carry what the user never
     asked memkg to keep."""
     items = []
@@ -95,7 +96,8 @@ def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None,
     listed, unlisted, counts = _bounded(items)
     return Trace(
         trace_id=trace_id, operation="recall", user_id=user_id, domain=domain, created_at=now,
-        request={"query_sha256": sha256(query), "query_chars": len(query), "k": k},
+        request={"query_sha256": sha256(query), "query_chars": len(query), "k": k,
+                 **({"session_id": session_id} if session_id is not None else {})},
         items=listed, unlisted=unlisted, counts=counts,
         output={"injected": list(result.injected), "semantic_index": result.semantic_index},
     )  # fmt: skip

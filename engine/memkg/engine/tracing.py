@@ -102,20 +102,24 @@ class Tracer:
 
     def recall(
         self, user_id: str, query: str, k: int = 5, *, domain: str | None = None,
-        weights: RecallWeights | None = None,
+        session_id: str | None = None, weights: RecallWeights | None = None,
     ) -> RecallResult:  # fmt: skip
         """The ``k`` memories most useful for ``query``, with the full ranking trace;
         ``trace_id`` finds it later (``trace``; the query kept as its SHA-256 only).
 
-        ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
-        ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
+        ``session_id``: the session recalling, whose notes take part beside long-term memory
+        (other sessions' notes, and turn instructions, never do). ``weights`` replaces
+        ``config.lifecycle.recall`` for this call (e.g. the lexical ranking:
+        ``RecallWeights(semantic=0, relevance=0.5)``).
         """
         check_args(user_id=user_id)
         with spans.span("recall") as span:
             mark, now = self._mark(user_id), self.clock.now()
-            found = self.recalls.recall(user_id, query, k, domain=domain, weights=weights)
+            found = self.recalls.recall(user_id, query, k, domain=domain,
+                                        session_id=session_id, weights=weights)  # fmt: skip
             trace_id = self._keep(mark, span, lambda trace_id: recall_trace(
-                trace_id, now, user_id, domain, query=query, k=k, result=found))  # fmt: skip
+                trace_id, now, user_id, domain, query=query, k=k, session_id=session_id,
+                result=found))  # fmt: skip
         return found if trace_id is None else found.model_copy(update={"trace_id": trace_id})
 
     def decide(

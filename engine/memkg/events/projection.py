@@ -378,8 +378,36 @@ class UserMemory:
         With ``upcast``, a fact stored under an old key version reads as the current one;
         ``facts`` and ``history`` keep what the log holds.
         """
+        return self._holding(self.live(domain), at)
+
+    def current_in(
+        self, domain: str | None, session_id: str | None, at: datetime | None = None
+    ) -> list[Fact]:
+        """``current`` but what reads in ``session_id``'s session (or, for ``None``, outside
+        every session) take part in: the long-term facts and the session's notes; not another
+        session's notes, nor turn instructions (an instruction counts in its turn alone, and
+        its value lives on in the session's note). Read key by key from the live index split
+        by scope, so the cost is those facts and the user's keys, not every session's
+        notes."""
+        facts = self._facts  # every live fact is built
+        if not self._live and facts:  # given its facts without folding (a rule case's)
+            found = [f for f in self.live(domain) if _in_session(f, session_id)]
+            return self._holding(found, at)
         found = []
-        for fact in self.live(domain):
+        for slot in self._live:
+            if domain not in (None, slot[0]):
+                continue
+            scopes = self._live_in.scopes(self._live, slot, facts)
+            found.extend(facts[i] for i in scopes.get(None, _NO_IDS))
+            if session_id is not None:
+                found.extend(facts[i] for i in scopes.get(session_id, _NO_IDS)
+                             if facts[i].scope is Scope.SESSION)  # fmt: skip
+        return self._holding(found, at)
+
+    def _holding(self, facts: Iterable[Fact], at: datetime | None) -> list[Fact]:
+        """``facts`` but states expired at ``at``, upcast, by domain, key and id."""
+        found = []
+        for fact in facts:
             if at is not None and fact.valid_until is not None and fact.valid_until <= at:
                 continue
             found.append(fact if self.upcast is None else self.upcast(fact))
@@ -568,6 +596,13 @@ class ByScope:
                 held.pop(fact.id, None)
                 if not held:
                     del found[where]
+
+
+def _in_session(fact: Fact, session_id: str | None) -> bool:
+    """Whether reads in ``session_id``'s session take ``fact`` in (``current_in``)."""
+    if fact.scope is Scope.GLOBAL:
+        return True
+    return fact.scope is Scope.SESSION and session_id is not None and fact.session_id == session_id
 
 
 def claim_scope(scope: Scope, session_id: str | None) -> str | None:

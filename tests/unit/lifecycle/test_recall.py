@@ -130,3 +130,55 @@ def test_entity_validation_holds_whatever_the_semantic_score(shop: Engine) -> No
     result = shop.recall(USER, "HP LaserJet 1020 printer ink", k=5)
     canon = next(c for c in result.candidates if c.text.startswith("Canon"))
     assert canon.scores.semantic > 0 and canon.rejected and not canon.injected
+
+
+def _seat(engine: Engine, value: str, **fields: object) -> None:
+    engine.ingest({"user_id": USER, "domain": "travel", "key": "seat.preference",
+                   "value": value, "source": "dialogue", "confidence": 0.9, **fields})  # fmt: skip
+
+
+def _recalled(engine: Engine, **scope: str) -> set[str]:
+    """The seat values and note texts a recall of the seat ranks (injected or not)."""
+    result = engine.recall(USER, "which seat does she want", k=10, domain="travel", **scope)
+    return {c.text for c in result.candidates}
+
+
+def test_a_session_recalls_its_own_notes_and_long_term_memory_only(engine: Engine) -> None:
+    """A session note counts only in its session and a turn instruction only in its turn, as
+    for ``resolve``: recall elsewhere never ranks them (one session's "window, just this
+    once" surfaced in every later session's prompt)."""
+    _seat(engine, "aisle", source="profile")
+    _seat(engine, "window", scope="session", session_id="s1")
+    _seat(engine, "middle", scope="turn", session_id="s2", provenance={"source_ref": "t1"})
+    assert engine.save_memory_note(USER, "travel", "Flies to Lyon on business",
+                                   "session", session_id="s1").saved  # fmt: skip
+
+    def seats(**scope: str) -> set[str]:
+        return {t.split(":")[-1].strip(' "') for t in _recalled(engine, **scope) if "seat" in t}
+
+    assert seats() == {"aisle"}
+    assert seats(session_id="s1") == {"aisle", "window"}
+    # the turn instruction is not recalled itself: the session note it left stands for it
+    s2 = engine.recall(USER, "which seat", k=10, domain="travel", session_id="s2")
+    [note] = [f.id for f in engine.facts(USER, "travel")
+              if f.value == "middle" and f.scope.value == "session"]  # fmt: skip
+    assert [c.ref for c in s2.candidates if "middle" in c.text] == [note]
+    assert seats(session_id="s3") == {"aisle"}
+    assert not any("Lyon" in t for t in _recalled(engine, session_id="s3"))
+    assert any("Lyon" in t for t in _recalled(engine, session_id="s1"))
+    # the trace says which session recalled
+    found = engine.recall(USER, "seat", domain="travel", session_id="s1")
+    assert engine.trace(found.trace_id).request["session_id"] == "s1"
+
+
+def test_what_recall_ranks_does_not_grow_with_other_sessions(engine: Engine) -> None:
+    """Each session's note of the seat stays live until its session is consolidated: recall
+    in a new session ranks the long-term claim alone, beside 3 sessions or 60."""
+    _seat(engine, "aisle", source="profile")
+    counts = []
+    for sessions in (3, 60):
+        for n in range(len(counts) and 3, sessions):
+            _seat(engine, "window", scope="session", session_id=f"s{n}")
+        counts.append(len(engine.recall(USER, "seat", domain="travel",
+                                        session_id="fresh").candidates))  # fmt: skip
+    assert counts == [1, 1]
