@@ -8,8 +8,8 @@ single user and compares the cost per write at the start and at the end of that 
 goal is flat: a write touches its key's live claims, never the user's history), and so what a
 turn reads right after its write (a decision, ``render_profile``, ``recall``) and a session's
 end (a note saved, the session consolidated); then one note of one key per session, as many
-sessions as the history has facts, each followed by a decision in its session: neither may
-grow with the sessions before (a session's claims count only in it). Rebuild:
+sessions as the history has facts, each followed by a decision and a recall in its session:
+none may grow with the sessions before (a session's claims count only in it). Rebuild:
 events/s and resident memory after the rebuild, per fact. ``--bulk N`` builds an N-fact store
 by appending fact events straight through the store (no validation, seconds rather than the
 hour a validated 1M-fact ingest takes today) and rebuilds it: how rebuild and memory scale to
@@ -276,9 +276,9 @@ def one_user_history(length: int, window: int, folder: Path, figures: Figures) -
 
 def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) -> None:
     """One user's notes of one key, one per session, never consolidated (an agent that saves
-    the seat asked for in every session): the cost of each note and of the decision made in
-    its session right after it (the ``offers`` table, which reads the key), at the start and
-    at the end of ``length`` sessions. Claims of a session count only in it, so neither
+    the seat asked for in every session): the cost of each note, of the decision made in its
+    session right after it (the ``offers`` table, which reads the key) and of a recall of the
+    seat there, at the start and at the end of ``length`` sessions. Claims of a session count only in it, so neither
     should grow with the sessions before."""
     clock = FrozenClock(START)
     user = "many-sessions"
@@ -289,6 +289,7 @@ def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) 
                            "value": value, "source": source, "confidence": 0.9})  # fmt: skip
         writes: list[float] = []
         decisions: list[float] = []
+        recalls: list[float] = []
         for index in range(length):
             session = f"session-{index:06d}"
             start = cpu_seconds()
@@ -300,8 +301,11 @@ def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) 
             engine.decide(user, "travel", {"trip_type": "leisure"}, decision="offers",
                           session_id=session)  # fmt: skip
             decisions.append(cpu_seconds() - start)
+            start = cpu_seconds()
+            engine.recall(user, "which seat", domain="travel", session_id=session)
+            recalls.append(cpu_seconds() - start)
             clock.advance(timedelta(seconds=1))
-    for name, times in (("write", writes), ("decide", decisions)):
+    for name, times in (("write", writes), ("decide", decisions), ("recall", recalls)):
         early = sorted(times[100 : 100 + window])[window // 2]
         late = sorted(times[-window:])[window // 2]
         figures.add(f"sessions.{name}_late_ms", late * 1e3, "ms",
