@@ -49,7 +49,7 @@ def slot(context: Mapping[str, str], fields: Sequence[str]) -> dict[str, str]:
     return {name: context[name] for name in sorted(fields) if name in context}
 
 
-def tier_of(fact: Fact, session_id: str | None, current_turn: set[str]) -> Tier | None:
+def tier_of(fact: Fact, session_id: str | None, current_turn: AbstractSet[str]) -> Tier | None:
     """The fact's tier for this read, or None when it does not take part in it.
 
     Turn claims count only when they are the current turn's instruction (earlier turns live
@@ -93,7 +93,7 @@ def build_claims(
     signals: SignalLookup,
     session_id: str | None = None,
     turn: str | None = None,
-    turn_ids: set[str] | None = None,
+    turn_ids: AbstractSet[str] | None = None,
 ) -> list[Claim]:
     """Weighed claims for the facts that take part in a read (any status: the arbiter sorts).
 

@@ -33,6 +33,11 @@ from memkg.model.weight import Signal, WeightParams, credibility_of
 _LINEUPS_KEPT = 256
 """Slots lined up per state of one key (``KeyFacts.lineups``), at most."""
 
+SlotItems = tuple[tuple[str, str], ...]
+"""A context slot as its fields' names and values, in the order of the names."""
+
+_NO_TURN: frozenset[str] = frozenset()
+
 
 @dataclass(frozen=True)
 class MemoryReader:
@@ -175,7 +180,12 @@ class MemoryReader:
         ]
         if cannot_freeze(reviews, spec, want, counted):
             return None
-        held = self.resolve_key(mine, signals, reviews, spec, now, user_id=user_id, context=want)
+        key = KeyFacts.of(mine, spec)
+        if key.slot_read(want, spec) != want:
+            # only a session's or a turn's claims bear the slot: outside every session it
+            # reads as the general slot, which a write asks on its own
+            return None
+        held = self.resolve_read(key, signals, reviews, spec, now, user_id=user_id, context=want)
         return held if held.outcome is Outcome.FROZEN else None
 
     def resolve_domain(
@@ -206,6 +216,8 @@ class MemoryReader:
                     facts, signals, reviews, spec, now, user_id=user_id, session_id=session_id,
                     turn=turn, context=dict(items), language=language,
                 )  # fmt: skip
+                if resolution.context != dict(items):
+                    continue  # no fact the read weighs bears the slot: the general one's read
                 if resolution.claims or resolution.value is not None:
                     found.append(resolution)
         return found
@@ -254,6 +266,14 @@ class KeyFacts:
     )
     """Slots lined up by ``MemoryReader.resolve_read``, by reader, declaration and read: kept
     only when ``signals`` is (the claims are then weighed with what the state holds)."""
+    read_slots: dict[tuple[str | None, str | None], frozenset[SlotItems]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """``slots`` by session and turn read, once worked out (each read of a context asks)."""
+    read_turns: dict[tuple[str, str | None], frozenset[str]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """``turn_ids`` by session and turn read, once worked out."""
 
     @classmethod
     def of(
@@ -272,7 +292,7 @@ class KeyFacts:
         return cls(tuple(facts), taking, spec, kept)
 
     @cached_property
-    def _borne(self) -> tuple[frozenset[tuple[tuple[str, str], ...]], tuple[Fact, ...]]:
+    def _borne(self) -> tuple[frozenset[SlotItems], tuple[Fact, ...]]:
         """The context slots the key's long-term facts bear (``bears_slot``), and its session
         and turn facts: which of those a read weighs depends on its session and turn. Worked
         out for the first read of a context slot."""
@@ -284,9 +304,7 @@ class KeyFacts:
                 general.add(tuple(slot(fact.context, fields).items()) if fact.context else ())
         return frozenset(general), tuple(local)
 
-    def slots(
-        self, session_id: str | None = None, turn: str | None = None
-    ) -> frozenset[tuple[tuple[str, str], ...]]:
+    def slots(self, session_id: str | None = None, turn: str | None = None) -> frozenset[SlotItems]:
         """The context slots a read in ``session_id``'s session and ``turn`` resolves on their
         own: those borne (``bears_slot``) by a fact the read weighs (``tier_of``). Another
         session's note, or another turn's instruction, gives no slot to a read it takes no
@@ -297,18 +315,31 @@ class KeyFacts:
         general, local = self._borne
         if session_id is None or not local:
             return general
-        turn_ids = self.turn_ids(session_id, turn)
-        mine = {tuple(slot(f.context, fields).items()) if f.context else ()
-                for f in local
-                if bears_slot(f) and tier_of(f, session_id, turn_ids) is not None}  # fmt: skip
-        return general | mine if mine - general else general
+        found = self.read_slots.get((session_id, turn))
+        if found is None:
+            turn_ids = self.turn_ids(session_id, turn)
+            mine = {tuple(slot(f.context, fields).items()) if f.context else ()
+                    for f in local
+                    if bears_slot(f) and tier_of(f, session_id, turn_ids) is not None}  # fmt: skip
+            found = general | mine if mine - general else general
+            if len(self.read_slots) >= _LINEUPS_KEPT:
+                self.read_slots.clear()  # many sessions or turns read one state: start over
+            self.read_slots[(session_id, turn)] = found
+        return found
 
-    def turn_ids(self, session_id: str | None, turn: str | None) -> set[str]:
+    def turn_ids(self, session_id: str | None, turn: str | None) -> frozenset[str]:
         """Ids of the claims that are the instruction of the turn read (``current_turn``):
-        found among the key's session and turn facts, as only those can be."""
+        found among the key's session and turn facts, as only those can be; worked out once
+        per session and turn read."""
         if session_id is None:
-            return set()
-        return current_turn(self._borne[1], session_id, turn)
+            return _NO_TURN
+        found = self.read_turns.get((session_id, turn))
+        if found is None:
+            found = frozenset(current_turn(self._borne[1], session_id, turn))
+            if len(self.read_turns) >= _LINEUPS_KEPT:
+                self.read_turns.clear()  # many sessions or turns read one state: start over
+            self.read_turns[(session_id, turn)] = found
+        return found
 
     def lookup(self, signals: SignalLookup) -> SignalLookup:
         """``signals`` (the lookup of the graph state the facts were read from), each claim's

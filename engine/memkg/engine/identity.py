@@ -372,6 +372,8 @@ class Identity:
                 )  # fmt: skip
                 if held.outcome is not Outcome.FROZEN or held.review_id in still_open:
                     continue
+                if held.context != dict(items):
+                    continue  # only session claims bear the slot: the general one's read
                 review_id = self.clock.new_id("review")
                 found.append(NewEvent(
                     event_id=self.clock.new_id("evt"), type=EventType.KEY_FROZEN,

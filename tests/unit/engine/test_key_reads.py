@@ -344,3 +344,30 @@ def test_what_reads_keep_per_session_goes_when_the_user_moves(
     live = engine.projections._live._by_user["u1"][1]  # type: ignore[attr-defined]
     claims = graph._key_claims[("travel", "seat.preference")][1]  # type: ignore[attr-defined]
     assert (set(reads), len(live), set(claims)) == ({"s3"}, 1, {None, "s3"})
+
+
+def test_which_context_slots_a_turn_reads_is_worked_out_once_per_state(
+    engine: Engine, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which slots a read in a session and turn resolves on their own depends on the turn's
+    instructions: worked out once per state of the key and read, not on every read (it costs
+    the session's facts of the key, which grow with its turns)."""
+    for n in range(40):
+        clock.advance(timedelta(seconds=1))
+        _seat(engine, ["window", "aisle"][n % 2], scope="turn", session_id="s1",
+              context={"trip_type": ["leisure", "business"][n % 3 == 0]},
+              provenance={"source_ref": f"t{n}"})  # fmt: skip
+    calls = []
+    counted = reader.current_turn
+
+    def current_turn(*args: Any) -> set[str]:
+        calls.append(args[1:])
+        return counted(*args)
+
+    monkeypatch.setattr(reader, "current_turn", current_turn)
+    for scope in ({"session_id": "s1"}, {"session_id": "s1", "turn": "t3"}):
+        for _ in range(5):
+            for moment in range(2):  # the same state read at two times
+                clock.advance(timedelta(seconds=moment))
+                engine.resolve("u1", "travel", "seat.preference", context=OFFERS, **scope)
+    assert len(calls) == 2 and set(calls) == {("s1", None), ("s1", "t3")}

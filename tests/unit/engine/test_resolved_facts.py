@@ -20,6 +20,7 @@ from support.observations import T0
 
 CONSENT = {"consent_granted": True, "consent_version": "2026-01", "purpose": "care"}
 READS = [{}, {"session_id": "s1"}, {"session_id": "s1", "turn": "turn_3"},
+         {"session_id": "s1", "turn": "turn_2"},
          {"session_id": "s2", "language": "zh"}]  # fmt: skip
 
 
@@ -38,6 +39,12 @@ def _history(engine: Engine, clock: FrozenClock) -> None:
     say("travel", "seat.preference", "middle", scope="session", session_id="s1")
     say("travel", "seat.preference", "aisle", scope="turn", session_id="s1",
         provenance={"source_ref": "turn_3"})  # fmt: skip
+    # context slots only a session's note, or a turn's instruction, bears: read on their own
+    # there alone (elsewhere, and in the session's later turns, the general slot answers)
+    say("travel", "seat.preference", "window", scope="session", session_id="s2",
+        context={"trip_type": "leisure"})  # fmt: skip
+    say("travel", "seat.preference", "middle", scope="turn", session_id="s1",
+        context={"trip_type": "family"}, provenance={"source_ref": "turn_2"})  # fmt: skip
     for airline in ("airline:MU", "airline:CA", "airline:MU"):  # explicit changes
         say("travel", "airline.preferred", airline, change=True)
     wrong = say("travel", "cabin.class", "first")
