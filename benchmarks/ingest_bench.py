@@ -278,8 +278,8 @@ def one_user_sessions(length: int, window: int, folder: Path, figures: Figures) 
     """One user's notes of one key, one per session, never consolidated (an agent that saves
     the seat asked for in every session): the cost of each note, of the decision made in its
     session right after it (the ``offers`` table, which reads the key) and of a recall of the
-    seat there, at the start and at the end of ``length`` sessions. Claims of a session count only in it, so neither
-    should grow with the sessions before."""
+    seat there, at the start and at the end of ``length`` sessions. Claims of a session count
+    only in it, so none should grow with the sessions before."""
     clock = FrozenClock(START)
     user = "many-sessions"
     seats = ["window", "aisle", "middle"]

@@ -93,7 +93,7 @@ class Engine:
         )
         self.arbiter = arbiter = Arbiter(setup, projections, clock, lock)
         self.journal = journal = Journal(store, projections, clock, lock, arbiter.freezes)
-        self.reads = reads = Reads(store, projections, clock, self._upcaster, setup)
+        self.reads = reads = Reads(store, projections, clock, self._upcaster, setup, lock)
         self.writer = writer = FactWriter(setup, projections, journal, reads, clock, conflicts)
         self.graphs = GraphService(setup, projections, journal, clock, conflicts)
         self.reviews = ReviewDesk(setup, journal, conflicts)

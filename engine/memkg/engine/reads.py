@@ -4,6 +4,7 @@ a rebuild of every projection from the whole log."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class Reads:
     clock: Clock
     upcaster: Callable[[], Upcast | None]
     setup: Setup
+    lock: threading.RLock
+    """The engine's: what a read that keeps what it worked out in the projection holds
+    (``facts_in``), as writes, decisions and ``resolve`` hold it."""
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
         """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
@@ -72,7 +76,8 @@ class Reads:
         (``UserMemory.current_in``). What recall ranks."""
         check_args(user_id=user_id, domain=domain, session_id=session_id)
         self._known(domain)
-        return self.memory(user_id).current_in(domain, session_id, self.clock.now())
+        with self.lock:  # the live index's split by scope is kept as a write folds events
+            return self.memory(user_id).current_in(domain, session_id, self.clock.now())
 
     def fact(self, user_id: str, fact_id: str) -> Fact:
         check_args(user_id=user_id, fact_id=fact_id)

@@ -39,7 +39,8 @@ class Recall:
         """The ``k`` memories most useful for ``query``, with the full ranking trace.
 
         ``session_id``: the session recalling, whose notes take part beside long-term memory;
-        other sessions' notes and turn instructions never do (they count only there).
+        other sessions' notes and turn instructions never do (they count only there). Free-text
+        notes are those ``render_profile`` shows for the session.
         ``weights`` replaces ``config.lifecycle.recall`` for this call (e.g. the lexical
         ranking: ``RecallWeights(semantic=0, relevance=0.5)``).
         """

@@ -577,10 +577,11 @@ class ByScope:
             self._index, self._keys = index, {}
         found = self._keys.get(slot)
         if found is None:
-            found = self._keys[slot] = {}
+            found = {}
             for i in index.get(slot, ()):
                 if (fact := facts.get(i)) is not None:
                     found.setdefault(claim_scope(fact.scope, fact.session_id), {})[i] = None
+            self._keys[slot] = found  # kept once whole (readers hold the engine's lock)
         return found
 
     def add(self, index: object, slot: tuple[str, str], fact: Fact) -> None:
