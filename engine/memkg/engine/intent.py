@@ -33,7 +33,7 @@ from memkg.engine.erasure import SharedLog, shared_log
 from memkg.engine.projections import Projections
 from memkg.engine.rule_bundle import RuleBook, Rules, RulesRefused
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import ConcurrencyConflict, ValidationFailed
+from memkg.errors import ConcurrencyConflict, NotFound, ValidationFailed
 from memkg.events.store import EventStore
 from memkg.graph.projection import UserGraph
 from memkg.model.decision import Decision, DecisionRequest, Revisions
@@ -98,6 +98,9 @@ class Decider:
         )  # fmt: skip
         if not report.ok:
             raise ValidationFailed(report, "decision request")
+        registry = self.setup.registry
+        if domain not in registry.domains():  # a typo, not a request the rules refuse
+            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
         request = DecisionRequest(user_id=user_id, domain=domain, decision=decision or "",
                                   context=bounded_context(context or {}), session_id=session_id,
                                   turn=turn)  # fmt: skip

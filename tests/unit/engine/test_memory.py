@@ -227,9 +227,14 @@ def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -
     for read in (
         lambda: engine.facts("u1", domain="travle"),
         lambda: engine.history("u1", "airline.preferred", domain="travle"),
+        # a decision too: logging it as invalid input filled the user's log with typos, where
+        # HTTP and MCP refuse it
+        lambda: engine.decide("u1", "travle", {"airline": "airline:MU"}),
+        lambda: engine.recall("u1", "airline", domain="travle"),
     ):
         with pytest.raises(NotFound, match="did you mean travel") as caught:
             read()
         assert caught.value.code == "domain.unknown"
     assert [f.value for f in engine.facts("u1", domain="travel")] == ["airline:MU"]
     assert engine.facts("u1", domain="health") == []  # known, nothing held: an answer
+    assert engine.decisions("u1") == []
