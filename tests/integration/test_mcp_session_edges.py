@@ -97,6 +97,11 @@ def test_explain_decision_refuses_a_format_it_cannot_render(engine: Engine) -> N
         assert refused.is_error
         found = answer(refused)
         assert found["error"] == "tool.arguments" and found["problems"][0]["path"] == "$.format"
+        # an argument the tool does not take is named; only a user id is told why it cannot be
+        extra = answer(await server.call_tool("recall_facts", {"query": "seat"}))
+        assert extra["message"] == "recall_facts takes no query: see the tool's input schema"
+        other = answer(await server.call_tool("recall_facts", {"user_id": "u2"}))
+        assert "this session serves one user" in other["message"]
         shown = await server.call_tool("explain_decision", {"decision_id": decision,
                                                             "format": "md"})  # fmt: skip
         assert not shown.is_error

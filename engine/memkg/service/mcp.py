@@ -520,10 +520,11 @@ class MemkgMCP(MCPServer[Any]):
         if tool is not None:
             unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
             if unknown:  # e.g. a user_id: the session already serves one user
+                why = "this session serves one user; " if "user_id" in unknown else ""
                 return error_result({
                     "error": "tool.arguments",
-                    "message": f"{name} takes no {', '.join(unknown)}: this session serves one"
-                    " user; see the tool's input schema",
+                    "message": f"{name} takes no {', '.join(unknown)}: {why}see the tool's input"
+                    " schema",
                     "problems": [{"code": "argument.unknown", "path": f"$.{u}",
                                   "message": "not an argument of this tool"} for u in unknown],
                 })  # fmt: skip
