@@ -153,3 +153,21 @@ def test_a_keyed_session_stops_serving_once_its_key_is_revoked_or_its_grant_ends
             assert revoked.is_error and answer(revoked)["error"] == "auth.invalid"
 
         anyio.run(calls)
+
+
+def test_claims_reads_the_turn_it_is_asked_in(engine: Engine) -> None:
+    """A turn instruction counts only in its turn: ``claims`` takes the turn, as ``decide``
+    does, so an agent reads the key as a decision in that turn would."""
+    engine.ingest(obs(key="seat.preference", value="aisle", source="profile"))
+    engine.ingest(obs(key="seat.preference", value="window", scope="turn", session_id="s1",
+                      provenance={"source_ref": "t1"}))  # fmt: skip
+    server = build_server(engine, local_subject("u1"))
+
+    async def calls() -> None:
+        for turn, held, tier in (("t1", "window", "turn"), ("t2", "window", "session")):
+            found = answer(await server.call_tool("claims", {
+                "key": "seat.preference", "session_id": "s1", "turn": turn}))  # fmt: skip
+            won = [c for c in found["claims"] if c["standing"] == "won"]
+            assert found["value"] == held and [c["scope"] for c in won] == [tier], turn
+
+    anyio.run(calls)

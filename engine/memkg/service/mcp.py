@@ -381,7 +381,7 @@ class MemoryTools:
 
     def claims(
         self, ctx: Context[Any, Any], key: Key, domain: AnyDomain = None,
-        session_id: Session = None, context: Context_ = None,
+        session_id: Session = None, context: Context_ = None, turn: TurnRef = None,
     ) -> Annotated[CallToolResult, Resolution]:  # fmt: skip
         """The competing claims for a key, which one holds and why; a question when it is open."""
 
@@ -389,7 +389,7 @@ class MemoryTools:
             found = self.gate(self.gate.domain_of, key, domain)
             subject = self._allow(ctx, ApiScope.READ, found)
             return self.gate(self.engine.resolve, subject.user_id, found, key,
-                             session_id=session_id, context=context)  # fmt: skip
+                             session_id=session_id, turn=turn, context=context)  # fmt: skip
 
         return _reply(resolve)
 
