@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, FrozenClock
+from memkg import Engine, FrozenClock, NotFound
 from memkg.config import EngineConfig
 from memkg.engine.intent import RulesRefused
 from memkg.roots import builtin
@@ -77,4 +77,8 @@ def test_invalid_requests_are_decisions_too() -> None:
     e = engine()
     made = e.decide("u", "health", {"symptom": "sneezing", "local_time": "12:00"})
     assert made.status.value == "invalid_input" and len(made.problems) == 2
-    assert e.decide("u", "astrology").status.value == "invalid_input"
+    # a domain no schema declares is a typo, not a request: refused, as reads refuse it
+    with pytest.raises(NotFound) as unknown:
+        e.decide("u", "astrology")
+    assert unknown.value.code == "domain.unknown"
+    assert [d.status.value for d in e.decisions("u")] == ["invalid_input"]
