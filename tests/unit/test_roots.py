@@ -89,6 +89,6 @@ def test_root_and_no_examples_are_accepted_before_and_after_the_command(tmp_path
                         "--no-examples")  # fmt: skip
     assert code == 0, report
     _, report = _cli("--db", db, "--no-examples", "decide", "u", "--domain", "health")
-    assert report["problems"] == ["no rules for domain 'health'; domains: []"]
+    assert report["error"] == "domain.unknown"  # no example declares it
     _, report = _cli("--db", db, "decide", "u", "--domain", "pets", "--root", str(pets))
     assert report["problems"] == ["domain 'pets' has no default decision; decisions: []"]
