@@ -143,6 +143,29 @@ def test_the_audit_shows_who_read_what_and_forgets_erased_ids(engine: Engine) ->
     assert not any(r.subject == "u1" for r in after)
     assert any((r.subject or "").startswith("hmac:") for r in after)
     assert any(r.subject == "u2" for r in after)
+    # the erasure itself is in the audit, under the pseudonym the erased id's records have
+    [erased] = [r for r in after if r.action == "erase"]
+    assert erased.subject == keyring.alias("u1") and erased.status == 200
+    assert {r.subject for r in after if r.action == "facts" and r.domain == "travel"} == {
+        keyring.alias("u1")}  # fmt: skip
+
+
+def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engine) -> None:
+    """A subject-access request reads the audit by person: a list that writes to two people
+    is found under each (it was recorded under nobody)."""
+    app, keyring = keyed_app(engine)
+    writer_key = keyring.create("importer", ["write"], ["travel"])
+    writer = client(app, writer_key.token)
+    sent = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:CA"),
+                                                 obs(user_id="made-up", value="airline:MU")])
+    assert sent.status_code == 200
+    for person in ("u2", "made-up"):
+        [record] = keyring.audit(subject=person)
+        assert (record.action, record.key_id, record.status) == (
+            "ingest", writer_key.key.key_id, 200)  # fmt: skip
+    one = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:HO")])
+    assert one.status_code == 200 and len(keyring.audit(subject="u2")) == 2
+    assert len(keyring.audit(key_id=writer_key.key.key_id)) == 3
 
 
 def test_rate_limit_answers_429_with_retry_after(engine: Engine) -> None:

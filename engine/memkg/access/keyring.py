@@ -195,5 +195,9 @@ class Keyring:
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)
 
+    def alias(self, user_id: str) -> str:
+        """The pseudonym an erasure gives ``user_id`` in the audit."""
+        return self.store.alias(user_id)
+
 
 __all__ = ["Keyring", "MemoryAccessStore", "scopes_of"]

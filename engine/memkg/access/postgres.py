@@ -113,6 +113,9 @@ class PostgresAccessStore(PgAdapter):
 
     tables = ("access_audit", "access_keys", "access_grants")
 
+    def alias(self, user_id: str) -> str:
+        return pseudonym(self._secret, user_id)
+
     def pseudonymise(self, user_id: str) -> int:
         with self._tx() as db:
             return self.erase_rows(db, user_id)

@@ -167,6 +167,9 @@ class SqliteAccessStore:
         """Where keys and audit live: beside the memory, an erasure rewrites them with it."""
         return f"sqlite:{self.path.resolve()}"
 
+    def alias(self, user_id: str) -> str:
+        return pseudonym(self._secret, user_id)
+
     def pseudonymise(self, user_id: str) -> int:
         with self._write() as db:
             return self.erase_rows(db, user_id)

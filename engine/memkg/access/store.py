@@ -72,6 +72,10 @@ class AccessStore(Protocol):
         """Replace ``user_id`` everywhere by its HMAC; how many rows changed."""
         ...
 
+    def alias(self, user_id: str) -> str:
+        """What ``pseudonymise`` replaces ``user_id`` by."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -151,6 +155,9 @@ class MemoryAccessStore:
             and (target is None or r.target == target)
         ]
         return found[: min(limit, AUDIT_LIMIT)]
+
+    def alias(self, user_id: str) -> str:
+        return pseudonym(self._secret, user_id)
 
     def pseudonymise(self, user_id: str) -> int:
         alias = pseudonym(self._secret, user_id)

@@ -167,17 +167,20 @@ class Dispatcher:
     def _record(self, op: Operation, call: Call, status: int) -> None:
         if self.keyring is None or call.principal is None:
             return
-        subject = call.subject
-        if call.extra.get("erased") and subject is not None:
-            return  # the erasure pseudonymised this subject's records: add no clear id back
-        record = AccessRecord(
-            record_id=self.gate.engine.clock.new_id("acc"), at=self.gate.engine.clock.now(),
-            key_id=call.principal.key_id, action=op.name, status=status, subject=subject,
-            domain=call.domain, target=call.target, purpose=call.purpose,
+        keyring, clock = self.keyring, self.gate.engine.clock
+        # one record per person a request reaches (a list of observations may name several)
+        subjects: list[str | None] = call.extra.get("subjects") or [call.subject]
+        if call.extra.get("erased"):  # the erasure pseudonymised the subject's records: the
+            # erasure's own goes under the same pseudonym, no clear id written back
+            subjects = [s if s is None else keyring.alias(s) for s in subjects]
+        records = [AccessRecord(
+            record_id=clock.new_id("acc"), at=clock.now(), key_id=call.principal.key_id,
+            action=op.name, status=status, subject=subject, domain=call.domain,
+            target=call.target, purpose=call.purpose,
             grant_id=call.grant.grant_id if call.grant else None,
-        )  # fmt: skip
+        ) for subject in subjects]  # fmt: skip
         try:
-            self.keyring.record([record])
+            keyring.record(records)
         except StoreError:
             self.metrics.store_errors.inc()
             raise

@@ -267,6 +267,8 @@ class Routes:
             users = {u if isinstance(u := i.get("user_id"), str) else None
                      for i in items if isinstance(i, dict)}  # fmt: skip
             call.subject = None if len(users) != 1 else call.subject
+            if len(named := sorted(u for u in users if u is not None)) > 1:
+                call.extra["subjects"] = named  # the audit names each person the list reaches
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
             raise refusal("envelope.type", "send an observation object or a list of them",

@@ -76,6 +76,7 @@ def test_keys_grants_and_the_audit(store: AccessStore) -> None:
     subjects = [r.subject for r in ring.audit()]
     assert subjects[1] == "u2" and subjects[0].startswith("hmac:") and subjects[2] == subjects[0]
     assert ring.list_keys()[0].user_id == subjects[0]
+    assert ring.alias("u1") == subjects[0] != ring.alias("u2")  # what the erasure recorded
     assert ring.pseudonymise("u1") == 0
 
     ring.revoke(issued.key.key_id)
