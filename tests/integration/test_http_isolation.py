@@ -1,6 +1,7 @@
 """Isolation: many generated requests with keys for different domains and users never return,
 change or erase memory outside a key's scopes, domains and user; each refusal is 401 or 403
-with a code."""
+with a code, or, for another user's decision or trace asked by its id, the 404 an id never
+made gets."""
 
 from __future__ import annotations
 
@@ -61,6 +62,10 @@ def check(key: Key, scope: str, domain: str | None, user: str, response: Any) ->
     if status in (401, 403):
         assert response.json()["error"].startswith(("access.", "auth.")), response.text
         assert not allowed, (scope, domain, user, key.domains, response.text)
+        return False
+    if status == 404 and not allowed and key.user not in (None, user):
+        # another user's item asked by its id: answered as an id never made
+        assert response.json()["error"].endswith(".not_found"), response.text
         return False
     assert allowed, (scope, domain, user, key, status, response.text)
     assert status < 500

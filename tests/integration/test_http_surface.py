@@ -33,6 +33,12 @@ def test_reviews_are_listed_and_resolved_within_the_keys_domains(engine: Engine)
     body = {"value": "airline:SQ", "note": "user confirmed by phone"}
     refused = other.post(f"/v1/reviews/{review['review_id']}/resolve", json=body)
     assert refused.status_code == 403 and refused.json()["error"] == "access.domain"
+    # a reviewer bound to another user is answered as for a review never opened
+    elsewhere = client(app, token(keyring, ["review"], ["travel"], user_id="u2"))
+    hidden = elsewhere.post(f"/v1/reviews/{review['review_id']}/resolve", json=body)
+    never = elsewhere.post("/v1/reviews/rev_nope/resolve", json=body)
+    assert hidden.status_code == never.status_code == 404
+    assert hidden.json() == {**never.json(), "message": f"no review {review['review_id']}"}
     settled = reviewer.post(f"/v1/reviews/{review['review_id']}/resolve", json=body)
     assert settled.status_code == 200 and settled.json()["status"] == "resolved"
     assert reviewer.get("/v1/reviews").json()["reviews"] == []

@@ -84,12 +84,22 @@ def test_http_returns_trace_ids_and_serves_traces_to_who_may_read_them(engine: E
         i["ref"] for i in profile["included"]}  # fmt: skip
     assert agent.get(f"/v1/traces/{decided}").json()["output"]["decision_id"] == \
         made.json()["decision_id"]  # fmt: skip
-    # a key bound to another user, or to another domain, does not see it
-    other = client(app, token(keyring, ["read"], ["travel"], user_id="u2"))
-    assert other.get(f"/v1/traces/{decided}").status_code == 403
+    # a key bound to another user does not see it, nor learns that it exists: the answer is
+    # the one an id never made gets; a key for another domain is told which
+    other = client(app, token(keyring, ["read", "decide"], ["travel"], user_id="u2"))
     health = client(app, token(keyring, ["read"], ["health"]))
-    assert health.get(f"/v1/traces/{decided}").status_code == 403
-    assert agent.get("/v1/traces/trc_nope").status_code == 404
+    assert health.get(f"/v1/traces/{decided}").json()["error"] == "access.domain"
+    never = agent.get("/v1/traces/trc_nope").json()
+    assert never["error"] == "trace.not_found"
+    decision = made.json()["decision_id"]
+    hidden = other.get(f"/v1/traces/{decided}")
+    assert hidden.status_code == 404
+    assert hidden.json()["message"] == never["message"].replace("trc_nope", decided)
+    for answer in (other.get(f"/v1/decisions/{decision}"),
+                   other.post(f"/v1/decisions/{decision}/replay")):  # fmt: skip
+        assert answer.status_code == 404
+        assert answer.json() == {"error": "decision.not_found",
+                                 "message": f"no decision {decision}"}  # fmt: skip
     engine.erase("u1")
     assert agent.get(f"/v1/traces/{decided}").status_code == 404
 

@@ -21,8 +21,9 @@ from memkg.access import ApiKey, Grant, Keyring
 from memkg.access.model import ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
+from memkg.decisions.log import not_found as no_decision
 from memkg.engine.identity import SwitchReceipt
-from memkg.errors import MemkgError, NotFound
+from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
@@ -33,6 +34,7 @@ from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
 from memkg.service.request import Body
+from memkg.trace.store import not_found as no_trace
 
 READ, WRITE, DECIDE = ApiScope.READ, ApiScope.WRITE, ApiScope.DECIDE
 REVIEW, ERASE, ADMIN = ApiScope.REVIEW, ApiScope.ERASE, ApiScope.ADMIN
@@ -93,6 +95,20 @@ class AuditQuery(Query):
     key: str | None = Field(None, max_length=64)
     target: str | None = Field(None, max_length=128, description="a fact or decision id")
     limit: int = Field(100, ge=1, le=1000)
+
+
+def _allow_found(
+    call: Call, scope: ApiScope, domain: str | None, user_id: str, missing: NotFound
+) -> None:
+    """``call.allow`` for an item found by its id: another user's, which the key may not act
+    for, is answered as an item that does not exist, so an id tells a caller nothing of other
+    users (a refusal for the key's own user still says why: a domain, a scope)."""
+    try:
+        call.allow(scope, domain, user_id)
+    except AccessDenied as exc:
+        if exc.code == "access.user":
+            raise missing from None
+        raise
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -457,18 +473,19 @@ class Routes:
         call.allow(scope, None, None if call.principal.key.user_id is None else
                    call.principal.key.user_id)  # fmt: skip
         decision = await self._run(self.engine.decision_log.get, decision_id)
-        call.allow(scope, decision.request.domain, decision.request.user_id)
         call.target = decision_id
+        _allow_found(call, scope, decision.request.domain, decision.request.user_id,
+                     no_decision(decision_id))  # fmt: skip
         return decision_id
 
     async def trace(self, call: Call) -> Response:
         trace_id = call.path["trace_id"]
         call.allow(READ, None, call.principal.key.user_id)
         found = await self._run(self.engine.trace, trace_id)
+        call.target = trace_id
+        _allow_found(call, READ, found.domain, found.user_id, no_trace(trace_id))
         if found.domain is None:  # a recall over every domain lists the facts of each
             call.principal.check_every_domain(READ, found.user_id)
-        call.allow(READ, found.domain, found.user_id)
-        call.target = trace_id
         return _json(found.model_dump(mode="json"))
 
     async def explain(self, call: Call) -> Response:
@@ -573,10 +590,11 @@ class Routes:
         call.allow(REVIEW, None, call.principal.key.user_id)
         queue = await self._run(self.engine.review_queue, include_resolved=True)
         review = next((r for r in queue if r.review_id == review_id), None)
+        missing = NotFound(f"no review {review_id}", code="review.not_found")
         if review is None:
-            raise NotFound(f"no review {review_id}", code="review.not_found")
-        call.allow(REVIEW, review.domain, review.user_id)
+            raise missing
         call.target = review_id
+        _allow_found(call, REVIEW, review.domain, review.user_id, missing)
         body = call.body
         reviewer = body.reviewer or call.principal.key.name
         settled = await self._run(self.engine.resolve_review, review_id, body.value, body.note,
