@@ -20,7 +20,12 @@ from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.reads import Reads
 from memkg.engine.setup import Setup, check_args
-from memkg.engine.supersede import ordered_by_time, replaced_claims
+from memkg.engine.supersede import (
+    ended_on_confirm,
+    ordered_by_time,
+    replaced_claims,
+    until_confirmed,
+)
 from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
 from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
@@ -158,6 +163,7 @@ class FactWriter:
         with self.journal.writing(obs.user_id) as memory:
             fact = self._new_fact(checked)
             replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, checked), checked)
+            replaced = until_confirmed(fact, replaced, checked)
             asserted: dict[str, Any] = {"fact": _dump(fact)}
             if obs.idempotency_key is not None:
                 asserted["request"] = self._request_digest(obs)
@@ -236,6 +242,7 @@ class FactWriter:
         fact = self._new_fact(note)
         events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
         replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, sweep), sweep)
+        replaced = until_confirmed(fact, replaced, sweep)
         return events + self._superseded(
             fact, replaced, outdated_by, SupersedeReason.TURN_INSTRUCTION
         )
@@ -262,20 +269,27 @@ class FactWriter:
 
     @unconditional
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
-        """The user confirmed a ``pending_confirmation`` fact: decisions may use it now."""
+        """The user confirmed a ``pending_confirmation`` fact: decisions may use it now, and
+        it ends the claims it would have replaced had it held when written (an explicit
+        change, a restatement: ``supersede.ended_on_confirm``), in the same append."""
         check_args(user_id=user_id, fact_id=fact_id, by=by)
-        self.journal.writable(user_id)
-        fact = self.reads.fact(user_id, fact_id)
-        if fact.status is not FactStatus.PENDING_CONFIRMATION:
-            raise InvalidOperation(
-                f"fact {fact_id} is {fact.status.value}, not pending_confirmation",
-                code="fact.not_pending",
-            )
-        if fact.valid_until is not None and fact.valid_until <= self.clock.now():
-            raise InvalidOperation(f"fact {fact_id} expired at {fact.valid_until.isoformat()}, "
-                                   "before it was confirmed: ingest the value again if it "
-                                   "still holds", code="fact.expired")  # fmt: skip
-        return self._transition(fact, EventType.FACT_CONFIRMED, {"fact_id": fact_id, "by": by})
+        with self.journal.writing(user_id) as memory:
+            fact = self.reads.fact(user_id, fact_id)
+            if fact.status is not FactStatus.PENDING_CONFIRMATION:
+                raise InvalidOperation(
+                    f"fact {fact_id} is {fact.status.value}, not pending_confirmation",
+                    code="fact.not_pending",
+                )
+            if fact.valid_until is not None and fact.valid_until <= self.clock.now():
+                raise InvalidOperation(f"fact {fact_id} expired at "
+                                       f"{fact.valid_until.isoformat()}, before it was confirmed:"
+                                       " ingest the value again if it still holds",
+                                       code="fact.expired")  # fmt: skip
+            payload = {"fact_id": fact_id, "by": by}
+            events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, payload)]
+            events += self._superseded(fact, ended_on_confirm(memory, fact), None)
+            appended = self.journal.append(user_id, events, freeze=True, memory=memory)
+            return appended.events[0]
 
     @unconditional
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:

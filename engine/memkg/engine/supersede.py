@@ -86,6 +86,41 @@ def ordered_by_time(
     return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
 
 
+def until_confirmed(
+    fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
+) -> list[tuple[Fact, SupersedeReason]]:
+    """The claims a new ``fact`` ends now: all it replaces, unless it awaits the user's
+    confirmation; then only claims awaiting it too, and the rest when it is confirmed
+    (``ended_on_confirm``). An unconfirmed claim (a third party's "moved to Shanghai") never
+    ends what holds: rejected, it leaves memory as it was. A correction naming its fact
+    applies at once."""
+    if fact.status is not FactStatus.PENDING_CONFIRMATION or checked.observation.supersedes:
+        return claims
+    return [(c, why) for c, why in claims if c.status is FactStatus.PENDING_CONFIRMATION]
+
+
+def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, SupersedeReason]]:
+    """The claims a confirmation of ``fact`` ends: those it would have replaced when written
+    had it held then (``replaced_claims``, ``ordered_by_time``), and that hold still. Claims
+    observed after it stay: it is the older observation."""
+    mine, found = _content(fact), []
+    for claim in memory.live_claims_in(fact.domain, fact.key, fact.scope, fact.session_id):
+        same_slot = (claim.scope, claim.session_id, claim.context) == (
+            fact.scope, fact.session_id, fact.context
+        )  # fmt: skip
+        if claim.id == fact.id or not same_slot:
+            continue
+        if fact.change:
+            why = SupersedeReason.EXPLICIT_CHANGE
+        elif claim.source == fact.source:
+            why = SupersedeReason.RESTATED
+        else:
+            continue
+        if _content(claim) <= mine and not _concurrent(claim, fact, why):
+            found.append((claim, why))
+    return sorted(found, key=lambda item: item[0].id)
+
+
 def _concurrent(claim: Fact, fact: Fact, why: SupersedeReason) -> bool:
     return (
         why is SupersedeReason.EXPLICIT_CHANGE

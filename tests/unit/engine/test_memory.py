@@ -15,7 +15,7 @@ from memkg import (
     NotFound,
     ValidationFailed,
 )
-from support.observations import CONSENTED, obs
+from support.observations import CONSENTED, T0, obs
 
 
 def test_same_source_restating_supersedes_and_keeps_history(engine: Engine) -> None:
@@ -40,10 +40,59 @@ def test_other_sources_compete_instead_of_overwriting(engine: Engine) -> None:
 def test_explicit_change_supersedes_every_source(engine: Engine) -> None:
     old = engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
     new = engine.ingest(
-        obs(key="location.city", value="city:shanghai", source="dialogue", change=True)
+        obs(key="airline.preferred", value="airline:CA", source="profile", change=True)
     )
+    assert new.superseded == ()  # another key
+    new = engine.ingest(obs(key="location.city", value="city:shanghai", source="profile",
+                            change=True))  # fmt: skip
     assert new.superseded == (old.fact_id,)
-    assert [f.value for f in engine.facts("u1")] == ["city:shanghai"]
+    assert [f.value for f in engine.facts("u1", "travel") if f.key == "location.city"] == [
+        "city:shanghai"]  # fmt: skip
+
+
+def test_a_change_awaiting_confirmation_ends_what_holds_only_once_confirmed(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """A third party's unconfirmed "moved to Shanghai" ended the user's confirmed city at
+    once: until confirmed the city read as nothing, and rejecting the guess left it so."""
+    home = engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
+    for answer in ("rejected", "confirmed"):
+        clock.advance(timedelta(minutes=1))
+        guess = engine.ingest(obs(key="location.city", value="city:shanghai",
+                                  source="third_party", change=True))  # fmt: skip
+        assert guess.status is FactStatus.PENDING_CONFIRMATION and guess.superseded == ()
+        held = engine.resolve("u1", "travel", "location.city")
+        assert held.value == "city:beijing"
+        assert [c.standing.value for c in held.claims if c.fact_id == guess.fact_id] == [
+            "pending"]  # fmt: skip
+        assert guess.fact_id is not None
+        if answer == "rejected":
+            engine.retract("u1", guess.fact_id, "the user never moved")
+            assert engine.resolve("u1", "travel", "location.city").value == "city:beijing"
+            assert engine.fact("u1", home.fact_id).status is FactStatus.ACTIVE
+        else:
+            confirmed = engine.confirm("u1", guess.fact_id)
+            ended = engine.fact("u1", home.fact_id)
+            assert (ended.status, ended.superseded_by) == (FactStatus.SUPERSEDED, guess.fact_id)
+            assert engine.resolve("u1", "travel", "location.city").value == "city:shanghai"
+            events = [e for e in engine.read_events("u1") if e.seq >= confirmed.seq]
+            assert [e.type.value for e in events] == ["fact.confirmed", "fact.superseded"]
+            assert events[1].payload["reason"] == "explicit_change"
+
+
+def test_a_confirmed_fact_ends_only_claims_observed_before_it(engine: Engine) -> None:
+    """Confirmed late, an older observation leaves a newer claim of its source standing."""
+    late = engine.ingest(obs(key="location.city", value="city:beijing",
+                             observed_at=(T0 - timedelta(days=2)).isoformat()))  # fmt: skip
+    newer = engine.ingest(obs(key="location.city", value="city:shanghai",
+                              observed_at=(T0 - timedelta(days=1)).isoformat()))  # fmt: skip
+    assert late.fact_id is not None and newer.fact_id is not None
+    assert engine.fact("u1", late.fact_id).status is FactStatus.SUPERSEDED  # restated since
+    engine.confirm("u1", newer.fact_id)
+    older = engine.ingest(obs(key="location.city", value="city:chengdu",
+                              observed_at=(T0 - timedelta(days=3)).isoformat()))  # fmt: skip
+    assert older.status is FactStatus.SUPERSEDED  # outdated on arrival, as before
+    assert engine.fact("u1", newer.fact_id).status is FactStatus.ACTIVE
 
 
 def test_correction_supersedes_exactly_the_named_fact(engine: Engine) -> None:
