@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
+from memkg.arbitration.support import canon
 from memkg.clock import Clock
 from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
@@ -241,8 +242,9 @@ class FactWriter:
         sweep = replace(checked, observation=obs.model_copy(update={**as_note, "change": True}))
         fact = self._new_fact(note)
         events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
+        # the note replaces the session's older notes at once, awaiting confirmation or not:
+        # it says what this session asked for (long-term memory stays as it is)
         replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, sweep), sweep)
-        replaced = until_confirmed(fact, replaced, sweep)
         return events + self._superseded(
             fact, replaced, outdated_by, SupersedeReason.TURN_INSTRUCTION
         )
@@ -285,8 +287,10 @@ class FactWriter:
                                        f"{fact.valid_until.isoformat()}, before it was confirmed:"
                                        " ingest the value again if it still holds",
                                        code="fact.expired")  # fmt: skip
-            payload = {"fact_id": fact_id, "by": by}
-            events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, payload)]
+            events = []
+            for held in (fact, *_its_note(memory, fact)):
+                payload = {"fact_id": held.id, "by": by}
+                events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, held, payload))
             events += self._superseded(fact, ended_on_confirm(memory, fact), None)
             appended = self.journal.append(user_id, events, freeze=True, memory=memory)
             return appended.events[0]
@@ -344,6 +348,20 @@ class FactWriter:
     def _transition(self, fact: Fact, kind: EventType, payload: dict[str, Any]) -> Event:
         event = self.journal.fact_event(kind, fact, payload)
         return self.journal.append(fact.user_id, [event], freeze=True).events[0]
+
+
+def _its_note(memory: UserMemory, fact: Fact) -> list[Fact]:
+    """The session note a turn instruction left (``_session_note``), while it awaits
+    confirmation as the instruction did: confirming the instruction confirms it too, so the
+    session's later turns read the value confirmed."""
+    if fact.scope is not Scope.TURN or fact.session_id is None:
+        return []
+    said = (canon(fact.value), fact.context, fact.source, fact.observed_at,
+            fact.provenance.source_ref)  # fmt: skip
+    return [n for n in memory.live_claims_in(fact.domain, fact.key, Scope.SESSION, fact.session_id)
+            if n.status is FactStatus.PENDING_CONFIRMATION
+            and (canon(n.value), n.context, n.source, n.observed_at,
+                 n.provenance.source_ref) == said]  # fmt: skip
 
 
 def _mismatch(key: str) -> ValidationReport:

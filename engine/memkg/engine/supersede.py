@@ -73,6 +73,10 @@ def ordered_by_time(
     """
     if checked.observation.supersedes is not None:
         return claims, None
+    if fact.status is not FactStatus.PENDING_CONFIRMATION:
+        # a newer claim awaiting confirmation outdates nothing that holds (``until_confirmed``)
+        claims = [(c, why) for c, why in claims if c.status is not FactStatus.PENDING_CONFIRMATION
+                  or c.observed_at <= fact.observed_at]  # fmt: skip
     if checked.observation.observed_at is None:
         older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
         newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
@@ -102,7 +106,11 @@ def until_confirmed(
 def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, SupersedeReason]]:
     """The claims a confirmation of ``fact`` ends: those it would have replaced when written
     had it held then (``replaced_claims``, ``ordered_by_time``), and that hold still. Claims
-    observed after it stay: it is the older observation."""
+    observed after it stay: it is the older observation. A correction (``supersedes``) ended
+    the fact it names when written, and ends nothing more."""
+    if any(f.superseded_by == fact.id and f.supersede_reason is SupersedeReason.CORRECTION
+           for f in memory.of_key(fact.domain, fact.key)):  # fmt: skip
+        return []
     mine, found = _content(fact), []
     for claim in memory.live_claims_in(fact.domain, fact.key, fact.scope, fact.session_id):
         same_slot = (claim.scope, claim.session_id, claim.context) == (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,57 @@ def test_a_change_awaiting_confirmation_ends_what_holds_only_once_confirmed(
             events = [e for e in engine.read_events("u1") if e.seq >= confirmed.seq]
             assert [e.type.value for e in events] == ["fact.confirmed", "fact.superseded"]
             assert events[1].payload["reason"] == "explicit_change"
+
+
+def test_a_claim_awaiting_confirmation_outdates_nothing_that_holds(engine: Engine) -> None:
+    """An older observation arriving after an unconfirmed newer one stays in force: the
+    guess, rejected, leaves it so (it was superseded as outdated by the guess)."""
+    guess = engine.ingest(obs(key="location.city", value="city:shanghai", source="third_party",
+                              change=True, observed_at=T0.isoformat()))  # fmt: skip
+    home = engine.ingest(obs(key="location.city", value="city:beijing", source="profile",
+                             change=True,
+                             observed_at=(T0 - timedelta(days=1)).isoformat()))  # fmt: skip
+    assert home.status is FactStatus.ACTIVE and guess.fact_id is not None
+    engine.retract("u1", guess.fact_id, "the user never moved")
+    assert engine.resolve("u1", "travel", "location.city").value == "city:beijing"
+
+
+def test_confirming_a_correction_ends_only_the_fact_it_names(engine: Engine) -> None:
+    """A correction names what it corrects: confirmed, it ends no other claim of its source
+    (a restatement would), as the same correction from a confirmed source does not."""
+    def city(value: str, source: str, hours: int, **more: Any) -> str:
+        made = engine.ingest(obs(key="location.city", value=value, source=source,
+                                 observed_at=(T0 - timedelta(hours=hours)).isoformat(),
+                                 **more))  # fmt: skip
+        assert made.fact_id is not None
+        return made.fact_id
+
+    said = city("city:chengdu", "dialogue", 3)
+    engine.confirm("u1", said)
+    wrong = city("city:beijing", "system", 2)
+    fixed = city("city:shanghai", "dialogue", 1, supersedes=wrong)
+    assert engine.fact("u1", wrong).status is FactStatus.SUPERSEDED  # at once, as named
+    engine.confirm("u1", fixed)
+    assert engine.fact("u1", said).status is FactStatus.ACTIVE
+
+
+def test_confirming_a_turn_instruction_confirms_the_session_note_it_left(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """The session's later turns read the value the user confirmed (its note stayed pending,
+    and they read nothing)."""
+    engine.ingest(obs(key="location.city", value="city:beijing", source="profile",
+                      scope="session", session_id="s1"))  # fmt: skip
+    clock.advance(timedelta(minutes=1))
+    said = engine.ingest(obs(key="location.city", value="city:shanghai", scope="turn",
+                             session_id="s1", provenance={"source_ref": "t2"}))  # fmt: skip
+    assert said.status is FactStatus.PENDING_CONFIRMATION and said.fact_id is not None
+    engine.confirm("u1", said.fact_id)
+    for turn in ("t2", "t3"):
+        held = engine.resolve("u1", "travel", "location.city", session_id="s1", turn=turn)
+        assert held.value == "city:shanghai", turn
+    pending = [f for f in engine.facts("u1") if f.status is FactStatus.PENDING_CONFIRMATION]
+    assert pending == []
 
 
 def test_a_confirmed_fact_ends_only_claims_observed_before_it(engine: Engine) -> None:
