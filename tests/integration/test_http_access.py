@@ -165,7 +165,14 @@ def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engi
             "ingest", writer_key.key.key_id, 200)  # fmt: skip
     one = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:HO")])
     assert one.status_code == 200 and len(keyring.audit(subject="u2")) == 2
-    assert len(keyring.audit(key_id=writer_key.key.key_id)) == 3
+    # beside an item naming no one, or an id no write accepts, the person is still found
+    nameless = {k: v for k, v in obs(value="airline:SQ").items() if k != "user_id"}
+    mixed = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:CZ"),
+                                                  nameless, obs(user_id="no one")])
+    assert [r["result"] for r in mixed.json()["results"]] == ["accepted", "rejected", "rejected"]
+    assert len(keyring.audit(subject="u2")) == 3
+    assert not keyring.audit(subject="no one")
+    assert len(keyring.audit(key_id=writer_key.key.key_id)) == 4
 
 
 def test_rate_limit_answers_429_with_retry_after(engine: Engine) -> None:

@@ -44,11 +44,13 @@ def test_a_view_of_what_the_api_refused_carries_its_status(served: dict[str, Any
         answer = anonymous.get(f"/inspect/views/{view}", params=query)
         assert answer.status_code == 401, view
     other = client(app, token(keyring, ("read", "review"), ("*",), user_id="kai"))
-    for view, query in (("memory", {"user": "mei"}), ("decisions", {"user": "mei"}),
-                        ("decision", {"id": served["decision"]})):  # fmt: skip
+    for view, query in (("memory", {"user": "mei"}), ("decisions", {"user": "mei"})):
         answer = other.get(f"/inspect/views/{view}", params=query)
         assert answer.status_code == 403, view
         assert 'data-error="access.user"' in answer.text
+    # another user's decision asked by its id is one never made, to this key
+    answer = other.get("/inspect/views/decision", params={"id": served["decision"]})
+    assert answer.status_code == 404 and 'data-error="decision.not_found"' in answer.text
     assert admin.get("/inspect/views/decision", params={"id": served["decision"]}).status_code \
         == 200
     assert admin.get("/inspect/views/reviews").status_code == 200

@@ -92,14 +92,17 @@ def test_http_returns_trace_ids_and_serves_traces_to_who_may_read_them(engine: E
     never = agent.get("/v1/traces/trc_nope").json()
     assert never["error"] == "trace.not_found"
     decision = made.json()["decision_id"]
-    hidden = other.get(f"/v1/traces/{decided}")
-    assert hidden.status_code == 404
-    assert hidden.json()["message"] == never["message"].replace("trc_nope", decided)
-    for answer in (other.get(f"/v1/decisions/{decision}"),
-                   other.post(f"/v1/decisions/{decision}/replay")):  # fmt: skip
-        assert answer.status_code == 404
-        assert answer.json() == {"error": "decision.not_found",
-                                 "message": f"no decision {decision}"}  # fmt: skip
+    # whatever its domains: a refusal for the domain would say the id exists
+    elsewhere = client(app, token(keyring, ["read", "decide"], ["health"], user_id="u2"))
+    for caller in (other, elsewhere):
+        hidden = caller.get(f"/v1/traces/{decided}")
+        assert hidden.status_code == 404
+        assert hidden.json()["message"] == never["message"].replace("trc_nope", decided)
+        for answer in (caller.get(f"/v1/decisions/{decision}"),
+                       caller.post(f"/v1/decisions/{decision}/replay")):  # fmt: skip
+            assert answer.status_code == 404
+            assert answer.json() == {"error": "decision.not_found",
+                                     "message": f"no decision {decision}"}  # fmt: skip
     engine.erase("u1")
     assert agent.get(f"/v1/traces/{decided}").status_code == 404
 

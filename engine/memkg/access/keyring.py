@@ -38,6 +38,15 @@ USER_ID_RULE = "1 to 128 ASCII letters, digits and _ . : @ -, starting with a le
 _USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
 
 
+def is_user_id(value: object) -> bool:
+    """Whether writes accept ``value`` as a user id (``USER_ID_RULE``)."""
+    try:
+        _USER_ID.validate_python(value, strict=True)
+    except ValidationError:
+        return False
+    return True
+
+
 def check_user_id(user_id: str, code: str, hint: str) -> str:
     """``user_id`` if writes accept it as a user id; otherwise ``code``, saying what one is and
     ``hint`` (what to give instead): anything bound to another id would reach no one."""

@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from memkg import __version__
 from memkg.access import ApiKey, Grant, Keyring
+from memkg.access.keyring import is_user_id
 from memkg.access.model import ApiScope
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
@@ -104,11 +105,11 @@ def _allow_found(
     for, is answered as an item that does not exist, so an id tells a caller nothing of other
     users (a refusal for the key's own user still says why: a domain, a scope)."""
     try:
-        call.allow(scope, domain, user_id)
-    except AccessDenied as exc:
-        if exc.code == "access.user":
-            raise missing from None
-        raise
+        call.principal.check_user(user_id)  # before the domain, which would say it exists
+    except AccessDenied:
+        call.subject = user_id
+        raise missing from None
+    call.allow(scope, domain, user_id)
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -283,8 +284,8 @@ class Routes:
             users = {u if isinstance(u := i.get("user_id"), str) else None
                      for i in items if isinstance(i, dict)}  # fmt: skip
             call.subject = None if len(users) != 1 else call.subject
-            if len(named := sorted(u for u in users if u is not None)) > 1:
-                call.extra["subjects"] = named  # the audit names each person the list reaches
+            if call.subject is None:  # the audit names each person the list may write to
+                call.extra["subjects"] = sorted(u for u in users if is_user_id(u))
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
             raise refusal("envelope.type", "send an observation object or a list of them",
