@@ -189,7 +189,14 @@ class SqliteAccessStore:
                 db.execute(f"UPDATE {table} SET {column} = ?, body = ? WHERE rowid = ?",
                            (alias, value.model_dump_json(), rowid))  # fmt: skip
             changed += len(rows)
-        return changed
+        # a merge's record names the other id as its target
+        rows = db.execute("SELECT rowid, body FROM access_audit"
+                          " WHERE json_extract(body, '$.target') = ?", (user_id,)).fetchall()
+        for rowid, body in rows:
+            record = AccessRecord.model_validate_json(body).model_copy(update={"target": alias})
+            db.execute("UPDATE access_audit SET body = ? WHERE rowid = ?",
+                       (record.model_dump_json(), rowid))  # fmt: skip
+        return changed + len(rows)
 
     def close(self) -> None:
         with self._lock:

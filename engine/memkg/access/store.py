@@ -165,7 +165,10 @@ class MemoryAccessStore:
         with self._lock:
             for i, r in enumerate(self._records):
                 if r.subject == user_id:
-                    self._records[i] = r.model_copy(update={"subject": alias})
+                    self._records[i] = r = r.model_copy(update={"subject": alias})
+                    changed += 1
+                if r.target == user_id:  # a merge's other id
+                    self._records[i] = r.model_copy(update={"target": alias})
                     changed += 1
             for key_id, (key, digest) in list(self._keys.items()):
                 if key.user_id == user_id:

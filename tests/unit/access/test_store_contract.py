@@ -72,8 +72,13 @@ def test_keys_grants_and_the_audit(store: AccessStore) -> None:
     targeted = record(ring, issued.key.key_id, "u1").model_copy(update={"target": "dec_1"})
     store.record([targeted])
     assert [r.record_id for r in ring.audit(target="dec_1")] == [targeted.record_id]
-    assert ring.pseudonymise("u1") == 3  # two audit records and the key bound to u1
-    subjects = [r.subject for r in ring.audit()]
+    # a merge of u2 with u1 names u1 as its target: the erased id goes from there too
+    merged = record(ring, issued.key.key_id, "u2", "merge").model_copy(update={"target": "u1"})
+    store.record([merged])
+    assert ring.pseudonymise("u1") == 4  # two audit records, the key bound to u1, the merge
+    assert ring.audit(target="u1") == []
+    assert [r.record_id for r in ring.audit(target=ring.alias("u1"))] == [merged.record_id]
+    subjects = [r.subject for r in ring.audit()][1:]
     assert subjects[1] == "u2" and subjects[0].startswith("hmac:") and subjects[2] == subjects[0]
     assert ring.list_keys()[0].user_id == subjects[0]
     assert ring.alias("u1") == subjects[0] != ring.alias("u2")  # what the erasure recorded
