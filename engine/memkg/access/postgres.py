@@ -137,8 +137,10 @@ class PostgresAccessStore(PgAdapter):
                            (alias, value.model_dump_json(), row_id))  # fmt: skip
             changed += len(rows)
         # a merge's record names the other id as its target
-        rows = db.execute(f"SELECT seq, body FROM {self._s}.access_audit"
-                          " WHERE body::jsonb ->> 'target' = %s", (user_id,)).fetchall()
+        rows = db.execute(
+            f"SELECT seq, body FROM {self._s}.access_audit WHERE body::jsonb ->> 'target' = %s",
+            (user_id,),
+        ).fetchall()
         for seq, body in rows:
             record = AccessRecord.model_validate_json(body).model_copy(update={"target": alias})
             db.execute(f"UPDATE {self._s}.access_audit SET body = %s WHERE seq = %s",

@@ -190,8 +190,10 @@ class SqliteAccessStore:
                            (alias, value.model_dump_json(), rowid))  # fmt: skip
             changed += len(rows)
         # a merge's record names the other id as its target
-        rows = db.execute("SELECT rowid, body FROM access_audit"
-                          " WHERE json_extract(body, '$.target') = ?", (user_id,)).fetchall()
+        rows = db.execute(
+            "SELECT rowid, body FROM access_audit WHERE json_extract(body, '$.target') = ?",
+            (user_id,),
+        ).fetchall()
         for rowid, body in rows:
             record = AccessRecord.model_validate_json(body).model_copy(update={"target": alias})
             db.execute("UPDATE access_audit SET body = ? WHERE rowid = ?",
