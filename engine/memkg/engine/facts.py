@@ -276,17 +276,7 @@ class FactWriter:
         change, a restatement: ``supersede.ended_on_confirm``), in the same append."""
         check_args(user_id=user_id, fact_id=fact_id, by=by)
         with self.journal.writing(user_id) as memory:
-            fact = self.reads.fact(user_id, fact_id)
-            if fact.status is not FactStatus.PENDING_CONFIRMATION:
-                raise InvalidOperation(
-                    f"fact {fact_id} is {fact.status.value}, not pending_confirmation",
-                    code="fact.not_pending",
-                )
-            if fact.valid_until is not None and fact.valid_until <= self.clock.now():
-                raise InvalidOperation(f"fact {fact_id} expired at "
-                                       f"{fact.valid_until.isoformat()}, before it was confirmed:"
-                                       " ingest the value again if it still holds",
-                                       code="fact.expired")  # fmt: skip
+            fact = _confirmable(self.reads.fact(user_id, fact_id), self.clock.now())
             events = []
             for held in (fact, *_its_note(memory, fact)):
                 payload = {"fact_id": held.id, "by": by}
@@ -312,8 +302,9 @@ class FactWriter:
             raise InvalidOperation(
                 f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
             )
-        payload = {"fact_id": fact_id, "reason": reason}
-        return self._transition(fact, EventType.FACT_RETRACTED, payload)
+        event = self.journal.fact_event(EventType.FACT_RETRACTED, fact,
+                                        {"fact_id": fact_id, "reason": reason})  # fmt: skip
+        return self.journal.append(fact.user_id, [event], freeze=True).events[0]
 
     def _retract_note(self, note: Note, reason: str) -> Event:
         """``note.dropped`` for a note the user asked to forget (it leaves the profile and
@@ -345,9 +336,18 @@ class FactWriter:
             appended = self.journal.append(user_id, events, expected_version=memory.version)
             return list(appended.events)
 
-    def _transition(self, fact: Fact, kind: EventType, payload: dict[str, Any]) -> Event:
-        event = self.journal.fact_event(kind, fact, payload)
-        return self.journal.append(fact.user_id, [event], freeze=True).events[0]
+
+def _confirmable(fact: Fact, now: datetime) -> Fact:
+    """``fact``, if the user may confirm it at ``now``: it awaits confirmation and has not
+    expired (it would hold for no read)."""
+    if fact.status is not FactStatus.PENDING_CONFIRMATION:
+        raise InvalidOperation(f"fact {fact.id} is {fact.status.value}, not pending_confirmation",
+                               code="fact.not_pending")  # fmt: skip
+    if fact.valid_until is not None and fact.valid_until <= now:
+        raise InvalidOperation(f"fact {fact.id} expired at {fact.valid_until.isoformat()}, "
+                               "before it was confirmed: ingest the value again if it still "
+                               "holds", code="fact.expired")  # fmt: skip
+    return fact
 
 
 def _its_note(memory: UserMemory, fact: Fact) -> list[Fact]:

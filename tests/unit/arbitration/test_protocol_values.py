@@ -27,7 +27,8 @@ def _superseded(engine: Engine) -> list[NewEvent]:
 
 def test_a_change_stores_its_reason_as_a_protocol_value(engine: Engine, ingest: Ingest) -> None:
     profile = ingest("location.city", "city:beijing", "profile", 0.95, ago=timedelta(days=200))
-    ingest("location.city", "city:shanghai", "dialogue", 0.9, change=True)
+    moved = ingest("location.city", "city:shanghai", "dialogue", 0.9, change=True)
+    engine.confirm("u1", moved.fact_id)  # a change awaiting confirmation ends nothing before
     [event] = _superseded(engine)
     assert event.payload["reason"] == "explicit_change"
     old = engine.memory("u1").facts[profile.fact_id]
