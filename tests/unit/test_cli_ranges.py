@@ -20,7 +20,6 @@ from memkg.cli import main
         ["decisions", "u1", "--limit=0"],
         ["decisions", "u1", "--limit=-1"],
         ["decisions", "u1", "--limit=1001"],
-        ["recall", "u1", "airline", "-k=0"],
         ["recall", "u1", "airline", "-k=-1"],
         ["paths", "u1", "city:shanghai", "--max-depth=0"],
         ["paths", "u1", "city:shanghai", "--max-depth=1000000"],
@@ -44,7 +43,7 @@ def test_an_option_out_of_range_is_a_usage_error(
 def test_the_bounds_themselves_are_accepted(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     for argv in (["facts", "u1", "--as-of=0"], ["decisions", "u1", "--limit=1000"],
-                 ["recall", "u1", "airline", "-k=1"],
+                 ["recall", "u1", "airline", "-k=0"],
                  ["paths", "u1", "city:shanghai", "--max-depth=6"]):  # fmt: skip
         out = io.StringIO()
         assert main(["--db", db, *argv], out) == 0, out.getvalue()

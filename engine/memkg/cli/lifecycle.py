@@ -43,7 +43,12 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("recall", help="the memories most useful for a query, ranked")
     p.add_argument("user")
     p.add_argument("query")
-    p.add_argument("-k", type=whole(1), default=5, help="how many to inject (default 5)")
+    p.add_argument(
+        "-k",
+        type=whole(0),
+        default=5,
+        help="how many to inject (default 5; 0 ranks every memory, injects none)",
+    )
     p.add_argument("--domain")
     p.add_argument("--session", help="the session recalling, whose notes count")
     p.set_defaults(run=cmd_recall)
