@@ -112,6 +112,7 @@ def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, Superse
            for f in memory.of_key(fact.domain, fact.key)):  # fmt: skip
         return []
     mine, found = _content(fact), []
+    arrived = fact.observed_at == fact.recorded_at  # as ``ordered_by_time`` reads a write
     for claim in memory.live_claims_in(fact.domain, fact.key, fact.scope, fact.session_id):
         same_slot = (claim.scope, claim.session_id, claim.context) == (
             fact.scope, fact.session_id, fact.context
@@ -124,7 +125,11 @@ def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, Superse
             why = SupersedeReason.RESTATED
         else:
             continue
-        if _content(claim) <= mine and not _concurrent(claim, fact, why):
+        if arrived:  # observed as it arrived (no time given): older by time, then arrival
+            older = (claim.observed_at, claim.seq) < (fact.observed_at, fact.seq)
+        else:
+            older = _content(claim) <= mine and not _concurrent(claim, fact, why)
+        if older:
             found.append((claim, why))
     return sorted(found, key=lambda item: item[0].id)
 

@@ -94,6 +94,21 @@ def test_a_claim_awaiting_confirmation_outdates_nothing_that_holds(engine: Engin
     assert engine.resolve("u1", "travel", "location.city").value == "city:beijing"
 
 
+def test_a_change_confirmed_ends_what_the_same_change_written_at_once_would(
+    engine: Engine,
+) -> None:
+    """Observed as they arrived (no ``observed_at``) at one instant of the clock: a change
+    ends the claim before it, confirmed later or written confirmed."""
+    for source in ("system", "third_party"):
+        home = engine.ingest(obs(key="location.city", value="city:beijing", source="profile"))
+        moved = engine.ingest(obs(key="location.city", value="city:shanghai", source=source,
+                                  change=True))  # fmt: skip
+        assert home.fact_id is not None and moved.fact_id is not None
+        if moved.status is FactStatus.PENDING_CONFIRMATION:
+            engine.confirm("u1", moved.fact_id)
+        assert engine.fact("u1", home.fact_id).status is FactStatus.SUPERSEDED, source
+
+
 def test_confirming_a_correction_ends_only_the_fact_it_names(engine: Engine) -> None:
     """A correction names what it corrects: confirmed, it ends no other claim of its source
     (a restatement would), as the same correction from a confirmed source does not."""
