@@ -277,11 +277,14 @@ class FactWriter:
         check_args(user_id=user_id, fact_id=fact_id, by=by)
         with self.journal.writing(user_id) as memory:
             fact = _confirmable(self.reads.fact(user_id, fact_id), self.clock.now())
-            events = []
-            for held in (fact, *_its_note(memory, fact)):
-                payload = {"fact_id": held.id, "by": by}
-                events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, held, payload))
+            payload = {"fact_id": fact.id, "by": by}
+            events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, payload)]
             events += self._superseded(fact, ended_on_confirm(memory, fact), None)
+            for note in _its_note(memory, fact):  # replaces older notes as when written
+                payload = {"fact_id": note.id, "by": by}
+                events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, note, payload))
+                ended = ended_on_confirm(memory, note.model_copy(update={"change": True}))
+                events += self._superseded(note, ended, None, SupersedeReason.TURN_INSTRUCTION)
             appended = self.journal.append(user_id, events, freeze=True, memory=memory)
             return appended.events[0]
 

@@ -73,10 +73,10 @@ def ordered_by_time(
     """
     if checked.observation.supersedes is not None:
         return claims, None
-    if fact.status is not FactStatus.PENDING_CONFIRMATION:
-        # a newer claim awaiting confirmation outdates nothing that holds (``until_confirmed``)
-        claims = [(c, why) for c, why in claims if c.status is not FactStatus.PENDING_CONFIRMATION
-                  or c.observed_at <= fact.observed_at]  # fmt: skip
+    # a newer claim awaiting confirmation outdates nothing but its source's claims awaiting
+    # it too (``until_confirmed``)
+    claims = [(c, why) for c, why in claims if c.status is not FactStatus.PENDING_CONFIRMATION
+              or c.observed_at <= fact.observed_at or _revised(c, fact)]  # fmt: skip
     if checked.observation.observed_at is None:
         older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
         newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
@@ -94,13 +94,24 @@ def until_confirmed(
     fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
 ) -> list[tuple[Fact, SupersedeReason]]:
     """The claims a new ``fact`` ends now: all it replaces, unless it awaits the user's
-    confirmation; then only claims awaiting it too, and the rest when it is confirmed
-    (``ended_on_confirm``). An unconfirmed claim (a third party's "moved to Shanghai") never
-    ends what holds: rejected, it leaves memory as it was. A correction naming its fact
-    applies at once."""
+    confirmation; then only its own source's claims awaiting it too (a source revising what
+    it said, so they do not pile up), and the rest when it is confirmed (``ended_on_confirm``).
+    An unconfirmed claim (a third party's "moved to Shanghai") ends nothing that holds, nor
+    another source's claim awaiting confirmation: rejected, it leaves memory as it was. A
+    correction naming its fact applies at once."""
     if fact.status is not FactStatus.PENDING_CONFIRMATION or checked.observation.supersedes:
         return claims
-    return [(c, why) for c, why in claims if c.status is FactStatus.PENDING_CONFIRMATION]
+    return [(c, why) for c, why in claims if _revised(c, fact)]
+
+
+def _revised(claim: Fact, fact: Fact) -> bool:
+    """Whether ``claim`` awaits confirmation as ``fact`` does, from the same source: the one
+    claim awaiting confirmation a newer one can end (or be outdated by)."""
+    return (
+        claim.status is FactStatus.PENDING_CONFIRMATION
+        and fact.status is FactStatus.PENDING_CONFIRMATION
+        and claim.source == fact.source
+    )
 
 
 def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, SupersedeReason]]:
@@ -108,8 +119,7 @@ def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, Superse
     had it held then (``replaced_claims``, ``ordered_by_time``), and that hold still. Claims
     observed after it stay: it is the older observation. A correction (``supersedes``) ended
     the fact it names when written, and ends nothing more."""
-    if any(f.superseded_by == fact.id and f.supersede_reason is SupersedeReason.CORRECTION
-           for f in memory.of_key(fact.domain, fact.key)):  # fmt: skip
+    if fact.supersedes is not None:
         return []
     mine, found = _content(fact), []
     arrived = fact.observed_at == fact.recorded_at  # as ``ordered_by_time`` reads a write

@@ -126,6 +126,13 @@ def test_confirming_a_correction_ends_only_the_fact_it_names(engine: Engine) -> 
     assert engine.fact("u1", wrong).status is FactStatus.SUPERSEDED  # at once, as named
     engine.confirm("u1", fixed)
     assert engine.fact("u1", said).status is FactStatus.ACTIVE
+    # the same when the fact it names was superseded already (it ended nothing when written)
+    gone = city("city:tokyo", "system", 2)
+    city("city:guangzhou", "system", 1)  # restates it
+    assert engine.fact("u1", gone).status is FactStatus.SUPERSEDED
+    late = city("city:shenzhen", "dialogue", 1, supersedes=gone)
+    engine.confirm("u1", late)
+    assert engine.fact("u1", said).status is FactStatus.ACTIVE
 
 
 def test_confirming_a_turn_instruction_confirms_the_session_note_it_left(
@@ -147,6 +154,43 @@ def test_confirming_a_turn_instruction_confirms_the_session_note_it_left(
     assert pending == []
 
 
+def test_a_guess_ends_no_claim_awaiting_confirmation_either(engine: Engine) -> None:
+    """Rejected, a third party's unconfirmed change leaves the user's own unconfirmed claim to
+    be confirmed (it ended it at once); only a source's own claims awaiting confirmation give
+    way to its newer one."""
+    said = engine.ingest(obs(key="location.city", value="city:chengdu",
+                             observed_at=(T0 - timedelta(hours=2)).isoformat()))  # fmt: skip
+    guess = engine.ingest(obs(key="location.city", value="city:shanghai", source="third_party",
+                              change=True, observed_at=T0.isoformat()))  # fmt: skip
+    assert said.fact_id is not None and guess.fact_id is not None and guess.superseded == ()
+    engine.retract("u1", guess.fact_id, "the user never moved")
+    engine.confirm("u1", said.fact_id)
+    assert engine.resolve("u1", "travel", "location.city").value == "city:chengdu"
+
+
+def test_a_confirmed_turn_instruction_outdates_an_older_one_that_arrived_after_it(
+    engine: Engine,
+) -> None:
+    """Its session note, confirmed with it, ends the older instruction's note as a confirmed
+    instruction's note would have when that one arrived (both stayed in force, and the later
+    turns read the older value)."""
+    def said(value: str, source: str, turn: str, minutes: int) -> str:
+        made = engine.ingest(obs(key="location.city", value=value, source=source, scope="turn",
+                                 session_id="s1", provenance={"source_ref": turn},
+                                 observed_at=(T0 - timedelta(minutes=minutes)).isoformat()))
+        assert made.fact_id is not None
+        return made.fact_id
+
+    newer = said("city:shanghai", "dialogue", "t2", 10)  # awaits confirmation
+    said("city:beijing", "profile", "t1", 20)  # older, arriving later
+    engine.confirm("u1", newer)
+    held = engine.resolve("u1", "travel", "location.city", session_id="s1", turn="t3")
+    assert held.value == "city:shanghai"
+    notes = [f.value for f in engine.facts("u1", "travel")
+             if f.scope.value == "session" and f.key == "location.city"]  # fmt: skip
+    assert notes == ["city:shanghai"]
+
+
 def test_a_confirmed_fact_ends_only_claims_observed_before_it(engine: Engine) -> None:
     """Confirmed late, an older observation leaves a newer claim of its source standing."""
     late = engine.ingest(obs(key="location.city", value="city:beijing",
@@ -154,6 +198,7 @@ def test_a_confirmed_fact_ends_only_claims_observed_before_it(engine: Engine) ->
     newer = engine.ingest(obs(key="location.city", value="city:shanghai",
                               observed_at=(T0 - timedelta(days=1)).isoformat()))  # fmt: skip
     assert late.fact_id is not None and newer.fact_id is not None
+    # a source revising what it said awaiting confirmation: claims awaiting it do not pile up
     assert engine.fact("u1", late.fact_id).status is FactStatus.SUPERSEDED  # restated since
     engine.confirm("u1", newer.fact_id)
     older = engine.ingest(obs(key="location.city", value="city:chengdu",
