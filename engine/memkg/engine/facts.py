@@ -271,9 +271,8 @@ class FactWriter:
 
     @unconditional
     def confirm(self, user_id: str, fact_id: str, *, by: str = "user") -> Event:
-        """The user confirmed a ``pending_confirmation`` fact: decisions may use it now, and
-        it ends the claims it would have replaced had it held when written (an explicit
-        change, a restatement: ``supersede.ended_on_confirm``), in the same append."""
+        """The user confirmed a ``pending_confirmation`` fact: decisions may use it now; it ends
+        the claims it would have replaced when written (``supersede.ended_on_confirm``)."""
         check_args(user_id=user_id, fact_id=fact_id, by=by)
         with self.journal.writing(user_id) as memory:
             fact = _confirmable(self.reads.fact(user_id, fact_id), self.clock.now())
@@ -285,8 +284,7 @@ class FactWriter:
                 events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, note, payload))
                 ended = ended_on_confirm(memory, note.model_copy(update={"change": True}))
                 events += self._superseded(note, ended, None, SupersedeReason.TURN_INSTRUCTION)
-            appended = self.journal.append(user_id, events, freeze=True, memory=memory)
-            return appended.events[0]
+            return self.journal.append(user_id, events, freeze=True, memory=memory).events[0]
 
     @unconditional
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
