@@ -13,7 +13,10 @@ from memkg.postgres import PgAdapter
 if TYPE_CHECKING:
     import psycopg
 
-_SCHEMA = """
+_TARGET = "(body::jsonb ->> 'target')"
+"""A record's target (a decision, a merged id), as the index on it and every query spell it."""
+_SCHEMA = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.access_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.access_keys (key_id TEXT PRIMARY KEY, digest TEXT NOT NULL,
@@ -23,8 +26,10 @@ CREATE TABLE IF NOT EXISTS {s}.access_grants (grant_id TEXT PRIMARY KEY, key_id 
 CREATE TABLE IF NOT EXISTS {s}.access_audit (seq BIGSERIAL PRIMARY KEY, key_id TEXT NOT NULL,
     subject TEXT, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS access_audit_subject ON {s}.access_audit (subject);
-CREATE INDEX IF NOT EXISTS access_audit_key ON {s}.access_audit (key_id)
-"""
+CREATE INDEX IF NOT EXISTS access_audit_key ON {s}.access_audit (key_id);
+CREATE INDEX IF NOT EXISTS access_audit_target ON {s}.access_audit """
+    + f"({_TARGET})"
+)
 
 
 class PostgresAccessStore(PgAdapter):
@@ -104,7 +109,7 @@ class PostgresAccessStore(PgAdapter):
         self, *, subject: str | None = None, key_id: str | None = None,
         target: str | None = None, limit: int = 100,
     ) -> list[AccessRecord]:  # fmt: skip
-        where, args = audit_filter(subject, key_id, target, "%s", "body::jsonb ->> 'target'")
+        where, args = audit_filter(subject, key_id, target, "%s", _TARGET)
         rows = self._read(
             f"SELECT body FROM {self._s}.access_audit WHERE {where} ORDER BY seq DESC LIMIT %s",
             (*args, min(limit, AUDIT_LIMIT)),
@@ -138,7 +143,7 @@ class PostgresAccessStore(PgAdapter):
             changed += len(rows)
         # a merge's record names the other id as its target
         rows = db.execute(
-            f"SELECT seq, body FROM {self._s}.access_audit WHERE body::jsonb ->> 'target' = %s",
+            f"SELECT seq, body FROM {self._s}.access_audit WHERE {_TARGET} = %s",
             (user_id,),
         ).fetchall()
         for seq, body in rows:

@@ -19,7 +19,9 @@ from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import AUDIT_LIMIT, audit_filter, pseudonym, revoked_grant, revoked_key
 from memkg.errors import StoreError, sqlite_failure
 
-_SCHEMA = """
+_TARGET = "json_extract(body, '$.target')"
+"""A record's target (a decision, a merged id), as the index on it and every query spell it."""
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS access_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS access_keys (key_id TEXT PRIMARY KEY, digest TEXT NOT NULL,
     user_id TEXT, body TEXT NOT NULL);
@@ -28,7 +30,8 @@ CREATE TABLE IF NOT EXISTS access_grants (grant_id TEXT PRIMARY KEY, key_id TEXT
 CREATE TABLE IF NOT EXISTS access_audit (seq INTEGER PRIMARY KEY AUTOINCREMENT,
     key_id TEXT NOT NULL, subject TEXT, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS access_audit_subject ON access_audit (subject);
-CREATE INDEX IF NOT EXISTS access_audit_key ON access_audit (key_id)
+CREATE INDEX IF NOT EXISTS access_audit_key ON access_audit (key_id);
+CREATE INDEX IF NOT EXISTS access_audit_target ON access_audit ({_TARGET})
 """
 
 
@@ -153,7 +156,7 @@ class SqliteAccessStore:
         self, *, subject: str | None = None, key_id: str | None = None,
         target: str | None = None, limit: int = 100,
     ) -> list[AccessRecord]:  # fmt: skip
-        where, args = audit_filter(subject, key_id, target, "?", "json_extract(body, '$.target')")
+        where, args = audit_filter(subject, key_id, target, "?", _TARGET)
         rows = self._read(
             f"SELECT body FROM access_audit WHERE {where} ORDER BY seq DESC LIMIT ?",
             (*args, min(limit, AUDIT_LIMIT)),
@@ -191,7 +194,7 @@ class SqliteAccessStore:
             changed += len(rows)
         # a merge's record names the other id as its target
         rows = db.execute(
-            "SELECT rowid, body FROM access_audit WHERE json_extract(body, '$.target') = ?",
+            f"SELECT rowid, body FROM access_audit WHERE {_TARGET} = ?",
             (user_id,),
         ).fetchall()
         for rowid, body in rows:
