@@ -3,12 +3,14 @@ order claims of one slot stand when observations arrive out of time."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from datetime import datetime
 
 from memkg.arbitration.support import canon
 from memkg.errors import ValidationFailed
 from memkg.events.projection import UserMemory
-from memkg.model.fact import Fact, FactStatus, SupersedeReason
+from memkg.model.fact import Fact, FactStatus, Observation, SupersedeReason
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.validator import Checked
 
@@ -42,32 +44,31 @@ def replaced_claims(memory: UserMemory, checked: Checked) -> list[tuple[Fact, Su
         return (
             [] if target.status is FactStatus.SUPERSEDED else [(target, SupersedeReason.CORRECTION)]
         )
-    found = []
     # a claim of another scope or session is never in the same slot: the write reads its own
-    for claim in memory.live_claims_in(obs.domain, obs.key, obs.scope, obs.session_id):
-        same_slot = (claim.scope, claim.session_id, claim.context) == (
-            obs.scope,
-            obs.session_id,
-            obs.context,
-        )
-        if not same_slot:
-            continue
-        if obs.change:
-            found.append((claim, SupersedeReason.EXPLICIT_CHANGE))
-        elif claim.source == obs.source:
-            found.append((claim, SupersedeReason.RESTATED))
+    found = [(claim, why) for claim in memory.live_claims_in(obs.domain, obs.key, obs.scope,
+                                                              obs.session_id)
+             if (why := _ends(claim, obs)) is not None]  # fmt: skip
     return sorted(found, key=lambda item: item[0].id)
+
+
+def _ends(claim: Fact, new: Observation | Fact) -> SupersedeReason | None:
+    """Why a write of ``new`` ends ``claim`` had it held then, or ``None``: a claim of its slot
+    (scope, session, context) that an explicit change ends whatever its source, or that the
+    same source restates. When it holds is ``_placing``'s to say."""
+    if (claim.scope, claim.session_id, claim.context) != (new.scope, new.session_id, new.context):
+        return None
+    if new.change:
+        return SupersedeReason.EXPLICIT_CHANGE
+    return SupersedeReason.RESTATED if claim.source == new.source else None
 
 
 def ordered_by_time(
     fact: Fact, claims: list[tuple[Fact, SupersedeReason]], checked: Checked
 ) -> tuple[list[tuple[Fact, SupersedeReason]], Fact | None]:
-    """Split replaced claims by observation time: a late-arriving older observation does
-    not overwrite a newer one; it goes to history, superseded by the newest claim.
-    Claims that say they were observed at the same instant are ordered on their content
-    (``_content``), never on arrival, so the same writes in any order leave the same claim
-    standing; an observation that gives no time was observed as it arrived, so it is the
-    newest at that instant.
+    """Split replaced claims by where they stand against ``fact`` (``_placing``): a
+    late-arriving older observation does not overwrite a newer one; it goes to history,
+    superseded by the newest claim. An observation that gives no time was observed as it
+    arrived, so it is the newest at that instant.
 
     A correction (``supersedes``) names its target and applies whatever the times.
     """
@@ -77,17 +78,37 @@ def ordered_by_time(
     # it too (``until_confirmed``)
     claims = [(c, why) for c, why in claims if c.status is not FactStatus.PENDING_CONFIRMATION
               or c.observed_at <= fact.observed_at or _revised(c, fact)]  # fmt: skip
-    if checked.observation.observed_at is None:
-        older = [(c, why) for c, why in claims if c.observed_at <= fact.observed_at]
-        newer = [c for c, _ in claims if c.observed_at > fact.observed_at]
-    else:
-        mine = _content(fact)
-        # another source's claim of the same instant is concurrent, not older: an explicit
-        # change does not end it (arbitration weighs the two, as it does in any order)
-        claims = [(c, why) for c, why in claims if not _concurrent(c, fact, why)]
-        older = [(c, why) for c, why in claims if _content(c) <= mine]
-        newer = [c for c, _ in claims if _content(c) > mine]
+    place = _placing(fact, arrived=checked.observation.observed_at is None)
+    placed = [(c, why, place(c, why)) for c, why in claims]
+    older = [(c, why) for c, why, at in placed if at < 0]
+    newer = [c for c, _, at in placed if at > 0]
     return older, max(newer, key=lambda c: (_content(c), c.id), default=None)
+
+
+_UNSTORED = sys.maxsize
+"""The arrival of a fact being written (``seq`` 0 until stored): after every stored claim."""
+
+
+def _placing(fact: Fact, *, arrived: bool) -> Callable[[Fact, SupersedeReason], int]:
+    """Where a claim of ``fact``'s slot, ended for a reason (``_ends``), stands against it:
+    before it (-1: ``fact`` ends it), after it (1: it outdates ``fact``), or beside it (0).
+
+    ``arrived``: ``fact`` was observed as it arrived (no time given): claims are ordered by
+    observation time, then arrival. Otherwise by time and content (``_content``), so the same
+    writes in any order leave the same claim standing; another source's claim of the same
+    instant is then concurrent, not older: an explicit change does not end it (arbitration
+    weighs the two, as it does in any order)."""
+    if arrived:
+        at = (fact.observed_at, fact.seq or _UNSTORED)
+        return lambda claim, _why: -1 if (claim.observed_at, claim.seq) < at else 1
+    mine = _content(fact)
+
+    def place(claim: Fact, why: SupersedeReason) -> int:
+        if _concurrent(claim, fact, why):
+            return 0
+        return -1 if _content(claim) <= mine else 1
+
+    return place
 
 
 def until_confirmed(
@@ -116,31 +137,16 @@ def _revised(claim: Fact, fact: Fact) -> bool:
 
 def ended_on_confirm(memory: UserMemory, fact: Fact) -> list[tuple[Fact, SupersedeReason]]:
     """The claims a confirmation of ``fact`` ends: those it would have replaced when written
-    had it held then (``replaced_claims``, ``ordered_by_time``), and that hold still. Claims
+    had it held then (``_ends``, ``_placing``, as for a write), and that hold still. Claims
     observed after it stay: it is the older observation. A correction (``supersedes``) ended
     the fact it names when written, and ends nothing more."""
     if fact.supersedes is not None:
         return []
-    mine, found = _content(fact), []
-    arrived = fact.observed_at == fact.recorded_at  # as ``ordered_by_time`` reads a write
-    for claim in memory.live_claims_in(fact.domain, fact.key, fact.scope, fact.session_id):
-        same_slot = (claim.scope, claim.session_id, claim.context) == (
-            fact.scope, fact.session_id, fact.context
-        )  # fmt: skip
-        if claim.id == fact.id or not same_slot:
-            continue
-        if fact.change:
-            why = SupersedeReason.EXPLICIT_CHANGE
-        elif claim.source == fact.source:
-            why = SupersedeReason.RESTATED
-        else:
-            continue
-        if arrived:  # observed as it arrived (no time given): older by time, then arrival
-            older = (claim.observed_at, claim.seq) < (fact.observed_at, fact.seq)
-        else:
-            older = _content(claim) <= mine and not _concurrent(claim, fact, why)
-        if older:
-            found.append((claim, why))
+    place = _placing(fact, arrived=fact.observed_at == fact.recorded_at)  # as a write reads it
+    found = [(claim, why) for claim in memory.live_claims_in(fact.domain, fact.key, fact.scope,
+                                                              fact.session_id)
+             if claim.id != fact.id and (why := _ends(claim, fact)) is not None
+             and place(claim, why) < 0]  # fmt: skip
     return sorted(found, key=lambda item: item[0].id)
 
 
