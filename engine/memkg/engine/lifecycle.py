@@ -29,7 +29,7 @@ from memkg.lifecycle.prune import Window
 from memkg.lifecycle.tokens import TokenCounter, default_counter
 from memkg.llm.port import LLM, Message, Tool
 from memkg.model.event import Event, NewEvent
-from memkg.model.fact import Scope, Sensitivity
+from memkg.model.fact import Sensitivity
 from memkg.model.report import Problem
 from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
@@ -178,7 +178,7 @@ class Lifecycle:
         notes = [
             (n, claim_weight(n.confidence, n.source.value, n.observed_at, [], now, params).value)
             for n in self.notes(user_id, domain)
-            if n.scope is Scope.GLOBAL or n.session_id == session_id
+            if n.shown_in(session_id)
         ]
         count, name = self._token_counter
         return inject.render_profile(

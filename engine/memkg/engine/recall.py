@@ -15,7 +15,7 @@ from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.notes import Note
 from memkg.lifecycle.ports import SemanticIndex
-from memkg.model.fact import Fact, Scope
+from memkg.model.fact import Fact
 from memkg.model.settings import RecallWeights
 from memkg.model.weight import credibility_of
 
@@ -47,8 +47,7 @@ class Recall:
         check_args(user_id=user_id, query=query, domain=domain, session_id=session_id)
         check_count(k, "k", 0, "how many memories to inject", code="recall.k")
         reader = self.setup.reader
-        notes = [n for n in self.notes(user_id, domain)
-                 if n.scope is Scope.GLOBAL or n.session_id == session_id]  # fmt: skip
+        notes = [n for n in self.notes(user_id, domain) if n.shown_in(session_id)]
         return recall.recall(
             query, self.facts(user_id, domain, session_id), notes, k=k,
             now=self.clock.now(), weights=weights or self.setup.config.lifecycle.recall,

@@ -600,7 +600,9 @@ class ByScope:
 
 
 def _in_session(fact: Fact, session_id: str | None) -> bool:
-    """Whether reads in ``session_id``'s session take ``fact`` in (``current_in``)."""
+    """Whether reads in ``session_id``'s session take ``fact`` in (``current_in``): the rule
+    of ``arbitration.claims.tier_of`` with no turn current, which it cannot import from here
+    (``tests/unit/arbitration/test_session_rule.py`` holds the two together)."""
     if fact.scope is Scope.GLOBAL:
         return True
     return fact.scope is Scope.SESSION and session_id is not None and fact.session_id == session_id

@@ -63,6 +63,12 @@ class Note(BaseModel):
             self.valid_until is None or self.valid_until > at
         )
 
+    def shown_in(self, session_id: str | None) -> bool:
+        """Whether what is read in ``session_id``'s session (``None``: outside every session)
+        shows this note: long-term notes, and the session's own notes, a turn's too (it lives
+        until its time to live). The profile and recall show the same notes."""
+        return self.scope is Scope.GLOBAL or self.session_id == session_id
+
 
 def note_payload(note: Note) -> dict[str, Any]:
     return note.model_dump(mode="json", exclude={"seq", "replaced_by", "status_reason", "status"})
