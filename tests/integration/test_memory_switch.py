@@ -178,8 +178,10 @@ def test_the_switch_over_http_needs_write_or_erase(engine: Engine) -> None:
         refused = writer.post("/v1/observations", json=obs(user_id="li", key="seat.preference",
                                                           value="aisle"))  # fmt: skip
         assert refused.status_code == 409 and refused.json()["error"] == "memory.disabled"
-        made = writer.post("/v1/users/li/decisions",
-                           json={"domain": "travel", "context": {"airline": "airline:MU"}})
+        made = writer.post(
+            "/v1/users/li/decisions",
+            json={"domain": "travel", "context": {"airline": "airline:MU"}},
+        )
         assert made.json()["memory_off"] is True
         assert writer.post("/v1/users/li/memory/enable").status_code == 200
         assert len(writer.get("/v1/users/li/facts").json()["facts"]) == 1
@@ -279,3 +281,26 @@ def test_the_ids_of_a_person_go_off_and_on_in_one_commit(
     engine.disable_memory("web-1")
     engine.enable_memory("web-1")
     assert commits == [["tel-1", "web-1"], ["tel-1", "web-1"]]
+
+
+def test_ids_split_since_they_went_off_together_come_back_on_their_own(engine: Engine) -> None:
+    """Ids merged when memory went off, and split since, are two people again: turning one's
+    memory on leaves the other's as it is, in the library and through a key bound to one."""
+    merge = engine.merge_users("me", "other", by="desk", reason="same person")
+    engine.merge_users("me", "other", by="desk", reason="same person", confirm=merge.merge_id)
+    engine.disable_memory("me", by="user", reason="asked")
+    assert not engine.memory_state("other").enabled
+    engine.split_users("me", "other", by="desk", reason="not the same person")
+
+    receipt = engine.enable_memory("me", by="user", reason="asked")
+    assert [(s.user_id, s.enabled) for s in receipt.states] == [("me", True)]
+    assert not engine.memory_state("other").enabled
+
+    app, ring = keyed_app(engine)
+    bound = token(ring, ("read", "write"), ("*",), user_id="other")
+    answer = keyed_client(app, bound).post(
+        "/v1/users/other/memory/enable", json={"by": "user", "reason": "asked"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert [s["user_id"] for s in answer.json()["states"]] == ["other"]
+    assert engine.memory_state("other").enabled

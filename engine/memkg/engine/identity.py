@@ -156,7 +156,8 @@ class MemorySwitch:
     def enable_memory(self, user_id: str, *, by: str = "user", reason: str = "") -> SwitchReceipt:
         """Turn memory back on (an event): kept memory is read again, erased memory starts
         empty. Ids whose memory went off together with this one (merged ids, ``keep``) come
-        back too."""
+        back too, while they are one person still (ids split since are two people: each
+        comes back on its own)."""
         check_args(user_id=user_id, by=by, reason=reason)
         _words(by, reason)
         with self.lock:
@@ -165,7 +166,8 @@ class MemorySwitch:
             if now.enabled:
                 return SwitchReceipt(states=(now,))
             last = next(e for e in reversed(events) if e.seq == now.seq)
-            ids = (user_id, *last.payload.get("with", ()))
+            linked = person_ids(links_in(self.store), user_id)
+            ids = (user_id, *(one for one in last.payload.get("with", ()) if one in linked))
             payload = {"by": by, "reason": reason}
             self.journal.unguarded([  # every id comes back in one commit
                 (one, [self._event(one, EventType.MEMORY_ENABLED, payload)])
