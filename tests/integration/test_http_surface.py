@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from memkg import Engine, EngineConfig
+from memkg import Engine, EngineConfig, MemkgError
 from memkg.scaffold import init_root
 from support.observations import obs
 from support.service import client, keyed_app, token
@@ -43,6 +43,28 @@ def test_reviews_are_listed_and_resolved_within_the_keys_domains(engine: Engine)
     assert settled.status_code == 200 and settled.json()["status"] == "resolved"
     assert reviewer.get("/v1/reviews").json()["reviews"] == []
     assert engine.resolve("u1", "travel", "airline.preferred").value == "airline:SQ"
+
+
+def test_every_key_that_may_review_can_settle_a_review_under_its_name(engine: Engine) -> None:
+    """A review settled without a ``reviewer`` is settled under the key's name: a key is
+    named as a reviewer is (1-128 characters, no control character), and a reviewer the
+    request gives wrong is told apart from a wrong note."""
+    contested(engine)
+    app, keyring = keyed_app(engine)
+    for name in ("a" * 129, "\x00rev", "line\nbreak", " "):
+        with pytest.raises(MemkgError) as refused:
+            keyring.create(name, ["review"], ["travel"])
+        assert refused.value.code == "access.name_invalid", name
+    named = client(app, keyring.create("r" * 128, ["review"], ["travel"]).token)
+    [review] = named.get("/v1/reviews").json()["reviews"]
+    resolve = f"/v1/reviews/{review['review_id']}/resolve"
+    wrong = named.post(resolve, json={"value": "airline:SQ", "note": "ok", "reviewer": "  "})
+    assert wrong.status_code == 400 and wrong.json()["error"] == "review.reviewer", wrong.text
+    with pytest.raises(MemkgError) as long:
+        engine.resolve_review(review["review_id"], "airline:SQ", "ok", reviewer="x" * 129)
+    assert long.value.code == "review.reviewer" and "129" in long.value.message
+    settled = named.post(resolve, json={"value": "airline:SQ", "note": "ok"})
+    assert settled.status_code == 200 and settled.json()["reviewer"] == "r" * 128, settled.text
 
 
 def test_graph_paths_and_discovery(engine: Engine) -> None:

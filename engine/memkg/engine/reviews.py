@@ -42,9 +42,15 @@ class ReviewDesk:
         """Settle a frozen key with ``value``: an event naming the reviewer; the key unfreezes."""
         check_args(review_id=review_id, value=value, note=note, reviewer=reviewer)
         review = self._open_review(review_id)
-        if not note.strip() or len(note) > 500 or not reviewer.strip() or len(reviewer) > 128:
-            raise InvalidOperation("give a note of 1-500 characters and the reviewer's name",
+        if not note.strip() or len(note) > 500:
+            raise InvalidOperation("give a note of 1-500 characters: why this value",
                                    code="review.note")  # fmt: skip
+        if not reviewer.strip() or len(reviewer) > 128:
+            raise InvalidOperation(
+                f"give the reviewer's name, 1-128 characters, not {len(reviewer):,} (over HTTP "
+                "it is the key's name unless the request gives `reviewer`)",
+                code="review.reviewer",
+            )  # fmt: skip
         spec = self.setup.key_spec(review.domain, review.key)
         problems = tuple(
             Problem(code=f"schema.{e.validator}", path="$.value", message=e.message, stage="schema")
