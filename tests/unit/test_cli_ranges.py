@@ -27,6 +27,8 @@ from memkg.cli import main
         ["facts", "u1", "--as-of=x"],
         ["rules", "diff", "a", "b", "--replay=-1"],
         ["rules", "diff", "a", "b", "--replay=x"],
+        ["claims", "u1", "seat.preference", "--context", "trip_type"],
+        ["claims", "u1", "seat.preference", "--context", "=business"],
     ],
 )
 def test_an_option_out_of_range_is_a_usage_error(
@@ -36,7 +38,8 @@ def test_an_option_out_of_range_is_a_usage_error(
     with pytest.raises(SystemExit) as stopped:
         main(["--db", str(db), *argv], io.StringIO())
     assert stopped.value.code == 2
-    assert "out of range" in capsys.readouterr().err or "x" in argv[-1]
+    said = capsys.readouterr().err
+    assert "out of range" in said or "x" in argv[-1] or "is not FIELD=VALUE" in said
     assert not db.exists()  # refused before any store opened
 
 

@@ -19,8 +19,19 @@ def _json_or_word(text: str) -> Any:
         return text  # a bare word such as city:shanghai or window
 
 
+def _field(text: str) -> tuple[str, str]:
+    """An argparse type: one ``FIELD=VALUE`` of a context slot (a usage error, exit 2,
+    otherwise, as HTTP refuses a malformed ``context=``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]!r} is not FIELD=VALUE, e.g. trip_type=business"
+        )
+    return name, value
+
+
 def cmd_claims(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
-    context = dict(item.partition("=")[::2] for item in args.context)
+    context = dict(args.context)
     domain = args.domain or key_domain(engine, args.key)
     resolution = engine.resolve(
         args.user, domain, args.key, session_id=args.session, turn=args.turn, context=context,
@@ -50,7 +61,14 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--domain", help="needed when several domains declare KEY")
     p.add_argument("--session", help="bring this session's notes in")
     p.add_argument("--turn", help="this turn's source_ref: its instruction comes first")
-    p.add_argument("--context", action="append", default=[], metavar="FIELD=VALUE")
+    p.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        type=_field,
+        help="a context slot's field (repeat for several)",
+    )
     p.add_argument("--language", choices=("en", "zh"), help="of the clarification question")
     p.set_defaults(run=cmd_claims)
 

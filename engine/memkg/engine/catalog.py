@@ -12,6 +12,7 @@ from memkg.engine.rule_bundle import RuleBook, ontology_findings
 from memkg.errors import NotFound
 from memkg.model.keyspec import KeySpec
 from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
+from memkg.validate.limits import require_text
 
 if TYPE_CHECKING:
     from memkg.engine.setup import Setup
@@ -92,6 +93,7 @@ def key_entry(spec: KeySpec) -> dict[str, Any]:
 
 def keys(setup: Setup, domain: str) -> list[dict[str, Any]]:
     """The domain's current keys with kind, sensitivity, consent, schema and source file."""
+    require_text(domain, "domain")
     registry = setup.registry
     if domain not in registry.domains():
         raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")

@@ -86,6 +86,8 @@ class GraphService:
     ) -> dict[str, Any] | str:  # fmt: skip
         """The user's graph (of one domain, or all) with weights: JSON data or Turtle text."""
         check_args(user_id=user_id, domain=domain)
+        if fmt not in ("json", "turtle"):
+            raise InvalidOperation(f"fmt is json or turtle, not {fmt!r:.40}", code="argument.type")
         self._known(domain)
         if as_of is None:
             now = self.clock.now()

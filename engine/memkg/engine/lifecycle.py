@@ -33,7 +33,7 @@ from memkg.model.fact import Sensitivity
 from memkg.model.report import Problem
 from memkg.model.weight import claim_weight
 from memkg.validate.guards import text_problems
-from memkg.validate.limits import check_value
+from memkg.validate.limits import check_value, require_text
 
 
 class Lifecycle:
@@ -136,6 +136,7 @@ class Lifecycle:
         """Guard and store a note; ``where``: session_id, source_ref, provenance, tool_outputs."""
         check_args(user_id=user_id, domain=domain, note=note, scope=scope, key=key, value=value,
                    **where)  # fmt: skip
+        require_text(note, "note")
         return distill.save_memory_note(
             self.port, self.config.lifecycle, user_id=user_id, domain=domain, note=note,
             scope=scope, key=key, value=value, **where,
@@ -145,6 +146,11 @@ class Lifecycle:
         self, /, user_id: str, domain: str, arguments: str | Mapping[str, Any], **where: Any
     ) -> distill.NoteResult:
         """Run a model's ``save_memory_note`` call (its raw JSON arguments)."""
+        if not isinstance(arguments, str | Mapping):
+            raise InvalidOperation(
+                "arguments is the model's call: its JSON text or a mapping, not "
+                f"a {type(arguments).__name__}", code="argument.type",
+            )  # fmt: skip
         args = parse_arguments(arguments if isinstance(arguments, str) else dict(arguments))
         if isinstance(args, distill.NoteResult):
             return args
@@ -197,6 +203,11 @@ class Lifecycle:
         "content": "..."}``). ``options``: session_id, provenance, write (False: validate only).
         """
         check_args(user_id=user_id, domain=domain)
+        if isinstance(dialogue, str | bytes) or not isinstance(dialogue, Sequence):
+            raise InvalidOperation(
+                "dialogue is a list of messages (Message values or chat message dicts), not "
+                f"a {type(dialogue).__name__}", code="argument.type",
+            )  # fmt: skip
         messages = [_message(m, i) for i, m in enumerate(dialogue)]
         llm = self.llm
         if llm is None:
@@ -210,6 +221,7 @@ class Lifecycle:
     ) -> consolidation.ConsolidationHandle:
         """Merge a finished session into long-term memory in the background (one at a time)."""
         check_args(user_id=user_id, domain=domain, session_id=session_id)
+        require_text(session_id, "session_id")
         with self.lock:
             if self._closed:
                 raise InvalidOperation("the engine is closed", code="engine.closed")

@@ -94,6 +94,9 @@ def check_text(value: Any, where: str) -> None:
     given = value is not None or where in REQUIRED_TEXT
     if where in TEXT_ARGUMENTS and given and not isinstance(value, str):
         require_text(value, where)
+    if where in MAPPING_ARGUMENTS and value is not None and not isinstance(value, Mapping):
+        raise InvalidOperation(f"{where} is a mapping of names to values (a dict), not "
+                               f"{_a(value)}", code="argument.type")  # fmt: skip
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         node, path = stack.pop()
@@ -120,14 +123,20 @@ TEXT_ARGUMENTS = REQUIRED_TEXT | {
     "language", "confirm", "turn", "decision",
 }  # fmt: skip
 """Arguments that are text when given (None: not given, where the call allows it)."""
+MAPPING_ARGUMENTS = frozenset({"context"})
+"""Arguments that are a mapping when given (a decision's or a read's context)."""
 
 
 def require_text(value: Any, where: str) -> str:
     """``value`` if it is a ``str``, else ``InvalidOperation`` (``argument.type``) naming it."""
     if isinstance(value, str):
         return value
-    given = "None" if value is None else f"a {type(value).__name__}"
-    raise InvalidOperation(f"{where} is text (a string), not {given}", code="argument.type")
+    raise InvalidOperation(f"{where} is text (a string), not {_a(value)}", code="argument.type")
+
+
+def _a(value: Any) -> str:
+    """What ``value`` is, for an ``argument.type`` message: ``None`` or its type's name."""
+    return "None" if value is None else f"a {type(value).__name__}"
 
 
 def _printable(name: object) -> bool:

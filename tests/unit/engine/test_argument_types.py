@@ -61,3 +61,61 @@ def test_a_limit_is_a_whole_number(engine: Engine, bad: Any) -> None:
         engine.recent_entities("mei", "airline", "s1", limit=bad)
     assert refused.value.code == "argument.type"
     assert engine.recent_entities("mei", "airline", "s1", limit=0) == []
+
+
+NAMED: dict[str, tuple[str, Callable[[Engine, Any], object]]] = {
+    "save_memory_note note": (
+        "note",
+        lambda e, bad: e.save_memory_note("mei", "travel", bad, "global"),
+    ),
+    "consolidate session": ("session_id", lambda e, bad: e.consolidate("mei", "travel", bad)),
+    "keys domain": ("domain", lambda e, bad: e.keys(bad)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(NAMED))
+@pytest.mark.parametrize("bad", [None, 5, ["x"], b"x"])
+def test_a_required_text_argument_is_refused_as_such(engine: Engine, call: str, bad: Any) -> None:
+    """Text every call needs (a note, the session to consolidate, the domain whose keys are
+    listed) given as None or anything but text is ``argument.type``, not a Python error from
+    inside (or, for a consolidation, one raised later from its handle)."""
+    engine.ingest(obs(user_id="mei"))
+    before = engine.read_events("mei")
+    name, run = NAMED[call]
+    with pytest.raises(InvalidOperation) as refused:
+        run(engine, bad)
+    assert refused.value.code == "argument.type"
+    assert refused.value.message.startswith(f"{name} is text")
+    assert engine.read_events("mei") == before
+
+
+SHAPED: dict[str, tuple[str, Callable[[Engine, Any], object]]] = {
+    "decide context": ("context", lambda e, bad: e.decide("mei", "travel", bad)),
+    "resolve context": (
+        "context",
+        lambda e, bad: e.resolve("mei", "travel", "seat.preference", context=bad),
+    ),
+    "note call arguments": ("arguments", lambda e, bad: e.handle_note_call("mei", "travel", bad)),
+    "extract dialogue": ("dialogue", lambda e, bad: e.extract("mei", "travel", bad)),
+    "graph format": ("fmt", lambda e, bad: e.graph("mei", fmt=bad)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(SHAPED))
+@pytest.mark.parametrize("bad", [5, ["x"], b"x", "xml"])
+def test_an_argument_of_the_wrong_shape_is_refused(engine: Engine, call: str, bad: Any) -> None:
+    """A context that is no mapping, a note call's arguments that are neither JSON text nor a
+    mapping, a dialogue that is no list of messages, a graph format memkg does not write:
+    ``argument.type`` naming the argument, and nothing is logged."""
+    name, run = SHAPED[call]
+    if bad == "xml" and call == "note call arguments":
+        return  # text: the model's JSON, refused as a result (``note.arguments``)
+    engine.ingest(obs(user_id="mei"))
+    before, decisions = engine.read_events("mei"), engine.decisions("mei")
+    with pytest.raises(InvalidOperation) as refused:
+        run(engine, bad)
+    # a list of something else than messages: its first entry is named
+    listed = call == "extract dialogue" and isinstance(bad, list)
+    assert refused.value.code == ("message.invalid" if listed else "argument.type")
+    assert refused.value.message.startswith(name), refused.value.message
+    assert engine.read_events("mei") == before and engine.decisions("mei") == decisions
