@@ -41,7 +41,13 @@ class PostgresAccessStore(PgAdapter):
         import secrets
 
         with self._tx() as db:
+            indexed = db.execute(f"SELECT to_regclass('{self._s}.access_audit_target')")
+            new_index = indexed.fetchone() == (None,)
             self._create(db, _SCHEMA)
+            if new_index:  # an audit kept before the index: the planner learns of it now,
+                # not after autovacuum's next look (until then, a read by target ordered by
+                # seq walked the whole table backwards)
+                db.execute(f"ANALYZE {self._s}.access_audit")
             db.execute(f"INSERT INTO {self._s}.access_meta VALUES ('subject_key', %s)"
                        " ON CONFLICT DO NOTHING", (secrets.token_hex(32),))  # fmt: skip
             row = db.execute(f"SELECT value FROM {self._s}.access_meta WHERE key = 'subject_key'")

@@ -230,8 +230,8 @@ def _save_note(
     session_id: str | None,
     provenance: Provenance,
 ) -> NoteResult:
-    if scope is Scope.SESSION and session_id is None:
-        message = "a session-scope note needs the session it belongs to"
+    if scope is not Scope.GLOBAL and session_id is None:
+        message = f"a {scope.value}-scope note needs the session it belongs to (session_id)"
         problem = Problem(
             code="note.session_missing", path="$.session_id", message=message, stage="envelope"
         )

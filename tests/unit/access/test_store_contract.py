@@ -158,19 +158,35 @@ def test_a_targets_audit_and_an_erasure_read_by_the_target_index(tmp_path: Path)
 
 
 @pytest.mark.postgres
-def test_postgres_reads_a_target_by_its_index(postgres_dsn: str, pg_schema: str) -> None:
-    """PostgreSQL plans a target's records (and an erasure's merge targets) on the target
-    index, as SQLite does (counted above): the plan names it, the table's size aside."""
-    from memkg.access.postgres import _TARGET, PostgresAccessStore
+def test_postgres_reads_a_target_by_its_index_from_the_open_on(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """An audit kept before the target index gets it, and statistics on it, when the store
+    opens: PostgreSQL then plans a target's newest records on the index, not on a walk of the
+    whole table backwards by ``seq`` (what it chose for 100,000 records until the table was
+    next analysed)."""
+    import psycopg
 
+    from memkg.access.postgres import _TARGET, PostgresAccessStore
+    from memkg.access.store import audit_filter
+
+    PostgresAccessStore(postgres_dsn, schema=pg_schema).close()
+    table = f'"{pg_schema}".access_audit'
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:  # the audit as kept before
+        db.execute(f'DROP INDEX "{pg_schema}".access_audit_target')
+        db.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+        db.execute(
+            f"INSERT INTO {table} (key_id, subject, body) SELECT 'k' || (i % 3), 'u' || (i % 200),"
+            " json_build_object('record_id', 'acc_' || i, 'key_id', 'k' || (i % 3), 'subject',"
+            " 'u' || (i % 200), 'target', CASE WHEN i % 50 = 0 THEN 'dec_' || i END)::text"
+            " FROM generate_series(1, 100000) i"
+        )
+        db.execute(f"ANALYZE {table}")
     store = PostgresAccessStore(postgres_dsn, schema=pg_schema)
-    ring = Keyring(store, FrozenClock(T0))
-    store.record([record(ring, "k1", f"u{i}").model_copy(update={"target": f"dec_{i}"})
-                  for i in range(50)])  # fmt: skip
-    with store._tx() as db:  # type: ignore[attr-defined]
-        db.execute("SET LOCAL enable_seqscan = off")
-        plan = db.execute(f"EXPLAIN SELECT seq FROM {store._s}.access_audit"  # type: ignore[attr-defined]
-                          f" WHERE {_TARGET} = %s", ("dec_7",)).fetchall()  # fmt: skip
-    assert "access_audit_target" in " ".join(row[0] for row in plan), plan
-    assert [r.subject for r in ring.audit(target="dec_7")] == ["u7"]
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        for key_id in (None, "k1"):
+            where, args = audit_filter(None, key_id, "dec_50", "%s", _TARGET)
+            plan = db.execute(f"EXPLAIN SELECT body FROM {table} WHERE {where}"
+                              " ORDER BY seq DESC LIMIT %s", (*args, 100)).fetchall()  # fmt: skip
+            assert "access_audit_target" in " ".join(row[0] for row in plan), plan
     store.close()

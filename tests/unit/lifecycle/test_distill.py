@@ -145,6 +145,11 @@ def test_session_note_needs_its_session_and_turn_notes_expire(
     assert life.save_memory_note(USER, DOMAIN, "Likes tea").problems[0].code == (
         "note.session_missing"
     )
+    # a turn note belongs to its session too: outside every session it would show in every
+    # read outside sessions, and in no session
+    unplaced = life.save_memory_note(USER, DOMAIN, "Wants a taxi", "turn")
+    assert [p.code for p in unplaced.problems] == ["note.session_missing"]
+    assert life.read_events(USER) == []
     assert life.save_memory_note(USER, DOMAIN, "Wants a taxi", "turn", session_id=SESSION).saved
     assert len(life.notes(USER)) == 1
     clock.advance(timedelta(hours=2))
