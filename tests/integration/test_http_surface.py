@@ -136,3 +136,18 @@ def test_admin_lint_reports_what_rules_lint_and_a_reload_refuse(tmp_path: Path) 
 
     assert linted["ok"] is False
     assert "rule.unknown_key" in [f["code"] for f in linted["findings"]]
+
+
+def test_a_misspelt_key_is_404_for_its_history_and_weights_as_for_its_claims(
+    engine: Engine,
+) -> None:
+    engine.ingest(obs())
+    app, keyring = keyed_app(engine)
+    reader = client(app, token(keyring, ["read"], ["travel"]))
+    for path in ("history", "weights", "claims"):
+        answer = reader.get(f"/v1/users/u1/{path}/airline.prefered", params={"domain": "travel"})
+        assert answer.status_code == 404, (path, answer.text)
+        assert answer.json()["error"] == "key.unknown", path
+        assert "airline.preferred" in answer.json()["message"], path
+    held = reader.get("/v1/users/u1/history/airline.preferred", params={"domain": "travel"})
+    assert held.status_code == 200 and len(held.json()["history"]) == 1

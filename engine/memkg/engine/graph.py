@@ -11,7 +11,7 @@ from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args, check_count
-from memkg.errors import InvalidOperation, NotFound
+from memkg.errors import InvalidOperation
 from memkg.events.retry import Attempts, unconditional
 from memkg.graph import export, queries
 from memkg.graph.projection import UserGraph
@@ -143,11 +143,7 @@ class GraphService:
         return queries.edges(weighted_view(graph, at, self.weights, domain))
 
     def _known(self, domain: str | None) -> None:
-        """A domain no schema declares is ``domain.unknown``, as for facts (an empty graph
-        for a typo would pass for an answer)."""
-        registry = self.setup.registry
-        if domain is not None and domain not in registry.domains():
-            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
+        self.setup.known(domain)
 
 
 def _flag(value: object, name: str) -> None:

@@ -175,6 +175,7 @@ class Lifecycle:
     ) -> inject.Profile:  # fmt: skip
         """The memory block for a system prompt: resolved facts, notes, conflicts, stale items."""
         check_args(user_id=user_id, domain=domain, session_id=session_id, language=language)
+        self.setup.known(require_text(domain, "domain"))
         budget = _whole(budget, "budget", "tokens", "profile.budget")
         now, params = self.clock.now(), self.setup.weights
         resolved = self.arbiter.resolved_facts(

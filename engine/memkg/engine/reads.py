@@ -96,14 +96,18 @@ class Reads:
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
         check_args(user_id=user_id, key=require_text(key, "key"), domain=domain)
         self._known(domain)
-        return self.projections.memory(user_id).history(key, domain)
+        found = self.projections.memory(user_id).history(key, domain)
+        if not found:  # a key no domain declares, with nothing stored of it, is a typo
+            registry = self.setup.registry
+            declared = [d for d in ([domain] if domain else registry.domains())
+                        if registry.spec(d, key) is not None]  # fmt: skip
+            if not declared:
+                why = registry.unknown_key(domain, key) if domain else registry.undeclared_key(key)
+                raise NotFound(why, code="key.unknown")
+        return found
 
     def _known(self, domain: str | None) -> None:
-        """A domain no schema declares is ``domain.unknown`` (a typo read as "nothing held"
-        would pass for an answer), as over HTTP and MCP."""
-        registry = self.setup.registry
-        if domain is not None and domain not in registry.domains():
-            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
+        self.setup.known(domain)
 
     def rebuild(self, *, progress: Callable[[int], None] | None = None) -> RebuildReport:
         """Fold every user's memory from the whole log, and time it; the caches start over

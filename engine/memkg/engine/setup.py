@@ -139,7 +139,15 @@ class Setup:
         """An empty contextual graph for the user, over the domain knowledge."""
         return UserGraph(UserMemory(user_id), self.knowledge, self.entity_keys)
 
+    def known(self, domain: str | None) -> None:
+        """A domain no schema declares is ``domain.unknown`` (a typo read as "nothing held"
+        would pass for an answer), as over HTTP and MCP; ``None`` (every domain) is known."""
+        registry = self.registry
+        if domain is not None and domain not in registry.domains():
+            raise NotFound(registry.unknown_key(domain, ""), code="domain.unknown")
+
     def key_spec(self, domain: str, key: str) -> KeySpec:
+        self.known(domain)
         spec = self.registry.spec(domain, key)
         if spec is None:
             raise NotFound(self.registry.unknown_key(domain, key), code="key.unknown")

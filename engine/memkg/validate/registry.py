@@ -258,6 +258,13 @@ class SchemaRegistry:
             f"valid keys: {shown} (`memkg keys {domain}` lists them)"
         ) + "".join(f"; {m}" for m in misnamed)
 
+    def undeclared_key(self, key: str) -> str:
+        """Why ``key``, asked of every domain, is unknown: the close keys and their domains."""
+        declared = {k: d for d in self.domains() for k in self.keys(d)}
+        close = [f"{k} ({declared[k]})" for k in _close(key, sorted(declared), 0.5)]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return f"no domain declares key {key!r:.80}{hint} (`memkg keys DOMAIN` lists them)"
+
     def keys(self, domain: str) -> list[str]:
         """The domain's current keys (a key its group's newest version dropped is not one)."""
         return sorted(key for d, key in self._history if d == domain and self._current(d, key))

@@ -392,6 +392,8 @@ def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -
         # HTTP and MCP refuse it
         lambda: engine.decide("u1", "travle", {"airline": "airline:MU"}),
         lambda: engine.recall("u1", "airline", domain="travle"),
+        lambda: engine.render_profile("u1", "travle"),
+        lambda: engine.resolve("u1", "travle", "airline.preferred"),
     ):
         with pytest.raises(NotFound, match="did you mean travel") as caught:
             read()
@@ -399,3 +401,14 @@ def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -
     assert [f.value for f in engine.facts("u1", domain="travel")] == ["airline:MU"]
     assert engine.facts("u1", domain="health") == []  # known, nothing held: an answer
     assert engine.decisions("u1") == []
+    assert engine.tracer.traces.erase_user("u1") == 0  # a profile refused kept no trace
+
+
+def test_a_misspelt_key_is_refused_not_read_as_no_history(engine: Engine) -> None:
+    engine.ingest(obs(value="airline:MU"))
+    for domain in ("travel", None):
+        with pytest.raises(NotFound, match="airline.preferred") as caught:
+            engine.history("u1", "airline.prefered", domain=domain)
+        assert caught.value.code == "key.unknown"
+    assert [f.value for f in engine.history("u1", "airline.preferred")] == ["airline:MU"]
+    assert engine.history("u1", "seat.preference", "travel") == []  # declared: an answer
