@@ -407,7 +407,7 @@ def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -
 def test_a_misspelt_key_is_refused_not_read_as_no_history(engine: Engine) -> None:
     engine.ingest(obs(value="airline:MU"))
     for domain in ("travel", None):
-        with pytest.raises(NotFound, match="airline.preferred") as caught:
+        with pytest.raises(NotFound, match=r"airline\.preferred") as caught:
             engine.history("u1", "airline.prefered", domain=domain)
         assert caught.value.code == "key.unknown"
     assert [f.value for f in engine.history("u1", "airline.preferred")] == ["airline:MU"]
