@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
@@ -13,7 +12,7 @@ from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
 from memkg.model.report import Problem, ValidationReport
-from memkg.validate.limits import json_text_depth
+from memkg.validate.limits import LongInteger, json_text_depth, read_json
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -55,7 +54,9 @@ def _read_jsonl(
                 problem = ("limit.depth", f"nested deeper than {limits.max_depth} levels")
             else:
                 try:
-                    data = json.loads(line)
+                    data = read_json(line)
+                except LongInteger as exc:
+                    problem = ("value.int_range", str(exc))
                 except ValueError as exc:
                     problem = ("input.json", f"not JSON: {exc}")
                 else:

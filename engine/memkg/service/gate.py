@@ -16,7 +16,7 @@ from memkg.engine import Engine
 from memkg.errors import MemkgError, ValidationFailed
 from memkg.lifecycle.distill import NoteResult
 from memkg.model.report import Problem, ValidationReport
-from memkg.validate.limits import json_text_depth
+from memkg.validate.limits import LongInteger, json_text_depth, read_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -72,7 +72,9 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
     if json_text_depth(text, max_depth) > max_depth:
         raise refusal("limit.depth", f"nested deeper than {max_depth} levels")
     try:
-        return json.loads(text)
+        return read_json(text)
+    except LongInteger as exc:
+        raise refusal("value.int_range", str(exc)) from None
     except ValueError as exc:
         raise MemkgError(f"the body is not JSON: {exc}", code="request.not_json") from None
 

@@ -6,6 +6,7 @@ validator. ``json_text_depth`` checks raw JSON text before ``json.loads`` sees i
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -144,6 +145,48 @@ def _printable(name: object) -> bool:
 
 
 _INT64 = 2**63
+
+
+def out_of_range(digits: int) -> str:
+    """What ``value.int_range`` says of an integer of ``digits`` digits."""
+    return (
+        f"an integer of {digits:,} digits is past the range stores and rules compare in "
+        "(-2**63 to 2**63 - 1): send a number that fits, or a string"
+    )
+
+
+def _digits(number: int) -> int:
+    """How many digits ``number`` has; counted from its bits where Python would not print it."""
+    bits = abs(number).bit_length()
+    if bits < 14_000:  # 4,214 digits at most
+        return len(str(abs(number)))
+    return int(bits * math.log10(2)) + 1
+
+
+_MOST_DIGITS = 4_300
+"""The longest integer literal Python reads (``sys.get_int_max_str_digits``' default)."""
+
+
+class LongInteger(ValueError):
+    """An integer literal longer than Python reads, and so past the 64-bit range anyway."""
+
+    def __init__(self, digits: int) -> None:
+        super().__init__(out_of_range(digits))
+
+
+def _integer(literal: str) -> int:
+    if len(literal) > _MOST_DIGITS:
+        raise LongInteger(len(literal.lstrip("-")))
+    return int(literal)
+
+
+def read_json(text: str) -> Any:
+    """``json.loads`` of client input, but an integer of more digits than Python reads is
+    ``LongInteger`` (a ``ValueError`` whose message is ``value.int_range``'s), not an error
+    that sends the client to ``sys.set_int_max_str_digits``."""
+    return json.loads(text, parse_int=_integer)
+
+
 """Integers are kept within ``[-2**63, 2**63)``: what SQLite and durable-rules hold as numbers
 (and Python cannot even print one of more than 4,300 digits)."""
 
@@ -176,15 +219,19 @@ def walk_value(value: Any, limits: Limits) -> list[Problem]:
             size += 8
             if isinstance(node, float) and not math.isfinite(node):
                 problems.append(
-                    _problem("value.non_finite", parts, "NaN and Infinity are not JSON")
+                    _problem(
+                        "value.non_finite",
+                        parts,
+                        "NaN, Infinity and numbers past "
+                        "±1.8e308 (read as Infinity) are not JSON numbers memkg keeps",
+                    )
                 )
             elif isinstance(node, int) and not -_INT64 <= node < _INT64:
                 problems.append(
                     _problem(
                         "value.int_range",
                         parts,
-                        f"an integer of {node.bit_length():,} bits is past the 64-bit range "
-                        "stores and rules compare in: send a number that fits, or a string",
+                        out_of_range(_digits(node)),
                     )
                 )
         elif isinstance(node, list | dict):
