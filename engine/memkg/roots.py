@@ -182,6 +182,21 @@ class Roots:
         """Domain → its ``rules/<domain>/`` folder."""
         return self._dirs("rules")
 
+    def plan(self, name: str) -> Path | None:
+        """The migration plan ``name`` names, None if no root holds it: ``DOMAIN/NAME``, the
+        file ``schemas/DOMAIN/migrations/NAME.yaml`` of the root that owns the domain, or that
+        path itself (what ``memkg schema history`` shows), read in that root."""
+        parts = Path(name).parts
+        if len(parts) == 2:
+            parts = ("schemas", parts[0], "migrations", f"{parts[1]}.yaml")
+        if len(parts) != 4 or parts[::2] != ("schemas", "migrations"):
+            return None
+        owner = self.domains().get(parts[1])
+        found = None if owner is None else owner.joinpath(*parts)
+        if found is None or found.suffix != ".yaml" or found.name.startswith("."):
+            return None
+        return found if found.is_file() else None
+
     def file(self, rel: str) -> Path | None:
         """The last root's ``rel`` (e.g. ``rules/policy.yaml``), None if no root has it."""
         self._check()

@@ -267,6 +267,12 @@ def test_cli_dry_run_and_apply_on_sqlite(tmp_path: Path) -> None:
     assert code == 3 and blocked["verdict"] == "BLOCK"
     code, report = _cli(*base, str(root / PLAN), "--dry-run")
     assert code == 0 and report["verdict"] == "PASS"
+    # the plan by its name (as over HTTP), or by the path `schema history` shows, from any folder
+    for named in ("health/diet_organ_meat", str(PLAN)):
+        assert _cli(*base, named, "--dry-run") == (0, report), named
+    code, missing = _cli(*base, "health/no_such_plan", "--dry-run")
+    assert code == 1 and missing["error"] == "migration.not_found", missing
+    assert "schemas/DOMAIN/migrations/NAME.yaml" in missing["message"]
     out = io.StringIO()
     assert main([*base, str(root / PLAN), "--dry-run", "--format", "text"], out) == 0
     assert out.getvalue().startswith("PASS: migration diet_organ_meat")

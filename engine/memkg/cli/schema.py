@@ -109,7 +109,12 @@ def add_commands(sub: Any) -> None:
     q.add_argument("key", nargs="?")
     q.set_defaults(run=cmd_history, offline=True)
     q = schema.add_parser("migrate", help="dry-run or apply a migration plan over stored facts")
-    q.add_argument("plan", metavar="PLAN", help="schemas/<domain>/migrations/<name>.yaml")
+    q.add_argument(
+        "plan",
+        metavar="PLAN",
+        help="a plan file, or a plan's name DOMAIN/NAME (schemas/DOMAIN/"
+        "migrations/NAME.yaml in a root, e.g. health/diet_organ_meat)",
+    )
     how = q.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="write nothing; report and verdict")
     how.add_argument("--apply", action="store_true", help="write migration events (resumable)")

@@ -19,7 +19,7 @@ from memkg.clock import FrozenClock
 from memkg.engine.projections import Projections
 from memkg.engine.replay import graph_as_of
 from memkg.engine.rule_bundle import unlinted
-from memkg.errors import ConcurrencyConflict, MemkgError
+from memkg.errors import ConcurrencyConflict, MemkgError, NotFound
 from memkg.evolution.apply import events_for, idempotency_key
 from memkg.evolution.dry_run import (
     DryRunReport,
@@ -36,6 +36,7 @@ from memkg.model.decision import Decision, Result
 from memkg.model.event import Event, NewEvent
 from memkg.model.fact import LIVE_STATUSES, Fact
 from memkg.model.keyspec import KeySpec
+from memkg.roots import Roots
 from memkg.rules.cases import load_cases
 from memkg.rules.lint import lint_bundle
 from memkg.rules.loader import RuleFolders, SchemaRoot, load_bundle, read_sources
@@ -102,12 +103,28 @@ who has none yet, creating) the user's salt; a dry run writes nothing. A decisio
 the dry run sees these hashes."""
 
 
+def plan_file(layers: Roots, plan: str | Path) -> tuple[Path, Path | None]:
+    """The file of ``plan`` (a path, or a plan's name: ``Roots.plan``) and the root it lies
+    in; ``migration.not_found`` when it is neither."""
+    path = Path(plan)
+    if not path.is_file():
+        named = layers.plan(str(plan))
+        if named is None:
+            raise NotFound(
+                f"no migration plan {str(plan)!r:.120}: give a plan file, or a plan's name "
+                "DOMAIN/NAME for schemas/DOMAIN/migrations/NAME.yaml in a root "
+                "(`memkg schema history DOMAIN` lists them)", code="migration.not_found",
+            )  # fmt: skip
+        path = named
+    return path, layers.root_of(path)
+
+
 def plan_and_specs(
     evo: Evolution, plan: MigrationPlan | str | Path
 ) -> tuple[MigrationPlan, Specs, Specs]:
     """The plan with the old and new key specs of its groups; checks the plan's keys."""
     if not isinstance(plan, MigrationPlan):
-        plan = load_plan(plan, evo.setup.layers.root_of(Path(plan)))
+        plan = load_plan(*plan_file(evo.setup.layers, plan))
     registry = evo.setup.registry
     old = registry.group(plan.domain, plan.group, plan.from_version)
     new = registry.group(plan.domain, plan.to_group, plan.to_version)

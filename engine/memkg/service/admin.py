@@ -114,10 +114,8 @@ class Admin:
 
     async def dry_run(self, call: Call) -> Response:
         body: DryRunBody = call.body
-        domain, name = body.plan.split("/", 1)
-        root = self.engine.layers.domains().get(domain)
-        path = None if root is None else root / "schemas" / domain / "migrations" / f"{name}.yaml"
-        if path is None or not path.is_file():
+        path = self.engine.layers.plan(body.plan)
+        if path is None:
             raise NotFound(
                 f"no migration plan {body.plan}: plans live in schemas/DOMAIN/migrations/NAME.yaml",
                 code="migration.not_found",
