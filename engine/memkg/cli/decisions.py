@@ -219,14 +219,16 @@ def add_commands(sub: Any) -> None:
     q.add_argument(
         "path",
         nargs="?",
-        help="rules folder, or one <rules>/<domain>/<name>.yaml with its domain (default: rules/)",
+        help="rules folder, or one <rules>/<domain>/<name>.yaml with its domain (default: every "
+        "domain in force: the rules/ of each root, --root's included)",
     )
     q.set_defaults(run=cmd_rules_lint)
     q = rules.add_parser("test", help="run rules/**/*.cases.yaml")
     q.add_argument(
         "path",
         nargs="?",
-        help="rules folder, or one rule file or its .cases.yaml (default: rules/)",
+        help="rules folder, or one rule file or its .cases.yaml (default: every domain in force: "
+        "the rules/ of each root, --root's included)",
     )
     q.add_argument(
         "--coverage",

@@ -118,7 +118,11 @@ def add_commands(sub: Any) -> None:
     how = q.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="write nothing; report and verdict")
     how.add_argument("--apply", action="store_true", help="write migration events (resumable)")
-    q.add_argument("--rules", help="the rules folder the new schema ships with (default: rules/)")
+    q.add_argument(
+        "--rules",
+        help="the rules folder the new schema ships with (default: the rules "
+        "in force: the rules/ of each root, --root's included)",
+    )
     q.add_argument("--waiver", help="a signed-off waiver file accepting blocking findings")
     q.add_argument(
         "--decisions",
