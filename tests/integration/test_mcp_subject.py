@@ -57,6 +57,8 @@ def test_a_session_cannot_reach_another_user(tmp_path: Path) -> None:
             assert asked["problems"][0]["code"] == "argument.unknown"
             health = error_of(await s.call_tool("render_profile", {"domain": "health"}))
             assert health["error"] == "access.domain"  # its own health data too: not its domain
+            # no key here to be granted anything: the session's start is what to change
+            assert health["message"].startswith("this session serves domain travel only")
             assert error_of(await s.call_tool("explain_decision", {"decision_id": decision})
                             )["error"] == "decision.not_found"  # fmt: skip
             forgot = await s.call_tool("forget", {"fact_id": fact, "reason": "x"})

@@ -28,6 +28,9 @@ class Principal:
     grants: tuple[Grant, ...] = ()
     open_access: bool = field(default=False)
     """A server started without keys (loopback only, by an explicit flag): everything allowed."""
+    session: frozenset[str] | None = None
+    """The domains a session was started for (``within``; ``memkg mcp --domain``), where it
+    was: it reaches no other, whatever the key allows."""
 
     @property
     def key_id(self) -> str:
@@ -78,6 +81,12 @@ class Principal:
                 self.check_user(user_id)
                 return grant
         self.require(scope)
+        if self.session is not None and domain not in self.session:
+            raise AccessDenied(
+                f"this session serves domain {', '.join(sorted(self.session))} only (started "
+                f"with --domain), not {domain!r}: start a session for it",
+                code="access.domain",
+            )  # fmt: skip
         raise AccessDenied(
             f"key {self.key_id} may not use domain {domain!r}: its domains are "
             f"{', '.join(self.key.domains)}; a cross-domain grant (memkg access grant) opens it",
@@ -92,7 +101,8 @@ class Principal:
             tuple(d for d in self.key.domains if d in kept)  # fmt: skip
         key = self.key.model_copy(update={"domains": own})
         grants = tuple(g for g in self.grants if g.domain in kept)
-        return Principal(key, grants)  # open access, too, ends at the domains given
+        session = kept if self.session is None else kept & self.session
+        return Principal(key, grants, session=session)  # open access too ends at the domains
 
     def check_every_domain(self, scope: ApiScope, user_id: str | None) -> None:
         """Allow ``scope`` on what spans every domain (a trace of a recall over all of them,

@@ -137,7 +137,7 @@ def local_subject(user_id: str, domains: Sequence[str] = ()) -> Subject:
                  scopes=(ApiScope.READ, ApiScope.WRITE, ApiScope.DECIDE),
                  domains=tuple(domains) or (ALL_DOMAINS,), user_id=user_id,
                  created_at=datetime(2026, 1, 1, tzinfo=UTC))  # fmt: skip
-    return Subject(user_id, Principal(key))
+    return Subject(user_id, Principal(key, session=frozenset(domains) if domains else None))
 
 
 def session_user(user_id: str) -> str:
