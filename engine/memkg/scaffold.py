@@ -110,12 +110,12 @@ default:
   explain: "Nothing on record yet: ask"
 rules:
   - id: {name}.favorite_known
-    description: A known favourite is suggested again.
+    description: A user with a known favourite is offered the deluxe item.
     when:
       - fact: {{key: {name}.favorite, in: ["{item}:basic", "{item}:deluxe"]}}
     then: {{action: suggest_item, urgency: normal, parameters: {{item: {item}:deluxe}}}}
     reason_code: FAVORITE_KNOWN
-    explain: "Likes {{{name}.favorite}}"
+    explain: "Likes {{{name}.favorite}}: offer the deluxe one"
 """,
         f"rules/{name}/suggestion.cases.yaml": f"""\
 cases:

@@ -103,6 +103,12 @@ class Replayer:
                 reproduced=False,
                 differences=(f"$.revisions.rule_bundle: bundle {digest} {why}",),
             )
+        domain = recorded.request.domain
+        if domain not in self.setup.registry.domains():  # its facts would be read as nothing
+            return ReplayReport(decision_id=decision_id, reproduced=False, differences=(
+                f"$.request.domain: domain {domain!r} is declared by no root in force here: "
+                "open memkg with the root that declares it (--root DIR, EngineConfig.roots)",
+            ))  # fmt: skip
         user_id = recorded.request.user_id
         graph = graph_as_of(self.setup, self.projections, user_id, recorded.as_of_seq)
         replayed = self.decider.redecide(rules, recorded, graph)
