@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "engine" / "memkg"
 STAGES = ("validate", "events", "graph", "rules", "arbitration", "explain", "decisions",
           "lifecycle", "llm", "evolution", "semantic", "identity", "trace")  # fmt: skip
 SHARED = {"model", "errors", "clock", "config", "ontology", "postgres", "roots", "sqlitefile",
-          "yamlfile", "userschema"}  # fmt: skip
+          "yamlfile", "userschema", "jsontext"}  # fmt: skip
 ALLOWED = {
     # the lifecycle's model port lives in llm/ (the only place that imports openai)
     ("lifecycle", "llm"),

@@ -11,8 +11,9 @@ from memkg.cli.common import EXIT_OK, EXIT_REFUSED, SEQ_MAX, emit, whole
 from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
+from memkg.jsontext import LongInteger, read_json
 from memkg.model.report import Problem, ValidationReport
-from memkg.validate.limits import LongInteger, json_text_depth, read_json
+from memkg.validate.limits import json_text_depth
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -57,8 +58,8 @@ def _read_jsonl(
                     data = read_json(line)
                 except LongInteger as exc:
                     problem = ("value.int_range", str(exc))
-                except ValueError as exc:
-                    problem = ("input.json", f"not JSON: {exc}")
+                except ValueError as exc:  # not JSON, too deep, a key twice in one object
+                    problem = ("input.json", f"the line cannot be read: {exc}")
                 else:
                     if not isinstance(data, dict):
                         problem = ("envelope.type", "each line must be a JSON object")

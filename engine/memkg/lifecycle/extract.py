@@ -19,10 +19,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.errors import ValidationFailed
+from memkg.jsontext import read_json
 from memkg.lifecycle.distill import consent_problem, save_memory_note
 from memkg.lifecycle.ports import MemoryPort
 from memkg.lifecycle.screen import note_problems
-from memkg.llm.port import LLM, Message, read_json
+from memkg.llm.port import LLM, Message
 from memkg.model.fact import Kind, Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
 from memkg.model.settings import LifecycleConfig

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memkg.jsontext import read_json
 from memkg.lifecycle.distill import NoteResult
-from memkg.llm.port import Tool, read_json
+from memkg.llm.port import Tool
 from memkg.model.report import Problem
 
 NAME = "save_memory_note"

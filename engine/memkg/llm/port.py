@@ -9,49 +9,15 @@ adapter only translates; ``memory.py`` is the in-memory twin, ``openai_adapter.p
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.errors import LLMBadResponse
+from memkg.jsontext import read_json
 
 Out = TypeVar("Out", bound=BaseModel)
-
-
-def read_json(text: str) -> Any:
-    """``text`` parsed as JSON, or ``ValueError`` saying why it cannot be read one way only:
-    not JSON, nested too deeply, an integer too long to convert, or a key given twice in one
-    object (readers disagree on which copy counts, so what is checked may not be what is used).
-
-    >>> read_json('{"note": "a", "note": "b"}')
-    Traceback (most recent call last):
-    ValueError: the key 'note' appears twice in one object
-    """
-    try:
-        return json.loads(text, object_pairs_hook=_once)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at {exc.pos})") from exc
-    except RecursionError as exc:
-        raise ValueError("nested too deeply to read") from exc
-    except _Repeated as exc:
-        raise ValueError(str(exc)) from None
-    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string conversion"
-        raise ValueError(f"a number too long to read ({str(exc).split(':')[0]})") from exc
-
-
-class _Repeated(ValueError):
-    pass
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise _Repeated(f"the key {key!r} appears twice in one object")
-        found[key] = value
-    return found
 
 
 class ToolCall(BaseModel):

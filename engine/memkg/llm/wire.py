@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from memkg.errors import LLMBadResponse
-from memkg.llm.port import Message, Out, Reply, Tool, ToolCall, read_json
+from memkg.jsontext import read_json
+from memkg.llm.port import Message, Out, Reply, Tool, ToolCall
 
 
 def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:

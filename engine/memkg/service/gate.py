@@ -14,9 +14,10 @@ from typing import Any, ParamSpec, TypeVar
 
 from memkg.engine import Engine
 from memkg.errors import MemkgError, ValidationFailed
+from memkg.jsontext import LongInteger, RepeatedKey, read_json
 from memkg.lifecycle.distill import NoteResult
 from memkg.model.report import Problem, ValidationReport
-from memkg.validate.limits import LongInteger, json_text_depth, read_json
+from memkg.validate.limits import json_text_depth
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -75,8 +76,11 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
         return read_json(text)
     except LongInteger as exc:
         raise refusal("value.int_range", str(exc)) from None
+    except RepeatedKey as exc:
+        raise MemkgError(f"the body is not JSON memkg reads one way only: {exc}; send each "
+                         "key once", code="request.not_json") from None  # fmt: skip
     except ValueError as exc:
-        raise MemkgError(f"the body is not JSON: {exc}", code="request.not_json") from None
+        raise MemkgError(f"the body is {exc}", code="request.not_json") from None
 
 
 def dumps(data: Any) -> str:

@@ -6,13 +6,13 @@ validator. ``json_text_depth`` checks raw JSON text before ``json.loads`` sees i
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from memkg.config import Limits
 from memkg.errors import InvalidOperation
+from memkg.jsontext import out_of_range
 from memkg.model.report import Problem
 
 
@@ -145,14 +145,8 @@ def _printable(name: object) -> bool:
 
 
 _INT64 = 2**63
-
-
-def out_of_range(digits: int) -> str:
-    """What ``value.int_range`` says of an integer of ``digits`` digits."""
-    return (
-        f"an integer of {digits:,} digits is past the range stores and rules compare in "
-        "(-2**63 to 2**63 - 1): send a number that fits, or a string"
-    )
+"""Integers are kept within ``[-2**63, 2**63)``: what SQLite and durable-rules hold as numbers
+(and Python cannot even print one of more than 4,300 digits)."""
 
 
 def _digits(number: int) -> int:
@@ -161,34 +155,6 @@ def _digits(number: int) -> int:
     if bits < 14_000:  # 4,214 digits at most
         return len(str(abs(number)))
     return int(bits * math.log10(2)) + 1
-
-
-_MOST_DIGITS = 4_300
-"""The longest integer literal Python reads (``sys.get_int_max_str_digits``' default)."""
-
-
-class LongInteger(ValueError):
-    """An integer literal longer than Python reads, and so past the 64-bit range anyway."""
-
-    def __init__(self, digits: int) -> None:
-        super().__init__(out_of_range(digits))
-
-
-def _integer(literal: str) -> int:
-    if len(literal) > _MOST_DIGITS:
-        raise LongInteger(len(literal.lstrip("-")))
-    return int(literal)
-
-
-def read_json(text: str) -> Any:
-    """``json.loads`` of client input, but an integer of more digits than Python reads is
-    ``LongInteger`` (a ``ValueError`` whose message is ``value.int_range``'s), not an error
-    that sends the client to ``sys.set_int_max_str_digits``."""
-    return json.loads(text, parse_int=_integer)
-
-
-"""Integers are kept within ``[-2**63, 2**63)``: what SQLite and durable-rules hold as numbers
-(and Python cannot even print one of more than 4,300 digits)."""
 
 
 def check_value(value: Any, limits: Limits) -> list[Problem]:

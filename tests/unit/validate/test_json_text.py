@@ -1,7 +1,8 @@
-"""A number past what memkg keeps is told as such wherever it comes in: an integer of more
-digits than Python reads (an HTTP body, a JSONL line) is ``value.int_range`` like any other
-integer past 64 bits, not "not JSON" with Python's own advice; the message says which side of
-the range it is past; a float past the largest is not called NaN."""
+"""JSON text from outside is read one way only, and what cannot be is told as such: an
+integer of more digits than Python reads (an HTTP body, a JSONL line) is ``value.int_range``
+like any other integer past 64 bits, not "not JSON" with Python's own advice; a key given
+twice in one object is refused, not read as its last copy; the range message gives the range;
+a float past the largest is not called NaN."""
 
 from __future__ import annotations
 
@@ -63,3 +64,30 @@ def test_a_float_past_the_largest_is_not_called_nan(engine: Engine) -> None:
         engine.ingest(obs(key="travel.companions", value=float("inf")))
     [problem] = refused.value.report.problems
     assert problem.code == "value.non_finite" and "1.8e308" in problem.message
+
+
+def test_a_key_given_twice_in_a_body_or_a_line_is_refused(engine: Engine, tmp_path: Path) -> None:
+    """A filter that reads the first ``value`` and a store that keeps the last would disagree
+    on what was written; the tool call of a model was refused so already."""
+    twice = json.dumps(obs()).replace('"value": ', '"value": "airline:CA", "value": ')
+    app, keyring = keyed_app(engine)
+    writer = client(app, token(keyring, ["write"], ["travel"]))
+    answer = writer.post("/v1/observations", content=twice,
+                         headers={"content-type": "application/json"})  # fmt: skip
+    assert answer.status_code == 400 and answer.json()["error"] == "request.not_json"
+    assert "'value' appears twice" in answer.json()["message"]
+    feed = tmp_path / "in.jsonl"
+    feed.write_text(twice + "\n", encoding="utf-8")
+    out = io.StringIO()
+    assert main(["--db", str(tmp_path / "m.db"), "ingest", str(feed)], out) == 3
+    assert "'value' appears twice" in out.getvalue() and "input.json" in out.getvalue()
+    assert engine.store.head() == 0
+
+
+def test_the_readers_examples_run() -> None:
+    import doctest
+
+    import memkg.jsontext
+
+    result = doctest.testmod(memkg.jsontext, optionflags=doctest.ELLIPSIS)
+    assert result.attempted == 2 and result.failed == 0
