@@ -63,3 +63,14 @@ def test_open_memory_keeps_nothing_on_disk(tmp_path: Path, monkeypatch: pytest.M
                        "value": "airline:MU", "source": "dialogue"})  # fmt: skip
         assert [f.value for f in engine.facts("u")] == ["airline:MU"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_commands_help_lists_the_store_options_it_takes() -> None:
+    """``--db`` and ``--pg-schema`` may follow the command; its help says so."""
+    from memkg.cli import _subparsers, build_parser
+
+    commands = _subparsers(build_parser())
+    assert len(commands) > 30
+    for command in commands:
+        shown = command.format_help()
+        assert "--db" in shown and "--pg-schema" in shown, command.prog

@@ -86,9 +86,11 @@ def _root_options(parser: argparse.ArgumentParser, *, before: bool) -> None:
         help="leave out the example domains shipped with memkg",
     )  # fmt: skip
     if not before and "--db" not in parser._option_string_actions:
-        parser.add_argument("--db", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        parser.add_argument("--db", default=argparse.SUPPRESS,
+                            help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
     if not before and "--pg-schema" not in parser._option_string_actions:
-        parser.add_argument("--pg-schema", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        parser.add_argument("--pg-schema", default=argparse.SUPPRESS,
+                            help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
