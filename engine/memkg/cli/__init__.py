@@ -36,6 +36,10 @@ __all__ = ["build_parser", "main"]
 log = logging.getLogger("memkg.cli")
 
 
+_DB_HELP = "SQLite file (default ./memkg.db) or postgresql:// URL"
+_SCHEMA_HELP = "PostgreSQL schema of memkg's tables (default memkg)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memkg",
@@ -43,10 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         "status 0 done, 1 failed, 2 bad usage, 3 input refused.",
     )
     parser.add_argument("--version", action="version", version=f"memkg {_version()}")
-    parser.add_argument("--db", default="memkg.db",
-                        help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
-    parser.add_argument("--pg-schema", default="memkg",
-                        help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip
+    parser.add_argument("--db", default="memkg.db", help=_DB_HELP)
+    parser.add_argument("--pg-schema", default="memkg", help=_SCHEMA_HELP)
     parser.add_argument("--log-level", choices=LEVELS, default="warning",
                         help="log memkg's work to standard error (never user data)")  # fmt: skip
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
@@ -86,11 +88,9 @@ def _root_options(parser: argparse.ArgumentParser, *, before: bool) -> None:
         help="leave out the example domains shipped with memkg",
     )  # fmt: skip
     if not before and "--db" not in parser._option_string_actions:
-        parser.add_argument("--db", default=argparse.SUPPRESS,
-                            help="SQLite file (default ./memkg.db) or postgresql:// URL")  # fmt: skip
+        parser.add_argument("--db", default=argparse.SUPPRESS, help=_DB_HELP)
     if not before and "--pg-schema" not in parser._option_string_actions:
-        parser.add_argument("--pg-schema", default=argparse.SUPPRESS,
-                            help="PostgreSQL schema of memkg's tables (default memkg)")  # fmt: skip
+        parser.add_argument("--pg-schema", default=argparse.SUPPRESS, help=_SCHEMA_HELP)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
