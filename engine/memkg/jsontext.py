@@ -12,10 +12,8 @@ memkg.jsontext.LongInteger: an integer of 5,000 digits is past the range ...
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
-
-MOST_DIGITS = 4_300
-"""The longest integer literal Python reads (``sys.get_int_max_str_digits``' default)."""
 
 
 def out_of_range(digits: int) -> str:
@@ -53,7 +51,8 @@ def read_json(text: str) -> Any:
 
 
 def _integer(literal: str) -> int:
-    if len(literal) > MOST_DIGITS:
+    most = sys.get_int_max_str_digits()  # 4,300 unless the process set another (0: none)
+    if most and len(literal.lstrip("-")) > most:
         raise LongInteger(len(literal.lstrip("-")))
     return int(literal)
 

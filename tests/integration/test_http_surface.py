@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import product
 from pathlib import Path
 
 import pytest
@@ -51,15 +52,23 @@ def test_every_key_that_may_review_can_settle_a_review_under_its_name(engine: En
     request gives wrong is told apart from a wrong note."""
     contested(engine)
     app, keyring = keyed_app(engine)
-    for name in ("a" * 129, "\x00rev", "line\nbreak", " "):
+    for name in ("a" * 129, "\x00rev", "line\nbreak", " ", "desk\u00a0one", "a\u200db"):
         with pytest.raises(MemkgError) as refused:
             keyring.create(name, ["review"], ["travel"])
         assert refused.value.code == "access.name_invalid", name
     named = client(app, keyring.create("r" * 128, ["review"], ["travel"]).token)
     [review] = named.get("/v1/reviews").json()["reviews"]
     resolve = f"/v1/reviews/{review['review_id']}/resolve"
-    wrong = named.post(resolve, json={"value": "airline:SQ", "note": "ok", "reviewer": "  "})
-    assert wrong.status_code == 400 and wrong.json()["error"] == "review.reviewer", wrong.text
+    for reviewer in ("  ", "a\nb", "ana\u200b"):
+        body = {"value": "airline:SQ", "note": "ok", "reviewer": reviewer}
+        wrong = named.post(resolve, json=body)
+        assert wrong.status_code == 400 and wrong.json()["error"] == "review.reviewer", wrong.text
+    admin = client(app, token(keyring))
+    long = admin.post("/v1/access/keys", json={"name": "k" * 129, "scopes": ["read"],
+                                               "domains": ["travel"]})  # fmt: skip
+    assert long.status_code == 400 and "128" in long.text  # as the schema says
+    schema = admin.get("/openapi.json").json()["components"]["schemas"]["KeyCreateBody"]
+    assert schema["properties"]["name"]["maxLength"] == 128
     with pytest.raises(MemkgError) as long:
         engine.resolve_review(review["review_id"], "airline:SQ", "ok", reviewer="x" * 129)
     assert long.value.code == "review.reviewer" and "129" in long.value.message
@@ -144,10 +153,10 @@ def test_a_misspelt_key_is_404_for_its_history_and_weights_as_for_its_claims(
     engine.ingest(obs())
     app, keyring = keyed_app(engine)
     reader = client(app, token(keyring, ["read"], ["travel"]))
-    for path in ("history", "weights", "claims"):
-        answer = reader.get(f"/v1/users/u1/{path}/airline.prefered", params={"domain": "travel"})
-        assert answer.status_code == 404, (path, answer.text)
-        assert answer.json()["error"] == "key.unknown", path
-        assert "airline.preferred" in answer.json()["message"], path
+    for path, params in product(("history", "weights", "claims"), ({"domain": "travel"}, {})):
+        answer = reader.get(f"/v1/users/u1/{path}/airline.prefered", params=params)
+        assert answer.status_code == 404, (path, params, answer.text)
+        assert answer.json()["error"] == "key.unknown", (path, params)
+        assert "airline.preferred" in answer.json()["message"], (path, params)
     held = reader.get("/v1/users/u1/history/airline.preferred", params={"domain": "travel"})
     assert held.status_code == 200 and len(held.json()["history"]) == 1

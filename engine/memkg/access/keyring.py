@@ -32,8 +32,8 @@ from memkg.access.store import AccessStore, MemoryAccessStore
 from memkg.clock import Clock
 from memkg.errors import InvalidOperation, MemkgError, NotFound, Unauthenticated
 from memkg.model.fact import Identifier
+from memkg.model.names import NAME_RULE, is_name
 
-_MAX_NAME = 128
 USER_ID_RULE = "1 to 128 ASCII letters, digits and _ . : @ -, starting with a letter or digit"
 _USER_ID: TypeAdapter[str] = TypeAdapter(Identifier)
 
@@ -112,11 +112,10 @@ class Keyring:
         if not domains:
             raise MemkgError("give the domains the key may use (or '*' for every domain)",
                              code="access.domains_missing")  # fmt: skip
-        if not name.strip() or len(name) > _MAX_NAME or not name.isprintable():
+        if not is_name(name):
             raise MemkgError(
-                f"a key needs a name of 1 to {_MAX_NAME} characters, none of them a control "
-                "character: it names the key in the audit, and the reviewer of the reviews it "
-                "settles", code="access.name_invalid",
+                f"a key needs a name of {NAME_RULE}: it names the key in the audit, and the "
+                "reviewer of the reviews it settles", code="access.name_invalid",
             )  # fmt: skip
         scopes = scopes_of(scopes)
         user_id = _bound_user(user_id)

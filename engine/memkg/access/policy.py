@@ -31,6 +31,8 @@ class Principal:
     session: frozenset[str] | None = None
     """The domains a session was started for (``within``; ``memkg mcp --domain``), where it
     was: it reaches no other, whatever the key allows."""
+    whole: Principal | None = None
+    """The caller before ``within`` narrowed it to ``session`` (what its key reaches)."""
 
     @property
     def key_id(self) -> str:
@@ -82,6 +84,8 @@ class Principal:
                 return grant
         self.require(scope)
         if self.session is not None and domain not in self.session:
+            if self.whole is not None and not self.whole.reaches(domain):
+                self.whole.check(scope, domain, user_id)  # the key's own refusal
             raise AccessDenied(
                 f"this session serves domain {', '.join(sorted(self.session))} only (started "
                 f"with --domain), not {domain!r}: start a session for it",
@@ -102,7 +106,16 @@ class Principal:
         key = self.key.model_copy(update={"domains": own})
         grants = tuple(g for g in self.grants if g.domain in kept)
         session = kept if self.session is None else kept & self.session
-        return Principal(key, grants, session=session)  # open access too ends at the domains
+        whole = self.whole or self
+        return Principal(key, grants, session=session, whole=whole)  # open access ends there too
+
+    def reaches(self, domain: str) -> bool:
+        """Whether the key, or one of its grants, opens ``domain`` (with some scope)."""
+        return (
+            self.all_domains
+            or domain in self.key.domains
+            or any(g.domain == domain for g in self.grants)
+        )
 
     def check_every_domain(self, scope: ApiScope, user_id: str | None) -> None:
         """Allow ``scope`` on what spans every domain (a trace of a recall over all of them,

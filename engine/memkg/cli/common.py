@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.engine.projections import SEQ_MAX as SEQ_MAX  # the CLI bounds --as-of by it
-from memkg.errors import MemkgError
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -23,12 +22,8 @@ def emit(out: TextIO, data: Any) -> None:
 
 
 def key_domain(engine: Engine, key: str) -> str:
-    """The one domain that declares ``key`` (else a usage error asking for --domain)."""
-    found = [d for d in engine.registry.domains() if key in engine.registry.keys(d)]
-    if len(found) != 1:
-        where = f"in {', '.join(found)}" if found else "in no domain"
-        raise MemkgError(f"key {key} is declared {where}: give --domain", code="usage")
-    return found[0]
+    """The one domain that declares ``key`` (``SchemaRegistry.domain_of``)."""
+    return engine.registry.domain_of(key, "--domain")
 
 
 def is_postgres(db: str | Path) -> bool:

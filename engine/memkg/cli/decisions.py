@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, emit, whole
 from memkg.errors import ConfigError, MemkgError
 from memkg.explain import FORMATS
+from memkg.jsontext import LongInteger, read_json
 from memkg.model.decision import Decision, DecisionStatus
 from memkg.rules.loader import (
     CASES_SUFFIX,
@@ -48,9 +48,11 @@ def summary(decision: Decision) -> dict[str, Any]:
 
 def cmd_decide(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     try:
-        context = json.loads(args.context) if args.context else {}
-    except ValueError as exc:
-        raise MemkgError(f"--context is not JSON: {exc}", code="usage") from exc
+        context = read_json(args.context) if args.context else {}
+    except LongInteger as exc:
+        raise MemkgError(f"--context: {exc}", code="value.int_range") from exc
+    except ValueError as exc:  # not JSON, too deep, a key given twice
+        raise MemkgError(f"--context cannot be read: {exc}", code="usage") from exc
     if not isinstance(context, dict):
         raise MemkgError("--context must be a JSON object", code="usage")
     decision = engine.decide(args.user, args.domain, context, decision=args.decision,

@@ -96,6 +96,7 @@ class Lifecycle:
     def notes(self, user_id: str, domain: str | None = None) -> list[Note]:
         """The user's live free-text notes, oldest first."""
         check_args(user_id=user_id, domain=domain)
+        self.setup.known(domain)
         # the notes a read sees: none while memory is off, merged ids' notes too
         return self.journal.projections.notes(user_id).live(domain, self.clock.now())
 

@@ -13,6 +13,7 @@ from memkg.engine.setup import Setup, check_args
 from memkg.errors import InvalidOperation, NotFound, ValidationFailed
 from memkg.events.retry import Attempts, unconditional
 from memkg.model.event import EventType
+from memkg.model.names import NAME_RULE, is_name
 from memkg.model.report import Problem, ValidationReport
 from memkg.validate.guards import hash_pii
 
@@ -45,11 +46,11 @@ class ReviewDesk:
         if not note.strip() or len(note) > 500:
             raise InvalidOperation("give a note of 1-500 characters: why this value",
                                    code="review.note")  # fmt: skip
-        if not reviewer.strip() or len(reviewer) > 128:
+        if not is_name(reviewer):
             raise InvalidOperation(
-                f"give the reviewer's name, 1-128 characters, not {len(reviewer):,} (over HTTP "
-                "it is the key's name unless the request gives `reviewer`)",
-                code="review.reviewer",
+                f"give the reviewer's name, {NAME_RULE}, not {reviewer!r:.40} of "
+                f"{len(reviewer):,} (over HTTP it is the key's name unless the request gives "
+                "`reviewer`)", code="review.reviewer",
             )  # fmt: skip
         spec = self.setup.key_spec(review.domain, review.key)
         problems = tuple(

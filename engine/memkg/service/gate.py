@@ -7,6 +7,7 @@ is the simple, safe choice for a server with one engine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable
@@ -36,14 +37,7 @@ class Gate:
 
     def domain_of(self, key: str, domain: str | None) -> str:
         """``domain``, or the one domain that declares ``key``."""
-        if domain:
-            return domain
-        engine = self.engine
-        found = [d for d in engine.registry.domains() if key in engine.declared_keys(d)]
-        if len(found) != 1:
-            where = f"in {', '.join(found)}" if found else "in no domain"
-            raise MemkgError(f"key {key} is declared {where}: give the domain", code="usage")
-        return found[0]
+        return domain or self.engine.registry.domain_of(key, "the domain")
 
 
 def refusal(code: str, message: str, what: str = "request") -> ValidationFailed:
@@ -73,6 +67,27 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
     if json_text_depth(text, max_depth) > max_depth:
         raise refusal("limit.depth", f"nested deeper than {max_depth} levels")
     try:
+        return _read(text)
+    except _NotJson as exc:
+        raise MemkgError(f"the body is {exc}", code="request.not_json") from None
+
+
+def one_way(raw: bytes) -> None:
+    """Refuse a body JSON readers would read differently (a key given twice in one object,
+    an integer longer than Python reads) as ``parse_json`` does; a body that is not JSON at
+    all is left to its reader (an MCP transport answers it in JSON-RPC)."""
+    with contextlib.suppress(_NotJson):
+        _read(raw.decode("utf-8", "surrogatepass"))
+
+
+class _NotJson(Exception):
+    """Text that is not JSON at all (why, in its message)."""
+
+
+def _read(text: str) -> Any:
+    """``read_json``, with what JSON readers would read differently refused as memkg errors;
+    ``_NotJson`` for text that is not JSON at all."""
+    try:
         return read_json(text)
     except LongInteger as exc:
         raise refusal("value.int_range", str(exc)) from None
@@ -80,7 +95,7 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
         raise MemkgError(f"the body is not JSON memkg reads one way only: {exc}; send each "
                          "key once", code="request.not_json") from None  # fmt: skip
     except ValueError as exc:
-        raise MemkgError(f"the body is {exc}", code="request.not_json") from None
+        raise _NotJson(str(exc)) from None
 
 
 def dumps(data: Any) -> str:

@@ -54,7 +54,7 @@ from memkg.heap import settle
 from memkg.service import docs, inspect
 from memkg.service.admin import Admin
 from memkg.service.auth import Authenticator, RateLimiter
-from memkg.service.gate import Gate
+from memkg.service.gate import Gate, one_way
 from memkg.service.metrics import CONTENT_TYPE, Metrics
 from memkg.service.openapi import document
 from memkg.service.operation import Call, Operation, parse, parse_query
@@ -345,6 +345,8 @@ class McpMount:
             principal = await run_in_threadpool(self.auth.principal, request)
             subject = keyed_subject(principal, request.headers.get(SUBJECT_HEADER))
             raw = await self.body.raw(request) if scope["method"] == "POST" else None
+            if raw is not None:
+                one_way(raw)
         except MemkgError as exc:
             await error_response(exc)(scope, receive, send)
             return

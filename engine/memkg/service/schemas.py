@@ -216,7 +216,7 @@ class ReviewsOut(_Out):
 
 
 class KeyCreateBody(_In):
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=128)
     scopes: list[str] = Field(min_length=1, max_length=16)
     domains: list[KeyDomain] = Field(min_length=1, max_length=64)
     user_id: str | None = Field(None, max_length=128)

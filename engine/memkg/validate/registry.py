@@ -28,7 +28,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from memkg import roots
-from memkg.errors import ConfigError
+from memkg.errors import ConfigError, MemkgError, NotFound
 from memkg.model.fact import Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec, PathPattern
 from memkg.roots import check_links
@@ -257,6 +257,18 @@ class SchemaRegistry:
             f"key {key!r:.80} is not declared in schemas/{domain}/*.json{hint}; "
             f"valid keys: {shown} (`memkg keys {domain}` lists them)"
         ) + "".join(f"; {m}" for m in misnamed)
+
+    def domain_of(self, key: str, ask: str) -> str:
+        """The one domain that declares ``key`` now: ``key.unknown`` naming the close keys if
+        none does, a usage error asking for ``ask`` (how the caller gives a domain) if
+        several do."""
+        found = [d for d in self.domains() if self.spec(d, key) is not None]
+        if not found:
+            raise NotFound(self.undeclared_key(key), code="key.unknown")
+        if len(found) > 1:
+            raise MemkgError(f"key {key} is declared in {', '.join(found)}: give {ask}",
+                             code="usage")  # fmt: skip
+        return found[0]
 
     def undeclared_key(self, key: str) -> str:
         """Why ``key``, asked of every domain, is unknown: the close keys and their domains."""

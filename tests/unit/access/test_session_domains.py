@@ -29,6 +29,11 @@ def test_a_keyed_session_started_for_a_granted_domain_names_the_session() -> Non
     assert refused.value.message.startswith("this session serves domain health only")
     # narrowed twice, it keeps what both allow
     assert session.within(["health", "travel"]).session == frozenset({"health"})
+    # a domain neither the key nor a grant opens: the key's refusal, not "start a session"
+    with pytest.raises(AccessDenied) as beyond:
+        session.check(ApiScope.READ, "finance", "u1")
+    assert beyond.value.message.startswith(f"key {issued.key.key_id} may not use domain")
+    assert "its domains are travel" in beyond.value.message
 
 
 def test_a_session_without_a_key_is_not_sent_for_a_grant() -> None:

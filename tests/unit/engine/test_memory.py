@@ -393,6 +393,7 @@ def test_a_misspelt_domain_is_refused_not_read_as_nothing_held(engine: Engine) -
         lambda: engine.decide("u1", "travle", {"airline": "airline:MU"}),
         lambda: engine.recall("u1", "airline", domain="travle"),
         lambda: engine.render_profile("u1", "travle"),
+        lambda: engine.notes("u1", "travle"),
         lambda: engine.resolve("u1", "travle", "airline.preferred"),
     ):
         with pytest.raises(NotFound, match="did you mean travel") as caught:

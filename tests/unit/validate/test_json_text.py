@@ -91,3 +91,51 @@ def test_the_readers_examples_run() -> None:
 
     result = doctest.testmod(memkg.jsontext, optionflags=doctest.ELLIPSIS)
     assert result.attempted == 2 and result.failed == 0
+
+
+def test_the_mcp_transport_and_the_cli_context_read_json_one_way_too(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A tool call over ``/mcp`` with a key given twice is refused before the transport
+    reads it (the SDK kept the last copy), and so is ``memkg decide --context``."""
+    pytest.importorskip("mcp")
+    app, keyring = keyed_app(engine)
+    call = ('{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember",'
+            ' "arguments": {"domain": "travel", "key": "airline.preferred", "value": "airline:CA",'
+            ' "value": "airline:MU", "source": "dialogue"}}}')  # fmt: skip
+    with client(app, token(keyring, ["write"], ["travel"], user_id="u1")) as agent:
+        answer = agent.post(
+            "/mcp",
+            content=call,
+            headers={
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+            },
+        )
+    assert answer.status_code == 400 and answer.json()["error"] == "request.not_json"
+    assert "'value' appears twice" in answer.json()["message"]
+    assert engine.store.head() == 0
+
+    db = str(tmp_path / "m.db")
+    for context, code in (('{"airline": "airline:CA", "airline": "airline:MU"}', "usage"),
+                          (f'{{"airline": {LONG}}}', "value.int_range")):  # fmt: skip
+        out = io.StringIO()
+        assert main(["--db", db, "decide", "u1", "--domain", "travel", "--context", context],
+                    out) != 0  # fmt: skip
+        said = json.loads(out.getvalue().splitlines()[-1])
+        assert said["error"] == code, said
+
+
+def test_a_process_reading_fewer_digits_refuses_past_its_own_limit(engine: Engine) -> None:
+    import sys
+
+    from memkg.jsontext import LongInteger, read_json
+
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        with pytest.raises(LongInteger, match="1,000 digits"):
+            read_json("[" + "7" * 1_000 + "]")
+        assert read_json("[" + "7" * 640 + "]") == [int("7" * 640)]
+    finally:
+        sys.set_int_max_str_digits(before)
