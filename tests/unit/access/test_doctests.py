@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["memkg.access.keyring", "memkg.access.secret"]
+MODULES = ["memkg.access.keyring", "memkg.access.secret", "memkg.model.names"]
 
 
 @pytest.mark.parametrize("name", MODULES)
