@@ -28,7 +28,7 @@ from memkg.engine.supersede import (
     until_confirmed,
 )
 from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
-from memkg.events.projection import UserMemory
+from memkg.events.projection import UserMemory, collector_paused
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
 from memkg.lifecycle.notes import Note, NoteStatus, check_note_events, note_event
@@ -131,17 +131,17 @@ class FactWriter:
     def ingest_many(
         self, observations: Sequence[Mapping[str, Any] | Observation]
     ) -> list[IngestOutcome]:
-        """Validate a batch together (one SHACL run) and store each accepted observation."""
-        batch = _batch(observations)
-        checked = self.setup.validator.check_many(batch, self.clock.now(), self._salt)
-        outcomes = []
-        # the engine's lock before the store's, as every write and decision takes them (the
-        # batch holds the store's to its end; each item takes the engine's)
-        users = [c.observation.user_id for c in checked if isinstance(c, Checked)]
-        with self.journal.lock, self.journal.store.batch(users):
-            for index, item in enumerate(checked):
-                outcomes.append(self._store_one(index, item))
-        return outcomes
+        """Validate a batch together (one SHACL run) and store each accepted observation,
+        the cyclic collector paused: the writes build long-lived facts and free few, which it
+        would scan again for nothing every few hundred allocations (a tenth of the time)."""
+        with collector_paused():
+            batch = _batch(observations)
+            checked = self.setup.validator.check_many(batch, self.clock.now(), self._salt)
+            # the engine's lock before the store's, as every write and decision takes them
+            # (the batch holds the store's to its end; each item takes the engine's)
+            users = [c.observation.user_id for c in checked if isinstance(c, Checked)]
+            with self.journal.lock, self.journal.store.batch(users):
+                return [self._store_one(index, item) for index, item in enumerate(checked)]
 
     def _store_one(self, index: int, item: Checked | ValidationReport) -> IngestOutcome:
         if isinstance(item, ValidationReport):
