@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
 from memkg.events.store import REVIEW_TYPES, AppendResult, Companion, ErasureCounts
 from memkg.model.event import Event, EventType, NewEvent
@@ -68,10 +70,31 @@ _PAYLOAD = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan
 
 def payload_json(event: NewEvent) -> str:
     """The event's payload as compact JSON, the form every store keeps."""
+    return payload_text(event)[0]
+
+
+def payload_text(event: NewEvent) -> tuple[str, dict[str, Any]]:
+    """``payload_json``, and the payload that text reads back as (what a stored event
+    carries), or ``StoreError`` for a payload that is not JSON.
+
+    orjson writes the text where it reads back as the payload given: plain JSON values, the
+    usual case. Anything else (NaN or Infinity, which orjson would write as null; a tuple;
+    a datetime; a key that is not text; an integer past 64 bits) takes ``json``'s checked
+    path, which refuses what is not JSON as before."""
+    payload = event.payload
     try:
-        return _PAYLOAD.encode(event.payload)
+        text = orjson.dumps(payload)
+    except TypeError:
+        pass
+    else:
+        read: dict[str, Any] = orjson.loads(text)
+        if read == payload:
+            return text.decode(), read
+    try:
+        checked = _PAYLOAD.encode(payload)
     except (TypeError, ValueError) as exc:
         raise StoreError(f"payload of event {event.event_id!r} is not JSON: {exc}") from exc
+    return checked, orjson.loads(checked)  # as a stored row reads back (``row_payload``)
 
 
 def stored_event(

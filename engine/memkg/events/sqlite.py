@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from memkg.errors import ConcurrencyConflict, StoreError, sqlite_failure
 from memkg.events.memory import (
     check_batch,
     group_fact_ids,
-    payload_json,
+    payload_text,
     purge_counts,
     removal_digest,
     stored_event,
@@ -222,7 +223,8 @@ class SqliteEventStore:
         idempotency_key: str | None = None,
     ) -> AppendResult:
         check_batch(user_id, events)
-        rows = [_row(e) for e in events]
+        texts = [payload_text(e) for e in events]
+        rows = [_row(e, text) for e, (text, _read) in zip(events, texts, strict=True)]
         # In a batch, an append without a key is one statement, atomic without a savepoint.
         single = idempotency_key is None and 0 < len(rows) <= _ONE_STATEMENT
         with self._write(appending=True, savepoint=not single) as db:
@@ -279,7 +281,11 @@ class SqliteEventStore:
                 self._batch_seq = base + len(rows)
             else:
                 db.execute(_SET_STREAM, (user_id, version + len(rows)))
-        events_stored = tuple(map(_event, numbered))
+        # the events as a read of these rows gives them, from the payloads already read back
+        events_stored = tuple(
+            _appended(row, read, event.recorded_at)
+            for row, event, (_text, read) in zip(numbered, events, texts, strict=True)
+        )
         return _APPENDED.build({"events": events_stored, "duplicate": False}, _APPENDED_FIELDS)
 
     def read_stream(
@@ -605,9 +611,16 @@ class SqliteEventStore:
             compact(self._db, self.path, "rows")
 
 
-def _row(e: NewEvent) -> tuple[Any, ...]:
+def _row(e: NewEvent, payload: str) -> tuple[Any, ...]:
     at = utc_instant(e.recorded_at).isoformat()
-    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload_json(e), at)
+    return (e.event_id, e.type.value, e.domain, e.fact_id, e.audit_log_id, payload, at)
+
+
+def _appended(row: StoredRow, payload: dict[str, Any], recorded_at: datetime) -> Event:
+    """The event a read of ``row`` gives, from its payload as already read back."""
+    seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id, _, _ = row
+    return stored_event(seq, event_id, user_id, version, type_, domain, fact_id, audit_log_id,
+                        payload, utc_instant(recorded_at))  # fmt: skip
 
 
 def _scalar(db: sqlite3.Connection, query: str, *params: Any) -> Any:

@@ -63,6 +63,25 @@ def test_events_read_back_as_written(store: EventStore, make_event: MakeEvent) -
     )
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"big": 1e16, "small": 1e-7, "huge": 1.5e300, "zero": -0.0, "u64": 2**64 - 1},
+        {"pair": ("a", 1), "nested": [("b", [2.5])]},  # tuples are written as lists
+        {"past64": 2**70, "text": "\u2028 é \U0001f600"},
+        {7: "a key that is not text is written as text"},
+    ],
+)
+def test_an_append_answers_the_events_a_read_gives(
+    store: EventStore, make_event: MakeEvent, payload: Any
+) -> None:
+    """What an append answers (what the projections fold) is what reading the log gives
+    back, whichever way the payload was written."""
+    event = make_event().model_copy(update={"payload": payload})
+    appended = store.append("alice", [event])
+    assert list(appended.events) == store.read_stream("alice")
+
+
 def test_stale_expected_version_conflicts_and_stores_nothing(
     store: EventStore, make_event: MakeEvent
 ) -> None:
