@@ -242,9 +242,10 @@ class FactWriter:
         sweep = replace(checked, observation=obs.model_copy(update={**as_note, "change": True}))
         fact = self._new_fact(note)
         events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
-        # the note replaces the session's older notes at once, awaiting confirmation or not:
-        # it says what this session asked for (long-term memory stays as it is)
+        # the note replaces the session's older notes (long-term memory stays as it is), once
+        # confirmed if it awaits confirmation as the instruction does (``confirm``)
         replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, sweep), sweep)
+        replaced = until_confirmed(fact, replaced, sweep)
         return events + self._superseded(
             fact, replaced, outdated_by, SupersedeReason.TURN_INSTRUCTION
         )
@@ -279,7 +280,7 @@ class FactWriter:
             payload = {"fact_id": fact.id, "by": by}
             events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, payload)]
             events += self._superseded(fact, ended_on_confirm(memory, fact), None)
-            for note in _its_note(memory, fact):  # replaces older notes as when written
+            for note in _its_note(memory, fact, FactStatus.PENDING_CONFIRMATION):  # ends older
                 payload = {"fact_id": note.id, "by": by}
                 events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, note, payload))
                 ended = ended_on_confirm(memory, note.model_copy(update={"change": True}))
@@ -297,26 +298,20 @@ class FactWriter:
         if not reason.strip() or len(reason) > 500:
             raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
         if note is not None:
-            return self._retract_note(note, reason)
+            return _retract_note(self.journal, self.clock, note, reason)
         assert fact is not None
         if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
             raise InvalidOperation(
                 f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
             )
-        event = self.journal.fact_event(EventType.FACT_RETRACTED, fact,
-                                        {"fact_id": fact_id, "reason": reason})  # fmt: skip
-        return self.journal.append(fact.user_id, [event], freeze=True).events[0]
-
-    def _retract_note(self, note: Note, reason: str) -> Event:
-        """``note.dropped`` for a note the user asked to forget (it leaves the profile and
-        recall; erasure removes its text)."""
-        if note.status is not NoteStatus.ACTIVE:
-            raise InvalidOperation(f"note {note.id} is already {note.status.value}",
-                                   code="fact.not_live")  # fmt: skip
-        payload = {"note_id": note.id, "reason": f"retracted: {reason}"}
-        event = note_event(self.clock, EventType.NOTE_DROPPED, note, payload)
-        check_note_events(note.user_id, [event])  # as the lifecycle's own note writes are
-        return self.journal.append(note.user_id, [event]).events[0]
+        with self.journal.writing(user_id) as memory:  # a turn instruction's note goes too
+            events = [
+                self.journal.fact_event(
+                    EventType.FACT_RETRACTED, one, {"fact_id": one.id, "reason": reason}
+                )
+                for one in (fact, *_its_note(memory, fact))
+            ]
+            return self.journal.append(user_id, events, freeze=True, memory=memory).events[0]
 
     @unconditional
     def expire_due(self, user_id: str) -> list[Event]:
@@ -338,6 +333,18 @@ class FactWriter:
             return list(appended.events)
 
 
+def _retract_note(journal: Journal, clock: Clock, note: Note, reason: str) -> Event:
+    """``note.dropped`` for a note the user asked to forget (it leaves the profile and recall;
+    erasure removes its text)."""
+    if note.status is not NoteStatus.ACTIVE:
+        raise InvalidOperation(f"note {note.id} is already {note.status.value}",
+                               code="fact.not_live")  # fmt: skip
+    payload = {"note_id": note.id, "reason": f"retracted: {reason}"}
+    event = note_event(clock, EventType.NOTE_DROPPED, note, payload)
+    check_note_events(note.user_id, [event])  # as the lifecycle's own note writes are
+    return journal.append(note.user_id, [event]).events[0]
+
+
 def _confirmable(fact: Fact, now: datetime) -> Fact:
     """``fact``, if the user may confirm it at ``now``: it awaits confirmation and has not
     expired (it would hold for no read)."""
@@ -351,16 +358,16 @@ def _confirmable(fact: Fact, now: datetime) -> Fact:
     return fact
 
 
-def _its_note(memory: UserMemory, fact: Fact) -> list[Fact]:
-    """The session note a turn instruction left (``_session_note``), while it awaits
-    confirmation as the instruction did: confirming the instruction confirms it too, so the
-    session's later turns read the value confirmed."""
+def _its_note(memory: UserMemory, fact: Fact, status: FactStatus | None = None) -> list[Fact]:
+    """The session note a turn instruction left (``_session_note``), while it holds (of
+    ``status`` only, if given): confirming the instruction confirms a note awaiting it too, so
+    the session's later turns read the value confirmed; retracting it retracts the note."""
     if fact.scope is not Scope.TURN or fact.session_id is None:
         return []
     said = (canon(fact.value), fact.context, fact.source, fact.observed_at,
             fact.provenance.source_ref)  # fmt: skip
     return [n for n in memory.live_claims_in(fact.domain, fact.key, Scope.SESSION, fact.session_id)
-            if n.status is FactStatus.PENDING_CONFIRMATION
+            if status in (None, n.status)
             and (canon(n.value), n.context, n.source, n.observed_at,
                  n.provenance.source_ref) == said]  # fmt: skip
 

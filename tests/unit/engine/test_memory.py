@@ -16,6 +16,7 @@ from memkg import (
     NotFound,
     ValidationFailed,
 )
+from memkg.model.fact import Scope
 from support.observations import CONSENTED, T0, obs
 
 
@@ -112,6 +113,7 @@ def test_a_change_confirmed_ends_what_the_same_change_written_at_once_would(
 def test_confirming_a_correction_ends_only_the_fact_it_names(engine: Engine) -> None:
     """A correction names what it corrects: confirmed, it ends no other claim of its source
     (a restatement would), as the same correction from a confirmed source does not."""
+
     def city(value: str, source: str, hours: int, **more: Any) -> str:
         made = engine.ingest(obs(key="location.city", value=value, source=source,
                                  observed_at=(T0 - timedelta(hours=hours)).isoformat(),
@@ -154,6 +156,52 @@ def test_confirming_a_turn_instruction_confirms_the_session_note_it_left(
     assert pending == []
 
 
+def test_an_unconfirmed_turn_instruction_leaves_the_sessions_notes_until_confirmed(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """A third party's unconfirmed claim for one turn ends none of the session's notes that
+    hold (its note waits, as it does); rejected, it leaves the session as it was, and
+    confirmed, its note ends the older ones."""
+    engine.ingest(obs(key="location.city", value="city:beijing", source="profile",
+                      scope="session", session_id="s1"))  # fmt: skip
+    clock.advance(timedelta(minutes=1))
+    guess = engine.ingest(obs(key="location.city", value="city:shanghai", scope="turn",
+                              source="third_party", session_id="s1",
+                              provenance={"source_ref": "t2"}))  # fmt: skip
+    assert guess.status is FactStatus.PENDING_CONFIRMATION and guess.superseded == ()
+
+    def read(turn: str) -> Any:
+        return engine.resolve("u1", "travel", "location.city", session_id="s1", turn=turn).value
+
+    assert read("t3") == "city:beijing"
+    engine.retract("u1", guess.fact_id, "not what the user said")
+    assert read("t3") == "city:beijing"
+    assert [f.value for f in engine.facts("u1") if f.scope is Scope.SESSION] == ["city:beijing"]
+
+    again = engine.ingest(obs(key="location.city", value="city:shanghai", scope="turn",
+                              source="third_party", session_id="s1",
+                              provenance={"source_ref": "t4"}))  # fmt: skip
+    engine.confirm("u1", again.fact_id)
+    assert read("t5") == "city:shanghai"
+    assert [f.value for f in engine.facts("u1") if f.scope is Scope.SESSION] == ["city:shanghai"]
+
+
+def test_retracting_a_turn_instruction_retracts_the_session_note_it_left(
+    engine: Engine,
+) -> None:
+    """A misheard instruction forgotten is forgotten in the session's later turns too: its
+    note goes with it (confirming it confirms the note the same way)."""
+    engine.ingest(obs(key="seat.preference", value="aisle"))
+    said = engine.ingest(obs(key="seat.preference", value="window", scope="turn",
+                             session_id="s1", provenance={"source_ref": "t1"}))  # fmt: skip
+    assert engine.resolve("u1", "travel", "seat.preference", session_id="s1").value == "window"
+    engine.retract("u1", said.fact_id, "misheard")
+    for turn in ("t1", "t2", None):
+        held = engine.resolve("u1", "travel", "seat.preference", session_id="s1", turn=turn)
+        assert held.value == "aisle", turn
+    assert [f.value for f in engine.facts("u1")] == ["aisle"]
+
+
 def test_a_guess_ends_no_claim_awaiting_confirmation_either(engine: Engine) -> None:
     """Rejected, a third party's unconfirmed change leaves the user's own unconfirmed claim to
     be confirmed (it ended it at once); only a source's own claims awaiting confirmation give
@@ -174,10 +222,19 @@ def test_a_confirmed_turn_instruction_outdates_an_older_one_that_arrived_after_i
     """Its session note, confirmed with it, ends the older instruction's note as a confirmed
     instruction's note would have when that one arrived (both stayed in force, and the later
     turns read the older value)."""
+
     def said(value: str, source: str, turn: str, minutes: int) -> str:
-        made = engine.ingest(obs(key="location.city", value=value, source=source, scope="turn",
-                                 session_id="s1", provenance={"source_ref": turn},
-                                 observed_at=(T0 - timedelta(minutes=minutes)).isoformat()))
+        made = engine.ingest(
+            obs(
+                key="location.city",
+                value=value,
+                source=source,
+                scope="turn",
+                session_id="s1",
+                provenance={"source_ref": turn},
+                observed_at=(T0 - timedelta(minutes=minutes)).isoformat(),
+            )
+        )
         assert made.fact_id is not None
         return made.fact_id
 
