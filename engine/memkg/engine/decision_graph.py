@@ -209,18 +209,25 @@ def fixture_graph(
     return UserGraph(memory, knowledge, entity_keys)
 
 
-def verdicts(resolutions: Sequence[Resolution]) -> dict[str, KeyVerdict]:
-    """Key → what arbitration said: frozen, the claims that lost, the claims that hold.
+def verdicts(
+    resolutions: Sequence[Resolution], reviewed: Sequence[Fact] = ()
+) -> dict[str, KeyVerdict]:
+    """Key → what arbitration said: frozen, the claims that lost, the claims that hold (and
+    the value a review settled the key on, ``reviewed_facts``, which no stored claim may
+    carry).
 
     One resolution per key (the request's slot). Facts of the key that took no part in it
     (a turn or session claim outside its turn or session, another context slot) are held to
     be out of scope.
     """
+    settled = {f.key: f.id for f in reviewed}
     found: dict[str, KeyVerdict] = {}
     for r in resolutions:
         lost = {c.fact_id: c.reason for c in r.claims if c.standing is Standing.LOST}
         frozen = r.outcome is Outcome.FROZEN
         held = frozenset(c.fact_id for c in r.claims if c.standing is Standing.WON)
+        if r.key in settled:
+            held |= {settled[r.key]}
         found[r.key] = KeyVerdict(
             frozen=frozen,
             lost=lost,

@@ -287,14 +287,17 @@ class Decider:
             for key in sorted(keys | zone)
             if (spec := registry.spec(table.domain, key)) is not None
         ]
-        held = [*facts, *reviewed_facts(resolutions, reviews, registry.spec)]
-        inp = build_input(table, user_id, held, context, now, view, keys=keys,
-                          verdicts=verdicts(resolutions), wanted=plan.paths,
-                          reuse=rules.evaluator.reuse, owner=graph.memory,
-                          read_keys=read_keys)  # fmt: skip
         # the record of every key read: by a condition, for the local clock, or as a hop of a
-        # path (any entity key's edge may be one: path conditions walk them all)
-        shown = read_keys | zone | (entity if plan.paths else frozenset())
+        # path (any entity key's edge may be one: path conditions walk them all); a freeze
+        # of one the decision depends on holds it back, of another key (or of the time zone,
+        # when the rules do not read the clock) does not
+        walked = entity if plan.paths else frozenset()
+        shown = read_keys | zone | walked
+        reviewed = reviewed_facts(resolutions, reviews, registry.spec)
+        inp = build_input(table, user_id, [*facts, *reviewed], context, now, view, keys=keys,
+                          verdicts=verdicts(resolutions, reviewed), wanted=plan.paths,
+                          reuse=rules.evaluator.reuse, owner=graph.memory,
+                          read_keys=read_keys, held_back=read_keys | walked)  # fmt: skip
         return inp, memory_nodes([r for r in resolutions if r.key in shown])
 
     def _reviews(self, graph: UserGraph, as_of: int) -> list[Review]:

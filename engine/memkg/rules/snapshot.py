@@ -168,12 +168,15 @@ def build_input(
     reuse: Reuse | None = None,
     owner: object = None,
     read_keys: frozenset[str] | None = None,
+    held_back: frozenset[str] | None = None,
 ) -> DecisionInput:
     """Everything one evaluation of ``table`` may use; ``keys`` are the keys it reads, and
     ``wanted`` the (to, via) of its path conditions, sorted, when already known. ``reuse``
     keeps each fact's messages for the next input that holds the same fact; ``owner`` is
     what holds the user's memory (``DecisionInput.owner``); ``read_keys`` the keys the rules
-    read among ``keys`` (all of them unless said: the rest only give the graph its edges).
+    read among ``keys`` (all of them unless said: the rest only give the graph its edges);
+    ``held_back`` the keys whose freeze holds the decision back (all of ``keys`` unless said:
+    the keys its conditions read, and for path conditions every edge they may walk).
 
     The local clock is read in the time zone the context gives, else in the value of the
     ``timezone`` key its verdict holds (the arbitrated value in the decision's scope; a
@@ -210,7 +213,7 @@ def build_input(
         if reason is None:
             eligible[fact.id] = fact
             continue
-        if reason == "frozen":
+        if reason == "frozen" and (held_back is None or fact.key in held_back):
             frozen.add(fact.key)
         left_out.append(
             LeftOut(
@@ -224,7 +227,8 @@ def build_input(
         )
     # a key frozen for review holds the decision back whether or not a claim of it is left
     # (every one retracted or expired since the freeze: the review still waits)
-    frozen.update(k for k, v in verdicts.items() if v.frozen and k in keys)
+    frozen.update(k for k, v in verdicts.items()
+                  if v.frozen and k in (keys if held_back is None else held_back))  # fmt: skip
     edges: list[Edge] = []
     weak: set[tuple[str | None, str]] = set()
     # an edge of a fact that is not eligible takes no part and is not listed: not built
