@@ -4,8 +4,10 @@ the log, the decision log, the reviews they took part in and every projection.""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,6 +47,49 @@ def shared_log(store: EventStore, log: DecisionLog) -> SharedLog | None:
 
 Then = Callable[[str], Sequence[tuple[str, Sequence[NewEvent]]]]
 """Given an erasure's id, the events to append in its own transaction, each with its user."""
+
+
+@contextmanager
+def access_beside(store: EventStore, given: Sequence[Companion]) -> Iterator[list[Companion]]:
+    """The access store kept in ``store``'s database (the same SQLite file or PostgreSQL
+    schema), opened for an erasure when it holds one and ``given`` does not: keys, grants and
+    the audit name the person too, whoever asks for the erasure (the library as the CLI and
+    the service). A database without access tables gets none."""
+    from memkg.access.postgres import PostgresAccessStore
+    from memkg.access.sqlite import SqliteAccessStore
+
+    kinds = (SqliteAccessStore, PostgresAccessStore)
+    found: list[Companion] = []
+    if not any(isinstance(c, kinds) for c in given):
+        held = access_tables(store)
+        if held is not None:
+            found.append(held)
+    try:
+        yield found
+    finally:
+        for one in found:
+            one.close()  # type: ignore[attr-defined]
+
+
+def access_tables(store: EventStore) -> Companion | None:
+    """The access store of ``store``'s database, if its tables are there (none is made)."""
+    from memkg.access.postgres import PostgresAccessStore
+    from memkg.access.sqlite import SqliteAccessStore
+    from memkg.events.postgres import PostgresEventStore
+    from memkg.events.sqlite import SqliteEventStore
+
+    if isinstance(store, SqliteEventStore):
+        with closing(sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)) as db:
+            row = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'access_keys'").fetchone()
+        return SqliteAccessStore(store.path) if row else None
+    if isinstance(store, PostgresEventStore):
+        import psycopg
+
+        with psycopg.connect(store.dsn, autocommit=True) as pg:
+            found = pg.execute("SELECT to_regclass(%s)", (f'"{store.schema}".access_keys',))
+            table = found.fetchone()
+        return None if table == (None,) else PostgresAccessStore(store.dsn, schema=store.schema)
+    return None
 
 
 @dataclass(eq=False, repr=False)
@@ -89,11 +134,16 @@ class Eraser:
         person with the user (``merged_ids``), and the links and decisions naming them that
         ids once linked to the person keep, go in one transaction when the decision log
         lives in the store's database (SQLite file or PostgreSQL schema); ``also`` adds
-        stores kept there too (the access store: keys and audit pseudonymised), counted in
-        the receipt by their first table's name. ``then``, given the erasure's id, names
-        events to append in the same transaction (the memory switch's).
+        stores kept there too, counted in the receipt by their first table's name. The access
+        store kept there (keys and audit, pseudonymised) joins whether given or not
+        (``access_beside``). ``then``, given the erasure's id, names events to append in the
+        same transaction (the memory switch's).
         """
         check_args(user_id=user_id)
+        with access_beside(self.store, also) as found:
+            return self._erase(user_id, (*also, *found), then)
+
+    def _erase(self, user_id: str, also: Sequence[Companion], then: Then | None) -> ErasureReceipt:
         with self.lock:
             links = links_in(self.store)
             ids = person_ids(links, user_id)
