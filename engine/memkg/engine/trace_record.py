@@ -86,7 +86,13 @@ def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None,
         why = None
         if not c.injected:
             matched = max(scores.get(m, 0.0) for m in matchers)
-            why = c.rejected or (
+            # which kind of entity clashed, not which entities: a trace holds no values
+            clashed = (
+                f"names another {' and another '.join(c.clashes)} than the query"
+                if c.clashes
+                else None
+            )
+            why = clashed or (
                 "too little match with the query"
                 if matched < weights.min_relevance
                 else f"below the top {k}"

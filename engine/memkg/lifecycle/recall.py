@@ -100,6 +100,9 @@ class RecallCandidate(BaseModel):
     scores: Scores
     injected: bool
     rejected: str | None = None
+    clashes: tuple[str, ...] = ()
+    """The entity types (of ``RecallWeights.exclusive``) on which it names other entities
+    than the query: why it was rejected, without the entities (what a trace keeps)."""
 
 
 class RecallResult(BaseModel):
@@ -243,10 +246,11 @@ def recall(
             + weights.type_match * type_match
             + weights.confidence * confidence
         )
+        clashing = [t for t in weights.exclusive
+                    if asked.get(t) and roles.get(t) and not asked[t] & roles[t]]  # fmt: skip
         clash = [
             f"names {', '.join(sorted(roles[t]))}, the query {', '.join(sorted(asked[t]))}"
-            for t in weights.exclusive
-            if asked.get(t) and roles.get(t) and not asked[t] & roles[t]
+            for t in clashing
         ]
         scores = Scores(
             relevance=round(relevance, 4),
@@ -264,6 +268,7 @@ def recall(
             scores=scores,
             injected=False,
             rejected="; ".join(clash) or None,
+            clashes=tuple(clashing),
         )
         scored.append((-round(total, 4), item.id, candidate, matched))
     scored.sort(key=lambda entry: (entry[0], entry[1]))

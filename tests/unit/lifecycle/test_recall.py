@@ -182,3 +182,16 @@ def test_what_recall_ranks_does_not_grow_with_other_sessions(engine: Engine) -> 
         counts.append(len(engine.recall(USER, "seat", domain="travel",
                                         session_id="fresh").candidates))  # fmt: skip
     assert counts == [1, 1]
+
+
+def test_a_recall_trace_says_why_a_memory_was_kept_out_without_its_values(shop: Engine) -> None:
+    """The answer names the entities that clashed (the caller's own memory); the trace kept
+    for a week says only which kind of entity did: a trace holds no memory values."""
+    result = shop.recall(USER, "the HP LaserJet 1020 repair", k=3)
+    assert any(c.rejected and "brand:canon" in c.rejected for c in result.candidates)
+    trace = shop.trace(result.trace_id or "")
+    stored = trace.model_dump_json()
+    for value in ("canon", "hp_laserjet", "pixma", "brand:", "product:"):
+        assert value not in stored, value
+    reasons = {item.reason for item in trace.items if item.reason}
+    assert "names another product and another brand than the query" in reasons, reasons
