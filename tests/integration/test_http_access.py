@@ -150,6 +150,18 @@ def test_the_audit_shows_who_read_what_and_forgets_erased_ids(engine: Engine) ->
         keyring.alias("u1")}  # fmt: skip
 
 
+def test_an_erasure_by_audit_id_is_audited_under_its_pseudonym(engine: Engine) -> None:
+    """The audit id an erasure took is recorded as its pseudonym, as an erased user's id is:
+    in clear, it said what the erasure was meant to remove."""
+    engine.ingest(obs(provenance={"audit_log_id": "aud-consent-PQ5", **CONSENTED["provenance"]}))
+    app, keyring = keyed_app(engine)
+    erased = client(app, token(keyring)).delete("/v1/audit-ids/aud-consent-PQ5")
+    assert erased.status_code == 200 and engine.facts("u1") == []
+    [record] = [r for r in keyring.audit() if r.action == "erase_audit_id"]
+    assert record.target == keyring.alias("aud-consent-PQ5")
+    assert not keyring.audit(target="aud-consent-PQ5")
+
+
 def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engine) -> None:
     """A subject-access request reads the audit by person: a list that writes to two people
     is found under each (it was recorded under nobody)."""

@@ -433,8 +433,10 @@ class Routes:
 
     async def erase_audit_id(self, call: Call) -> Response:
         call.all_domains(ERASE, None)
-        call.target = call.path["audit_log_id"]
-        receipts = await self._run(self.engine.erase_audit_id, call.path["audit_log_id"])
+        audit_id = call.path["audit_log_id"]
+        # recorded as its pseudonym, as an erased person's id is (``keyring.alias`` finds it)
+        call.target = audit_id if self.keyring is None else self.keyring.alias(audit_id)
+        receipts = await self._run(self.engine.erase_audit_id, audit_id)
         return _json({"receipts": [receipt_out(r) for r in receipts]})
 
     async def claims(self, call: Call) -> Response:
