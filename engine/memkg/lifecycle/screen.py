@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from memkg.model.report import Problem
-from memkg.validate.pii import normalise
+from memkg.validate.pii import as_seen, normalise
 
 _SPECULATION = re.compile(
     r"(?i)\b(?:might|may|could)\s+(?:\w+\s+){0,2}?(?:prefer|like|want|need|be|have|enjoy|choose"
@@ -38,6 +38,8 @@ _DIRECTIVE = re.compile(
     r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
     r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
     r"downstream)\s*)?(?:agents?|assistants?|models?|bots?)\b"
+    r"|\bwhen\s+(?:asked|the\s+user\s+asks|they\s+ask)\b[^.\n]{0,80}\b(?:recommend|suggest|say"
+    r"|answer|reply|respond|tell|book|approve|deny|mention|offer)\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|in\s+(?:all\s+)?future\s+(?:sessions|chats|"
     r"conversations))\b"
     r"|^[^\S\n]*(?:always|never|do\s+not|don'?t|please|you\s+must|you\s+should)\s+(?:respond|reply"
@@ -134,7 +136,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "stated, or ask them",
             )
         )
-    if _DIRECTIVE.search(text):
+    if _DIRECTIVE.search(text) or _DIRECTIVE.search(as_seen(text)):
         problems.append(
             _problem(
                 "note.directive",

@@ -15,7 +15,7 @@ from typing import Any
 from memkg.model.fact import Sensitivity
 from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
-from memkg.validate.pii import normalise, scan
+from memkg.validate.pii import as_seen, normalise, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
 _CLEAN_TEXT = 256
@@ -25,6 +25,8 @@ _CLEAN_LIMIT = 8192
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
+    r"|\b(?:ignore|disregard|override|bypass)\b.{0,20}\b(?:your|the|its|any|every)\b.{0,20}"
+    r"\b(?:instructions?|prompts?|rules?|guidelines?|polic(?:y|ies)|restrictions?|safeguards?)\b"
     r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"
     r"|\b(?:system|admin|developer)\s+(?:override|mode|instructions?)\b"
     r"|<\s*(?:/\s*)?(?:system|assistant|tool)\s*>|\[/?INST\]"
@@ -81,7 +83,7 @@ def text_problems(
         if clean is not None and text in clean:
             continue
         findings = scan(text)
-        instruction = _INSTRUCTION.search(normalise(text)) is not None
+        instruction = _INSTRUCTION.search(as_seen(text)) is not None
         if not (findings or instruction):
             if clean is not None and len(text) <= _CLEAN_TEXT:
                 if len(clean) >= _CLEAN_LIMIT:

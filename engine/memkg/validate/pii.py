@@ -96,6 +96,15 @@ def _cn_resident_id(text: str) -> bool:
     return "10X98765432"[total % 11] == check
 
 
+def _iban(text: str) -> bool:
+    """ISO 13616: 15 to 34 characters whose MOD 97-10 check (ISO 7064) leaves 1."""
+    compact = text.replace(" ", "").upper()
+    if not 15 <= len(compact) <= 34:
+        return False
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
+
+
 def _card(text: str) -> bool:
     digits = re.sub(r"[ -]", "", text)
     return 13 <= len(digits) <= 19 and _luhn(digits)
@@ -142,6 +151,24 @@ _DETECTORS: tuple[tuple[str, str, re.Pattern[str], _Check], ...] = (
         _card,
     ),
     (
+        "pii.iban",
+        "an IBAN (a bank account number)",
+        re.compile(
+            r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?"
+            r"(?![A-Za-z0-9])"
+        ),
+        _iban,
+    ),
+    (
+        "pii.passport",
+        "a passport number",
+        re.compile(
+            r"(?i)\b(?:passport|护照)\s*(?:no\.?|number|#|号码?)?\s*[:：]?\s*"
+            r"[A-Z0-9]{6,9}\b"
+        ),
+        lambda s: sum(c.isdigit() for c in s) >= 5,
+    ),
+    (
         "secret.password",
         "a password",
         re.compile(
@@ -175,6 +202,23 @@ def normalise(text: str) -> str:
         return text  # no ASCII character is invisible, and NFKC leaves ASCII text as it is
     invisible = invisible_characters()
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
+
+
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁһкмтвнАВЕКМНОРСТУХІЈЅοαεικνρτυχΟΑΒΕΗΙΚΜΝΡΤΥΧΖ",
+    "aeopcyxijsdhkmtbhABEKMHOPCTYXIJSoaeikvptuxOABEHIKMNPTYXZ",
+)
+"""Cyrillic and Greek letters that look like Latin ones, as the Latin letter: what a screen
+reads so that "Sуstem:" (a Cyrillic у) is the word it shows as."""
+_SPACED = re.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b")
+
+
+def as_seen(text: str) -> str:
+    """``normalise``d text as a reader takes it in: look-alike letters as the Latin letter they
+    look like, and a word spelt letter by letter ("S y s t e m") as the word. For screens to
+    read (``_INSTRUCTION``, a note's directives), never to store."""
+    seen = normalise(text).translate(_LOOKALIKES)
+    return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), seen)
 
 
 def scan(text: str) -> list[Detection]:
