@@ -105,9 +105,14 @@ def plan_problems(
     ]
     problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
     turn = {n.id for n in session if n.scope is Scope.TURN}
+    texts = {n.id: n.text for n in (*session, *lasting)}
     for memory in plan.memories:
         if not memory.from_notes:
             problems.append(f"memory {memory.text!r} merges no note")
+        added = unsaid(memory.text, [texts[i] for i in memory.from_notes if i in texts])
+        if added:
+            problems.append(f"memory {memory.text!r} says what its notes never said: "
+                            f"{', '.join(added[:6])}")  # fmt: skip
         problems += [
             f"turn-scope note {i} made part of a lasting memory {memory.text!r}: a turn "
             "instruction never lasts"
@@ -119,6 +124,29 @@ def plan_problems(
         if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
             problems.append(f"conflict {conflict.description!r} names unknown or unkept notes")
     return problems + _untouched(plan, session, lasting)
+
+
+_MOST_NEW_WORDS, _MOST_NEW_CHARACTERS = 3, 6
+"""How far a merged memory may reword its notes: words of three letters or more (characters,
+in scripts without spaces) none of them has."""
+_FILLERS = frozenset({
+    "and", "the", "with", "for", "her", "his", "their", "they", "them", "she", "him", "has",
+    "have", "had", "was", "were", "are", "also", "very", "more", "most", "much", "that", "this",
+    "than", "then", "who", "which", "what", "when", "into", "from", "user",
+})  # fmt: skip
+"""Words a rewording adds without saying anything new."""
+
+
+def unsaid(text: str, notes: Sequence[str]) -> list[str]:
+    """The words of ``text`` its ``notes`` never said, when there are more than a rewording
+    takes (``_MOST_NEW_WORDS``, ``_MOST_NEW_CHARACTERS``); empty otherwise. A merged memory
+    may say "strongly prefers" for "likes ... a lot", not add an illness or another person."""
+    said = {w for note in notes for w in _words(note)}
+    new = [w for w in dict.fromkeys(_words(text)) if w not in said and w not in _FILLERS]
+    words = [w for w in new if len(w) >= 3 and not re.match(f"[{_CJK}]", w)]
+    characters = [w for w in new if re.match(f"[{_CJK}]", w)]
+    too_many = len(words) > _MOST_NEW_WORDS or len(characters) > _MOST_NEW_CHARACTERS
+    return [*words, *characters] if too_many else []
 
 
 def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:

@@ -43,3 +43,39 @@ def test_a_plan_with_a_text_the_screens_refuse_falls_back(clock: FrozenClock, te
         assert report.fallback_reason.startswith("the model's plan was unusable: ")
         lasting = [n.text for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
         assert lasting == ["Prefers quiet hotels"]
+
+
+def _merged_by(text: str) -> MemoryLLM:
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        data = json.loads(body["messages"][-1]["content"].split("\n", 1)[1])
+        ids = [n["id"] for n in data["session_notes"]]
+        plan = {"memories": [{"text": text, "from_notes": ids, "reason": "paraphrase"}],
+                "dropped": [], "conflicts": []}  # fmt: skip
+        return {"content": json.dumps(plan)}
+
+    return MemoryLLM(model)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Strongly prefers quiet hotels", True),
+        ("Prefers quiet hotels and is allergic to penicillin and HIV positive", False),
+        ("User eve-zz also prefers quiet hotels and her card is on file", False),
+    ],
+)
+def test_a_merged_memory_says_what_its_notes_said(
+    clock: FrozenClock, text: str, kept: bool
+) -> None:
+    """A memory made of notes may reword them, not add to them: one with more words its
+    notes never said (health data, another person) is set aside for the fallback."""
+    with Engine(clock=clock, llm=_merged_by(text)) as engine:
+        for said in ("Likes quiet hotels", "Quiet hotels matter a lot"):
+            assert engine.save_memory_note(USER, DOMAIN, said, "session",
+                                           session_id=SESSION).saved  # fmt: skip
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        lasting = [n.text for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
+        assert (report.method == "llm") is kept, report.fallback_reason
+        assert (text in lasting) is kept, lasting
+        if not kept:
+            assert "says what its notes never said" in (report.fallback_reason or "")
