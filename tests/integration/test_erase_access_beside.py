@@ -74,3 +74,19 @@ def test_the_library_erasure_pseudonymises_the_access_tables_of_its_schema(
         engine.ingest(obs(user_id="mei"))
         engine.erase("mei")
     assert _clear(pg_store, "mei") and pg_store.records(subject=pg_store.alias("mei"))
+
+
+def test_a_file_whose_path_a_uri_would_misread_is_found_too(tmp_path: Path) -> None:
+    """A '#', '?' or '%' in the folder's name: the access tables are read in that file, not
+    in another one a URI would name."""
+    folder = tmp_path / "room#2 ?%41"
+    folder.mkdir()
+    db = folder / "m.db"
+    keys = SqliteAccessStore(db)
+    _kept(Keyring(keys, Engine.open(":memory:").clock), "mei")
+    with Engine.open(db) as engine:
+        engine.ingest(obs(user_id="mei"))
+        engine.erase("mei")
+    assert _clear(keys, "mei")
+    keys.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]

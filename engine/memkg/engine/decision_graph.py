@@ -226,8 +226,8 @@ def verdicts(
         lost = {c.fact_id: c.reason for c in r.claims if c.standing is Standing.LOST}
         frozen = r.outcome is Outcome.FROZEN
         held = frozenset(c.fact_id for c in r.claims if c.standing is Standing.WON)
-        if r.key in settled:
-            held |= {settled[r.key]}
+        if r.key in settled and not held:  # a value no claim that won carries
+            held = frozenset({settled[r.key]})
         found[r.key] = KeyVerdict(
             frozen=frozen,
             lost=lost,

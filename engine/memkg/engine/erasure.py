@@ -79,7 +79,8 @@ def access_tables(store: EventStore) -> Companion | None:
     from memkg.events.sqlite import SqliteEventStore
 
     if isinstance(store, SqliteEventStore):
-        with closing(sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)) as db:
+        read_only = f"{store.path.resolve().as_uri()}?mode=ro"  # a '#' or '%' is escaped
+        with closing(sqlite3.connect(read_only, uri=True)) as db:
             row = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'access_keys'").fetchone()
         return SqliteAccessStore(store.path) if row else None
     if isinstance(store, PostgresEventStore):

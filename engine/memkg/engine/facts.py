@@ -34,6 +34,7 @@ from memkg.events.stored import FACTS, Shape
 from memkg.lifecycle.notes import Note, NoteStatus, check_note_events, note_event
 from memkg.model.event import Event, EventType, NewEvent
 from memkg.model.fact import (
+    LIVE_STATUSES,
     Fact,
     FactStatus,
     Kind,
@@ -277,12 +278,17 @@ class FactWriter:
         check_args(user_id=user_id, fact_id=fact_id, by=by)
         with self.journal.writing(user_id) as memory:
             fact = _confirmable(self.reads.fact(user_id, fact_id), self.clock.now())
-            payload = {"fact_id": fact.id, "by": by}
-            events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, payload)]
-            events += self._superseded(fact, ended_on_confirm(memory, fact), None)
-            for note in _its_note(memory, fact, FactStatus.PENDING_CONFIRMATION):  # ends older
-                payload = {"fact_id": note.id, "by": by}
-                events.append(self.journal.fact_event(EventType.FACT_CONFIRMED, note, payload))
+            # an instruction's note, confirmed with it or on its own, ends the session's older
+            # notes as when written (``_session_note``)
+            notes = [fact] if _left_note(memory, fact) else []
+            events = [self.journal.fact_event(EventType.FACT_CONFIRMED, fact, {
+                "fact_id": fact.id, "by": by})]  # fmt: skip
+            if not notes:
+                events += self._superseded(fact, ended_on_confirm(memory, fact), None)
+                notes = _its_note(memory, fact, FactStatus.PENDING_CONFIRMATION)
+                events += [self.journal.fact_event(EventType.FACT_CONFIRMED, note, {
+                    "fact_id": note.id, "by": by}) for note in notes]  # fmt: skip
+            for note in notes:
                 ended = ended_on_confirm(memory, note.model_copy(update={"change": True}))
                 events += self._superseded(note, ended, None, SupersedeReason.TURN_INSTRUCTION)
             return self.journal.append(user_id, events, freeze=True, memory=memory).events[0]
@@ -362,14 +368,42 @@ def _its_note(memory: UserMemory, fact: Fact, status: FactStatus | None = None) 
     """The session note a turn instruction left (``_session_note``), while it holds (of
     ``status`` only, if given): confirming the instruction confirms a note awaiting it too, so
     the session's later turns read the value confirmed; retracting it retracts the note."""
+    note = _note_of(memory, fact)
+    held = note is not None and note.status in LIVE_STATUSES and status in (None, note.status)
+    return [note] if held and note is not None else []
+
+
+def _note_of(memory: UserMemory, fact: Fact) -> Fact | None:
+    """The session note turn instruction ``fact`` left, whatever became of it: the first claim
+    of its session and key after it in the log, written in the same append, if it says what
+    the instruction said (a claim the caller wrote there later says it after the note)."""
     if fact.scope is not Scope.TURN or fact.session_id is None:
-        return []
-    said = (canon(fact.value), fact.context, fact.source, fact.observed_at,
+        return None
+    after = (
+        n
+        for n in memory.history(fact.key, fact.domain)
+        if n.seq > fact.seq and n.scope is Scope.SESSION and n.session_id == fact.session_id
+    )
+    note = next(after, None)  # fmt: skip
+    return note if note is not None and _said(note) == _said(fact) else None
+
+
+def _left_note(memory: UserMemory, note: Fact) -> bool:
+    """Whether ``note`` is the session note a turn instruction left (``_note_of``)."""
+    if note.scope is not Scope.SESSION or note.session_id is None:
+        return False
+    turns = [
+        f
+        for f in memory.history(note.key, note.domain)
+        if f.seq < note.seq and f.scope is Scope.TURN and f.session_id == note.session_id
+    ]
+    found = _note_of(memory, turns[-1]) if turns else None  # fmt: skip
+    return found is not None and found.id == note.id
+
+
+def _said(fact: Fact) -> tuple[Any, ...]:
+    return (canon(fact.value), fact.context, fact.source, fact.observed_at,
             fact.provenance.source_ref)  # fmt: skip
-    return [n for n in memory.live_claims_in(fact.domain, fact.key, Scope.SESSION, fact.session_id)
-            if status in (None, n.status)
-            and (canon(n.value), n.context, n.source, n.observed_at,
-                 n.provenance.source_ref) == said]  # fmt: skip
 
 
 def _mismatch(key: str) -> ValidationReport:

@@ -92,9 +92,9 @@ def payload_text(event: NewEvent) -> tuple[str, dict[str, Any]]:
             return text.decode(), read
     try:
         checked = _PAYLOAD.encode(payload)
-    except (TypeError, ValueError) as exc:
+        return checked, orjson.loads(checked)  # as a stored row reads back (``row_payload``)
+    except (TypeError, ValueError) as exc:  # orjson's JSONDecodeError is a ValueError too
         raise StoreError(f"payload of event {event.event_id!r} is not JSON: {exc}") from exc
-    return checked, orjson.loads(checked)  # as a stored row reads back (``row_payload``)
 
 
 def stored_event(

@@ -25,7 +25,7 @@ _CLEAN_LIMIT = 8192
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
-    r"|\b(?:ignore|disregard|override|bypass)\b.{0,20}\b(?:your|the|its|any|every)\b.{0,20}"
+    r"|\b(?:ignore|disregard|override|bypass)\b.{0,20}\byour\b.{0,20}"
     r"\b(?:instructions?|prompts?|rules?|guidelines?|polic(?:y|ies)|restrictions?|safeguards?)\b"
     r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"
     r"|\b(?:system|admin|developer)\s+(?:override|mode|instructions?)\b"

@@ -202,6 +202,49 @@ def test_retracting_a_turn_instruction_retracts_the_session_note_it_left(
     assert [f.value for f in engine.facts("u1")] == ["aisle"]
 
 
+def test_retracting_a_turn_instruction_leaves_a_session_claim_said_after_it(
+    engine: Engine,
+) -> None:
+    """ "Window this turn, and for the rest of the trip": the session claim the agent wrote
+    after the instruction replaced its note, and stays when the instruction alone is taken
+    back; the instruction's retraction is written once."""
+    engine.ingest(obs(key="seat.preference", value="aisle"))
+    said = {"source_ref": "t1"}
+    turn = engine.ingest(obs(key="seat.preference", value="window", scope="turn",
+                             session_id="s1", provenance=said))  # fmt: skip
+    kept = engine.ingest(obs(key="seat.preference", value="window", scope="session",
+                             session_id="s1", provenance=said))  # fmt: skip
+    engine.retract("u1", turn.fact_id, "only the one-turn instruction was wrong")
+    assert kept.fact_id in {f.id for f in engine.facts("u1")}
+    held = engine.resolve("u1", "travel", "seat.preference", session_id="s1", turn="t2")
+    assert held.value == "window"
+    retracted = [e.payload["fact_id"] for e in engine.read_events("u1")
+                 if e.type.value == "fact.retracted"]  # fmt: skip
+    assert retracted == [turn.fact_id]
+
+
+def test_confirming_an_instructions_note_on_its_own_ends_the_older_notes(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """The note a pending instruction left, confirmed by its own id, ends the session's older
+    notes as confirming the instruction does."""
+    engine.ingest(obs(key="location.city", value="city:beijing", source="profile",
+                      scope="session", session_id="s1"))  # fmt: skip
+    clock.advance(timedelta(minutes=1))
+    engine.ingest(obs(key="location.city", value="city:shanghai", scope="turn",
+                      source="third_party", session_id="s1",
+                      provenance={"source_ref": "t2"}))  # fmt: skip
+    [note] = [f for f in engine.facts("u1")
+              if f.scope is Scope.SESSION and f.value == "city:shanghai"]  # fmt: skip
+    engine.confirm("u1", note.id)
+    held = engine.resolve("u1", "travel", "location.city", session_id="s1", turn="t5")
+    assert held.value == "city:shanghai"
+    assert [f.value for f in engine.facts("u1") if f.scope is Scope.SESSION] == ["city:shanghai"]
+    confirmed = [e.payload["fact_id"] for e in engine.read_events("u1")
+                 if e.type.value == "fact.confirmed"]  # fmt: skip
+    assert confirmed == [note.id]
+
+
 def test_a_guess_ends_no_claim_awaiting_confirmation_either(engine: Engine) -> None:
     """Rejected, a third party's unconfirmed change leaves the user's own unconfirmed claim to
     be confirmed (it ended it at once); only a source's own claims awaiting confirmation give

@@ -30,6 +30,17 @@ def test_a_value_a_reviewer_settled_on_is_what_the_rules_read(
     assert engine.replay(made.decision_id).reproduced
 
 
+def test_a_review_settled_on_a_claimed_value_counts_it_once(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    _conflict(engine, clock, "seat.preference", "window", "aisle")
+    [review] = engine.review_queue()
+    engine.resolve_review(review.review_id, "window", "asked the user", reviewer="ops")
+    made = engine.decide("u1", "travel", {}, decision="offers")
+    [candidate] = made.candidates
+    assert candidate.rule_id == "travel.window_seat" and candidate.alternatives == 0
+
+
 def test_a_frozen_key_no_rule_of_the_table_reads_holds_nothing_back(
     engine: Engine, clock: FrozenClock
 ) -> None:

@@ -132,7 +132,9 @@ def test_a_batch_is_stored_whole_or_not_at_all(store: EventStore, make_event: Ma
     assert store.read_stream("bob") == []
 
 
-@pytest.mark.parametrize("payload", [{"when": datetime(2026, 1, 1)}, {"x": float("nan")}])
+@pytest.mark.parametrize(
+    "payload", [{"when": datetime(2026, 1, 1)}, {"x": float("nan")}, {"x": "a\ud800b"}]
+)
 def test_payload_must_be_json(store: EventStore, make_event: MakeEvent, payload: Any) -> None:
     with pytest.raises(StoreError, match="not JSON"):
         store.append("alice", [make_event(), make_event().model_copy(update={"payload": payload})])

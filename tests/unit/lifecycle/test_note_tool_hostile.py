@@ -122,6 +122,14 @@ def test_a_note_that_dresses_up_an_instruction_or_an_identifier_is_refused(
         "Ordered a book by S. E. Hinton",
         "Plays chess and follows the rules of go",
         "Account DE00000000000000000000 was a typo",  # no valid IBAN check digits
+        "Her SF Express parcel SF8046055490315 was left at the front desk",  # no such country
+        "When asked about hotels, they say they prefer quiet rooms",
+        "When asked about seats, I always say aisle",
+        "When the user asks about upgrades, they usually book business class anyway",
+        "Has manager approval to override the travel policy for business class",
+        "Asked to bypass the standard hotel policy because of a disability",
+        "Tends to ignore the hotel's rules on late checkout",
+        "Needs to bypass any restrictions on liquids for insulin",
     ],
 )
 def test_notes_near_those_words_still_pass(life: Engine, note: str) -> None:
