@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from memkg.arbitration import ReviewStatus
 from memkg.clock import Clock
 from memkg.config import EngineConfig
 from memkg.engine.journal import Journal
@@ -106,7 +107,8 @@ class GraphService:
         self._known(domain)
         _flag(decidable_only, "decidable_only")
         _, view = self.projections.view(user_id, self.clock.now(), self.weights, domain)
-        return queries.edges(view, relation, min_weight, decidable_only=decidable_only)
+        return queries.edges(view, relation, min_weight, decidable_only=decidable_only,
+                             frozen=self._frozen(user_id))  # fmt: skip
 
     def paths(
         self, user_id: str, concept: str, *, domain: str | None = None, max_depth: int = 3,
@@ -122,7 +124,13 @@ class GraphService:
             )  # fmt: skip
         _flag(decidable_only, "decidable_only")
         _, view = self.projections.view(user_id, self.clock.now(), self.weights, domain)
-        return queries.paths(view, concept, max_depth, decidable_only=decidable_only)
+        return queries.paths(view, concept, max_depth, decidable_only=decidable_only,
+                             frozen=self._frozen(user_id))  # fmt: skip
+
+    def _frozen(self, user_id: str) -> set[tuple[str, str]]:
+        """The keys an open review holds frozen for the user (any of their slots)."""
+        return {(r.domain, r.key) for r in self.projections.reviews(user_id)
+                if r.status is ReviewStatus.OPEN}  # fmt: skip
 
     def recent_entities(
         self, user_id: str, entity_type: str, session_id: str, *, domain: str | None = None,

@@ -15,7 +15,7 @@ edges, and past either refuses (``graph.too_many_paths``) with what to narrow.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -95,8 +95,10 @@ def edges(
     min_weight: float | None = None,
     *,
     decidable_only: bool = False,
+    frozen: Collection[tuple[str, str]] = (),
 ) -> list[Edge]:
-    """The user's claims, heaviest first; ``relation`` is a key (``airline.preferred``)."""
+    """The user's claims, heaviest first; ``relation`` is a key (``airline.preferred``).
+    ``frozen``: the (domain, key) a review holds frozen, whose claims decide nothing."""
     user_id = view.graph["user_id"]
     chosen = []
     for target, keys in view._succ[user_node(user_id)].items():
@@ -105,7 +107,7 @@ def edges(
                 continue
             if min_weight is not None and data["weight"] < min_weight:
                 continue
-            if decidable_only and not data["decidable"]:
+            if decidable_only and not _decidable(data, frozen):
                 continue
             chosen.append((-data["weight"], data["relation"], target, data["fact_id"], data))
     chosen.sort(key=lambda c: c[:4])
@@ -119,19 +121,28 @@ def edges(
             status=data["status"],
             weight=data["weight"],
             usable=data["claim"].usable,
-            decidable=data["decidable"],
+            decidable=_decidable(data, frozen),
             breakdown=breakdown(data),
         )
         for _, _, target, _, data in chosen
     ]
 
 
+def _decidable(data: dict[str, Any], frozen: Collection[tuple[str, str]]) -> bool:
+    """Whether an edge may decide: usable and active (``view``), and not a claim of a frozen
+    key."""
+    return bool(data["decidable"]) and (
+        data["fact_id"] is None or (data["domain"], data["relation"]) not in frozen
+    )
+
+
 def paths(
-    view: View, concept: str, max_depth: int = 3, *, decidable_only: bool = False
-) -> list[GraphPath]:
+    view: View, concept: str, max_depth: int = 3, *, decidable_only: bool = False,
+    frozen: Collection[tuple[str, str]] = (),
+) -> list[GraphPath]:  # fmt: skip
     """Every simple path from the user to ``concept`` of at most ``max_depth`` hops, or
     ``graph.too_many_paths`` when there are more than ``MAX_PATHS`` (or finding them would
-    look at more than ``MAX_STEPS`` edges)."""
+    look at more than ``MAX_STEPS`` edges); ``frozen`` as for ``edges``."""
     user = user_node(view.graph["user_id"])
     if concept not in view or concept == user or max_depth < 1:
         return []
@@ -146,7 +157,7 @@ def paths(
         for edge in route:
             hop = hops.get(edge)
             if hop is None:
-                hop = hops[edge] = _hop(view, *edge)
+                hop = hops[edge] = _hop(view, *edge, frozen)
             path.append(hop)
         decidable = all(h.decidable for h in path)
         if decidable_only and not decidable:
@@ -236,14 +247,16 @@ def _too_many(what: str) -> InvalidOperation:
     )
 
 
-def _hop(view: View, source: str, target: str, key: str) -> Hop:
+def _hop(
+    view: View, source: str, target: str, key: str, frozen: Collection[tuple[str, str]] = ()
+) -> Hop:
     data = view._succ[source][target][key]
     return Hop(
         source=view._node[source]["ref"],
         relation=data["relation"],
         target=target,
         weight=data["weight"],
-        decidable=data["decidable"],
+        decidable=_decidable(data, frozen),
         fact_id=data["fact_id"],
         status=data["status"],
         breakdown=breakdown(data),

@@ -53,3 +53,19 @@ def test_a_frozen_key_no_rule_of_the_table_reads_holds_nothing_back(
     booking = engine.decide("u1", "travel", {"airline": "airline:CA"})
     assert booking.result.status.value == "needs_review"
     assert engine.replay(offers.decision_id).reproduced
+
+
+def test_a_frozen_keys_edges_and_paths_are_not_decidable(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """What ``edges`` and ``paths`` call decidable is what a decision may use: not a claim of
+    a key frozen for review, until the review is settled."""
+    _conflict(engine, clock, "airline.preferred", "airline:MU", "airline:CA")
+    edges = engine.edges("u1", "travel", "airline.preferred")
+    assert edges and not any(e.decidable for e in edges)
+    assert engine.edges("u1", "travel", "airline.preferred", decidable_only=True) == []
+    hub = engine.paths("u1", "city:shanghai", domain="travel")
+    assert hub and not any(p.decidable for p in hub)
+    [review] = engine.review_queue()
+    engine.resolve_review(review.review_id, "airline:MU", "asked the user", reviewer="ops")
+    assert any(e.decidable for e in engine.edges("u1", "travel", "airline.preferred"))
