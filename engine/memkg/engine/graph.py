@@ -96,7 +96,9 @@ class GraphService:
         else:
             graph = self.projections.graph_as_of(user_id, seq=as_of)
             view = weighted_view(graph, self.clock.now(), self.weights, domain)
-        return export.to_turtle(graph, view) if fmt == "turtle" else export.to_json(graph, view)
+        if fmt == "turtle":
+            return export.to_turtle(graph, view)
+        return export.to_json(graph, view, self._frozen(user_id) if as_of is None else ())
 
     def edges(
         self, user_id: str, domain: str, relation: str | None = None,

@@ -13,6 +13,7 @@ an export cost the square of the user's claims.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from typing import Any
 
 from rdflib import RDF, Graph, Literal, URIRef
@@ -25,7 +26,10 @@ from memkg.graph.view import View, user_node
 from memkg.model.vocab import EDGE, ENTITY_REF, KEY, MK, entity_iri, user_iri
 
 
-def to_json(graph: UserGraph, view: View) -> dict[str, Any]:
+def to_json(
+    graph: UserGraph, view: View, frozen: Collection[tuple[str, str]] = ()
+) -> dict[str, Any]:
+    """The user's graph as data; ``frozen``: the keys a review holds (``queries.edges``)."""
     user = user_node(graph.user_id)
     knowledge = [
         {"source": source, "relation": data["relation"], "target": target,
@@ -40,7 +44,7 @@ def to_json(graph: UserGraph, view: View) -> dict[str, Any]:
         "version": graph.version,
         "seq": graph.seq,
         "threshold": view.graph["threshold"],
-        "edges": [e.model_dump(mode="json") for e in queries.edges(view)],
+        "edges": [e.model_dump(mode="json") for e in queries.edges(view, frozen=frozen)],
         "knowledge": knowledge,
     }
 

@@ -25,6 +25,10 @@ _CLEAN_LIMIT = 8192
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
+    r"|\b(?:ignore|disregard|override|bypass)\b.{0,40}\band\s+(?:approve|allow|grant|permit"
+    r"|authori[sz]e)\b"
+    r"|\b(?:ignore|disregard|override|bypass)\b.{0,20}\b(?:your|the|any|all|every|these)\b.{0,20}"
+    r"\b(?:instructions?|prompts?|guidelines?|safeguards?)\b"
     r"|\b(?:ignore|disregard|override|bypass)\b.{0,20}\byour\b.{0,20}"
     r"\b(?:instructions?|prompts?|rules?|guidelines?|polic(?:y|ies)|restrictions?|safeguards?)\b"
     r"|\b(?:system prompt|developer message|you are now|act as (?:an? )?(?:admin|system|root))\b"

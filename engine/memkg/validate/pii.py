@@ -105,7 +105,8 @@ _IBAN_LENGTHS = {
     "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18,
     "NO": 15, "PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24,
     "SC": 31, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24,
-    "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+    "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20, "RU": 33, "LY": 25, "SD": 18, "BI": 27,
+    "DJ": 27, "SO": 23, "NI": 28, "MN": 20, "OM": 23, "FK": 18, "YE": 30, "HN": 28,
 }  # fmt: skip
 """IBAN length by country (the ISO 13616 registry): a parcel's tracking code of the same shape
 names no such country, or not at that length."""
@@ -114,8 +115,10 @@ names no such country, or not at that length."""
 def _iban(text: str) -> bool:
     """ISO 13616: a registered country's length, and a MOD 97-10 check (ISO 7064) that
     leaves 1."""
-    compact = text.replace(" ", "").upper()
-    if _IBAN_LENGTHS.get(compact[:2]) != len(compact):
+    words = text.upper().split(" ")
+    while words and _IBAN_LENGTHS.get(words[0][:2]) != len(compact := "".join(words)):
+        words.pop()  # the pattern may have taken in a word written after the number
+    if not words:
         return False
     moved = compact[4:] + compact[:4]
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
@@ -170,7 +173,7 @@ _DETECTORS: tuple[tuple[str, str, re.Pattern[str], _Check], ...] = (
         "pii.iban",
         "an IBAN (a bank account number)",
         re.compile(
-            r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?"
+            r"(?i)(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?"
             r"(?![A-Za-z0-9])"
         ),
         _iban,

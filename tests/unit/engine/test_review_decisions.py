@@ -66,6 +66,10 @@ def test_a_frozen_keys_edges_and_paths_are_not_decidable(
     assert engine.edges("u1", "travel", "airline.preferred", decidable_only=True) == []
     hub = engine.paths("u1", "city:shanghai", domain="travel")
     assert hub and not any(p.decidable for p in hub)
+    exported = engine.graph("u1", "travel")
+    assert isinstance(exported, dict)
+    claims = [e for e in exported["edges"] if e["relation"] == "airline.preferred"]
+    assert claims and not any(e["decidable"] for e in claims)
     [review] = engine.review_queue()
     engine.resolve_review(review.review_id, "airline:MU", "asked the user", reviewer="ops")
     assert any(e.decidable for e in engine.edges("u1", "travel", "airline.preferred"))
