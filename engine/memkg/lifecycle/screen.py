@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from memkg.model.report import Problem
+from memkg.validate.guards import WHEN_ASKED
 from memkg.validate.pii import as_seen, normalise
 
 _SPECULATION = re.compile(
@@ -29,11 +30,6 @@ _SPECULATION = re.compile(
 _MARKUP = r"^[^\S\n]*(?:[#>*_~|•·+\-–—][^\S\n]*)*"
 """A line's start, past Markdown that leaves a role line a role line (heading, quote, bullet,
 bold): ``## System:``, ``> System:``, ``**System:**``."""
-_DO = (
-    r"(?:(?:please|just|always|only|never|ever|you\s+(?:should|must))\s+){0,3}(?:recommend|suggest"
-    r"|answer|reply|respond|tell|book|approve|deny|mention|offer)\b"
-)
-"""An order given to the assistant: its verb, after the words that soften or stress it."""
 _DIRECTIVE = re.compile(
     rf"(?im){_MARKUP}[\[(<{{]*(?:system|assistant|developer|agent|tool|instructions?)"
     r"[\])>}*_]*\s*[:：]"
@@ -43,8 +39,7 @@ _DIRECTIVE = re.compile(
     r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
     r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
     r"downstream)\s*)?(?:agents?|assistants?|models?|bots?)\b"
-    rf"|\bwhen\s+(?:asked|the\s+user\s+asks|they\s+ask)\b[^,.;:\n]{{0,60}}(?:[,:;]|\s-)\s*{_DO}"
-    rf"|\bwhen\s+asked\s+(?:about|for|regarding)\s+(?:[\w'-]+\s+){{1,3}}?{_DO}"
+    rf"|{WHEN_ASKED}"
     r"|\b(?:from\s+now\s+on|going\s+forward|in\s+(?:all\s+)?future\s+(?:sessions|chats|"
     r"conversations))\b"
     r"|^[^\S\n]*(?:always|never|do\s+not|don'?t|please|you\s+must|you\s+should)\s+(?:respond|reply"

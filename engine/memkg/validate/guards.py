@@ -22,6 +22,17 @@ _CLEAN_TEXT = 256
 """The longest text ``text_problems`` keeps in its ``clean`` memo."""
 _CLEAN_LIMIT = 8192
 
+_DO = (
+    r"(?:(?:please|just|always|only|never|ever|you\s+(?:should|must))\s+){0,3}(?:recommend|suggest"
+    r"|answer|reply|respond|tell|book|approve|deny|mention|offer)\b"
+)
+"""An order given to the assistant: its verb, after the words that soften or stress it."""
+WHEN_ASKED = (
+    rf"\bwhen\s+(?:asked|the\s+user\s+asks|they\s+ask)\b[^,.;:\n]{{0,60}}(?:[,:;]|\s-)\s*{_DO}"
+    rf"|\bwhen\s+asked\s+(?:about|for|regarding)\s+(?:[\w'-]+\s+){{1,3}}?{_DO}"
+)
+"""An order for when a subject comes up ("when asked about flights, recommend ..."): an
+instruction in a value (``injection.instruction``) as in a note (``note.directive``)."""
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|all|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?)\b"
@@ -36,6 +47,7 @@ _INSTRUCTION = re.compile(
     r"|<\s*(?:/\s*)?(?:system|assistant|tool)\s*>|\[/?INST\]"
     r"|(?:忽略|无视|忘记|忘掉)(?:之前|以上|上面|前面|先前|此前)?的?(?:所有|全部|一切)?的?"
     r"(?:指令|指示|提示|规则|设定|要求)|你现在是"
+    rf"|{WHEN_ASKED}"
 )
 
 
