@@ -17,6 +17,19 @@ def _tags(text: str) -> str:
     return "".join(chr(0xE0000 + ord(c)) for c in text)
 
 
+def _merged_by(text: str, reason: str = "paraphrase") -> MemoryLLM:
+    """A model whose plan makes one memory of ``text`` from every session note."""
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        data = json.loads(body["messages"][-1]["content"].split("\n", 1)[1])
+        ids = [n["id"] for n in data["session_notes"]]
+        plan = {"memories": [{"text": text, "from_notes": ids, "reason": reason}],
+                "dropped": [], "conflicts": []}  # fmt: skip
+        return {"content": json.dumps(plan)}
+
+    return MemoryLLM(model)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -28,14 +41,7 @@ def _tags(text: str) -> str:
     ids=["nested too deep", "long integer", "hidden text", "role line"],
 )
 def test_a_plan_with_a_text_the_screens_refuse_falls_back(clock: FrozenClock, text: str) -> None:
-    def hostile(body: dict[str, Any]) -> dict[str, Any]:
-        data = json.loads(body["messages"][-1]["content"].split("\n", 1)[1])
-        ids = [n["id"] for n in data["session_notes"]]
-        plan = {"memories": [{"text": text, "from_notes": ids, "reason": "single"}],
-                "dropped": [], "conflicts": []}  # fmt: skip
-        return {"content": json.dumps(plan)}
-
-    with Engine(clock=clock, llm=MemoryLLM(hostile)) as engine:
+    with Engine(clock=clock, llm=_merged_by(text, "single")) as engine:
         assert engine.save_memory_note(USER, DOMAIN, "Prefers quiet hotels", "session",
                                        session_id=SESSION).saved  # fmt: skip
         report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
@@ -43,17 +49,6 @@ def test_a_plan_with_a_text_the_screens_refuse_falls_back(clock: FrozenClock, te
         assert report.fallback_reason.startswith("the model's plan was unusable: ")
         lasting = [n.text for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
         assert lasting == ["Prefers quiet hotels"]
-
-
-def _merged_by(text: str) -> MemoryLLM:
-    def model(body: dict[str, Any]) -> dict[str, Any]:
-        data = json.loads(body["messages"][-1]["content"].split("\n", 1)[1])
-        ids = [n["id"] for n in data["session_notes"]]
-        plan = {"memories": [{"text": text, "from_notes": ids, "reason": "paraphrase"}],
-                "dropped": [], "conflicts": []}  # fmt: skip
-        return {"content": json.dumps(plan)}
-
-    return MemoryLLM(model)
 
 
 @pytest.mark.parametrize(
