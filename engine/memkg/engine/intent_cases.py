@@ -33,8 +33,16 @@ def case_facts(case: Case, setup: Setup) -> list[Fact]:
             unknown = setup.sources.unknown(source)
             raise ConfigError(f"{where}: {unknown}", code="source.undeclared")
         spec = setup.registry.spec(case.table.domain, raw["key"])
-        observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
-        valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
+        try:
+            observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
+            valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
+        except OverflowError as exc:  # a ``now`` near year 1 or 9999
+            where = f"{case.file}:{case.line}: case {case.name!r}"
+            raise ConfigError(
+                f"{where}: observed_days_ago or valid_hours puts a time outside the years "
+                f"1 to 9999 from now {case.now.isoformat()}: choose a later now or fewer days",
+                code="rules.case",
+            ) from exc
         facts.append(
             Fact(
                 id=clock.new_id("fact"),

@@ -21,6 +21,7 @@ from memkg.arbitration.policy import PolicyFileError
 from memkg.decisions.log import DecisionLog
 from memkg.engine.projections import Projections
 from memkg.errors import ConfigError, MemkgError
+from memkg.evolution.migration import MigrationError
 from memkg.model.decision import RECORDER, Revisions
 from memkg.model.source import Sources
 from memkg.ontology import Ontology
@@ -52,6 +53,9 @@ class Schemas(Protocol):
 class BundleSetup(Schemas, Protocol):
     @property
     def ontology(self) -> Ontology: ...
+
+    @property
+    def plan_problems(self) -> tuple[MigrationError, ...]: ...
 
 
 class RulesRefused(ConfigError):
@@ -154,7 +158,19 @@ def folder_findings(
             rule_domains(folders),
             lambda d, k: None if registry.spec(d, k) else registry.unknown_key(d, k),
         ),
+        *plan_findings(setup),
     ]
+
+
+def plan_findings(setup: BundleSetup) -> list[Finding]:
+    """Migration plans under the roots that do not load, as warnings: no read upcasts by
+    them and running one is refused, but the rules do not read them."""
+    found = []
+    for exc in setup.plan_problems:
+        said = exc.message.removeprefix(f"{exc.file}:{exc.line}: ")
+        message = f"{said} (until it loads, no read upcasts by this plan)"
+        found.append(Finding(exc.code, message, exc.file, exc.line, severity="warning"))
+    return found
 
 
 def compile_rules(

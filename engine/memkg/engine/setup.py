@@ -13,7 +13,7 @@ from memkg.arbitration.policy import PolicyFile, load_policy
 from memkg.config import EngineConfig
 from memkg.errors import InvalidOperation, NotFound
 from memkg.events.projection import UserMemory
-from memkg.evolution.migration import load_plan
+from memkg.evolution.migration import MigrationError, load_plan
 from memkg.evolution.upcast import Upcasters
 from memkg.graph.claims import EntityKeys
 from memkg.graph.knowledge import Knowledge
@@ -126,14 +126,29 @@ class Setup:
     @cached_property
     def upcasters(self) -> Upcasters:
         """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
-        found = Upcasters()
+        return self._plans[0]
+
+    @property
+    def plan_problems(self) -> tuple[MigrationError, ...]:
+        """The plan files under ``schemas/<domain>/migrations/`` that do not load: no read
+        upcasts by them (``rules lint`` names them; running one says what is wrong)."""
+        return self._plans[1]
+
+    @cached_property
+    def _plans(self) -> tuple[Upcasters, tuple[MigrationError, ...]]:
+        # a draft plan with a typo stops only itself: every other read, write and plan goes on
+        found, refused = Upcasters(), []
         for folder in self.layers.schema_dirs().values():
             for path in sorted(folder.glob("migrations/*.yaml")):
-                plan = load_plan(path, self.layers.root_of(path))
+                try:
+                    plan = load_plan(path, self.layers.root_of(path))
+                except MigrationError as exc:
+                    refused.append(exc)
+                    continue
                 old = self.registry.group(plan.domain, plan.group, plan.from_version)
                 new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
                 found.register(plan, old, new)
-        return found
+        return found, tuple(refused)
 
     def new_graph(self, user_id: str) -> UserGraph:
         """An empty contextual graph for the user, over the domain knowledge."""

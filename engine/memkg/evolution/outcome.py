@@ -266,8 +266,11 @@ def _problems(out: NewValue, spec: KeyPolicy, facts: Sequence[Fact], pii: Pii) -
              if not _prehashed(tuple(e.absolute_path), e.instance, spec, pii)]  # fmt: skip
     if spec.sensitivity is Sensitivity.PROHIBITED:
         found.append(f"{out.key}: the new version marks the key prohibited: it cannot be stored")
-    if spec.consent and not all(f.provenance.consent_granted for f in facts):
-        found.append(f"{out.key}: the new version requires consent, which this fact lacks")
+    # as a write is refused (``validate.guards``): special-category data needs consent too
+    special = spec.sensitivity is Sensitivity.SPECIAL
+    if (spec.consent or special) and not all(f.provenance.consent_granted for f in facts):
+        why = "requires" if spec.consent else "marks the key special-category data, which needs"
+        found.append(f"{out.key}: the new version {why} consent, which this fact lacks")
     return found
 
 

@@ -229,7 +229,14 @@ class SchemaRegistry:
             )
         for key, sub in (doc.get("properties") or {}).items():
             spec = _load_key(domain, group, version, key, sub, where)
-            self._history.setdefault((domain, key), {})[version] = spec
+            versions = self._history.setdefault((domain, key), {})
+            if (other := versions.get(version)) is not None:  # another group's file at @version
+                raise ConfigError(
+                    f"{where}: key {key!r} is declared by schemas/{domain}/{other.group}"
+                    f"@{version}.json too: a key belongs to one group; keep it in one file",
+                    code="schema.invalid",
+                )
+            versions[version] = spec
         self._groups[(domain, group)] = max(version, self._groups.get((domain, group), 0))
 
     def domains(self) -> list[str]:

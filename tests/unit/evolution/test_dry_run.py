@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,16 @@ def test_a_live_fact_of_a_plan_key_under_an_older_version_is_reported() -> None:
     [outcome] = migrate(plan, [older], OLD, NEW, PII)
     assert outcome.status == "unmappable"
     assert "stored under version 0" in outcome.reason and "diet@1" in outcome.reason
+
+
+def test_a_key_the_new_version_makes_special_needs_consent_as_a_write_does() -> None:
+    # a write of special-category data without consent is refused (``policy.consent_missing``),
+    # so a migration must not carry such a fact over into the new version either
+    plan = parse_plan(GOOD, "p.yaml")
+    special = {key: replace(spec, consent=False) for key, spec in NEW.items()}
+    assert all(s.sensitivity is Sensitivity.SPECIAL for s in special.values())
+    [outcome] = migrate(plan, [fact("u1", ["vegan"], consent=False)], OLD, special, PII)
+    assert outcome.status == "invalid"
+    assert any("special-category data, which needs consent" in p for p in outcome.problems)
+    [outcome] = migrate(plan, [fact("u1", ["vegan"])], OLD, special, PII)
+    assert outcome.status == "migrated" and not outcome.problems

@@ -126,3 +126,29 @@ def test_a_duplicate_key_another_object_also_holds_names_no_wrong_line() -> None
     with pytest.raises(ConfigError) as caught:
         userschema.load_json(text, "x.json")
     assert caught.value.message.startswith("x.json: key 'type' appears twice")
+
+
+def test_a_key_two_groups_declare_is_refused_naming_both_files(tmp_path: Path) -> None:
+    # the later file used to win silently, its consent and type with it, by file-name order
+    folder = tmp_path / "schemas" / "pets"
+    folder.mkdir(parents=True)
+    key = json.dumps(KEY)
+    (folder / "pet@1.json").write_text(group('{"a.b": ' + key + ', "a.c": ' + key + "}"))
+    (folder / "wishes@1.json").write_text(group('{"a.b": ' + key + "}"))
+    with pytest.raises(ConfigError) as caught:
+        SchemaRegistry(tmp_path / "schemas")
+    assert caught.value.code == "schema.invalid"
+    assert caught.value.message.startswith("schemas/pets/wishes@1.json: key 'a.b'")
+    assert "schemas/pets/pet@1.json" in caught.value.message
+
+
+def test_a_key_in_each_version_of_its_group_loads(tmp_path: Path) -> None:
+    folder = tmp_path / "schemas" / "pets"
+    folder.mkdir(parents=True)
+    key = json.dumps(KEY)
+    (folder / "pet@1.json").write_text(group('{"a.b": ' + key + "}"))
+    (folder / "pet@2.json").write_text(
+        group('{"a.b": ' + key + "}").replace('"version": 1', '"version": 2')
+    )
+    registry = SchemaRegistry(tmp_path / "schemas")
+    assert [spec.version for spec in registry.history("pets", "a.b")] == [1, 2]
