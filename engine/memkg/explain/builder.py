@@ -30,6 +30,9 @@ def _summary(
     status = result.status.value
     if status == "invalid_input":
         text = "The request was refused: " + "; ".join(problems)
+    elif status == "hit_policy_violation" and any(p.startswith("collect: ") for p in problems):
+        # no rule disagreed: what they gave, added up, is past what the action declares
+        text = "The rules' answers, collected, do not fit the action: " + "; ".join(problems)
     elif status == "hit_policy_violation":
         text = "The rules disagree and the table allows only one answer: " + "; ".join(problems)
     elif status == "no_match":

@@ -47,7 +47,10 @@ def test_a_sum_past_the_declared_maximum_is_a_hit_policy_violation(tmp_path: Pat
         made = engine.decide("u1", "pets", {"occasion": "gift"}, decision="flags")
         assert made.result.status.value == "hit_policy_violation", made.result
         assert made.result.action is None and made.result.parameters == {}
-        assert "points=60 does not fit" in engine.explain(made.decision_id)
+        told = engine.explain(made.decision_id)
+        assert "points=60 does not fit" in told
+        # no rule disagreed: the summary says what went wrong, not that the rules disagree
+        assert "collected, do not fit the action" in told and "disagree" not in told
         assert engine.replay(made.decision_id).reproduced
         (root / "rules/pets/flags.yaml").write_text(
             (root / "rules/pets/flags.yaml").read_text().replace("points: 30", "points: 20")
