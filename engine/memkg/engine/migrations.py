@@ -258,7 +258,8 @@ def _migrate_user(
                     done.append((outcome, False))
                     continue
                 key = idempotency_key(plan, outcome)
-                events = events_for(plan, outcome, new, evo.clock, pii)
+                window = evo.setup.config.state_valid_for
+                events = events_for(plan, outcome, new, evo.clock, pii, window)
                 if not events:
                     done.append((outcome, 0))
                     continue
@@ -435,7 +436,8 @@ def _remake(
     live = [f for f in graph.memory.facts.values() if f.status in LIVE]
     clock = FrozenClock(decision.decided_at)
     added = [e for o in migrate(plan, live, old, new, _DRY_PII)
-             for e in events_for(plan, o, new, clock, _DRY_PII)]  # fmt: skip
+             for e in events_for(plan, o, new, clock, _DRY_PII,
+                                 evo.setup.config.state_valid_for)]  # fmt: skip
     scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
     migrated = scratch.graph(user)
     after = evo.decider.redecide(candidate, decision, migrated,

@@ -16,6 +16,7 @@ skips what was written and continues.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Protocol
 
 from memkg.clock import Clock
@@ -26,9 +27,13 @@ from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy, Pii
 
 
+STATE_WINDOW = timedelta(hours=72)
+"""How long a state holds when its key says nothing (``EngineConfig.state_valid_for``)."""
+
+
 class KeySpecWithKind(KeyPolicy, Protocol):
     @property
-    def kind(self) -> Kind: ...
+    def valid_for_hours(self) -> int | None: ...
 
 
 def idempotency_key(plan: MigrationPlan, outcome: FactOutcome) -> str:
@@ -36,7 +41,8 @@ def idempotency_key(plan: MigrationPlan, outcome: FactOutcome) -> str:
 
 
 def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeySpecWithKind],
-               clock: Clock, pii: Pii) -> list[NewEvent]:  # fmt: skip
+               clock: Clock, pii: Pii, state_window: timedelta = STATE_WINDOW
+               ) -> list[NewEvent]:  # fmt: skip
     """The events that carry out ``outcome`` (none for unchanged, unmappable, invalid).
 
     A new value is stored as an ingest would store it: hashed where its key's new version
@@ -50,7 +56,7 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
     newest = max(outcome.facts, key=lambda f: (f.seq, f.id))
     created = [_new_fact(plan, outcome, newest, out.key, _stored(out.value, new[out.key],
                                                                  newest.user_id, pii),
-                         new[out.key], clock) for out in outcome.outputs]  # fmt: skip
+                         new[out.key], clock, state_window) for out in outcome.outputs]  # fmt: skip
     events = [_event(clock, EventType.FACT_ASSERTED, f, {"fact": _dump(f)}) for f in created]
     for old in outcome.facts:
         if created:
@@ -66,12 +72,17 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
-              spec: KeySpecWithKind, clock: Clock) -> Fact:  # fmt: skip
+              spec: KeySpecWithKind, clock: Clock, state_window: timedelta) -> Fact:  # fmt: skip
     """A merged fact is no surer than its least certain part: the lowest confidence, the
-    earliest expiry, and frozen or unconfirmed when any part is (its parts share a source)."""
+    earliest expiry, and frozen or unconfirmed when any part is (its parts share a source).
+    A state with no expiry (its key was another kind) expires as a write of it would: its
+    key's ``valid_for_hours`` (else ``state_window``) after it was observed."""
     held = {f.status for f in outcome.facts}
     status = next((s for s in _UNSETTLED if s in held), FactStatus.ACTIVE)
     expiries = [f.valid_until for f in outcome.facts if f.valid_until is not None]
+    if not expiries and spec.kind is Kind.STATE:
+        hours = spec.valid_for_hours
+        expiries = [newest.observed_at + (timedelta(hours=hours) if hours else state_window)]
     return Fact(
         id=clock.new_id("fact"), user_id=newest.user_id, domain=plan.domain, key=key,
         value=value, kind=spec.kind, source=newest.source,

@@ -102,7 +102,8 @@ def key_changes(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[
 
 def policy_findings(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapping[str, KeyPolicy]
                     ) -> list[Finding]:  # fmt: skip
-    """Changes in sensitivity or consent requirement from an old key to the keys it feeds."""
+    """Changes in sensitivity, hashing, kind or consent requirement from an old key to the
+    keys it feeds."""
     found = []
     for step in effective_steps(plan, old, new):
         for key in step.keys:
@@ -136,6 +137,12 @@ def policy_findings(plan: MigrationPlan, old: Mapping[str, KeyPolicy], new: Mapp
                         f"{_paths(removed)}: new values are stored as clear text; a stored HMAC "
                         "cannot be turned back, so facts that hold one are unmappable",
                     ))  # fmt: skip
+                if a.kind is not b.kind:
+                    found.append(Finding(
+                        code="key.kind_changed", severity="warn", key=target, file=plan.file,
+                        line=step.line, message=f"{where}: kind {a.kind.value} → {b.kind.value}: "
+                        "the apply writes the facts anew with the new kind (a state expires "
+                        "its window after it was observed)"))  # fmt: skip
                 if a.consent != b.consent:
                     need = "now requires" if b.consent else "no longer requires"
                     found.append(Finding(code="key.consent_changed", severity="warn", key=target,

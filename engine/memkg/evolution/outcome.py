@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from memkg.model.fact import Fact, Sensitivity
+from memkg.model.fact import Fact, Kind, Sensitivity
 
 from .migration import MigrationError, MigrationPlan, Step, Target
 from .transform import Ask, Unmappable, Value, evaluate
@@ -28,6 +28,8 @@ class KeyPolicy(Protocol):
     def sensitivity(self) -> Sensitivity: ...
     @property
     def consent(self) -> bool: ...
+    @property
+    def kind(self) -> Kind: ...
     @property
     def version(self) -> int: ...
     @property
@@ -253,6 +255,7 @@ def _one(step: Step, facts: tuple[Fact, ...], value: Any, new: Mapping[str, KeyP
         and len(outputs) == 1
         and not questions
         and outputs[0].key == facts[0].key
+        and facts[0].kind is new[outputs[0].key].kind  # a new kind is written anew (apply)
         and not outputs[0].hashes
         and _canon(outputs[0].value) == _canon(value)
     )
