@@ -14,8 +14,10 @@ from memkg import Engine, EngineConfig, FrozenClock
 from support.schema_roots import project_copy
 
 NOW = datetime(2026, 5, 2, 9, tzinfo=UTC)
-PLAN = ("migration: seat_state\ndomain: travel\nfrom: flight@1\nto: flight@2\nsteps:\n"
-        "  - {key: seat.preference, to: [{key: seat.preference, value: {copy: \"\"}}]}\n")  # fmt: skip
+PLAN = (
+    "migration: seat_state\ndomain: travel\nfrom: flight@1\nto: flight@2\nsteps:\n"
+    '  - {key: seat.preference, to: [{key: seat.preference, value: {copy: ""}}]}\n'
+)
 
 
 def with_seat_state(root: Path) -> None:
@@ -32,7 +34,8 @@ def with_seat_state(root: Path) -> None:
 
 def seat(value: str, observed: datetime) -> dict[str, object]:
     return {"user_id": "u1", "domain": "travel", "key": "seat.preference", "value": value,
-            "source": "dialogue", "confidence": 0.9, "observed_at": observed.isoformat()}  # fmt: skip
+            "source": "dialogue", "confidence": 0.9,
+            "observed_at": observed.isoformat()}  # fmt: skip
 
 
 def test_a_kind_change_is_reported_and_applied(tmp_path: Path) -> None:
