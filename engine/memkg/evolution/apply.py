@@ -26,7 +26,6 @@ from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
 from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy, Pii
 
-
 STATE_WINDOW = timedelta(hours=72)
 """How long a state holds when its key says nothing (``EngineConfig.state_valid_for``)."""
 
