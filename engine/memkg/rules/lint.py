@@ -336,6 +336,11 @@ def _lint_rule(
                         cond.line,
                     )
                 )
+            elif ref.alias == "context" and ref.field and _undeclared(ref.field, spec):
+                names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
+                found.append(_at(rule, "rule.unknown_context", f"{ref}: context field "
+                                 f"{ref.field!r} is not declared; declared: {names}",
+                                 cond.line))  # fmt: skip
             elif ref.alias != "context" and (target is None or target.negated):
                 found.append(
                     _at(
@@ -368,6 +373,12 @@ def _lint_rule(
                 )
             )
     return found
+
+
+def _undeclared(field: str, spec: DomainSpec | None) -> bool:
+    """A context field neither built in nor declared by the domain: a request carrying it is
+    refused, so a rule reading it never fires."""
+    return (spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)) is None
 
 
 def _pairing_findings(rule: Rule) -> list[Finding]:

@@ -215,3 +215,35 @@ def test_an_enum_of_mixed_types_takes_no_ordered_test() -> None:
     assert "number and string" in found.message and found.line == 6
     assert lint(HEAD + rule("      - context: {amount: '720'}"), mixed) == []
     assert lint(HEAD + rule("      - context: {amount: 5}"), mixed) == []
+
+
+@pytest.mark.parametrize(
+    ("condition", "code", "words"),
+    [
+        # an edge leads to one of the key's values: a `to` none can be never matches
+        ("edge: {key: medical.conditions, to: 'allergen:peanut'}", "rule.unknown_value",
+         "is not a value medical.conditions can take"),
+        ("edge: {key: symptom.current, to: sneezing}", "rule.unknown_value", "sneezing"),
+        ("edge: {key: symptom.current, to: 5}", "rule.type_mismatch", "holds string values"),
+        # a request carrying an undeclared context field is refused: the join never holds
+        ("fact: {key: symptom.current, eq: $context.weather}", "rule.unknown_context",
+         "'weather' is not declared"),
+    ],
+)  # fmt: skip
+def test_conditions_that_can_never_hold(condition: str, code: str, words: str) -> None:
+    found = only(lint(HEAD + rule(f"      - {condition}")), code)
+    assert found.line == 6 and words in found.message
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "edge: {key: medical.conditions, to: 'condition:asthma'}",
+        "edge: {key: symptom.current, to: $context.symptom}",
+        "edge: {key: symptom.current}",
+        "fact: {key: symptom.current, eq: $context.symptom}",
+        "context: {local_time: {gte: $context.local_time}}",
+    ],
+)
+def test_conditions_that_can_hold_pass(condition: str) -> None:
+    assert lint(HEAD + rule(f"      - {condition}")) == []

@@ -17,10 +17,10 @@ from memkg.rules.kinds.base import (
     operand,
     weight_patterns,
 )
-from memkg.rules.kinds.checks import declared_key
+from memkg.rules.kinds.checks import declared_key, type_check
 from memkg.rules.kinds.compare import WILDCARD, CompileOperand, Resolve, compare
 from memkg.rules.kinds.fact import keyed_failure
-from memkg.rules.spec import Condition, Finding
+from memkg.rules.spec import Condition, Finding, Ref, Test
 from memkg.rules.text import value_text
 
 if TYPE_CHECKING:
@@ -71,4 +71,13 @@ class EdgeKind(ConditionKind):
         return keyed_failure(cond, inp, candidates, "edges lead to", "edge")
 
     def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
-        return declared_key(scope, cond.key or "", cond.line)[1]
+        schema, found = declared_key(scope, cond.key or "", cond.line)
+        if schema is None or cond.to is None or isinstance(cond.to, Ref):
+            return found
+        # an edge leads to one of the key's values (an item of a list): a ``to`` no value of
+        # the key can be never matches (a number key, a value outside its enum)
+        target = schema.get("items", {}) if schema.get("type") == "array" else schema
+        if target.get("type") in ("object", "array"):
+            return found
+        test = Test("eq", cond.to, None, cond.line)
+        return found + type_check(scope, test, target, cond.key or "")
