@@ -108,7 +108,7 @@ def run_rule_cases(decider: Decider, rules: Rules, folder: RuleFolders) -> Cases
         if problems:
             made = record_decision(rules.bundle, revisions, "case", _request(case), 0, case.now,
                                    table, None, None, problems, {})  # fmt: skip
-            return CaseOutcome(made.result, None, None, refused=refused)
+            return CaseOutcome(made.result, None, None, refused=refused, problems=tuple(problems))
         inp = build_input(
             table, CASE_USER, facts, context, case.now, view, keys=rules.keys(table, entity)
         )

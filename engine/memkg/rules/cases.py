@@ -48,6 +48,8 @@ class CaseOutcome:
     left_out: tuple[LeftOut, ...] = ()
     refused: tuple[str, ...] = ()
     """Why facts of the case could not be stored (a write of them would be refused)."""
+    problems: tuple[str, ...] = ()
+    """Why the case's request was refused (``invalid_input``): its context, say."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ def _case(doc: Document, table: RuleTable, index: int, raw: dict[str, Any], now:
 def check(case: Case, outcome: CaseOutcome) -> CaseResult:
     expect, result = case.expect, outcome.result
     failures = list(outcome.refused)
+    if outcome.problems and expect.get("status") != "invalid_input":
+        failures.append("the request was refused: " + "; ".join(outcome.problems))
     actual: Mapping[str, Any] = {
         "status": result.status.value,
         "action": result.action,

@@ -53,3 +53,18 @@ def test_an_early_now_is_a_case_error_not_a_traceback(
     assert code != 0 and "Traceback" not in out, out
     error = json.loads(out)
     assert error["error"] == "rules.case" and "suggestion.cases.yaml:2" in error["message"]
+
+
+def test_a_case_whose_context_is_refused_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: only "action: expected 'suggest_item', got None"
+    init_root(tmp_path, "lab")
+    cases = tmp_path / "rules/lab/suggestion.cases.yaml"
+    text = cases.read_text(encoding="utf-8")
+    assert "context: {occasion: everyday}" in text
+    cases.write_text(text.replace("context: {occasion: everyday}", "context: {occasionn: 1}"))
+    code, out = run(tmp_path, capsys, "rules", "test")
+    assert code == 1, out
+    [failed] = json.loads(out)["failed"]
+    assert any("the request was refused" in f and "occasionn" in f for f in failed["failures"])
