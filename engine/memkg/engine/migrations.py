@@ -20,7 +20,7 @@ from memkg.engine.projections import Projections
 from memkg.engine.replay import graph_as_of
 from memkg.engine.rule_bundle import unlinted
 from memkg.errors import ConcurrencyConflict, MemkgError, NotFound
-from memkg.evolution.apply import events_for, idempotency_key
+from memkg.evolution.apply import AsWritten, events_for, idempotency_key
 from memkg.evolution.dry_run import (
     DryRunReport,
     Finding,
@@ -138,6 +138,11 @@ def plan_and_specs(
             )
     plan_problems(plan, old, new)
     return plan, old, new
+
+
+def as_written(evo: Evolution) -> AsWritten:
+    """How the engine's writes take a new fact (a migrated fact of a new kind is taken so)."""
+    return AsWritten(evo.setup.config.state_valid_for, evo.setup.sources.confirmed)
 
 
 def live_facts(evo: Evolution, user_id: str) -> list[Fact]:
@@ -258,8 +263,7 @@ def _migrate_user(
                     done.append((outcome, False))
                     continue
                 key = idempotency_key(plan, outcome)
-                window = evo.setup.config.state_valid_for
-                events = events_for(plan, outcome, new, evo.clock, pii, window)
+                events = events_for(plan, outcome, new, evo.clock, pii, as_written(evo))
                 if not events:
                     done.append((outcome, 0))
                     continue
@@ -436,8 +440,7 @@ def _remake(
     live = [f for f in graph.memory.facts.values() if f.status in LIVE]
     clock = FrozenClock(decision.decided_at)
     added = [e for o in migrate(plan, live, old, new, _DRY_PII)
-             for e in events_for(plan, o, new, clock, _DRY_PII,
-                                 evo.setup.config.state_valid_for)]  # fmt: skip
+             for e in events_for(plan, o, new, clock, _DRY_PII, as_written(evo))]  # fmt: skip
     scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
     migrated = scratch.graph(user)
     after = evo.decider.redecide(candidate, decision, migrated,

@@ -15,19 +15,30 @@ skips what was written and continues.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
 from memkg.clock import Clock
 from memkg.model.event import EventType, NewEvent
-from memkg.model.fact import Fact, FactStatus, Kind, SupersedeReason
+from memkg.model.fact import Fact, FactStatus, Kind, Sensitivity, SupersedeReason
 
 from .migration import MigrationPlan
 from .outcome import FactOutcome, KeyPolicy, Pii
 
-STATE_WINDOW = timedelta(hours=72)
-"""How long a state holds when its key says nothing (``EngineConfig.state_valid_for``)."""
+_SENSITIVITY_ORDER = list(Sensitivity)
+
+
+@dataclass(frozen=True)
+class AsWritten:
+    """What a write of a new fact decides beyond its key's spec, which a migrated fact of a
+    new kind is taken as: how long a state holds when its key says nothing
+    (``EngineConfig.state_valid_for``), and whether a source's ``fact`` claims hold without
+    confirmation (``Sources.confirmed``)."""
+
+    state_window: timedelta = timedelta(hours=72)
+    confirmed: Callable[[str], bool] = lambda source: True
 
 
 class KeySpecWithKind(KeyPolicy, Protocol):
@@ -40,7 +51,7 @@ def idempotency_key(plan: MigrationPlan, outcome: FactOutcome) -> str:
 
 
 def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeySpecWithKind],
-               clock: Clock, pii: Pii, state_window: timedelta = STATE_WINDOW
+               clock: Clock, pii: Pii, written: AsWritten = AsWritten()
                ) -> list[NewEvent]:  # fmt: skip
     """The events that carry out ``outcome`` (none for unchanged, unmappable, invalid).
 
@@ -55,7 +66,7 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
     newest = max(outcome.facts, key=lambda f: (f.seq, f.id))
     created = [_new_fact(plan, outcome, newest, out.key, _stored(out.value, new[out.key],
                                                                  newest.user_id, pii),
-                         new[out.key], clock, state_window) for out in outcome.outputs]  # fmt: skip
+                         new[out.key], clock, written) for out in outcome.outputs]  # fmt: skip
     events = [_event(clock, EventType.FACT_ASSERTED, f, {"fact": _dump(f)}) for f in created]
     for old in outcome.facts:
         if created:
@@ -71,17 +82,27 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
-              spec: KeySpecWithKind, clock: Clock, state_window: timedelta) -> Fact:  # fmt: skip
+              spec: KeySpecWithKind, clock: Clock, written: AsWritten) -> Fact:  # fmt: skip
     """A merged fact is no surer than its least certain part: the lowest confidence, the
     earliest expiry, and frozen or unconfirmed when any part is (its parts share a source).
-    A state with no expiry (its key was another kind) expires as a write of it would: its
-    key's ``valid_for_hours`` (else ``state_window``) after it was observed."""
+    It is never less sensitive than its parts (a caller may have raised one above its key's
+    default), and keeps a stated change. A new kind is taken as a write of it would be
+    (``written``): a state with no expiry expires its key's ``valid_for_hours`` (else the
+    engine's window) after it was observed, a state's expiry does not outlive it as another
+    kind, and a ``fact`` from a source that does not confirm its records waits for the user."""
     held = {f.status for f in outcome.facts}
     status = next((s for s in _UNSETTLED if s in held), FactStatus.ACTIVE)
-    expiries = [f.valid_until for f in outcome.facts if f.valid_until is not None]
+    now_fact = spec.kind is Kind.FACT and any(f.kind is not Kind.FACT for f in outcome.facts)
+    if status is FactStatus.ACTIVE and now_fact and not written.confirmed(newest.source):
+        status = FactStatus.PENDING_CONFIRMATION
+    expiries = [f.valid_until for f in outcome.facts if f.valid_until is not None
+                and (spec.kind is Kind.STATE or f.kind is not Kind.STATE)]  # fmt: skip
     if not expiries and spec.kind is Kind.STATE:
         hours = spec.valid_for_hours
-        expiries = [newest.observed_at + (timedelta(hours=hours) if hours else state_window)]
+        window = timedelta(hours=hours) if hours else written.state_window
+        expiries = [newest.observed_at + window]
+    sensitivity = max((spec.sensitivity, *(f.sensitivity for f in outcome.facts)),
+                      key=_SENSITIVITY_ORDER.index)  # fmt: skip
     return Fact(
         id=clock.new_id("fact"), user_id=newest.user_id, domain=plan.domain, key=key,
         value=value, kind=spec.kind, source=newest.source,
@@ -89,8 +110,9 @@ def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str,
         session_id=newest.session_id, observed_at=newest.observed_at, recorded_at=clock.now(),
         valid_until=min(expiries) if expiries else None,
         provenance=newest.provenance.model_copy(update={"source_ref": plan.source_ref}),
-        sensitivity=spec.sensitivity, status=status, schema_version=spec.version,
+        sensitivity=sensitivity, status=status, schema_version=spec.version,
         context=dict(newest.context), supersedes=newest.id,
+        change=any(f.change for f in outcome.facts),
     )  # fmt: skip
 
 

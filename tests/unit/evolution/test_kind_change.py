@@ -56,3 +56,38 @@ def test_a_kind_change_is_reported_and_applied(tmp_path: Path) -> None:
     [recent] = [f for f in engine.facts("u2", "travel") if f.key == "seat.preference"]
     assert recent.kind.value == "state" and recent.schema_version == 2
     assert recent.valid_until == NOW + timedelta(hours=1)
+
+
+def test_a_new_kind_is_taken_as_a_write_of_it_would_be(tmp_path: Path) -> None:
+    root = project_copy(tmp_path / "root")
+    config = EngineConfig(roots=(root,), shacl=False)
+    old = Engine(config=config, clock=FrozenClock(NOW - timedelta(minutes=30)))
+    said = {"user_id": "u1", "domain": "travel", "source": "dialogue", "confidence": 0.9,
+            "observed_at": (NOW - timedelta(hours=1)).isoformat()}  # fmt: skip
+    # raised above its key's default, and stated as a change in the world
+    old.ingest({**said, "key": "seat.preference", "value": "aisle", "sensitivity": "special",
+                "change": True, "provenance": {"consent_granted": True}})  # fmt: skip
+    old.ingest({**said, "key": "travel.companions", "value": 2})  # a state, with its window
+    doc = json.loads((root / "schemas/travel/flight@1.json").read_text(encoding="utf-8"))
+    doc["x-memkg"]["version"] = 2
+    doc["$id"] = doc["$id"].replace("@1", "@2")
+    doc["properties"]["seat.preference"]["x-memkg"]["kind"] = "fact"
+    companions = doc["properties"]["travel.companions"]["x-memkg"]
+    assert companions["kind"] == "state"
+    companions["kind"] = "preference"
+    companions.pop("valid_for_hours", None)
+    (root / "schemas/travel/flight@2.json").write_text(json.dumps(doc), encoding="utf-8")
+    (root / "schemas/travel/migrations").mkdir()
+    (root / "schemas/travel/migrations/kinds.yaml").write_text(
+        PLAN.replace("seat_state", "kinds"), encoding="utf-8"
+    )
+    engine = Engine(old.store, config=config, clock=FrozenClock(NOW))
+    engine.apply_migration("travel/kinds")
+    found = {f.key: f for f in engine.facts("u1", "travel")}
+    seat, companions_now = found["seat.preference"], found["travel.companions"]
+    # a dialogue `fact` waits for the user, as a write of it does; never less sensitive than
+    # it was written, and still a stated change
+    assert (seat.kind.value, seat.status.value) == ("fact", "pending_confirmation")
+    assert (seat.sensitivity.value, seat.change) == ("special", True)
+    # a state's window does not outlive it as a preference
+    assert (companions_now.kind.value, companions_now.valid_until) == ("preference", None)
