@@ -17,7 +17,7 @@ from memkg.userschema import read_json
 
 from .dialect import DEFAULT_DIALECT
 from .groups import compare_groups, group_keys
-from .migration import load_plan
+from .migration import MigrationError, load_plan
 
 MANIFEST = "RELEASED.json"
 _FILE = re.compile(r"^(?P<group>[a-z][a-z0-9_.]*)@(?P<version>[1-9][0-9]*)\.json$")
@@ -66,7 +66,12 @@ def schema_history(root: Path, domain: str, key: str | None = None,
             groups.append({"group": group, "versions": entries})
     plans = []
     for path in sorted((schemas / domain / "migrations").glob("*.yaml")):
-        plan = load_plan(path, root)
+        try:
+            plan = load_plan(path, root)
+        except MigrationError as exc:  # a draft with a typo: listed with what is wrong
+            plans.append({"file": exc.file, "error": exc.code, "line": exc.line,
+                          "message": exc.message})  # fmt: skip
+            continue
         keys_read = {k for s in plan.steps for k in s.keys}
         if (
             key is None

@@ -128,6 +128,18 @@ def load_cases(
         if not problems:
             for index, raw in enumerate(doc.data["cases"]):
                 now = _time(raw["now"])
+                if now is not None and not _EARLIEST <= now.replace(tzinfo=None) <= _LATEST:
+                    findings.append(
+                        Finding(
+                            "cases.now",
+                            f"case {raw['name']!r}: now {raw['now']!r} is too close to year 1 "
+                            "or 9999 for the times a decision works out around it (a day "
+                            "either side): write a time from 0002 to 9998",
+                            doc.file,
+                            doc.line(("cases", index, "now")),
+                        )
+                    )
+                    continue
                 if now is None:
                     findings.append(
                         Finding(
@@ -141,6 +153,11 @@ def load_cases(
                     continue
                 cases.append(_case(doc, table, index, raw, now))
     return cases, findings
+
+
+_EARLIEST, _LATEST = datetime(2, 1, 1), datetime(9998, 12, 31)
+"""The ``now`` a case may have (as written, before its offset): a day's margin either side
+for the time zones a decision reads it in."""
 
 
 def _time(text: str) -> datetime | None:

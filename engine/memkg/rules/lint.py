@@ -23,6 +23,7 @@ from memkg.rules.kinds.base import KeySchema
 from memkg.rules.kinds.checks import MAX_PROPERTIES, fits
 from memkg.rules.kinds.context import CONTEXT_PROPS
 from memkg.rules.overlap import overlap_findings
+from memkg.rules.loader import CASES_SUFFIX, DOMAIN_FILE, NOT_TABLES
 from memkg.rules.plan import plan_table
 from memkg.rules.spec import (
     BUILTIN_CONTEXT,
@@ -122,7 +123,16 @@ def _lint_default_decision(bundle: RuleBundle, domain: str, spec: DomainSpec) ->
     decision asked for without ``decision`` would fail)."""
     name = spec.default_decision
     tables = sorted(n for d, n in bundle.tables if d == domain)
-    if not name or name in tables or f"{domain}/{name}.yaml" in bundle.sources:
+    file = f"{name}.yaml"
+    if (
+        not name
+        or name in tables
+        or (
+            f"{domain}/{file}" in bundle.sources
+            and file not in (DOMAIN_FILE, *NOT_TABLES)
+            and not file.endswith(CASES_SUFFIX)
+        )
+    ):
         return []  # a table file that did not load has its own finding
     there = f"its tables: {tables}" if tables else "the domain has no decision tables"
     text = bundle.sources.get(spec.file.removeprefix("rules/"), "")

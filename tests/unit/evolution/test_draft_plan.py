@@ -47,3 +47,14 @@ def test_rules_lint_warns_about_the_draft_and_passes(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "draft.yaml" in out and "warning" in out and "no read upcasts" in out
+
+
+def test_schema_history_lists_the_draft_with_what_is_wrong(tmp_path: Path) -> None:
+    root = project_copy(tmp_path / "root")
+    (root / "schemas/travel/migrations").mkdir()
+    (root / "schemas/travel/migrations/draft.yaml").write_text(DRAFT, encoding="utf-8")
+    engine = Engine(config=EngineConfig(roots=(root,), shacl=False), clock=FrozenClock(T0))
+    [listed] = engine.schema_history("travel")["migrations"]
+    assert listed["file"].endswith("draft.yaml") and listed["line"] == 6
+    assert listed["error"] == "migration.invalid" and "renam" in listed["message"]
+    assert engine.schema_history("health")["migrations"][0]["migration"] == "diet_organ_meat"

@@ -48,7 +48,7 @@ def test_a_span_past_a_hundred_years_is_a_finding(
 def test_an_early_now_is_a_case_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = root_with(tmp_path, "observed_days_ago: 2", now="0001-01-01T09:00:00Z")
+    root = root_with(tmp_path, "observed_days_ago: 1000", now="0002-01-01T09:00:00Z")
     code, out = run(root, capsys, "rules", "test")
     assert code != 0 and "Traceback" not in out, out
     error = json.loads(out)
@@ -68,3 +68,15 @@ def test_a_case_whose_context_is_refused_says_so(
     assert code == 1, out
     [failed] = json.loads(out)["failed"]
     assert any("the request was refused" in f and "occasionn" in f for f in failed["failures"])
+
+
+@pytest.mark.parametrize("now", ["9999-12-31T20:00:00-05:00", "0001-01-01T01:00:00+05:00"])
+def test_a_now_at_the_edge_of_the_calendar_is_a_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], now: str
+) -> None:
+    root = root_with(tmp_path, "status: active", now=now)
+    code, out = run(root, capsys, "rules", "test")
+    assert code == 1 and "Traceback" not in out, out
+    [finding] = json.loads(out)["findings"]
+    assert finding["code"] == "cases.now" and finding["line"] == 3
+    assert "from 0002 to 9998" in finding["message"]

@@ -46,3 +46,10 @@ def test_a_default_decision_whose_table_does_not_load_has_that_finding_alone() -
     # the table's own problem says what is wrong; "the domain has no decision tables" did not
     findings = lint(domain("suggestion"), {"suggestion": "hit_policy: first\nrules: [\n"})
     assert [f.code for f in findings] == ["rule.yaml"]
+
+
+def test_a_default_decision_naming_the_domain_file_is_still_a_finding() -> None:
+    # domain.yaml is among the sources but is no table: every decision asked for without
+    # `decision` would be refused
+    [found] = lint(domain("domain"), {"suggestion": TABLE})
+    assert found.code == "rule.unknown_decision" and "'domain'" in found.message
