@@ -22,8 +22,8 @@ from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
 from memkg.rules.kinds.checks import MAX_PROPERTIES, fits
 from memkg.rules.kinds.context import CONTEXT_PROPS
-from memkg.rules.overlap import overlap_findings
 from memkg.rules.loader import CASES_SUFFIX, DOMAIN_FILE, NOT_TABLES
+from memkg.rules.overlap import overlap_findings
 from memkg.rules.plan import plan_table
 from memkg.rules.spec import (
     BUILTIN_CONTEXT,
