@@ -74,6 +74,12 @@ def _guard(event: yaml.Event, depth: int, nodes: int) -> None:
             line,
             code="rules.yaml_alias",
         )
+    if getattr(event, "tag", None) == "!":  # libyaml reads ``k: !`` as '', PyYAML as null
+        raise YamlError(
+            "the non-specific tag ! is not allowed: remove it (or quote the value)",
+            line,
+            code="rules.yaml_tag",
+        )
     if nodes >= MAX_NODES:
         raise YamlError(
             f"more than {MAX_NODES:,} values in one file: split it into smaller files",
@@ -116,6 +122,10 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_PYTHON_ONLY = re.compile(r"\t|(?<!^)\ufeff|[|>][-+0-9]*#")
+"""What libyaml reads and PyYAML's own scanner refuses (a tab, a byte-order mark after the
+start, a block scalar's header followed by a comment with no space): such files are read by
+``_Loader`` alone, so a file loads, or fails at the same line, whether libyaml is installed."""
 _FAST = hasattr(yaml, "CSafeLoader")
 """libyaml is installed (PyYAML's wheels bring it): ``_FastLoader`` reads files."""
 
@@ -134,10 +144,14 @@ def _checked(text: str) -> bool:
     composing, at the same event (so at the same line, and before a later syntax error);
     ``False`` where libyaml finds the text is not YAML."""
     events = yaml.CSafeLoader(text)
-    depth = nodes = 0
+    depth = nodes = documents = 0
     try:
         while (event := events.get_event()) is not None:
-            if isinstance(event, _NODE_EVENTS):
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:  # one document per file: _Loader says so at this one
+                    return False
+            elif isinstance(event, _NODE_EVENTS):
                 _guard(event, depth, nodes)
                 nodes += 1
                 if isinstance(event, _OPENS):
@@ -308,7 +322,7 @@ def load_text(text: str, file: str) -> Document:
     except yaml.reader.ReaderError as exc:
         raise _reader_error(exc, text, file) from exc
     try:
-        found = _fast(text) if _FAST else None
+        found = _fast(text) if _FAST and not _PYTHON_ONLY.search(text) else None
         if found is not None:
             node, fast = found
             try:
