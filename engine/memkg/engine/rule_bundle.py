@@ -92,10 +92,12 @@ class Rules:
 def lint_sources(sources: dict[str, str], engine: Schemas) -> tuple[RuleBundle, list[Finding]]:
     """Everything the loader and lint find wrong with a bundle, against the engine's schemas."""
     bundle, findings = load_bundle(sources, root=engine.layers)
+    registry = engine.registry
     findings += lint_bundle(
         bundle,
-        lambda d, k: s.schema if (s := engine.registry.spec(d, k)) else None,
+        lambda d, k: s.schema if (s := registry.spec(d, k)) else None,
         engine.sources,
+        lambda d, k: bool((s := registry.spec(d, k)) and s.entity),
     )
     return bundle, sorted(findings, key=lambda f: (f.file, f.line, f.code))
 

@@ -42,9 +42,13 @@ __all__ = ["KeySchema", "lint_bundle", "question_findings"]
 
 
 def lint_bundle(
-    bundle: RuleBundle, key_schema: KeySchema, sources: Sources | None = None
+    bundle: RuleBundle,
+    key_schema: KeySchema,
+    sources: Sources | None = None,
+    names_entities: Callable[[str, str], bool] | None = None,
 ) -> list[Finding]:
-    """Every finding of ``bundle``; ``sources``: those in force (default: the built-ins)."""
+    """Every finding of ``bundle``; ``sources``: those in force (default: the built-ins);
+    ``names_entities``: which keys' values name entities (unchecked when not given)."""
     sources = sources or Sources()
     findings: list[Finding] = []
     for domain, declared in sorted(bundle.domains.items()):
@@ -75,7 +79,7 @@ def lint_bundle(
                     )
                 )
             seen.setdefault(rule.id, rule)
-            findings += _lint_rule(table, rule, spec, key_schema, sources)
+            findings += _lint_rule(table, rule, spec, key_schema, sources, names_entities)
         findings += _lint_table(table, spec)
         findings += _capacity_findings(table, spec)
         if table.hit_policy.kind == "unique":
@@ -324,7 +328,12 @@ def _lint_output(
 
 
 def _lint_rule(
-    table: RuleTable, rule: Rule, spec: DomainSpec | None, key_schema: KeySchema, sources: Sources
+    table: RuleTable,
+    rule: Rule,
+    spec: DomainSpec | None,
+    key_schema: KeySchema,
+    sources: Sources,
+    names_entities: Callable[[str, str], bool] | None = None,
 ) -> list[Finding]:
     found: list[Finding] = []
     if spec is not None:
@@ -332,7 +341,7 @@ def _lint_rule(
     if rule.effective_from and rule.effective_until and rule.effective_from > rule.effective_until:
         found.append(_at(rule, "rule.effective", "effective `from` is after `until`"))
     aliases: dict[str, Condition] = {}
-    scope = LintScope(table, rule, spec, key_schema, sources)
+    scope = LintScope(table, rule, spec, key_schema, sources, names_entities)
     for cond in rule.conditions:
         for ref in cond.refs:
             target = aliases.get(ref.alias)

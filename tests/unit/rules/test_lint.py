@@ -247,3 +247,15 @@ def test_conditions_that_can_never_hold(condition: str, code: str, words: str) -
 )
 def test_conditions_that_can_hold_pass(condition: str) -> None:
     assert lint(HEAD + rule(f"      - {condition}")) == []
+
+
+def test_an_edge_on_a_key_that_names_no_entity_never_holds() -> None:
+    # edges lead only to entities: a key without x-memkg.entity has none, `to` or not
+    sources = {"health/domain.yaml": DOMAIN,
+               "health/t.yaml": HEAD + rule("      - edge: {key: symptom.current}")
+               + rule("      - edge: {key: medical.conditions}", id_="health.s")}  # fmt: skip
+    bundle, findings = load_bundle(sources)
+    schema = lambda d, k: s.schema if (s := REGISTRY.spec(d, k)) else None  # noqa: E731
+    entities = lambda d, k: bool((s := REGISTRY.spec(d, k)) and s.entity)  # noqa: E731
+    found = only(findings + lint_bundle(bundle, schema, None, entities), "rule.not_entity_key")
+    assert found.rule_id == "health.r" and "symptom.current names no entity" in found.message

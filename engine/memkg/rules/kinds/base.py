@@ -36,6 +36,9 @@ class LintScope:
     key_schema: KeySchema
     sources: Sources = field(default_factory=Sources)
     """The sources in force (``source:`` lists may name only these)."""
+    names_entities: Callable[[str, str], bool] | None = None
+    """``(domain, key)`` → whether the key's values name entities (``x-memkg.entity``): only
+    those lead to graph edges. ``None``: not known here, not checked."""
 
     def finding(self, code: str, message: str, line: int | None = None) -> Finding:
         return Finding(code, message, self.rule.file, line or self.rule.line, self.rule.id)

@@ -72,6 +72,17 @@ class EdgeKind(ConditionKind):
 
     def lint(self, scope: LintScope, cond: Condition) -> list[Finding]:
         schema, found = declared_key(scope, cond.key or "", cond.line)
+        entities = scope.names_entities
+        if (
+            schema is not None
+            and entities is not None
+            and not entities(scope.table.domain, cond.key or "")
+        ):
+            never = scope.finding(
+                "rule.not_entity_key", f"{cond.key} names no entity (its schema declares no "
+                "x-memkg.entity): edges lead only to entities, so this condition never holds; "
+                "test the value with a `fact` condition", cond.line)  # fmt: skip
+            return [*found, never]
         if schema is None or cond.to is None or isinstance(cond.to, Ref):
             return found
         # an edge leads to one of the key's values (an item of a list): a ``to`` no value of
