@@ -39,6 +39,11 @@ def test_off_keeps_memory_frozen_refuses_writes_and_on_brings_it_back(engine: En
 
     # reads: nothing but role defaults
     assert engine.facts("li") == [] and engine.history("li", "airline.avoided") == []
+    # also of the past: a read made now sees what the switch says now (replay still can)
+    assert engine.facts("li", as_of=kept.seq) == []
+    assert engine.graph("li", as_of=kept.seq)["edges"] == []  # type: ignore[index]
+    assert engine.holding("li", engine.clock.now()) == []
+    assert engine.user_graph("li", as_of=kept.seq).memory.facts == {}
     seat = engine.resolve("li", "travel", "seat.preference")
     assert (seat.value, seat.step.value) == ("no_preference", "role_default")
     assert engine.edges("li", "travel") == []

@@ -79,7 +79,7 @@ class GraphService:
         check_args(user_id=user_id)
         if as_of is None:
             return self.projections.graph(user_id)
-        return self.projections.graph_as_of(user_id, seq=as_of)
+        return self.projections.past(user_id, seq=as_of)
 
     def graph(
         self, user_id: str, domain: str | None = None, *, as_of: int | None = None,
@@ -94,7 +94,7 @@ class GraphService:
             now = self.clock.now()
             graph, view = self.projections.view(user_id, now, self.weights, domain)
         else:
-            graph = self.projections.graph_as_of(user_id, seq=as_of)
+            graph = self.projections.past(user_id, seq=as_of)
             view = weighted_view(graph, self.clock.now(), self.weights, domain)
         if fmt == "turtle":
             return export.to_turtle(graph, view)
@@ -149,7 +149,7 @@ class GraphService:
         """The claims that held at ``at``, as memory stood then, weighted as of then."""
         check_args(user_id=user_id, domain=domain)
         self._known(domain)
-        graph = self.projections.graph_as_of(user_id, at=at)
+        graph = self.projections.past(user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.weights, domain))
 
     def _known(self, domain: str | None) -> None:
