@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -107,3 +108,25 @@ def test_the_rights_view_shows_and_offers_the_memory_switch(served: dict[str, An
     assert "may not read whether memory is on" in hidden
     engine.enable_memory("ren")
     assert engine.facts("ren")
+
+
+def test_the_weight_series_work_is_bounded_by_its_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each moment weighs memory as it stood then: a moment per event made a key written
+    # every turn cost the square of its history, holding the engine for minutes
+    from memkg.service.inspect.series import MAX_MARKS, weight_series
+
+    clock = FrozenClock(NIGHT)
+    engine = Engine(config=EngineConfig(shacl=False), clock=clock)
+    seats = ["window", "aisle", "middle"]
+    for i in range(300):  # an event a minute: each its own moment
+        engine.ingest({"user_id": "w", "domain": "travel", "key": "seat.preference",
+                       "value": seats[i % 3], "source": "dialogue", "confidence": 0.8,
+                       "change": True})  # fmt: skip
+        clock.advance(timedelta(minutes=1))
+    weighed: list[object] = []
+    holding = engine.holding
+    monkeypatch.setattr(engine, "holding", lambda *a: weighed.append(a) or holding(*a))
+    series = weight_series(engine, "w", "travel", "seat.preference", samples=10)
+    assert series.marks_total > MAX_MARKS == len(series.marks)  # 300 written, 299 superseded
+    assert series.marks[-1].at == max(m.at for m in series.marks)
+    assert 0 < len(weighed) <= 3 * 10

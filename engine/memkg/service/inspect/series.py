@@ -64,12 +64,22 @@ class WeightSeries(BaseModel):
     threshold: float
     lines: tuple[WeightLine, ...]
     marks: tuple[WeightMark, ...]
+    """The newest ``MAX_MARKS`` events on the key, oldest first."""
+    marks_total: int = 0
+    """How many events the key has had (more than ``marks`` holds when past the cap)."""
+
+
+MAX_MARKS = 500
+"""The most events a series lists (the newest): a key written every turn for years has
+tens of thousands."""
 
 
 def weight_series(
     engine: Engine, user_id: str, domain: str, key: str, samples: int = 40
 ) -> WeightSeries:
-    """The key's edges weighed at ``samples`` even moments and around each of its events."""
+    """The key's edges weighed at ``samples`` even moments and around as many of its events
+    (spread over its history): each moment weighs memory as it stood then, so the work is
+    bounded by ``samples``, not by how many events the key has had."""
     now = engine.clock.now()
     marks = _marks(engine, user_id, domain, key)
     threshold = engine.config.weights.threshold
@@ -79,7 +89,8 @@ def weight_series(
     start = min(m.at for m in marks)
     span = max(now - start, timedelta(seconds=1))
     moments = {start + span * (i / max(samples - 1, 1)) for i in range(samples)}
-    for mark in marks:
+    step = max(len(marks) / samples, 1)
+    for mark in (marks[int(i * step)] for i in range(min(samples, len(marks)))):
         moments |= {mark.at, max(start, mark.at - timedelta(seconds=1))}
     lines: dict[str, list[WeightPoint]] = {}
     for at in sorted(m for m in moments if m <= now):
@@ -90,7 +101,7 @@ def weight_series(
     return WeightSeries(
         user_id=user_id, domain=domain, key=key, start=start, end=now, threshold=threshold,
         lines=tuple(WeightLine(target=t, points=tuple(p)) for t, p in sorted(lines.items())),
-        marks=marks,
+        marks=marks[-MAX_MARKS:], marks_total=len(marks),
     )  # fmt: skip
 
 
