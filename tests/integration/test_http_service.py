@@ -266,3 +266,30 @@ def test_a_note_is_forgotten_through_the_retract_route(client: TestClient, engin
     assert engine.notes("u1", "travel") == []
     again = client.post(f"/v1/users/u1/facts/{saved.id}/retract", json={"reason": "asked"})
     assert again.status_code == 400 and again.json()["error"] == "fact.not_live"
+
+
+def test_facts_and_history_come_in_pages(client: TestClient, engine: Engine) -> None:
+    # a listing grows with what the user said: bounded by default, every item reachable
+    seats = ["window", "aisle", "middle"]
+    changes = [obs(key="seat.preference", value=seats[i % 3], change=True) for i in range(7)]
+    others = [obs(key="cabin.class", value="business"), obs(key="airline.preferred")]
+    engine.ingest_many(changes + others)
+    everything = [f["id"] for f in client.get("/v1/users/u1/facts").json()["facts"]]
+    assert len(everything) == 3
+    first = client.get("/v1/users/u1/facts", params={"limit": 2}).json()
+    assert [f["id"] for f in first["facts"]] == everything[:2] and first["next"] == everything[1]
+    rest = client.get("/v1/users/u1/facts", params={"limit": 2, "after": first["next"]}).json()
+    assert [f["id"] for f in rest["facts"]] == everything[2:] and rest["next"] is None
+    versions = []
+    after = None
+    while True:
+        params: dict[str, Any] = {"limit": 3, **({"after": after} if after else {})}
+        got = client.get("/v1/users/u1/history/seat.preference", params=params).json()
+        versions += [h["id"] for h in got["history"]]
+        if (after := got["next"]) is None:
+            break
+    assert len(versions) == len(set(versions)) == 7
+    stale = client.get("/v1/users/u1/facts", params={"after": versions[0]})  # superseded
+    assert stale.status_code == 400 and stale.json()["error"] == "cursor.stale"
+    too_many = client.get("/v1/users/u1/facts", params={"limit": 10_001})
+    assert too_many.status_code == 400

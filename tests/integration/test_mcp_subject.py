@@ -51,7 +51,7 @@ def test_a_session_cannot_reach_another_user(tmp_path: Path) -> None:
             await s.initialize()
             mine = await s.call_tool("recall_facts", {})
             assert mine.structured_content == {"user_id": "u2", "as_of": None, "version": 1,
-                                           "facts": []}  # fmt: skip
+                                           "facts": [], "next": None}  # fmt: skip
             asked = error_of(await s.call_tool("recall_facts", {"user_id": "u1"}))
             assert asked["error"] == "tool.arguments"
             assert asked["problems"][0]["code"] == "argument.unknown"
@@ -144,3 +144,20 @@ def test_a_keyed_session_finds_its_key_in_the_postgresql_schema(
         audit(subject, "recall_facts", "travel", None, 200)
     assert [r.action for r in Keyring(keys, engine.clock).audit()] == ["mcp.recall_facts"]
     keys.close()
+
+
+def test_recall_facts_hands_the_model_a_page(engine: Engine) -> None:
+    engine.ingest_many([obs(key=k, value=v) for k, v in (
+        ("seat.preference", "aisle"), ("cabin.class", "business"),
+        ("airline.preferred", "airline:MU"))])  # fmt: skip
+    server = build_server(engine, local_subject("u1"))
+
+    async def calls() -> None:
+        first = await server.call_tool("recall_facts", {"limit": 2})
+        page = first.structured_content
+        assert page is not None and len(page["facts"]) == 2 and page["next"] == page["facts"][-1]["id"]
+        rest = await server.call_tool("recall_facts", {"limit": 2, "after": page["next"]})
+        more = rest.structured_content
+        assert more is not None and len(more["facts"]) == 1 and more["next"] is None
+
+    anyio.run(calls)

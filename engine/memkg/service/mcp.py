@@ -46,7 +46,7 @@ from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
-from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
+from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut, page
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "
@@ -80,6 +80,9 @@ Idempotency = Annotated[str | None, Field(description="A retried write is stored
 Note = Annotated[str, Field(description="What to remember: one fact, third person.")]
 NoteKey = Annotated[str | None, Field(description="The declared key the note is the value of.")]
 Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
+Limit = Annotated[int, Field(description="Most facts to return (100).", ge=1, le=1000)]
+After = Annotated[str | None, Field(description="The `next` of the page before.",
+                                    min_length=1, max_length=128)]  # fmt: skip
 Situation = Annotated[dict[str, Any] | None, Field(description='e.g. {"symptom": "fever"}.')]
 Table = Annotated[str | None, Field(description="The rule table (default: the domain's).")]
 TurnRef = Annotated[
@@ -286,9 +289,11 @@ class MemoryTools:
         return _reply(ingest)
 
     def recall_facts(
-        self, ctx: Context[Any, Any], domain: AnyDomain = None
-    ) -> Annotated[CallToolResult, FactsOut]:
-        """What memory holds about the user now, each fact with its source and status."""
+        self, ctx: Context[Any, Any], domain: AnyDomain = None, limit: Limit = 100,
+        after: After = None,
+    ) -> Annotated[CallToolResult, FactsOut]:  # fmt: skip
+        """What memory holds about the user now, each fact with its source and status; a page
+        of at most ``limit``, ``next`` naming where the next page starts."""
 
         def recall() -> FactsOut:
             subject = self._allow(ctx, ApiScope.READ, domain)
@@ -298,7 +303,8 @@ class MemoryTools:
             version = self.gate(self.engine.version, subject.user_id)
             facts = self.gate(self.engine.facts, subject.user_id, domain)
             kept = [f for f in facts if visible is None or f.domain in visible]
-            return FactsOut(user_id=subject.user_id, version=version, facts=kept)
+            shown, more = page(kept, limit, after)
+            return FactsOut(user_id=subject.user_id, version=version, facts=shown, next=more)
 
         return _reply(recall)
 

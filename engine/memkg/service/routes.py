@@ -47,7 +47,15 @@ class DomainQuery(Query):
     domain: s.Domain | None = None
 
 
-class FactsQuery(DomainQuery):
+class PageQuery(DomainQuery):
+    limit: int = Field(1000, ge=1, le=10_000, description="at most N items (1000)")
+    after: str | None = Field(
+        None, min_length=1, max_length=128,
+        description="the `next` of the page before: the page after that item",
+    )  # fmt: skip
+
+
+class FactsQuery(PageQuery):
     as_of: s.SeqNumber | None = None
 
 
@@ -168,7 +176,7 @@ class Routes:
             op("GET", f"{user}/facts", "facts", "What memory holds about the user", self.facts,
                READ, query=FactsQuery, response=s.FactsOut),
             op("GET", f"{user}/history/{{key}}", "history", "Every version of a key",
-               self.history, READ, query=DomainQuery, response=s.HistoryOut),
+               self.history, READ, query=PageQuery, response=s.HistoryOut),
             op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
                self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
                response=s.EventOut, errors=(404, 409)),
@@ -331,15 +339,17 @@ class Routes:
         version = None if query.as_of is not None else await self._run(self.engine.version, user)
         found = await self._run(self.engine.facts, user, query.domain, as_of=query.as_of)
         found = [f for f in found if visible is None or f.domain in visible]
+        shown, more = s.page(found, query.limit, query.after)
         return _json({"user_id": user, "as_of": query.as_of, "version": version,
-                      "facts": _dump_all(found)})  # fmt: skip
+                      "facts": _dump_all(shown), "next": more})  # fmt: skip
 
     async def history(self, call: Call) -> Response:
         user, key, domain = call.path["user"], call.path["key"], call.query.domain
         visible = await self._scoped_read(call, domain, user)
         found = await self._run(self.engine.history, user, key, domain)
         found = [f for f in found if visible is None or f.domain in visible]
-        return _json({"user_id": user, "key": key, "history": _dump_all(found)})
+        shown, more = s.page(found, call.query.limit, call.query.after)
+        return _json({"user_id": user, "key": key, "history": _dump_all(shown), "next": more})
 
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
         user, fact_id = call.path["user"], call.path["fact_id"]

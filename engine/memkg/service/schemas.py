@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
+from memkg.errors import InvalidOperation
 from memkg.model.fact import DOMAIN_PATTERN, Fact, Observation, Provenance
 from memkg.model.identity import Merge
 from memkg.service.settings import MAX_BATCH
@@ -67,12 +68,35 @@ class FactsOut(_Out):
     """The user's stream version these facts include (read before them): send it as
     ``expected_version`` to make a write conditional on nothing having changed since."""
     facts: list[Fact]
+    next: str | None = None
+    """More facts follow: send this fact id as ``after`` for the next page."""
 
 
 class HistoryOut(_Out):
     user_id: str
     key: str
     history: list[Fact]
+    next: str | None = None
+    """More versions follow: send this fact id as ``after`` for the next page."""
+
+
+def page(items: list[Any], limit: int, after: str | None) -> tuple[list[Any], str | None]:
+    """The items after the one whose ``id`` is ``after`` (from the start without it), at most
+    ``limit``, and the id to send as ``after`` for the next page (``None``: the last page).
+    A cursor the listing no longer holds (retracted, expired, superseded since) is
+    ``cursor.stale``: a page picked up elsewhere would skip or repeat items."""
+    start = 0
+    if after is not None:
+        found = next((i for i, item in enumerate(items) if item.id == after), None)
+        if found is None:
+            raise InvalidOperation(
+                f"after={after!r:.140}: the listing no longer holds that item (it changed since "
+                "the page that ended there): list again from the start, without after",
+                code="cursor.stale",
+            )
+        start = found + 1
+    shown = items[start : start + limit]
+    return shown, shown[-1].id if start + limit < len(items) and shown else None
 
 
 class EventOut(_Out):
