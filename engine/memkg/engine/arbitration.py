@@ -191,9 +191,11 @@ class Arbiter:
         user_id = memory.user_id
         keys: set[tuple[str, str]] = set()
         added: dict[tuple[str, str, str], list[Signal]] = {}
+        touched: set[str] = set()  # the facts whose claims the write adds or changes
         for event in pending:
             if event.type is EventType.FACT_ASSERTED:
                 keys.add((event.domain or "", event.payload["fact"]["key"]))
+                touched.add(event.payload["fact"]["id"])
             elif event.type is EventType.SIGNAL_RECORDED:
                 edge = (event.domain or "", event.payload["key"], event.payload["target"])
                 added.setdefault(edge, []).append(
@@ -202,6 +204,7 @@ class Arbiter:
                 keys.add(edge[:2])
             elif event.fact_id and (fact := memory.fact(event.fact_id)) is not None:
                 keys.add((fact.domain, fact.key))
+                touched.add(fact.id)
         if not keys:
             return []
         if asserted is None:
@@ -235,7 +238,13 @@ class Arbiter:
             # asked before the preview, of the slot's claims and the new facts: a write changes
             # statuses only, never a value or a context, so the claims the reader would count
             # after it are among these
-            slots = _slots([*before, *new], spec)
+            claims_now = [*before, *new]
+            slots = _slots(claims_now, spec)
+            if not any(edge[:2] == (domain, key) for edge in added):
+                # a slot counts only its own claims (``MemoryReader.freezes``): one the write
+                # neither adds to nor changes cannot freeze anew, however many the key has
+                mine = _slots([f for f in claims_now if f.id in touched], spec)
+                slots = {items: slots[items] for items in mine}
             weighed = [items for items, held in sorted(slots.items())
                        if not cannot_freeze(reviews, spec, dict(items), held)]  # fmt: skip
             if not weighed:

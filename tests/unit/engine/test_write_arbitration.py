@@ -497,3 +497,26 @@ def test_a_decisions_view_does_not_grow_with_other_sessions_claims(
     """A session's claims count only in it: a decision in one session views the long-term
     claim and that session's note, however many sessions noted the key (it viewed them all)."""
     assert _view_edges(3, monkeypatch) == _view_edges(300, monkeypatch) == 2
+
+
+@pytest.mark.parametrize("slots", [5, 200])
+def test_a_write_asks_only_the_slots_it_touches(
+    slots: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot counts only its own claims, so a write previews the slot of the claims it adds
+    or changes: with a claim in each of ``slots`` context slots, a write to a new slot asks
+    one slot, however many the key has (it asked every slot: a batch into a key of thousands
+    of slots took minutes)."""
+    engine = Engine(clock=FrozenClock(T0))
+    engine.ingest_many([obs(key="seat.preference", value="window", context={"trip_type": f"t{i}"})
+                        for i in range(slots)])  # fmt: skip
+    asked: list[object] = []
+    counted = arbitration.cannot_freeze
+    monkeypatch.setattr(arbitration, "cannot_freeze",
+                        lambda *a: asked.append(a[2]) or counted(*a))  # fmt: skip
+    engine.ingest(obs(key="seat.preference", value="aisle", context={"trip_type": "new"}))
+    assert asked == [{"trip_type": "new"}]
+    asked.clear()
+    engine.ingest(obs(key="seat.preference", value="aisle", context={"trip_type": "t3"},
+                      source="behavior"))  # fmt: skip
+    assert asked == [{"trip_type": "t3"}]
