@@ -136,6 +136,11 @@ def test_the_audit_shows_who_read_what_and_forgets_erased_ids(engine: Engine) ->
             for r in audit["records"]]  # fmt: skip
     assert seen == [("facts", "u2", "health", 403, "ticket 42"),
                     ("facts", "u1", "travel", 200, "ticket 42")]  # fmt: skip
+    # paged: each page names where the next starts
+    first = admin.get("/v1/access/audit", params={"key": reader_key.key.key_id, "limit": 1})
+    older = admin.get("/v1/access/audit", params={"key": reader_key.key.key_id, "limit": 1,
+                                                  "before": first.json()["next"]}).json()  # fmt: skip
+    assert [r["subject"] for r in first.json()["records"] + older["records"]] == ["u2", "u1"]
     receipt = admin.delete("/v1/users/u1")
     assert receipt.status_code == 200
     assert all("/" not in f for f in receipt.json()["files"])
@@ -168,8 +173,10 @@ def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engi
     app, keyring = keyed_app(engine)
     writer_key = keyring.create("importer", ["write"], ["travel"])
     writer = client(app, writer_key.token)
-    sent = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:CA"),
-                                                 obs(user_id="made-up", value="airline:MU")])
+    sent = writer.post(
+        "/v1/observations",
+        json=[obs(user_id="u2", value="airline:CA"), obs(user_id="made-up", value="airline:MU")],
+    )
     assert sent.status_code == 200
     for person in ("u2", "made-up"):
         [record] = keyring.audit(subject=person)
@@ -179,8 +186,10 @@ def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engi
     assert one.status_code == 200 and len(keyring.audit(subject="u2")) == 2
     # beside an item naming no one, or an id no write accepts, the person is still found
     nameless = {k: v for k, v in obs(value="airline:SQ").items() if k != "user_id"}
-    mixed = writer.post("/v1/observations", json=[obs(user_id="u2", value="airline:CZ"),
-                                                  nameless, obs(user_id="no one")])
+    mixed = writer.post(
+        "/v1/observations",
+        json=[obs(user_id="u2", value="airline:CZ"), nameless, obs(user_id="no one")],
+    )
     assert [r["result"] for r in mixed.json()["results"]] == ["accepted", "rejected", "rejected"]
     assert len(keyring.audit(subject="u2")) == 3
     assert not keyring.audit(subject="no one")

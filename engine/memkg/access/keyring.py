@@ -199,9 +199,13 @@ class Keyring:
 
     def audit(
         self, *, subject: str | None = None, key_id: str | None = None,
-        target: str | None = None, limit: int = 100,
+        target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
-        return self.store.records(subject=subject, key_id=key_id, target=target, limit=limit)
+        """The newest ``limit`` records the filters keep, older than ``before`` (a record's
+        ``position``) when given: page back through the whole audit by passing the last
+        record's position."""
+        return self.store.records(subject=subject, key_id=key_id, target=target, limit=limit,
+                                  before=before)  # fmt: skip
 
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)

@@ -102,3 +102,6 @@ class AccessRecord(_Value):
     target: str | None = None
     purpose: str | None = None
     grant_id: str | None = None
+    position: int | None = None
+    """Its place in the audit, the newest highest (read back, never stored): send it as
+    ``before`` for the records older than it."""

@@ -7,7 +7,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
-from memkg.access.store import AUDIT_LIMIT, audit_filter, pseudonym, revoked_grant, revoked_key
+from memkg.access.store import (
+    AUDIT_LIMIT,
+    audit_filter,
+    positioned,
+    pseudonym,
+    revoked_grant,
+    revoked_key,
+)
 from memkg.postgres import PgAdapter
 
 if TYPE_CHECKING:
@@ -113,14 +120,18 @@ class PostgresAccessStore(PgAdapter):
 
     def records(
         self, *, subject: str | None = None, key_id: str | None = None,
-        target: str | None = None, limit: int = 100,
+        target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
-        where, args = audit_filter(subject, key_id, target, "%s", _TARGET)
+        where, given = audit_filter(subject, key_id, target, "%s", _TARGET)
+        args: tuple[str | int, ...] = given
+        if before is not None:
+            where, args = f"{where} AND seq < %s", (*given, before)
         rows = self._read(
-            f"SELECT body FROM {self._s}.access_audit WHERE {where} ORDER BY seq DESC LIMIT %s",
+            f"SELECT seq, body FROM {self._s}.access_audit WHERE {where}"
+            " ORDER BY seq DESC LIMIT %s",
             (*args, min(limit, AUDIT_LIMIT)),
         )
-        return [AccessRecord.model_validate_json(r[0]) for r in rows]
+        return [positioned(r[1], r[0]) for r in rows]
 
     tables = ("access_audit", "access_keys", "access_grants")
 

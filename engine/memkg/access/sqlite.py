@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
-from memkg.access.store import AUDIT_LIMIT, audit_filter, pseudonym, revoked_grant, revoked_key
+from memkg.access.store import (
+    AUDIT_LIMIT,
+    audit_filter,
+    positioned,
+    pseudonym,
+    revoked_grant,
+    revoked_key,
+)
 from memkg.errors import StoreError, sqlite_failure
 
 _TARGET = "json_extract(body, '$.target')"
@@ -154,14 +161,17 @@ class SqliteAccessStore:
 
     def records(
         self, *, subject: str | None = None, key_id: str | None = None,
-        target: str | None = None, limit: int = 100,
+        target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
-        where, args = audit_filter(subject, key_id, target, "?", _TARGET)
+        where, given = audit_filter(subject, key_id, target, "?", _TARGET)
+        args: tuple[str | int, ...] = given
+        if before is not None:
+            where, args = f"{where} AND seq < ?", (*given, before)
         rows = self._read(
-            f"SELECT body FROM access_audit WHERE {where} ORDER BY seq DESC LIMIT ?",
+            f"SELECT seq, body FROM access_audit WHERE {where} ORDER BY seq DESC LIMIT ?",
             (*args, min(limit, AUDIT_LIMIT)),
         )
-        return [AccessRecord.model_validate_json(r[0]) for r in rows]
+        return [positioned(r[1], r[0]) for r in rows]
 
     tables = ("access_audit", "access_keys", "access_grants")
 

@@ -21,6 +21,11 @@ AUDIT_LIMIT = 1_000
 """The most audit records one query returns."""
 
 
+def positioned(body: str | bytes, seq: int) -> AccessRecord:
+    """A stored audit record read back with its place in the audit."""
+    return AccessRecord.model_validate_json(body).model_copy(update={"position": seq})
+
+
 def audit_filter(
     subject: str | None, key_id: str | None, target: str | None, mark: str, target_sql: str
 ) -> tuple[str, tuple[str, ...]]:
@@ -63,7 +68,7 @@ class AccessStore(Protocol):
 
     def records(
         self, *, subject: str | None = None, key_id: str | None = None,
-        target: str | None = None, limit: int = 100,
+        target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
         """The newest records first, filtered by subject, key and target (a fact, decision)."""
         ...
@@ -145,14 +150,15 @@ class MemoryAccessStore:
 
     def records(
         self, *, subject: str | None = None, key_id: str | None = None,
-        target: str | None = None, limit: int = 100,
+        target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
         found = [
-            r
-            for r in reversed(self._records)
+            r.model_copy(update={"position": at})
+            for at, r in reversed(list(enumerate(self._records, 1)))
             if (subject is None or r.subject == subject)
             and (key_id is None or r.key_id == key_id)
             and (target is None or r.target == target)
+            and (before is None or at < before)
         ]
         return found[: min(limit, AUDIT_LIMIT)]
 

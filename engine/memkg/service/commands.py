@@ -173,8 +173,10 @@ def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> i
             case "grant-revoke":
                 data = ring.revoke_grant(args.grant_id)
             case _:  # audit
-                data = {"records": ring.audit(subject=args.user, key_id=args.key_id,
-                                              target=args.target, limit=args.limit)}  # fmt: skip
+                found = ring.audit(subject=args.user, key_id=args.key_id, target=args.target,
+                                   limit=args.limit, before=args.before)  # fmt: skip
+                more = found[-1].position if len(found) == args.limit else None
+                data = {"records": found, "next": more}
         emit(out, _plain(data))
         return EXIT_OK
     finally:
@@ -312,6 +314,9 @@ def add_service_commands(sub: Any) -> None:
     q.add_argument("--target", help="one fact or decision id")
     q.add_argument("--limit", type=whole(1, 1000), default=100,
                    help="most records to show, newest first (1 to 1000; default 100)")  # fmt: skip
+    q.add_argument("--before", type=whole(1, 2**62), default=None,
+                   help="only records older than this position (the `next` of the page "
+                   "before): page back through the whole audit")  # fmt: skip
     q.set_defaults(access_command="audit")
     for parser in (p, key, grant, q, *keys.choices.values(), *grants.choices.values()):
         parser.set_defaults(run=run_access, offline=True)

@@ -104,6 +104,9 @@ class AuditQuery(Query):
     key: str | None = Field(None, max_length=64)
     target: str | None = Field(None, max_length=128, description="a fact or decision id")
     limit: int = Field(100, ge=1, le=1000)
+    before: int | None = Field(
+        None, ge=1, description="a record's position: the records older than it"
+    )
 
 
 def _allow_found(
@@ -678,9 +681,12 @@ class Routes:
     async def audit(self, call: Call) -> Response:
         q, ring = call.query, self._ring()
         records = await run_in_threadpool(
-            lambda: ring.audit(subject=q.user, key_id=q.key, target=q.target, limit=q.limit)
+            lambda: ring.audit(
+                subject=q.user, key_id=q.key, target=q.target, limit=q.limit, before=q.before
+            )
         )
-        return _json({"records": _dump_all(records)})
+        more = records[-1].position if len(records) == q.limit else None
+        return _json({"records": _dump_all(records), "next": more})
 
 
 def _one_domain(call: Call, user: str, domain: str | None) -> str | None:
