@@ -137,9 +137,9 @@ def test_the_audit_shows_who_read_what_and_forgets_erased_ids(engine: Engine) ->
     assert seen == [("facts", "u2", "health", 403, "ticket 42"),
                     ("facts", "u1", "travel", 200, "ticket 42")]  # fmt: skip
     # paged: each page names where the next starts
-    first = admin.get("/v1/access/audit", params={"key": reader_key.key.key_id, "limit": 1})
-    older = admin.get("/v1/access/audit", params={"key": reader_key.key.key_id, "limit": 1,
-                                                  "before": first.json()["next"]}).json()  # fmt: skip
+    paged = {"key": reader_key.key.key_id, "limit": 1}
+    first = admin.get("/v1/access/audit", params=paged)
+    older = admin.get("/v1/access/audit", params={**paged, "before": first.json()["next"]}).json()
     assert [r["subject"] for r in first.json()["records"] + older["records"]] == ["u2", "u1"]
     receipt = admin.delete("/v1/users/u1")
     assert receipt.status_code == 200
