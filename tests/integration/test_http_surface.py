@@ -160,3 +160,18 @@ def test_a_misspelt_key_is_404_for_its_history_and_weights_as_for_its_claims(
         assert "airline.preferred" in answer.json()["message"], (path, params)
     held = reader.get("/v1/users/u1/history/airline.preferred", params={"domain": "travel"})
     assert held.status_code == 200 and len(held.json()["history"]) == 1
+
+
+def test_the_review_queue_comes_in_pages(engine: Engine) -> None:
+    for user in ("u1", "u2", "u3"):
+        engine.ingest(obs(user_id=user, value="airline:SQ"))
+        engine.ingest(obs(user_id=user, value="airline:CZ", source="behavior", confidence=0.95))
+        engine.ingest(obs(user_id=user, value="airline:CA", source="profile", confidence=0.95))
+    app, keyring = keyed_app(engine)
+    reviewer = client(app, token(keyring, ["review"], ["travel"]))
+    everything = [r["review_id"] for r in reviewer.get("/v1/reviews").json()["reviews"]]
+    assert len(everything) == 3
+    first = reviewer.get("/v1/reviews", params={"limit": 2}).json()
+    rest = reviewer.get("/v1/reviews", params={"limit": 2, "after": first["next"]}).json()
+    assert [r["review_id"] for r in first["reviews"] + rest["reviews"]] == everything
+    assert first["next"] == everything[1] and rest["next"] is None

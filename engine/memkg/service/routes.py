@@ -95,7 +95,7 @@ class PathsQuery(DomainQuery):
     max_depth: int = Field(3, ge=1, le=6)
 
 
-class ReviewsQuery(DomainQuery):
+class ReviewsQuery(PageQuery):
     include_resolved: bool = False
 
 
@@ -599,7 +599,8 @@ class Routes:
         kept = [r for r in found if (visible is None or r.domain in visible)
                 and (bound is None or r.user_id == bound)]  # fmt: skip
         call.subject = bound
-        return _json({"reviews": _dump_all(kept)})
+        shown, more = s.page(kept, call.query.limit, call.query.after, "review_id")
+        return _json({"reviews": _dump_all(shown), "next": more})
 
     async def resolve_review(self, call: Call) -> Response:
         review_id = call.path["review_id"]

@@ -80,14 +80,16 @@ class HistoryOut(_Out):
     """More versions follow: send this fact id as ``after`` for the next page."""
 
 
-def page(items: list[Any], limit: int, after: str | None) -> tuple[list[Any], str | None]:
-    """The items after the one whose ``id`` is ``after`` (from the start without it), at most
-    ``limit``, and the id to send as ``after`` for the next page (``None``: the last page).
+def page(
+    items: list[Any], limit: int, after: str | None, ident: str = "id"
+) -> tuple[list[Any], str | None]:
+    """The items after the one whose ``ident`` is ``after`` (from the start without it), at
+    most ``limit``, and the id to send as ``after`` for the next page (``None``: the last page).
     A cursor the listing no longer holds (retracted, expired, superseded since) is
     ``cursor.stale``: a page picked up elsewhere would skip or repeat items."""
     start = 0
     if after is not None:
-        found = next((i for i, item in enumerate(items) if item.id == after), None)
+        found = next((i for i, item in enumerate(items) if getattr(item, ident) == after), None)
         if found is None:
             raise InvalidOperation(
                 f"after={after!r:.140}: the listing no longer holds that item (it changed since "
@@ -96,7 +98,7 @@ def page(items: list[Any], limit: int, after: str | None) -> tuple[list[Any], st
             )
         start = found + 1
     shown = items[start : start + limit]
-    return shown, shown[-1].id if start + limit < len(items) and shown else None
+    return shown, getattr(shown[-1], ident) if start + limit < len(items) and shown else None
 
 
 class EventOut(_Out):
@@ -237,6 +239,8 @@ class ResolveReviewBody(_In):
 
 class ReviewsOut(_Out):
     reviews: list[dict[str, Any]]
+    next: str | None = None
+    """More reviews follow: send this review id as ``after`` for the next page."""
 
 
 class KeyCreateBody(_In):
