@@ -113,7 +113,7 @@ class PostgresAccessStore(PgAdapter):
             return grant
 
     def record(self, records: Sequence[AccessRecord]) -> None:
-        rows = [(r.key_id, r.subject, r.model_dump_json()) for r in records]
+        rows = [(r.key_id, r.subject, r.model_dump_json(exclude={"position"})) for r in records]
         with self._tx() as db, db.cursor() as cursor:
             cursor.executemany(f"INSERT INTO {self._s}.access_audit (key_id, subject, body)"
                                " VALUES (%s, %s, %s)", rows)  # fmt: skip
@@ -154,9 +154,9 @@ class PostgresAccessStore(PgAdapter):
                               f" WHERE {column} = %s", (user_id,)).fetchall()  # fmt: skip
             for row_id, body in rows:
                 value = model.model_validate_json(body).model_copy(update={column: alias})
+                text = value.model_dump_json(exclude={"position"})
                 db.execute(f"UPDATE {self._s}.{table} SET {column} = %s, body = %s"
-                           f" WHERE {ident} = %s",
-                           (alias, value.model_dump_json(), row_id))  # fmt: skip
+                           f" WHERE {ident} = %s", (alias, text, row_id))  # fmt: skip
             changed += len(rows)
         # a merge's record names the other id as its target
         rows = db.execute(
@@ -166,5 +166,5 @@ class PostgresAccessStore(PgAdapter):
         for seq, body in rows:
             record = AccessRecord.model_validate_json(body).model_copy(update={"target": alias})
             db.execute(f"UPDATE {self._s}.access_audit SET body = %s WHERE seq = %s",
-                       (record.model_dump_json(), seq))  # fmt: skip
+                       (record.model_dump_json(exclude={"position"}), seq))  # fmt: skip
         return changed + len(rows)

@@ -154,7 +154,7 @@ class SqliteAccessStore:
             return grant
 
     def record(self, records: Sequence[AccessRecord]) -> None:
-        rows = [(r.key_id, r.subject, r.model_dump_json()) for r in records]
+        rows = [(r.key_id, r.subject, r.model_dump_json(exclude={"position"})) for r in records]
         with self._write() as db:
             db.executemany("INSERT INTO access_audit (key_id, subject, body) VALUES (?, ?, ?)",
                            rows)  # fmt: skip
@@ -200,7 +200,7 @@ class SqliteAccessStore:
             for rowid, body in rows:
                 value = model.model_validate_json(body).model_copy(update={field: alias})
                 db.execute(f"UPDATE {table} SET {column} = ?, body = ? WHERE rowid = ?",
-                           (alias, value.model_dump_json(), rowid))  # fmt: skip
+                           (alias, value.model_dump_json(exclude={"position"}), rowid))  # fmt: skip
             changed += len(rows)
         # a merge's record names the other id as its target
         rows = db.execute(
@@ -210,7 +210,7 @@ class SqliteAccessStore:
         for rowid, body in rows:
             record = AccessRecord.model_validate_json(body).model_copy(update={"target": alias})
             db.execute("UPDATE access_audit SET body = ? WHERE rowid = ?",
-                       (record.model_dump_json(), rowid))  # fmt: skip
+                       (record.model_dump_json(exclude={"position"}), rowid))  # fmt: skip
         return changed + len(rows)
 
     def close(self) -> None:

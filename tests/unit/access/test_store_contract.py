@@ -206,3 +206,13 @@ def test_the_whole_audit_of_one_person_can_be_paged_through(store: AccessStore) 
         before = page[-1].position
     assert len(seen) == len(set(seen)) == 20
     assert [r.record_id for r in ring.audit(subject="u1", limit=1000)] == seen
+
+
+def test_a_record_is_stored_without_its_position(tmp_path: Path) -> None:
+    # the position is where it is read back from, never part of what was recorded
+    store = SqliteAccessStore(tmp_path / "a.db")
+    ring = Keyring(store, clock=FrozenClock(T0))
+    store.record([record(ring, "key_1", "u1")])
+    [body] = [row[0] for row in store._read("SELECT body FROM access_audit", ())]
+    assert "position" not in body
+    assert [r.position for r in ring.audit()] == [1]
