@@ -130,3 +130,5 @@ def test_the_weight_series_work_is_bounded_by_its_samples(monkeypatch: pytest.Mo
     assert series.marks_total > MAX_MARKS == len(series.marks)  # 300 written, 299 superseded
     assert series.marks[-1].at == max(m.at for m in series.marks)
     assert 0 < len(weighed) <= 3 * 10
+    newest = max(m.at for m in series.marks)
+    assert any(p.at == newest for line in series.lines for p in line.points)  # its last change

@@ -28,7 +28,7 @@ from memkg.access.model import (
     utc,
 )
 from memkg.access.policy import Principal
-from memkg.access.store import AccessStore, MemoryAccessStore
+from memkg.access.store import AUDIT_LIMIT, AccessStore, MemoryAccessStore
 from memkg.clock import Clock
 from memkg.errors import InvalidOperation, MemkgError, NotFound, Unauthenticated
 from memkg.model.fact import Identifier
@@ -201,11 +201,22 @@ class Keyring:
         self, *, subject: str | None = None, key_id: str | None = None,
         target: str | None = None, limit: int = 100, before: int | None = None,
     ) -> list[AccessRecord]:  # fmt: skip
-        """The newest ``limit`` records the filters keep, older than ``before`` (a record's
-        ``position``) when given: page back through the whole audit by passing the last
-        record's position."""
-        return self.store.records(subject=subject, key_id=key_id, target=target, limit=limit,
-                                  before=before)  # fmt: skip
+        """The newest ``limit`` records the filters keep (at most ``AUDIT_LIMIT``), older than
+        ``before`` (a record's ``position``) when given: page back through the whole audit by
+        passing the last record's position (``audit_page``)."""
+        return self.store.records(subject=subject, key_id=key_id, target=target,
+                                  limit=min(limit, AUDIT_LIMIT), before=before)  # fmt: skip
+
+    def audit_page(
+        self, *, subject: str | None = None, key_id: str | None = None,
+        target: str | None = None, limit: int = 100, before: int | None = None,
+    ) -> tuple[list[AccessRecord], int | None]:  # fmt: skip
+        """``audit`` and the ``before`` of the next page (``None``: the oldest were given)."""
+        limit = min(limit, AUDIT_LIMIT)
+        found = self.store.records(subject=subject, key_id=key_id, target=target,
+                                   limit=limit + 1, before=before)  # fmt: skip
+        shown = found[:limit]
+        return shown, shown[-1].position if len(found) > limit else None
 
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)

@@ -129,7 +129,7 @@ class PostgresAccessStore(PgAdapter):
         rows = self._read(
             f"SELECT seq, body FROM {self._s}.access_audit WHERE {where}"
             " ORDER BY seq DESC LIMIT %s",
-            (*args, min(limit, AUDIT_LIMIT)),
+            (*args, min(limit, AUDIT_LIMIT + 1)),
         )
         return [positioned(r[1], r[0]) for r in rows]
 

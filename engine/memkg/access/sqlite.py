@@ -169,7 +169,7 @@ class SqliteAccessStore:
             where, args = f"{where} AND seq < ?", (*given, before)
         rows = self._read(
             f"SELECT seq, body FROM access_audit WHERE {where} ORDER BY seq DESC LIMIT ?",
-            (*args, min(limit, AUDIT_LIMIT)),
+            (*args, min(limit, AUDIT_LIMIT + 1)),
         )
         return [positioned(r[1], r[0]) for r in rows]
 

@@ -160,7 +160,7 @@ class MemoryAccessStore:
             and (target is None or r.target == target)
             and (before is None or at < before)
         ]
-        return found[: min(limit, AUDIT_LIMIT)]
+        return found[: min(limit, AUDIT_LIMIT + 1)]
 
     def alias(self, user_id: str) -> str:
         return pseudonym(self._secret, user_id)

@@ -95,8 +95,12 @@ def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str,
     now_fact = spec.kind is Kind.FACT and any(f.kind is not Kind.FACT for f in outcome.facts)
     if status is FactStatus.ACTIVE and now_fact and not written.confirmed(newest.source):
         status = FactStatus.PENDING_CONFIRMATION
+    # a state's window does not outlive it as another kind, unless it is over already: an
+    # expired state stays expired (its status is active until the sweep writes it expired)
+    now = clock.now()
     expiries = [f.valid_until for f in outcome.facts if f.valid_until is not None
-                and (spec.kind is Kind.STATE or f.kind is not Kind.STATE)]  # fmt: skip
+                and (spec.kind is Kind.STATE or f.kind is not Kind.STATE
+                     or f.valid_until <= now)]  # fmt: skip
     if not expiries and spec.kind is Kind.STATE:
         hours = spec.valid_for_hours
         window = timedelta(hours=hours) if hours else written.state_window

@@ -173,9 +173,9 @@ def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> i
             case "grant-revoke":
                 data = ring.revoke_grant(args.grant_id)
             case _:  # audit
-                found = ring.audit(subject=args.user, key_id=args.key_id, target=args.target,
-                                   limit=args.limit, before=args.before)  # fmt: skip
-                more = found[-1].position if len(found) == args.limit else None
+                found, more = ring.audit_page(subject=args.user, key_id=args.key_id,
+                                              target=args.target, limit=args.limit,
+                                              before=args.before)  # fmt: skip
                 data = {"records": found, "next": more}
         emit(out, _plain(data))
         return EXIT_OK

@@ -46,7 +46,7 @@ from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
-from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut, page
+from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut, fact_order, page
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "
@@ -303,7 +303,7 @@ class MemoryTools:
             version = self.gate(self.engine.version, subject.user_id)
             facts = self.gate(self.engine.facts, subject.user_id, domain)
             kept = [f for f in facts if visible is None or f.domain in visible]
-            shown, more = page(kept, limit, after)
+            shown, more = page(kept, limit, after, fact_order)
             return FactsOut(user_id=subject.user_id, version=version, facts=shown, next=more)
 
         return _reply(recall)

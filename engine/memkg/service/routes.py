@@ -105,8 +105,13 @@ class AuditQuery(Query):
     target: str | None = Field(None, max_length=128, description="a fact or decision id")
     limit: int = Field(100, ge=1, le=1000)
     before: int | None = Field(
-        None, ge=1, description="a record's position: the records older than it"
+        None, ge=1, le=2**62, description="a record's position: the records older than it"
     )
+
+
+def _review_order(review: Any) -> tuple[str, str]:
+    """Where a review stands in the queue (``Engine.review_queue``: oldest first)."""
+    return (review.opened_at.isoformat(), review.review_id)
 
 
 def _allow_found(
@@ -342,7 +347,7 @@ class Routes:
         version = None if query.as_of is not None else await self._run(self.engine.version, user)
         found = await self._run(self.engine.facts, user, query.domain, as_of=query.as_of)
         found = [f for f in found if visible is None or f.domain in visible]
-        shown, more = s.page(found, query.limit, query.after)
+        shown, more = s.page(found, query.limit, query.after, s.fact_order)
         return _json({"user_id": user, "as_of": query.as_of, "version": version,
                       "facts": _dump_all(shown), "next": more})  # fmt: skip
 
@@ -351,7 +356,7 @@ class Routes:
         visible = await self._scoped_read(call, domain, user)
         found = await self._run(self.engine.history, user, key, domain)
         found = [f for f in found if visible is None or f.domain in visible]
-        shown, more = s.page(found, call.query.limit, call.query.after)
+        shown, more = s.page(found, call.query.limit, call.query.after, s.version_order)
         return _json({"user_id": user, "key": key, "history": _dump_all(shown), "next": more})
 
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
@@ -599,7 +604,7 @@ class Routes:
         kept = [r for r in found if (visible is None or r.domain in visible)
                 and (bound is None or r.user_id == bound)]  # fmt: skip
         call.subject = bound
-        shown, more = s.page(kept, call.query.limit, call.query.after, "review_id")
+        shown, more = s.page(kept, call.query.limit, call.query.after, _review_order)
         return _json({"reviews": _dump_all(shown), "next": more})
 
     async def resolve_review(self, call: Call) -> Response:
@@ -681,12 +686,11 @@ class Routes:
 
     async def audit(self, call: Call) -> Response:
         q, ring = call.query, self._ring()
-        records = await run_in_threadpool(
-            lambda: ring.audit(
+        records, more = await run_in_threadpool(
+            lambda: ring.audit_page(
                 subject=q.user, key_id=q.key, target=q.target, limit=q.limit, before=q.before
             )
         )
-        more = records[-1].position if len(records) == q.limit else None
         return _json({"records": _dump_all(records), "next": more})
 
 

@@ -216,3 +216,11 @@ def test_a_record_is_stored_without_its_position(tmp_path: Path) -> None:
     [body] = [row[0] for row in store._read("SELECT body FROM access_audit", ())]
     assert "position" not in body
     assert [r.position for r in ring.audit()] == [1]
+
+
+def test_a_full_last_page_of_the_audit_says_it_is_the_last(store: AccessStore) -> None:
+    ring = Keyring(store, clock=FrozenClock(T0))
+    store.record([record(ring, "key_1", "u1") for _ in range(4)])
+    first, more = ring.audit_page(subject="u1", limit=2)
+    rest, last = ring.audit_page(subject="u1", limit=2, before=more)
+    assert more is not None and last is None and len(first) == len(rest) == 2

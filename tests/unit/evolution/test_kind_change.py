@@ -68,6 +68,10 @@ def test_a_new_kind_is_taken_as_a_write_of_it_would_be(tmp_path: Path) -> None:
     old.ingest({**said, "key": "seat.preference", "value": "aisle", "sensitivity": "special",
                 "change": True, "provenance": {"consent_granted": True}})  # fmt: skip
     old.ingest({**said, "key": "travel.companions", "value": 2})  # a state, with its window
+    # a state whose window was over long ago: it stays expired as a preference
+    old.ingest({**said, "user_id": "u2", "key": "travel.companions", "value": 3,
+                "observed_at": (NOW - timedelta(days=30)).isoformat()})  # fmt: skip
+    assert old.facts("u2", "travel") == []
     doc = json.loads((root / "schemas/travel/flight@1.json").read_text(encoding="utf-8"))
     doc["x-memkg"]["version"] = 2
     doc["$id"] = doc["$id"].replace("@1", "@2")
@@ -91,3 +95,4 @@ def test_a_new_kind_is_taken_as_a_write_of_it_would_be(tmp_path: Path) -> None:
     assert (seat.sensitivity.value, seat.change) == ("special", True)
     # a state's window does not outlive it as a preference
     assert (companions_now.kind.value, companions_now.valid_until) == ("preference", None)
+    assert engine.facts("u2", "travel") == []

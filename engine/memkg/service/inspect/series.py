@@ -89,8 +89,10 @@ def weight_series(
     start = min(m.at for m in marks)
     span = max(now - start, timedelta(seconds=1))
     moments = {start + span * (i / max(samples - 1, 1)) for i in range(samples)}
-    step = max(len(marks) / samples, 1)
-    for mark in (marks[int(i * step)] for i in range(min(samples, len(marks)))):
+    # as many events as samples, the first and the newest among them
+    last, count = len(marks) - 1, min(samples, len(marks))
+    for i in range(count):
+        mark = marks[round(i * last / max(count - 1, 1))]
         moments |= {mark.at, max(start, mark.at - timedelta(seconds=1))}
     lines: dict[str, list[WeightPoint]] = {}
     for at in sorted(m for m in moments if m <= now):
