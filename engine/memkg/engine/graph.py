@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from memkg.arbitration import ReviewStatus
 from memkg.clock import Clock
@@ -13,6 +13,7 @@ from memkg.engine.journal import Journal
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args, check_count
 from memkg.errors import InvalidOperation
+from memkg.events.projection import UserMemory
 from memkg.events.retry import Attempts, unconditional
 from memkg.graph import export, queries
 from memkg.graph.projection import UserGraph
@@ -79,7 +80,7 @@ class GraphService:
         check_args(user_id=user_id)
         if as_of is None:
             return self.projections.graph(user_id)
-        return self.projections.past(user_id, seq=as_of)
+        return _past(self.projections, user_id, seq=as_of)
 
     def graph(
         self, user_id: str, domain: str | None = None, *, as_of: int | None = None,
@@ -94,7 +95,7 @@ class GraphService:
             now = self.clock.now()
             graph, view = self.projections.view(user_id, now, self.weights, domain)
         else:
-            graph = self.projections.past(user_id, seq=as_of)
+            graph = _past(self.projections, user_id, seq=as_of)
             view = weighted_view(graph, self.clock.now(), self.weights, domain)
         if fmt == "turtle":
             return export.to_turtle(graph, view)
@@ -149,11 +150,23 @@ class GraphService:
         """The claims that held at ``at``, as memory stood then, weighted as of then."""
         check_args(user_id=user_id, domain=domain)
         self._known(domain)
-        graph = self.projections.past(user_id, at=at)
+        graph = _past(self.projections, user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.weights, domain))
 
     def _known(self, domain: str | None) -> None:
         self.setup.known(domain)
+
+
+def _past(
+    projections: Projections, user_id: str, *, seq: int | None = None, at: datetime | None = None
+) -> UserGraph:
+    """``graph_as_of`` for a caller's read of the past: while the user's memory is off, the
+    current view, which holds nothing back it keeps (a read made now sees what the switch says
+    now, whatever time it asks about; a replay reads ``graph_as_of``)."""
+    current = projections.graph(user_id)
+    if cast(UserMemory, current.memory).memory_off is not None:
+        return current
+    return projections.graph_as_of(user_id, seq=seq, at=at)
 
 
 def _flag(value: object, name: str) -> None:

@@ -212,10 +212,9 @@ class Projections:
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
         """The user's current memory: the fold the user's graph holds, one per user (or as of
         ``as_of``, not kept)."""
-        current = cast(UserMemory, self.graph(user_id).memory)
-        if as_of is not None and current.memory_off is None:  # off: as ``past`` reads it
+        if as_of is not None:
             return UserMemory.from_events(user_id, self.read(user_id, log_position(as_of)))
-        return current
+        return cast(UserMemory, self.graph(user_id).memory)
 
     def graph(self, user_id: str) -> UserGraph:
         """The user's current contextual graph (callers must not change it); its memory reads
@@ -240,17 +239,6 @@ class Projections:
     ) -> UserGraph:
         """The user's graph as of a log position, or as memory stood at a time; not kept."""
         return self._graphs.as_of(user_id, **_as_of(seq, at))
-
-    def past(
-        self, user_id: str, *, seq: int | None = None, at: datetime | None = None
-    ) -> UserGraph:
-        """``graph_as_of`` for a caller's read of the past: while the user's memory is off,
-        the current view, which holds nothing back it keeps (a read made now sees what the
-        switch says now, whatever time it asks about; a replay reads ``graph_as_of``)."""
-        current = self.graph(user_id)
-        if cast(UserMemory, current.memory).memory_off is not None:
-            return current
-        return self.graph_as_of(user_id, seq=seq, at=at)
 
     def view(
         self, user_id: str, now: datetime, params: WeightParams, domain: str | None = None

@@ -48,8 +48,13 @@ class Reads:
     (``facts_in``), as writes, decisions and ``resolve`` hold it."""
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
-        """The user's projection, rebuilt from the log when stale (or as of ``as_of``)."""
+        """The user's projection, rebuilt from the log when stale (or as of ``as_of``; while
+        the user's memory is off, the current view: a read made now sees what the switch says
+        now, whatever time it asks about, and only a replay reads the past)."""
         check_args(user_id=user_id)
+        current = self.projections.memory(user_id)
+        if as_of is None or current.memory_off is not None:
+            return current
         return self.projections.memory(user_id, as_of=as_of)
 
     def read_events(self, user_id: str) -> list[Event]:
