@@ -21,8 +21,8 @@ from memkg.rules.compiler import Overflow, capacity_problems, compile_table, joi
 from memkg.rules.kinds import LintScope
 from memkg.rules.kinds.base import KeySchema
 from memkg.rules.kinds.checks import MAX_PROPERTIES, fits
-from memkg.rules.kinds.context import CONTEXT_PROPS
-from memkg.rules.loader import CASES_SUFFIX, DOMAIN_FILE, NOT_TABLES
+from memkg.rules.kinds.context import CONTEXT_PROPS, context_schema, undeclared
+from memkg.rules.loader import is_table
 from memkg.rules.overlap import overlap_findings
 from memkg.rules.plan import plan_table
 from memkg.rules.spec import (
@@ -128,15 +128,7 @@ def _lint_default_decision(bundle: RuleBundle, domain: str, spec: DomainSpec) ->
     name = spec.default_decision
     tables = sorted(n for d, n in bundle.tables if d == domain)
     file = f"{name}.yaml"
-    if (
-        not name
-        or name in tables
-        or (
-            f"{domain}/{file}" in bundle.sources
-            and file not in (DOMAIN_FILE, *NOT_TABLES)
-            and not file.endswith(CASES_SUFFIX)
-        )
-    ):
+    if not name or name in tables or (f"{domain}/{file}" in bundle.sources and is_table(file)):
         return []  # a table file that did not load has its own finding
     there = f"its tables: {tables}" if tables else "the domain has no decision tables"
     text = bundle.sources.get(spec.file.removeprefix("rules/"), "")
@@ -355,11 +347,10 @@ def _lint_rule(
                         cond.line,
                     )
                 )
-            elif ref.alias == "context" and ref.field and _undeclared(ref.field, spec):
-                names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
-                found.append(_at(rule, "rule.unknown_context", f"{ref}: context field "
-                                 f"{ref.field!r} is not declared; declared: {names}",
-                                 cond.line))  # fmt: skip
+            elif ref.alias == "context" and ref.field and not context_schema(spec, ref.field):
+                # a request carrying the field is refused, so the rule never fires
+                found.append(_at(rule, "rule.unknown_context",
+                                 f"{ref}: {undeclared(spec, ref.field)}", cond.line))  # fmt: skip
             elif ref.alias != "context" and (target is None or target.negated):
                 found.append(
                     _at(
@@ -392,12 +383,6 @@ def _lint_rule(
                 )
             )
     return found
-
-
-def _undeclared(field: str, spec: DomainSpec | None) -> bool:
-    """A context field neither built in nor declared by the domain: a request carrying it is
-    refused, so a rule reading it never fires."""
-    return (spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)) is None
 
 
 def _pairing_findings(rule: Rule) -> list[Finding]:

@@ -126,12 +126,18 @@ def schema_findings(doc: Document, schema: str, root: SchemaRoot = None) -> list
     return sorted(findings, key=lambda f: (f.line, f.message))
 
 
+def is_table(name: str) -> bool:
+    """Whether a file of a domain's rule folder is a decision table (not ``domain.yaml``, a
+    cases file or an arbitration file)."""
+    return name != DOMAIN_FILE and not name.endswith(CASES_SUFFIX) and name not in NOT_TABLES
+
+
 def read_sources(folders: RuleFolders) -> dict[str, str]:
     """``domain/name.yaml`` → text of every bundle file under ``folders`` (cases excluded)."""
     sources = {}
     for domain, folder in rule_domains(folders).items():
         for path in sorted(folder.glob("*.yaml")):
-            if not path.name.endswith(CASES_SUFFIX) and path.name not in NOT_TABLES:
+            if path.name == DOMAIN_FILE or is_table(path.name):
                 rel = f"{domain}/{path.name}"
                 sources[rel] = read_text(path, f"rules/{rel}")
     return sources

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
 from memkg.rules.kinds.checks import type_check
 from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
-from memkg.rules.spec import BUILTIN_CONTEXT, Condition, Finding, Test
+from memkg.rules.spec import BUILTIN_CONTEXT, Condition, DomainSpec, Finding, Test
 from memkg.rules.text import describe_test, value_text
 
 if TYPE_CHECKING:
@@ -103,17 +103,24 @@ class ContextKind(ConditionKind):
         found: list[Finding] = []
         spec = scope.spec
         for field in sorted({t.field for t in cond.tests if t.field}):
-            schema = spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
+            schema = context_schema(spec, field)
             if schema is None:
-                names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
                 found.append(
-                    scope.finding(
-                        "rule.unknown_context",
-                        f"context field {field!r} is not declared; declared: {names}",
-                        cond.line,
-                    )
+                    scope.finding("rule.unknown_context", undeclared(spec, field), cond.line)
                 )
                 continue
             for test in (t for t in cond.tests if t.field == field):
                 found += type_check(scope, test, schema, f"context.{field}")
         return found
+
+
+def context_schema(spec: DomainSpec | None, field: str) -> dict[str, Any] | None:
+    """The schema of the request context field ``field``: built in, or declared by the
+    domain; ``None`` when neither (a request carrying it is refused)."""
+    return spec.context_schema(field) if spec else BUILTIN_CONTEXT.get(field)
+
+
+def undeclared(spec: DomainSpec | None, field: str) -> str:
+    """Why ``field`` cannot be read from a request's context (``rule.unknown_context``)."""
+    names = sorted({*BUILTIN_CONTEXT, *(spec.context if spec else ())})
+    return f"context field {field!r} is not declared; declared: {names}"
