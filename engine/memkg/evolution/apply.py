@@ -41,7 +41,9 @@ class AsWritten:
     confirmed: Callable[[str], bool] = lambda source: True
 
 
-class KeySpecWithKind(KeyPolicy, Protocol):
+class NewKey(KeyPolicy, Protocol):
+    """What the apply needs of a new version's key (``validate.registry.KeySpec`` fits)."""
+
     @property
     def valid_for_hours(self) -> int | None: ...
 
@@ -50,7 +52,7 @@ def idempotency_key(plan: MigrationPlan, outcome: FactOutcome) -> str:
     return f"{plan.source_ref}:{outcome.facts[0].id}"
 
 
-def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeySpecWithKind],
+def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, NewKey],
                clock: Clock, pii: Pii, written: AsWritten = AsWritten()
                ) -> list[NewEvent]:  # fmt: skip
     """The events that carry out ``outcome`` (none for unchanged, unmappable, invalid).
@@ -82,7 +84,7 @@ def events_for(plan: MigrationPlan, outcome: FactOutcome, new: Mapping[str, KeyS
 
 
 def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str, value: Any,
-              spec: KeySpecWithKind, clock: Clock, written: AsWritten) -> Fact:  # fmt: skip
+              spec: NewKey, clock: Clock, written: AsWritten) -> Fact:  # fmt: skip
     """A merged fact is no surer than its least certain part: the lowest confidence, the
     earliest expiry, and frozen or unconfirmed when any part is (its parts share a source).
     It is never less sensitive than its parts (a caller may have raised one above its key's
@@ -120,7 +122,7 @@ def _new_fact(plan: MigrationPlan, outcome: FactOutcome, newest: Fact, key: str,
     )  # fmt: skip
 
 
-def _stored(value: Any, spec: KeySpecWithKind, user_id: str, pii: Pii) -> Any:
+def _stored(value: Any, spec: NewKey, user_id: str, pii: Pii) -> Any:
     return pii.hash(user_id, value, spec.hashed_paths) if spec.hashed_paths else value
 
 

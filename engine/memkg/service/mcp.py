@@ -46,7 +46,8 @@ from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
-from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut, fact_order, page
+from memkg.service.paging import fact_order, page
+from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "

@@ -34,6 +34,7 @@ from memkg.model.trace import Trace
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
+from memkg.service.paging import fact_order, page, review_order, version_order
 from memkg.service.request import Body
 from memkg.trace.store import not_found as no_trace
 
@@ -107,11 +108,6 @@ class AuditQuery(Query):
     before: int | None = Field(
         None, ge=1, le=2**62, description="a record's position: the records older than it"
     )
-
-
-def _review_order(review: Any) -> tuple[str, str]:
-    """Where a review stands in the queue (``Engine.review_queue``: oldest first)."""
-    return (review.opened_at.isoformat(), review.review_id)
 
 
 def _allow_found(
@@ -347,7 +343,7 @@ class Routes:
         version = None if query.as_of is not None else await self._run(self.engine.version, user)
         found = await self._run(self.engine.facts, user, query.domain, as_of=query.as_of)
         found = [f for f in found if visible is None or f.domain in visible]
-        shown, more = s.page(found, query.limit, query.after, s.fact_order)
+        shown, more = page(found, query.limit, query.after, fact_order)
         return _json({"user_id": user, "as_of": query.as_of, "version": version,
                       "facts": _dump_all(shown), "next": more})  # fmt: skip
 
@@ -356,7 +352,7 @@ class Routes:
         visible = await self._scoped_read(call, domain, user)
         found = await self._run(self.engine.history, user, key, domain)
         found = [f for f in found if visible is None or f.domain in visible]
-        shown, more = s.page(found, call.query.limit, call.query.after, s.version_order)
+        shown, more = page(found, call.query.limit, call.query.after, version_order)
         return _json({"user_id": user, "key": key, "history": _dump_all(shown), "next": more})
 
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
@@ -604,7 +600,7 @@ class Routes:
         kept = [r for r in found if (visible is None or r.domain in visible)
                 and (bound is None or r.user_id == bound)]  # fmt: skip
         call.subject = bound
-        shown, more = s.page(kept, call.query.limit, call.query.after, _review_order)
+        shown, more = page(kept, call.query.limit, call.query.after, review_order)
         return _json({"reviews": _dump_all(shown), "next": more})
 
     async def resolve_review(self, call: Call) -> Response:
