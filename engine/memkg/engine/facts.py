@@ -176,7 +176,7 @@ class FactWriter:
                 obs.user_id,
                 events + note_events,
                 expected_version=memory.version if expected_version is None else expected_version,
-                idempotency_key=obs.idempotency_key,
+                idempotency_key=stored_key(obs.domain, obs.idempotency_key),
                 freeze=True,
                 memory=memory,
             )
@@ -404,6 +404,13 @@ def _left_note(memory: UserMemory, note: Fact) -> bool:
 def _said(fact: Fact) -> tuple[Any, ...]:
     return (canon(fact.value), fact.context, fact.source, fact.observed_at,
             fact.provenance.source_ref)  # fmt: skip
+
+
+def stored_key(domain: str, key: str | None) -> str | None:
+    """An observation's idempotency key as the store holds it: scoped by its domain, so two
+    domains' agents that number their turns alike do not collide (a domain holds no ``/``,
+    a migration's own keys begin ``migration:``)."""
+    return None if key is None else f"{domain}/{key}"
 
 
 def _mismatch(key: str) -> ValidationReport:

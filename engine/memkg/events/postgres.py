@@ -44,7 +44,18 @@ from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The newest schema this release reads. 2: an observation's idempotency key is stored scoped
+by its domain (``engine.facts.stored_key``); opening an older schema scopes the keys stored
+before (``_SCOPED_KEYS``) and marks it, so that a release that would look the keys up
+unscoped, and store a retry twice, refuses it."""
+_SCOPED_KEYS = """
+UPDATE {s}.idempotency AS i SET key = e.domain || '/' || i.key FROM {s}.events AS e
+WHERE e.seq = i.first_seq AND e.type = 'fact.asserted' AND e.domain IS NOT NULL
+  AND jsonb_typeof(e.payload -> 'request') = 'string'
+"""
+"""An older schema's observation keys, scoped by their domain: a key whose write began with
+an observation's ``fact.asserted`` (it carries the request's digest); a migration's keys stay."""
 _ERASED = ("events", "streams", "idempotency", "subject_salts")
 """The tables an erasure deletes from (``erasures`` only gains a tombstone)."""
 _PURGES = ("events", "idempotency")
@@ -115,6 +126,13 @@ class PostgresEventStore(PgAdapter):
                 (str(SCHEMA_VERSION), os.urandom(32).hex()),
             )
             meta = dict(db.execute(f"SELECT key, value FROM {self._s}.meta").fetchall())
+            (found,) = db.execute(  # locked: of processes opening an older schema, one scopes
+                f"SELECT value FROM {self._s}.meta WHERE key = 'schema_version' FOR UPDATE"
+            ).fetchone() or ("0",)
+            if 0 < int(found) < SCHEMA_VERSION:
+                db.execute(_SCOPED_KEYS.format(s=self._s))
+                db.execute(f"UPDATE {self._s}.meta SET value = %s WHERE key = 'schema_version'",
+                           (str(SCHEMA_VERSION),))  # fmt: skip
         if int(meta["schema_version"]) > SCHEMA_VERSION:
             self.close()
             raise StoreError(

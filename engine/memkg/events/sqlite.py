@@ -50,11 +50,12 @@ from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
 from memkg.sqlitefile import Checkpointer, attach, compact, detach
 
-SCHEMA_VERSION = 2
-"""The newest file schema this release reads. 2: the file holds snapshots. A file starts at 1
-(what releases before snapshots read too) and is marked 2 when its first snapshot is written,
-so a release that would erase a user but not their snapshot refuses to open it."""
-_FIRST_SCHEMA = 1
+SCHEMA_VERSION = 3
+"""The newest file schema this release reads. 2: the file may hold snapshots (a release that
+would erase a user but not their snapshot refuses it). 3: an observation's idempotency key is
+stored scoped by its domain (``engine.facts.stored_key``); a writer that opens an older file
+scopes the keys stored before (``_SCOPED_KEYS``) and marks it, so that a release that would
+look the keys up unscoped, and store a retry twice, refuses it."""
 _OPERATIONAL = frozenset({"store.locked", "store.io", "store.full", "store.unavailable"})
 """Failures of the disk or of another process: the file is fine, the message says so."""
 _BATCH = 5_000
@@ -120,10 +121,14 @@ _WRITE_SNAPSHOT = (
 )
 """A snapshot is stored only at an event the stream still holds, and only while no purge or
 erasure happened since the state it holds was read (another process's purge wins)."""
-_SNAPSHOTS_KEPT = (
-    "UPDATE meta SET value = ? WHERE key = 'schema_version' AND CAST(value AS INTEGER) < ?"
-)
-"""The file holds snapshots: releases before them (which erase without them) refuse it."""
+_SCOPED_KEYS = """
+UPDATE idempotency SET key = (SELECT domain FROM events WHERE seq = first_seq) || '/' || key
+WHERE (SELECT type = 'fact.asserted' AND domain IS NOT NULL
+              AND CASE WHEN json_valid(payload) THEN json_type(payload, '$.request') END = 'text'
+       FROM events WHERE seq = first_seq)
+"""
+"""An older file's observation keys, scoped by their domain: a key whose write began with an
+observation's ``fact.asserted`` (it carries the request's digest); a migration's keys stay."""
 
 
 def _can_create(path: Path) -> bool:
@@ -205,9 +210,14 @@ class SqliteEventStore:
                     db.execute(statement)
                 db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?), ('subject_key', ?)",
-                    (str(_FIRST_SCHEMA), os.urandom(32).hex()),
+                    (str(SCHEMA_VERSION), os.urandom(32).hex()),
                 )
-                return dict(db.execute("SELECT key, value FROM meta").fetchall())
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+                if int(meta["schema_version"]) < SCHEMA_VERSION:  # an older release's file
+                    db.execute(_SCOPED_KEYS)
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                               (str(SCHEMA_VERSION),))  # fmt: skip
+                return meta
         except StoreError as exc:
             if exc.code != "store.read_only":
                 raise
@@ -336,7 +346,6 @@ class SqliteEventStore:
         Stored only if that still holds; ``False`` when it was not stored."""
         row = (user_id, version, seq, purges, format_, body, purges, user_id, version, seq)
         with self._write() as db:
-            db.execute(_SNAPSHOTS_KEPT, (str(SCHEMA_VERSION), SCHEMA_VERSION))
             return bool(db.execute(_WRITE_SNAPSHOT, row).rowcount)
 
     def row_event(self, row: StoredRow) -> Event:

@@ -287,7 +287,7 @@ def test_a_file_that_holds_snapshots_is_refused_by_a_release_without_them(
     db = sqlite3.connect(path)
     (version,) = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     db.close()
-    assert version == str(sqlite_store.SCHEMA_VERSION) == "2"
+    assert int(version) == sqlite_store.SCHEMA_VERSION >= 2
     monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 1)
     with pytest.raises(StoreError, match="upgrade memkg"):
         SqliteEventStore(path)

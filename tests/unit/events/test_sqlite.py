@@ -28,7 +28,7 @@ def test_durability_settings(tmp_path: Path) -> None:
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA busy_timeout").fetchone()[0] > 0
     meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-    assert meta["schema_version"] == "1"
+    assert meta["schema_version"] == "3"  # snapshots kept, idempotency keys scoped
     store.close()
 
 
