@@ -35,7 +35,7 @@ from memkg.rules.spec import (
     RuleBundle,
     RuleTable,
 )
-from memkg.rules.text import placeholders
+from memkg.rules.text import placeholders, stray_braces
 from memkg.yamlfile import YamlError, load_file
 
 __all__ = ["KeySchema", "lint_bundle", "question_findings"]
@@ -372,6 +372,19 @@ def _lint_rule(
     found += _pairing_findings(rule)
     known = {c.key for c in rule.conditions if c.key} | {c.to for c in rule.conditions if c.to}
     known |= set(aliases) | set(BUILTIN_CONTEXT) | set(spec.context if spec else ())
+    for stray in dict.fromkeys(stray_braces(rule.explain)):
+        found.append(
+            Finding(
+                "rule.template",
+                f"explain holds {stray[:80]!r}, which is not a {{name}} placeholder and is "
+                "printed as written: nothing is formatted (no format spec, conversion or index); "
+                "write {name}, or leave braces out of the text",
+                rule.file,
+                rule.line,
+                rule.id,
+                "warning",
+            )
+        )
     for name in placeholders(rule.explain):
         if name.removeprefix("context.") not in known:
             found.append(

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memkg.model.template import NONE_WORDS, placeholders
+from memkg.model.template import NONE_WORDS, placeholders, stray_braces
 from memkg.model.template import fill as fill_template
 from memkg.rules.spec import SYMBOLS, Condition, Test
 
-__all__ = ["condition_text", "describe_test", "fill", "placeholders", "value_text"]
+__all__ = ["condition_text", "describe_test", "fill", "placeholders", "stray_braces", "value_text"]
 
 
 def value_text(value: Any) -> str:

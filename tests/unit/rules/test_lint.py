@@ -36,14 +36,14 @@ def only(findings: list[Finding], code: str) -> Finding:
     return found[0]
 
 
-def rule(when: str, *, id_: str = "health.r", action: str = "book") -> str:
+def rule(when: str, *, id_: str = "health.r", action: str = "book", explain: str = "x") -> str:
     return f"""\
   - id: {id_}
     when:
 {when}
     then: {{action: {action}}}
     reason_code: R
-    explain: "x"
+    explain: "{explain}"
 """
 
 
@@ -143,6 +143,18 @@ def test_unknown_alias_and_template() -> None:
     findings = lint(table)
     assert only(findings, "rule.unknown_alias").line == 6
     assert only(findings, "rule.template").line == 4
+
+
+def test_explain_braces_that_are_not_placeholders_are_warned_about() -> None:
+    """Nothing in an explanation is formatted: ``{age:.1f}`` would be printed as written."""
+    table = HEAD + rule("      - fact: {key: child.age, as: age}",
+                        explain="age {age:.1f} of {age} { }")  # fmt: skip
+    found = [f for f in lint(table) if f.code == "rule.template"]
+    assert [(f.severity, f.line) for f in found] == [("warning", 4)] * 2
+    assert "'{age:.1f}'" in found[0].message and "printed as written" in found[0].message
+    assert "'{ }'" in found[1].message
+    clean = HEAD + rule("      - fact: {key: child.age, as: age}", explain="age {age}")
+    assert [f for f in lint(clean) if f.code == "rule.template"] == []
 
 
 def test_durable_rules_property_limit() -> None:
