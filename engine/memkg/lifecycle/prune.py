@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -313,18 +314,25 @@ def _messages(value: object, first: int = 0) -> tuple[Message, ...]:
 
 def _saved_notes(messages: list[Message]) -> list[str]:
     """Texts of ``save_memory_note`` calls whose tool result says they were saved; a call or
-    result that cannot be read (not JSON, nested too deep, a number too long) saved nothing."""
-    results = {m.tool_call_id: m.content or "" for m in messages if m.role == "tool"}
+    result that cannot be read (not JSON, nested too deep, a number too long) saved nothing.
+
+    A result answers the oldest call of its id still unanswered: ids are unique within one
+    reply only (a server may number every reply's calls from ``call_0``)."""
+    waiting: dict[str, deque[object]] = {}  # per call id, each unanswered call's note
     found = []
     for message in messages:
+        if message.role == "tool":
+            calls = waiting.get(message.tool_call_id or "")
+            if calls:
+                note, result = calls.popleft(), _json(message.content or "{}")
+                saved = isinstance(result, dict) and result.get("saved") is True
+                if saved and isinstance(note, str):
+                    found.append(note)
+            continue
         for call in message.tool_calls:
-            if call.name != NOTE_TOOL:
-                continue
-            arguments, result = _json(call.arguments), _json(results.get(call.id, "{}"))
+            arguments = _json(call.arguments) if call.name == NOTE_TOOL else None
             note = arguments.get("note") if isinstance(arguments, dict) else None
-            saved = isinstance(result, dict) and result.get("saved") is True
-            if saved and isinstance(note, str):
-                found.append(note)
+            waiting.setdefault(call.id, deque()).append(note)  # another tool's call: None
     return found
 
 

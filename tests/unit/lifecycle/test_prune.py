@@ -59,6 +59,20 @@ def test_prune_keeps_the_last_turns_and_every_saved_note() -> None:
     assert pruned.reinject and pruned.pruned_turns == 6
 
 
+def test_a_tool_call_id_used_again_in_a_later_turn_pairs_with_its_own_result() -> None:
+    """Ids are unique within one reply only (a server may number each reply's calls from
+    call_0): a result answers the call before it, not every call of that id."""
+    window = Window()
+    for text, saved in [("Prefers aisle seats", True), ("Might like lounges", False),
+                        ("Likes tea", True), ("Wants a quiet room", False)]:  # fmt: skip
+        call = ToolCall(id="call_0", name="save_memory_note",
+                        arguments=json.dumps({"note": text, "scope": "session"}))  # fmt: skip
+        window = window.add(Message.user(text), Message.assistant(None, [call]),
+                            Message.tool("call_0", json.dumps({"saved": saved})))  # fmt: skip
+    window = window.add(Message.user("thanks"), Message.assistant("ok"))
+    assert window.prune(keep_turns=1).notes == ("Prefers aisle seats", "Likes tea")
+
+
 def test_summary_keeps_what_the_user_ruled_out() -> None:
     pruned = _conversation().prune(keep_turns=1)
     assert pruned.exclusions == ("Not option A, it is too early.", "不要红眼航班。")
