@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memkg.errors import InvalidOperation
 from memkg.jsontext import read_json
 from memkg.lifecycle.distill import NoteResult
 from memkg.llm.port import Tool
 from memkg.model.report import Problem
+from memkg.validate.limits import check_text
 
 NAME = "save_memory_note"
 
@@ -73,17 +75,25 @@ def parse_arguments(raw: str | dict[str, Any]) -> dict[str, Any] | NoteResult:
                     "each key once")  # fmt: skip
     if not isinstance(args, dict):
         return _bad("arguments must be a JSON object with note and scope")
+    if not all(isinstance(name, str) for name in args):
+        return _bad("argument names must be strings: note, scope, key, value")
     unknown = sorted(set(args) - {"note", "scope", "key", "value"})
     if unknown:
         return _bad(f"unknown argument(s) {', '.join(unknown)}; use note, scope, key, value")
     if not isinstance(args.get("note"), str):
         return _bad("note must be a string")
+    if not isinstance(args.setdefault("scope", "session"), str):
+        return _bad("scope must be a string: turn, session or global")
     if args.get("key") is not None and not isinstance(args["key"], str):
         return _bad("key must be a string or null")
-    args.setdefault("scope", "session")
+    try:  # the model's text, as a refusal it reads: a lone surrogate, a NUL, in any argument
+        for name, value in args.items():
+            check_text(value, name)
+    except InvalidOperation as exc:
+        return _bad(exc.message, exc.code)
     return args
 
 
-def _bad(message: str) -> NoteResult:
-    problem = Problem(code="note.arguments", path="$", message=message, stage="envelope")
+def _bad(message: str, code: str = "note.arguments") -> NoteResult:
+    problem = Problem(code=code, path="$", message=message, stage="envelope")
     return NoteResult(saved=False, reason=f"not saved: {message}", problems=(problem,))

@@ -4,10 +4,11 @@ text hidden from whoever reads the note."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from memkg import Engine
+from memkg import Engine, InvalidOperation
 from memkg.lifecycle.screen import note_problems
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
@@ -31,6 +32,37 @@ def test_arguments_that_give_a_key_twice_are_refused(life: Engine, raw: str) -> 
     assert "appears twice" in (result.reason or "")
     assert json.loads(result.for_model())["codes"] == ["note.arguments"]
     assert life.read_events(USER) == []
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ('{"note": "Prefers aisle seats", "scope": 1}', "note.arguments"),
+        ('{"note": "Prefers aisle seats", "scope": ["global"]}', "note.arguments"),
+        ('{"note": "Prefers aisle \\ud800", "scope": "session"}', "text.invalid_unicode"),
+        ('{"note": "Prefers aisle\\u0000", "scope": "session"}', "text.nul"),
+        ('{"note": "Prefers aisle seats", "key": "seat.preference", "value": ["\\udc00"]}',
+         "text.invalid_unicode"),
+        ({1: "Prefers aisle seats", "note": "x"}, "note.arguments"),
+    ],
+    ids=["scope a number", "scope a list", "lone surrogate", "nul", "value surrogate",
+         "key not text"],
+)
+def test_a_malformed_call_is_refused_to_the_model_not_raised(
+    life: Engine, raw: str | dict[Any, Any], code: str
+) -> None:
+    """What the model sent is answered with a refusal it can read; the agent loop goes on."""
+    result = life.handle_note_call(USER, DOMAIN, raw, session_id=SESSION)
+    assert not result.saved and [p.code for p in result.problems] == [code]
+    assert json.loads(result.for_model())["saved"] is False
+    assert life.read_events(USER) == []
+
+
+def test_a_callers_own_argument_still_raises(life: Engine) -> None:
+    """``session_id`` and the like come from the application, not the model: a mistake there
+    is the application's to fix."""
+    with pytest.raises(InvalidOperation):
+        life.handle_note_call(USER, DOMAIN, '{"note": "Prefers aisle seats"}', session_id=7)
+
 
 
 ROLE_MARKUP = [
