@@ -14,6 +14,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -36,7 +37,8 @@ the kept id, a description): never resolve a contradiction silently. Every sessi
 must appear exactly once, in memories or in dropped. Long-term notes you leave unchanged may
 be omitted. Change a long-term note only together with a session note: merge it into a memory
 that also lists a session note, or drop it as superseded and list the conflict with that
-session note. Never add anything the notes do not say."""
+session note. Never add anything the notes do not say: write a memory in its notes' own words,
+adding at most words of degree, frequency or liking ("strongly", "usually", "prefers")."""
 
 Reason = Literal["paraphrase", "specific_over_general", "single", "recency"]
 
@@ -126,27 +128,59 @@ def plan_problems(
     return problems + _untouched(plan, session, lasting)
 
 
-_MOST_NEW_WORDS, _MOST_NEW_CHARACTERS = 3, 6
-"""How far a merged memory may reword its notes: words of three letters or more (characters,
-in scripts without spaces) none of them has."""
 _FILLERS = frozenset({
     "and", "the", "with", "for", "her", "his", "their", "they", "them", "she", "him", "has",
     "have", "had", "was", "were", "are", "also", "very", "more", "most", "much", "that", "this",
     "than", "then", "who", "which", "what", "when", "into", "from", "user",
+    "a", "an", "to", "of", "on", "in", "at", "by", "be", "is", "it", "as", "or", "so", "up",
+    "its", "one", "ones", "same", "too", "over", "about", "instead", "rather", "would",
 })  # fmt: skip
 """Words a rewording adds without saying anything new."""
+_REWORDING = frozenset({
+    # degree
+    "strongly", "strong", "really", "quite", "lot", "highly", "particularly", "especially",
+    "definitely", "clearly", "truly", "greatly", "deeply", "somewhat", "fairly", "slightly",
+    "bit", "little", "extremely", "less", "least", "all", "any", "some",
+    # frequency and time
+    "usually", "often", "always", "generally", "typically", "mostly", "sometime", "frequently",
+    "normally", "regularly", "consistently", "repeatedly", "again", "still", "now",
+    "currently", "ever", "whenever", "possible", "possibly",
+    # liking
+    "like", "liked", "love", "loved", "prefer", "preferred", "preference", "enjoy", "enjoyed",
+    "want", "wanted", "favor", "favour", "favorite", "favourite", "fond", "keen", "care",
+    "matter", "important", "importance", "value", "appreciate", "choose", "choice", "option",
+    "pick", "tend", "opt",
+})  # fmt: skip
+"""Words a merged memory may add to its notes: of degree, frequency and liking ("strongly
+prefers" for "likes ... a lot"); compared as ``_words`` gives them (``_as_read``)."""
+_REWORDING_CHARACTERS = frozenset(
+    "很非常更最总是经通比较也都的了喜欢偏好爱用户一直向来还特别十分尤其重要在意选择倾"
+)
+"""The same, in scripts without spaces: very, often, usually, like, prefer, important ..."""
+_NEGATIVE = frozenset({
+    "not", "no", "never", "dont", "doesnt", "didnt", "cant", "cannot", "wont", "isnt",
+    "arent", "nor", "none", "without", "longer", "dislike", "disliked", "hate", "hated",
+    "avoid", "avoided", "refuse", "refused", "不", "不再", "没", "未", "别", "无",
+})  # fmt: skip
+"""Words that turn a note around: a memory whose notes all hold one must hold one too."""
 
 
 def unsaid(text: str, notes: Sequence[str]) -> list[str]:
-    """The words of ``text`` its ``notes`` never said, when there are more than a rewording
-    takes (``_MOST_NEW_WORDS``, ``_MOST_NEW_CHARACTERS``); empty otherwise. A merged memory
-    may say "strongly prefers" for "likes ... a lot", not add an illness or another person."""
+    """The words of ``text`` its ``notes`` never said, but for words a rewording takes
+    (``_FILLERS``, ``_REWORDING``); and a negation every note holds that ``text`` drops.
+    Empty when ``text`` only rewords its notes: it may say "strongly prefers" for "likes ...
+    a lot", not add an illness, another person or a number, nor turn a note around."""
     said = {w for note in notes for w in _words(note)}
-    new = [w for w in dict.fromkeys(_words(text)) if w not in said and w not in _FILLERS]
-    words = [w for w in new if len(w) >= 3 and not re.match(f"[{_CJK}]", w)]
-    characters = [w for w in new if re.match(f"[{_CJK}]", w)]
-    too_many = len(words) > _MOST_NEW_WORDS or len(characters) > _MOST_NEW_CHARACTERS
-    return [*words, *characters] if too_many else []
+    words, (fillers, rewording, negative) = _words(text), _as_read()
+    new = [
+        w for w in dict.fromkeys(words)
+        if w not in said and w not in fillers and w not in rewording
+        and not (len(w) == 1 and w in _REWORDING_CHARACTERS)
+    ]  # fmt: skip
+    turned = notes and all(negative.intersection(_words(n)) for n in notes)
+    if turned and not negative.intersection(words):
+        new.append("(a negation its notes hold, dropped)")
+    return new
 
 
 def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
@@ -189,6 +223,14 @@ def _words(text: str) -> list[str]:
         for word in clean.split()
         for w in _TOKEN.findall(word)
     ]
+
+
+@cache
+def _as_read() -> tuple[frozenset[str], ...]:
+    """``_FILLERS``, ``_REWORDING`` and ``_NEGATIVE`` as ``_words`` reads words ("less" as
+    "les", "always" as "alway"), so that they compare with what it reads of a text."""
+    return tuple(words | {w for word in words for w in _words(word)}
+                 for words in (_FILLERS, _REWORDING, _NEGATIVE))  # fmt: skip
 
 
 def normalized(text: str) -> str:

@@ -51,21 +51,37 @@ def test_a_plan_with_a_text_the_screens_refuse_falls_back(clock: FrozenClock, te
         assert lasting == ["Prefers quiet hotels"]
 
 
+ENGLISH = ("Likes quiet hotels", "Quiet hotels matter a lot")
+CHINESE = ("喜欢安静的酒店", "安静的酒店很重要")
+NEGATED = ("Does not like spicy food", "Spicy food is not for them")
+
+
 @pytest.mark.parametrize(
-    ("text", "kept"),
+    ("notes", "text", "kept"),
     [
-        ("Strongly prefers quiet hotels", True),
-        ("Prefers quiet hotels and is allergic to penicillin and HIV positive", False),
-        ("User eve-zz also prefers quiet hotels and her card is on file", False),
+        (ENGLISH, "Strongly prefers quiet hotels", True),
+        (ENGLISH, "Usually prefers quiet hotels, very much", True),
+        (ENGLISH, "Prefers quiet hotels and is allergic to penicillin and HIV positive", False),
+        (ENGLISH, "User eve-zz also prefers quiet hotels and her card is on file", False),
+        (ENGLISH, "Prefers quiet hotels and has HIV", False),
+        (ENGLISH, "Has asthma, likes quiet hotels", False),
+        (ENGLISH, "Likes quiet hotels with wife Maria", False),
+        (NEGATED, "Really does not like spicy food", True),
+        (NEGATED, "Likes spicy food", False),
+        (NEGATED, "Prefers spicy food", False),
+        (CHINESE, "非常喜欢安静的酒店", True),
+        (CHINESE, "喜欢安静的酒店，有哮喘", False),
+        (CHINESE, "和妻子一起喜欢安静的酒店", False),
     ],
 )
 def test_a_merged_memory_says_what_its_notes_said(
-    clock: FrozenClock, text: str, kept: bool
+    clock: FrozenClock, notes: tuple[str, ...], text: str, kept: bool
 ) -> None:
-    """A memory made of notes may reword them, not add to them: one with more words its
-    notes never said (health data, another person) is set aside for the fallback."""
+    """A memory made of notes may reword them, not add to them: a word its notes never said,
+    but for words of degree, frequency and liking, sets it aside for the fallback (one word of
+    health data or another person is enough)."""
     with Engine(clock=clock, llm=_merged_by(text)) as engine:
-        for said in ("Likes quiet hotels", "Quiet hotels matter a lot"):
+        for said in notes:
             assert engine.save_memory_note(USER, DOMAIN, said, "session",
                                            session_id=SESSION).saved  # fmt: skip
         report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
