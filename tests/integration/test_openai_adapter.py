@@ -144,5 +144,6 @@ def test_an_answer_over_the_size_bound_is_refused(server: OpenAIServer) -> None:
     with OpenAIChat(bounded) as llm, pytest.raises(LLMBadResponse) as caught:
         llm.chat([Message.user("hi")])
     assert "more than 100 bytes" in caught.value.message
+    assert "not JSON" not in caught.value.message  # said once, as raised, not re-described
     with OpenAIChat(_config(server, max_retries=0)) as llm:
         assert llm.chat([Message.user("hi")]).content == "plain text"  # the default bound

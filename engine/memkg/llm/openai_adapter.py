@@ -82,10 +82,10 @@ class OpenAIChat:
                 **extra,
             ) as response:
                 body = _bounded(response.iter_bytes(), deadline, config, where)
+        except LLMError:  # the bounds' own (a ValueError too), said as raised
+            raise
         except (openai.OpenAIError, ValueError) as exc:
             raise _failure(exc, where, config.timeout_s, config.max_retries) from exc
-        except LLMError:
-            raise
         except Exception as exc:  # the transport failing mid-answer (a read timed out, a reset)
             timed_out = "timeout" in type(exc).__name__.casefold()
             raise (_late(where, config.timeout_s) if timed_out else LLMUnavailable(
