@@ -116,6 +116,11 @@ def config_from(args: argparse.Namespace) -> EngineConfig:
     return config.model_copy(update={"trace_retention": timedelta(days=days)})
 
 
+_REFUSED = frozenset({"validation.failed", "migration.blocked", "text.nul",
+                      "text.invalid_unicode", "value.non_finite"})  # fmt: skip
+"""Codes of input refused (exit 3): what was given, not the operation, is at fault."""
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -152,8 +157,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         emit(out, exc.to_dict())
         if exc.code == "usage":
             return EXIT_USAGE
-        refused = exc.code in ("validation.failed", "migration.blocked")
-        return EXIT_REFUSED if refused else EXIT_FAILED
+        return EXIT_REFUSED if exc.code in _REFUSED else EXIT_FAILED
     finally:  # leave the process's logging as it was (main runs in-process in tests and tools)
         logger = logging.getLogger("memkg")
         logger.removeHandler(handler)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit
+from memkg.cli.common import EXIT_OK, EXIT_REFUSED, emit, whole
 from memkg.cli.progress import Progress
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
@@ -62,9 +62,11 @@ def cmd_history(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> 
     root = layers.domains().get(args.domain, layers.paths[0])
     found = schema_history(root, args.domain, args.key, config.schema_dialect)
     if not found["groups"]:
+        domains = sorted(layers.domains())
         raise MemkgError(
-            f"schemas/{args.domain} holds no key group"
-            + (f" declaring {args.key}" if args.key else ""),
+            f"schemas/{args.domain[:64]} holds no key group"
+            + (f" declaring {args.key[:128]}" if args.key else "")
+            + f" in the roots; domains: {', '.join(domains)} (your own: --root DIR)",
             code="schema.unknown",
         )
     emit(out, found)
@@ -126,7 +128,7 @@ def add_commands(sub: Any) -> None:
     q.add_argument("--waiver", help="a signed-off waiver file accepting blocking findings")
     q.add_argument(
         "--decisions",
-        type=int,
+        type=whole(0, 200),
         default=20,
         metavar="N",
         help="recent logged decisions per user to replay (default 20)",

@@ -16,7 +16,7 @@ from memkg.engine.migrations import ApplyReport
 from memkg.engine.migrations import apply as apply_plan
 from memkg.engine.migrations import dry_run as dry_run_plan
 from memkg.engine.projections import Projections
-from memkg.engine.setup import Setup
+from memkg.engine.setup import Setup, check_count
 from memkg.events.store import EventStore
 from memkg.evolution.dry_run import DryRunReport
 from memkg.evolution.history import schema_history
@@ -48,6 +48,7 @@ class Evolution:
         """What ``plan`` would do to every user's facts, the rules and recent decisions.
 
         ``progress`` is called with the number of users read so far."""
+        check_count(decisions, "decisions", 0, "recent logged decisions per user to replay")
         return dry_run_plan(self, plan, rules=rules, waiver=waiver, decisions=decisions,
                             progress=progress)  # fmt: skip
 

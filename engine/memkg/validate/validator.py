@@ -16,6 +16,7 @@ A refusal lists every problem found; nothing is stored unless there are none.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -86,6 +87,11 @@ def _envelope_problems(
                 else ("envelope.invalid")
             )
         message = item["msg"]
+        given = item.get("input")
+        if type(given) is float and not math.isfinite(given):  # NaN, 1e400: not a range slip
+            code = "value.non_finite"
+            message = (f"{given} is not a finite number (JSON has no NaN or Infinity): give a "
+                       f"number; {message[:1].lower()}{message[1:]}")  # fmt: skip
         if item["type"] == "extra_forbidden" and model is not None:
             taken = _fields_at(model, item["loc"][:-1])
             if taken:
