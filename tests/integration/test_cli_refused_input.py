@@ -62,3 +62,27 @@ def test_a_dry_run_s_decisions_out_of_range_is_bad_usage(
         run("--db", str(tmp_path / "m.db"), "schema", "migrate", "health/diet_organ_meat",
             "--dry-run", "--decisions", decisions)  # fmt: skip
     assert stopped.value.code == 2 and "--decisions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["facts", "li"], ["history", "li", "airline.preferred"], ["decisions", "li"],
+     ["graph", "li"], ["profile", "li", "--domain", "travel"], ["rebuild"]],
+    ids=lambda argv: argv[0],
+)  # fmt: skip
+def test_a_read_of_a_store_that_does_not_exist_says_so_and_starts_none(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """A mistyped --db read as an empty store would look like a user memkg knows nothing of."""
+    db = tmp_path / "typo.db"
+    exit_code, [error] = run("--db", str(db), *argv)
+    assert (exit_code, error["error"]) == (1, "store.not_found") and str(db) in error["message"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rule_files_are_checked_without_a_store(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    assert run("--db", str(db), "rules", "lint") == (0, [{"ok": True, "findings": []}])
+    exit_code, [report] = run("--db", str(db), "rules", "test")
+    assert exit_code == 0 and report["passed"] is True
+    assert list(tmp_path.iterdir()) == []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memkg import Engine
 from memkg.cli import main
 
 
@@ -45,6 +46,7 @@ def test_an_option_out_of_range_is_a_usage_error(
 
 def test_the_bounds_themselves_are_accepted(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
+    Engine.open(db).close()  # a store to read: a read never starts one
     for argv in (["facts", "u1", "--as-of=0"], ["decisions", "u1", "--limit=1000"],
                  ["recall", "u1", "airline", "-k=0"],
                  ["paths", "u1", "city:shanghai", "--max-depth=6"]):  # fmt: skip

@@ -145,11 +145,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from memkg.engine import Engine
 
         log.info("engine imported", extra={"seconds": round(time.perf_counter() - started, 3)})
-        engine = (
-            Engine.connect(args.db, schema=args.pg_schema, config=config)
-            if is_postgres(args.db)
-            else Engine.open(args.db, config=config)
-        )
+        if getattr(args, "storeless", False):  # reads rule files, runs cases in memory
+            engine = Engine(config=config)
+        elif is_postgres(args.db):
+            engine = Engine.connect(args.db, schema=args.pg_schema, config=config)
+        else:
+            if getattr(args, "reads", False) and not Path(args.db).exists():
+                raise MemkgError(
+                    f"no memkg store at {str(args.db)[:300]}: check --db (a file memkg wrote; "
+                    "the default is ./memkg.db in this folder); a read never starts a store",
+                    code="store.not_found",
+                )
+            engine = Engine.open(args.db, config=config)
         with engine:
             code: int = args.run(engine, args, out)
             return code

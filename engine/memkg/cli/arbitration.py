@@ -70,13 +70,13 @@ def add_commands(sub: Any) -> None:
         help="a context slot's field (repeat for several)",
     )
     p.add_argument("--language", choices=("en", "zh"), help="of the clarification question")
-    p.set_defaults(run=cmd_claims)
+    p.set_defaults(run=cmd_claims, reads=True)
 
     p = sub.add_parser("review", help="the human-review queue of frozen keys")
     review = p.add_subparsers(dest="review_command", required=True, metavar="ACTION")
     q = review.add_parser("list", help="frozen keys waiting for a reviewer")
     q.add_argument("--all", action="store_true", help="include resolved reviews")
-    q.set_defaults(run=cmd_review_list)
+    q.set_defaults(run=cmd_review_list, reads=True)
     q = review.add_parser("resolve", help="settle a frozen key with a value; it unfreezes")
     q.add_argument("review_id")
     q.add_argument("--value", required=True, help="a JSON value or a bare word")

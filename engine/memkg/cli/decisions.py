@@ -195,11 +195,11 @@ def add_commands(sub: Any) -> None:
     p = sub.add_parser("explain", help="the explanation of a logged decision")
     p.add_argument("decision_id")
     p.add_argument("--format", choices=FORMATS, default="text")
-    p.set_defaults(run=cmd_explain)
+    p.set_defaults(run=cmd_explain, reads=True)
 
     p = sub.add_parser("replay", help="re-make a logged decision as of its log position; compare")
     p.add_argument("decision_id")
-    p.set_defaults(run=cmd_replay)
+    p.set_defaults(run=cmd_replay, reads=True)
 
     p = sub.add_parser("decisions", help="a user's logged decisions, oldest first")
     p.add_argument("user")
@@ -207,13 +207,13 @@ def add_commands(sub: Any) -> None:
                    help="the newest N (1 to 1000; default: all)")  # fmt: skip
     p.add_argument("--before", metavar="ID",
                    help="only those logged before decision ID (a page further back)")  # fmt: skip
-    p.set_defaults(run=cmd_decisions)
+    p.set_defaults(run=cmd_decisions, reads=True)
 
     p = sub.add_parser(
         "trace", help="what a decide, profile or recall considered, scored, dropped and used"
     )
     p.add_argument("trace_id", help="the trace_id a decide (or a profile, a recall) returned")
-    p.set_defaults(run=cmd_trace)
+    p.set_defaults(run=cmd_trace, reads=True)
 
     p = sub.add_parser("rules", help="check rule files: lint, or run their cases")
     rules = p.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
@@ -224,7 +224,7 @@ def add_commands(sub: Any) -> None:
         help="rules folder, or one <rules>/<domain>/<name>.yaml with its domain (default: every "
         "domain in force: the rules/ of each root, --root's included)",
     )
-    q.set_defaults(run=cmd_rules_lint)
+    q.set_defaults(run=cmd_rules_lint, storeless=True)
     q = rules.add_parser("test", help="run rules/**/*.cases.yaml")
     q.add_argument(
         "path",
@@ -237,7 +237,7 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="also list conditions never exercised; fail on rules never matched",
     )
-    q.set_defaults(run=cmd_rules_test)
+    q.set_defaults(run=cmd_rules_test, storeless=True)
     q = rules.add_parser(
         "diff",
         help="replay logged decisions under OLD and NEW rules: what changes, and a verdict",
@@ -261,4 +261,4 @@ def add_commands(sub: Any) -> None:
     q.add_argument("--format", choices=("json", "text"), default="json")
     q.add_argument("--json", dest="format", action="store_const", const="json",
                    help="the same as --format json")  # fmt: skip
-    q.set_defaults(run=cmd_rules_diff)
+    q.set_defaults(run=cmd_rules_diff, reads=True)

@@ -185,13 +185,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--domain")
     p.add_argument("--as-of", type=whole(0, SEQ_MAX), metavar="SEQ",
                    help="as of this log position")  # fmt: skip
-    p.set_defaults(run=cmd_facts)
+    p.set_defaults(run=cmd_facts, reads=True)
 
     p = sub.add_parser("history", help="every value a key ever had, with its status")
     p.add_argument("user")
     p.add_argument("key")
     p.add_argument("--domain")
-    p.set_defaults(run=cmd_history)
+    p.set_defaults(run=cmd_history, reads=True)
 
     p = sub.add_parser("confirm", help="the user confirmed a pending fact")
     p.add_argument("user")
@@ -211,4 +211,4 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(run=cmd_erase)
 
     p = sub.add_parser("rebuild", help="rebuild every projection from the log, and time it")
-    p.set_defaults(run=cmd_rebuild)
+    p.set_defaults(run=cmd_rebuild, reads=True)

@@ -52,7 +52,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--format", choices=("json", "turtle"), default="json")
     p.add_argument("--as-of", type=whole(0, SEQ_MAX), metavar="SEQ",
                    help="as of this log position")  # fmt: skip
-    p.set_defaults(run=cmd_graph)
+    p.set_defaults(run=cmd_graph, reads=True)
 
     p = sub.add_parser(
         "signal", help="record that the user mentioned, corrected, ignored or rejected KEY → VALUE"
@@ -73,4 +73,4 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--domain", help="one memory domain (default: all the user's domains)")
     p.add_argument("--max-depth", type=whole(1, 6), default=3, metavar="N",
                    help="hops at most (1 to 6; default 3)")  # fmt: skip
-    p.set_defaults(run=cmd_paths)
+    p.set_defaults(run=cmd_paths, reads=True)

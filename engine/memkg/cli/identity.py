@@ -77,4 +77,4 @@ def add_merge_commands(sub: Any) -> None:
 
     p = sub.add_parser("merges", help="the merges an id's stream records")
     p.add_argument("user")
-    p.set_defaults(run=cmd_merges)
+    p.set_defaults(run=cmd_merges, reads=True)

@@ -38,7 +38,7 @@ def add_commands(sub: Any) -> None:
         "--format", choices=("json", "text"), default="json",
         help="json: the block, what went in, what was dropped, and the trace id",
     )  # fmt: skip
-    p.set_defaults(run=cmd_profile)
+    p.set_defaults(run=cmd_profile, reads=True)
 
     p = sub.add_parser("recall", help="the memories most useful for a query, ranked")
     p.add_argument("user")
@@ -51,4 +51,4 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("--domain")
     p.add_argument("--session", help="the session recalling, whose notes count")
-    p.set_defaults(run=cmd_recall)
+    p.set_defaults(run=cmd_recall, reads=True)
