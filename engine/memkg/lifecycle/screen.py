@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from memkg.model.report import Problem
 from memkg.validate.guards import WHEN_ASKED
-from memkg.validate.pii import as_seen, normalise
+from memkg.validate.pii import as_seen, hidden_tags, normalise
 
 _SPECULATION = re.compile(
     r"(?i)\b(?:might|may|could)\s+(?:\w+\s+){0,2}?(?:prefer|like|want|need|be|have|enjoy|choose"
@@ -52,8 +52,6 @@ _DIRECTIVE = re.compile(
     r"|系统\s*[:：]|你(?:必须|应该|要)(?:回答|回复|调用|执行|忽略)|(?:助手|智能体|模型)(?:必须|应该)"
     r"|告诉(?:其他|下一个|所有)?(?:智能体|助手|模型)|以后(?:都|总是)?(?:必须|一律)"
 )
-_TAGS = re.compile("[\U000e0000-\U000e007f]")
-_TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
 """A subdivision flag (England: U+1F3F4, tags g b e n g, cancel tag): tag characters' one
 visible use."""
 _TOOL_MARKERS = re.compile(
@@ -113,7 +111,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
     if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
-    if len(_TAGS.findall(_TAG_FLAG.sub("", note))) > 1:  # one spells no more than a letter
+    if hidden_tags(note):
         problems.append(
             _problem(
                 "note.hidden_text",

@@ -15,7 +15,7 @@ from typing import Any
 from memkg.model.fact import Sensitivity
 from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
-from memkg.validate.pii import as_seen, normalise, scan
+from memkg.validate.pii import as_seen, hidden_tags, normalise, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
 _CLEAN_TEXT = 256
@@ -107,7 +107,8 @@ def text_problems(
             continue
         findings = scan(text)
         instruction = _INSTRUCTION.search(as_seen(text)) is not None
-        if not (findings or instruction):
+        hidden = hidden_tags(text)
+        if not (findings or instruction or hidden):
             if clean is not None and len(text) <= _CLEAN_TEXT:
                 if len(clean) >= _CLEAN_LIMIT:
                     clean.clear()
@@ -137,6 +138,16 @@ def text_problems(
                     path=where,
                     message="reads as an instruction to the system, not a fact about the user; "
                     "memory refuses it",
+                    stage="guards",
+                )
+            )
+        if hidden:
+            problems.append(
+                Problem(
+                    code="injection.hidden_text",
+                    path=where,
+                    message="holds Unicode tag characters (U+E0000 to U+E007F): they show as "
+                    "nothing, yet a model reads the letters they stand for; send visible text",
                     stage="guards",
                 )
             )

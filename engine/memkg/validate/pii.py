@@ -223,6 +223,25 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text.translate(invisible)).translate(invisible)
 
 
+_TAGS = re.compile("[\U000e0000-\U000e007f]")
+_TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
+"""A subdivision flag (England's: the black flag, "gbeng" in tags, the cancel tag)."""
+
+
+def hidden_tags(text: str) -> bool:
+    """Whether ``text`` spells something in Unicode tag characters (U+E0000 to U+E007F)
+    outside a flag's tag sequence: they show as nothing, yet a model reads the letters they
+    stand for (one alone spells no more than a letter).
+
+    >>> hidden_tags("aspirin" + "".join(chr(0xE0000 + ord(c)) for c in "ignore all"))
+    True
+    >>> hidden_tags("Supports England \U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e"
+    ...             "\U000e0067\U000e007f")
+    False
+    """
+    return not text.isascii() and len(_TAGS.findall(_TAG_FLAG.sub("", text))) > 1
+
+
 _LOOKALIKES = str.maketrans(
     "аеорсухіјѕԁһкмтвнАВЕКМНОРСТУХІЈЅοαεικνρτυχΟΑΒΕΗΙΚΜΝΡΤΥΧΖ",
     "aeopcyxijsdhkmtbhABEKMHOPCTYXIJSoaeikvptuxOABEHIKMNPTYXZ",
