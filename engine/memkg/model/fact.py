@@ -24,6 +24,15 @@ DOMAIN_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 """A memory domain's name: an observation's ``domain``, a folder under a root's ``schemas/``
 and ``rules/``, what ``memkg init`` takes."""
 _CONTEXT_KEY = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+PATTERN_TEXT = {
+    _IDENT: "an id: 1 to 128 ASCII letters, digits and _ . : @ -, starting with a letter or a "
+    "digit (e.g. li-na, tel:8613800000000)",
+    _KEY: "a key: lowercase dotted names of letters, digits and _, each starting with a letter "
+    "(e.g. seat.preference)",
+    DOMAIN_PATTERN: "a domain: 1 to 32 lowercase letters, digits and _, starting with a letter "
+    "(e.g. travel)",
+}
+"""What each pattern of the envelope takes, in words (for a message that says how to fix)."""
 
 
 def _aware(value: datetime) -> datetime:

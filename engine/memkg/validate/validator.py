@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.config import Limits
 from memkg.errors import PatternTimeout
-from memkg.model.fact import Identifier, Kind, Observation, Sensitivity
+from memkg.model.fact import PATTERN_TEXT, Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Sources
@@ -92,6 +92,9 @@ def _envelope_problems(
             code = "value.non_finite"
             message = (f"{given} is not a finite number (JSON has no NaN or Infinity): give a "
                        f"number; {message[:1].lower()}{message[1:]}")  # fmt: skip
+        takes = PATTERN_TEXT.get((item.get("ctx") or {}).get("pattern", ""))
+        if item["type"] == "string_pattern_mismatch" and takes is not None:
+            message = f"{str(given)[:64]!r} is not {takes}"
         if item["type"] == "extra_forbidden" and model is not None:
             taken = _fields_at(model, item["loc"][:-1])
             if taken:

@@ -231,3 +231,20 @@ def test_an_unknown_field_is_told_with_the_fields_its_object_takes(engine: Engin
     told = {p.path: p.message for p in refused.value.report.problems}
     assert "unknown field 'colour'" in told["$.colour"] and "confidence" in told["$.colour"]
     assert "consent_granted" in told["$.provenance.consent"]
+
+
+@pytest.mark.parametrize(
+    ("field", "given", "says"),
+    [("user_id", "li na", "is not an id: 1 to 128 ASCII"),
+     ("session_id", "s/1", "is not an id"),
+     ("domain", "Travel", "is not a domain: 1 to 32 lowercase"),
+     ("key", "Seat Preference", "is not a key: lowercase dotted names")],
+)  # fmt: skip
+def test_a_name_of_the_wrong_form_says_what_the_form_is(field: str, given: str, says: str) -> None:
+    """Not a regular expression: what the field takes, in words, with an example."""
+    with Engine() as engine, pytest.raises(ValidationFailed) as refused:
+        engine.ingest(obs(**{field: given}))
+    [problem] = refused.value.report.problems
+    assert (problem.code, problem.path) == ("envelope.pattern", f"$.{field}")
+    assert problem.message.startswith(repr(given)) and says in problem.message
+    assert "e.g." in problem.message and "^" not in problem.message
