@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -19,6 +20,7 @@ from memkg.rules.loader import (
     read_sources,
     rule_file,
 )
+from memkg.rules.spec import Finding
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -106,11 +108,29 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
     return target, sources, None
 
 
+def _root_not_in_force(engine: Engine, folders: RuleFolders) -> list[Finding]:
+    """A warning when the rules folder linted sits in a root (a ``schemas/`` beside it) that
+    is not in force: its rules are read against the schemas of the roots that are."""
+    if not isinstance(folders, Path):
+        return []
+    root = folders.resolve().parent
+    if not (root / "schemas").is_dir() or root in {p.resolve() for p in engine.layers.paths}:
+        return []
+    return [Finding(
+        "rules.root_not_in_force",
+        f"{folders} sits in the root {root}, which is not in force: its rules are checked "
+        f"against the schemas of the roots that are; to check them against its own, run "
+        f"memkg --root {shlex.quote(str(folders.parent))} rules lint",
+        str(folders), 0, None, "warning",
+    )]  # fmt: skip
+
+
 def cmd_rules_lint(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     folders, sources, only = _sources(engine, args.path)
     from memkg.engine.rule_bundle import folder_findings, lint_sources
 
     _, findings = lint_sources(sources, engine)
+    findings += _root_not_in_force(engine, folders)
     if only is None:  # a folder: what loading it refuses beside its tables (``folder_findings``)
         policy = folders / "policy.yaml" if isinstance(folders, Path) else None
         findings += folder_findings(folders, engine.setup, policy)

@@ -157,3 +157,18 @@ def test_rules_test_refuses_a_file_without_cases(
     assert code == 1 and "no rule table gone.yaml" in out["message"]
     code, out = run(tmp_path, capsys, "rules", "test", str(tmp_path / "passwd"))
     assert code == 1 and out["error"] == "rules.missing"
+
+
+def test_rules_of_a_root_not_in_force_are_warned_about_with_the_command_to_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``memkg init mine`` then ``rules lint mine/rules`` reads mine's rules against the
+    roots in force, which do not declare its keys: say which --root would."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "mine", "--domain", "pets"], out=io.StringIO()) == 0
+    code, report = run(tmp_path, capsys, "rules", "lint", "mine/rules")
+    [hint] = [f for f in report["findings"] if f["code"] == "rules.root_not_in_force"]
+    assert code == 1 and hint["severity"] == "warning"
+    assert "memkg --root mine rules lint" in hint["message"]
+    code, report = run(tmp_path, capsys, "--root", "mine", "rules", "lint", "mine/rules")
+    assert (code, report) == (0, {"ok": True, "findings": []})
