@@ -49,13 +49,23 @@ SCHEMA_VERSION = 2
 by its domain (``engine.facts.stored_key``); opening an older schema scopes the keys stored
 before (``_SCOPED_KEYS``) and marks it, so that a release that would look the keys up
 unscoped, and store a retry twice, refuses it."""
-_SCOPED_KEYS = """
-UPDATE {s}.idempotency AS i SET key = e.domain || '/' || i.key FROM {s}.events AS e
-WHERE e.seq = i.first_seq AND e.type = 'fact.asserted' AND e.domain IS NOT NULL
-  AND jsonb_typeof(e.payload -> 'request') = 'string'
-"""
-"""An older schema's observation keys, scoped by their domain: a key whose write began with
-an observation's ``fact.asserted`` (it carries the request's digest); a migration's keys stay."""
+_SCOPED_KEYS = (
+    # a key whose write is gone is free already (``append`` stores such a key anew)
+    "DELETE FROM {s}.idempotency AS i WHERE NOT EXISTS"
+    " (SELECT 1 FROM {s}.events AS e WHERE e.seq = i.first_seq AND e.user_id = i.user_id)",
+    "CREATE TEMP TABLE memkg_scoped ON COMMIT DROP AS SELECT i.user_id, i.key AS old,"
+    " e.domain || '/' || i.key AS key, i.first_seq, i.last_seq FROM {s}.idempotency AS i"
+    " JOIN {s}.events AS e ON e.seq = i.first_seq AND e.user_id = i.user_id"
+    " WHERE e.type = 'fact.asserted' AND e.domain IS NOT NULL AND (i.key NOT LIKE 'migration:%%'"
+    " OR jsonb_typeof(e.payload -> 'request') = 'string')",
+    # moved out, then in: renamed row by row, ``x`` would meet a ``travel/x`` not moved yet
+    "DELETE FROM {s}.idempotency AS i USING memkg_scoped AS m"
+    " WHERE m.user_id = i.user_id AND m.old = i.key",
+    "INSERT INTO {s}.idempotency SELECT user_id, key, first_seq, last_seq FROM memkg_scoped",
+)
+"""An older schema's observation keys, scoped by their domain: every key whose write began
+with a ``fact.asserted`` of a domain (releases before request digests stored none), but a
+migration's own (``migration:<plan>:<fact id>``, no request digest)."""
 _ERASED = ("events", "streams", "idempotency", "subject_salts")
 """The tables an erasure deletes from (``erasures`` only gains a tombstone)."""
 _PURGES = ("events", "idempotency")
@@ -130,7 +140,8 @@ class PostgresEventStore(PgAdapter):
                 f"SELECT value FROM {self._s}.meta WHERE key = 'schema_version' FOR UPDATE"
             ).fetchone() or ("0",)
             if 0 < int(found) < SCHEMA_VERSION:
-                db.execute(_SCOPED_KEYS.format(s=self._s))
+                for statement in _SCOPED_KEYS:
+                    db.execute(statement.replace("{s}", self._s))
                 db.execute(f"UPDATE {self._s}.meta SET value = %s WHERE key = 'schema_version'",
                            (str(SCHEMA_VERSION),))  # fmt: skip
         if int(meta["schema_version"]) > SCHEMA_VERSION:

@@ -121,14 +121,24 @@ _WRITE_SNAPSHOT = (
 )
 """A snapshot is stored only at an event the stream still holds, and only while no purge or
 erasure happened since the state it holds was read (another process's purge wins)."""
-_SCOPED_KEYS = """
-UPDATE idempotency SET key = (SELECT domain FROM events WHERE seq = first_seq) || '/' || key
-WHERE (SELECT type = 'fact.asserted' AND domain IS NOT NULL
-              AND CASE WHEN json_valid(payload) THEN json_type(payload, '$.request') END = 'text'
-       FROM events WHERE seq = first_seq)
-"""
-"""An older file's observation keys, scoped by their domain: a key whose write began with an
-observation's ``fact.asserted`` (it carries the request's digest); a migration's keys stay."""
+_SCOPED_KEYS = (
+    # a key whose write is gone is free already (``append`` stores such a key anew)
+    "DELETE FROM idempotency WHERE NOT EXISTS"
+    " (SELECT 1 FROM events WHERE seq = first_seq AND user_id = idempotency.user_id)",
+    "CREATE TEMP TABLE scoped AS SELECT i.user_id, i.key AS old, e.domain || '/' || i.key AS key,"
+    " i.first_seq, i.last_seq FROM idempotency AS i JOIN events AS e"
+    " ON e.seq = i.first_seq AND e.user_id = i.user_id"
+    " WHERE e.type = 'fact.asserted' AND e.domain IS NOT NULL AND (i.key NOT LIKE 'migration:%'"
+    " OR CASE WHEN json_valid(e.payload) THEN json_type(e.payload, '$.request') END = 'text')",
+    # moved out, then in: renamed row by row, ``x`` would meet a ``travel/x`` not moved yet
+    "DELETE FROM idempotency WHERE EXISTS (SELECT 1 FROM temp.scoped AS s"
+    " WHERE s.user_id = idempotency.user_id AND s.old = idempotency.key)",
+    "INSERT INTO idempotency SELECT user_id, key, first_seq, last_seq FROM temp.scoped",
+    "DROP TABLE temp.scoped",
+)
+"""An older file's observation keys, scoped by their domain: every key whose write began
+with a ``fact.asserted`` of a domain (releases before request digests stored none), but a
+migration's own (``migration:<plan>:<fact id>``, no request digest)."""
 
 
 def _can_create(path: Path) -> bool:
@@ -214,7 +224,8 @@ class SqliteEventStore:
                 )
                 meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
                 if int(meta["schema_version"]) < SCHEMA_VERSION:  # an older release's file
-                    db.execute(_SCOPED_KEYS)
+                    for statement in _SCOPED_KEYS:
+                        db.execute(statement)
                     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                                (str(SCHEMA_VERSION),))  # fmt: skip
                 return meta

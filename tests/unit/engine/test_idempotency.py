@@ -84,19 +84,25 @@ def test_a_key_is_scoped_by_domain(any_engine: Engine) -> None:
 
 def _as_an_older_release_left_it(engine: Engine, schema_version: int) -> None:
     """The keys as releases before domain scoping stored them: an observation's key as sent,
-    beside a key of the store's own (a migration's), and the older schema's mark."""
+    beside a key of the store's own (a migration's), and the older schema's mark. Releases
+    before request digests stored none: the write of ``old`` carries none."""
     store = engine.store
     store.append("u1", [_migrated(engine)], idempotency_key="migration:plan:f1")
+    first = store.read_stream("u1")[2].seq  # the write of ``old``
     if isinstance(store, SqliteEventStore):
         with store._db:
             store._db.execute("UPDATE idempotency SET key = substr(key, 8)"
                               " WHERE key LIKE 'travel/%'")  # fmt: skip
+            store._db.execute("UPDATE events SET payload = json_remove(payload, '$.request')"
+                              " WHERE seq = ?", (first,))  # fmt: skip
             store._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                               (str(schema_version),))  # fmt: skip
     else:
         with store._tx() as db:
             db.execute(f"UPDATE {store._s}.idempotency SET key = substr(key, 8)"
                        " WHERE key LIKE 'travel/%%'")  # fmt: skip
+            db.execute(f"UPDATE {store._s}.events SET payload = payload - 'request'"
+                       " WHERE seq = %s", (first,))  # fmt: skip
             db.execute(f"UPDATE {store._s}.meta SET value = %s WHERE key = 'schema_version'",
                        (str(schema_version),))  # fmt: skip
 
@@ -133,12 +139,17 @@ def test_keys_an_older_release_stored_are_scoped_when_the_store_opens(
             return Engine.connect(dsn, schema=schema, clock=clock)
 
         older = 1
+    # a user's keys "k1" and "travel/k1" (scoped, k1 would meet travel/k1 not moved yet)
+    stored = [obs(idempotency_key="k1"), obs(key="seat.preference", value="aisle",
+                                             idempotency_key="travel/k1"),
+              obs(key="cabin.class", value="economy", idempotency_key="old")]  # fmt: skip
     with open_engine() as engine:
-        first = engine.ingest(obs(idempotency_key="k1"))
+        first = [engine.ingest(o).fact_id for o in stored]
         _as_an_older_release_left_it(engine, older)
     with open_engine() as engine:
-        retry = engine.ingest(obs(idempotency_key="k1"))
-        assert retry.duplicate and retry.fact_id == first.fact_id
+        again = [engine.ingest(o) for o in stored]
+        assert [(r.duplicate, r.fact_id) for r in again] == [(True, f) for f in first]
+        retry = again[0]
         other = engine.ingest(obs(domain="health", key="timezone", value="UTC",
                                   idempotency_key="k1"))  # fmt: skip
         assert not other.duplicate
