@@ -149,7 +149,6 @@ def test_keys_an_older_release_stored_are_scoped_when_the_store_opens(
     with open_engine() as engine:
         again = [engine.ingest(o) for o in stored]
         assert [(r.duplicate, r.fact_id) for r in again] == [(True, f) for f in first]
-        retry = again[0]
         other = engine.ingest(obs(domain="health", key="timezone", value="UTC",
                                   idempotency_key="k1"))  # fmt: skip
         assert not other.duplicate
