@@ -316,11 +316,14 @@ def _saved_notes(messages: list[Message]) -> list[str]:
     """Texts of ``save_memory_note`` calls whose tool result says they were saved; a call or
     result that cannot be read (not JSON, nested too deep, a number too long) saved nothing.
 
-    A result answers the oldest call of its id still unanswered: ids are unique within one
-    reply only (a server may number every reply's calls from ``call_0``)."""
+    A result answers a call of the latest reply that made calls, the oldest of its id still
+    unanswered there: ids are unique within one reply only (a server may number every reply's
+    calls from ``call_0``), and a call left unanswered is not answered by a later reply's."""
     waiting: dict[str, deque[object]] = {}  # per call id, each unanswered call's note
     found = []
     for message in messages:
+        if message.tool_calls:
+            waiting = {}  # a new reply's calls: an earlier one's left unanswered stay so
         if message.role == "tool":
             calls = waiting.get(message.tool_call_id or "")
             if calls:

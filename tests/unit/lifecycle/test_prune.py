@@ -73,6 +73,22 @@ def test_a_tool_call_id_used_again_in_a_later_turn_pairs_with_its_own_result() -
     assert window.prune(keep_turns=1).notes == ("Prefers aisle seats", "Likes tea")
 
 
+def test_a_call_left_unanswered_takes_no_later_reply_s_result() -> None:
+    """The app dropped a call (its handler failed): the next reply's call_0 is answered."""
+    def call(note: str) -> ToolCall:
+        return ToolCall(id="call_0", name="save_memory_note",
+                        arguments=json.dumps({"note": note, "scope": "session"}))  # fmt: skip
+
+    window = Window().add(
+        Message.user("I have a cat"), Message.assistant(None, [call("Owns a cat")]),
+        Message.assistant("Noted."),
+        Message.user("Aisle please"), Message.assistant(None, [call("Prefers aisle seats")]),
+        Message.tool("call_0", json.dumps({"saved": True})), Message.assistant("ok"),
+        Message.user("thanks"), Message.assistant("bye"),
+    )  # fmt: skip
+    assert window.prune(keep_turns=1).notes == ("Prefers aisle seats",)
+
+
 def test_summary_keeps_what_the_user_ruled_out() -> None:
     pruned = _conversation().prune(keep_turns=1)
     assert pruned.exclusions == ("Not option A, it is too early.", "不要红眼航班。")
