@@ -38,7 +38,8 @@ must appear exactly once, in memories or in dropped. Long-term notes you leave u
 be omitted. Change a long-term note only together with a session note: merge it into a memory
 that also lists a session note, or drop it as superseded and list the conflict with that
 session note. Never add anything the notes do not say: write a memory in its notes' own words,
-adding at most words of degree, frequency or liking ("strongly", "usually", "prefers")."""
+adding at most words of degree, frequency or liking ("strongly", "usually", "prefers"), and
+keep a negative note ("does not", "avoids", "is allergic to") word for word."""
 
 Reason = Literal["paraphrase", "specific_over_general", "single", "recency"]
 
@@ -129,58 +130,78 @@ def plan_problems(
 
 
 _FILLERS = frozenset({
-    "and", "the", "with", "for", "her", "his", "their", "they", "them", "she", "him", "has",
-    "have", "had", "was", "were", "are", "also", "very", "more", "most", "much", "that", "this",
-    "than", "then", "who", "which", "what", "when", "into", "from", "user",
-    "a", "an", "to", "of", "on", "in", "at", "by", "be", "is", "it", "as", "or", "so", "up",
-    "its", "one", "ones", "same", "too", "over", "about", "instead", "rather", "would",
+    "and", "the", "with", "for", "has", "have", "had", "was", "were", "are", "also", "very",
+    "more", "most", "much", "that", "this", "than", "then", "who", "which", "what", "when",
+    "into", "from", "user", "a", "an", "to", "of", "on", "in", "at", "by", "be", "is", "it",
+    "as", "or", "so", "up", "same", "too", "over", "about", "instead", "rather", "would",
 })  # fmt: skip
-"""Words a rewording adds without saying anything new."""
+"""Words a rewording adds or leaves out without changing what is said (not a pronoun, not a
+number: "with him" for "alone" says something new)."""
 _REWORDING = frozenset({
     # degree
     "strongly", "strong", "really", "quite", "lot", "highly", "particularly", "especially",
-    "definitely", "clearly", "truly", "greatly", "deeply", "somewhat", "fairly", "slightly",
-    "bit", "little", "extremely", "less", "least", "all", "any", "some",
+    "definitely", "clearly", "truly", "greatly", "deeply", "fairly", "extremely",
     # frequency and time
-    "usually", "often", "always", "generally", "typically", "mostly", "sometime", "frequently",
+    "usually", "often", "always", "generally", "typically", "mostly", "frequently",
     "normally", "regularly", "consistently", "repeatedly", "again", "still", "now",
-    "currently", "ever", "whenever", "possible", "possibly",
+    "currently", "whenever", "possible",
     # liking
     "like", "liked", "love", "loved", "prefer", "preferred", "preference", "enjoy", "enjoyed",
     "want", "wanted", "favor", "favour", "favorite", "favourite", "fond", "keen", "care",
     "matter", "important", "importance", "value", "appreciate", "choose", "choice", "option",
-    "pick", "tend", "opt",
+    "pick", "tend", "opt", "consider", "priority", "liking",
 })  # fmt: skip
-"""Words a merged memory may add to its notes: of degree, frequency and liking ("strongly
-prefers" for "likes ... a lot"); compared as ``_words`` gives them (``_as_read``)."""
+"""Words a merged memory may add to or leave out of its notes: of degree, frequency and
+liking ("strongly prefers" for "likes ... a lot"); compared as ``_words`` reads them."""
 _REWORDING_CHARACTERS = frozenset(
-    "很非常更最总是经通比较也都的了喜欢偏好爱用户一直向来还特别十分尤其重要在意选择倾"
+    "很常更最总是经通比较也都的了喜欢偏好爱用户直向来还特重要在意选择倾です"
 )
 """The same, in scripts without spaces: very, often, usually, like, prefer, important ..."""
 _NEGATIVE = frozenset({
-    "not", "no", "never", "dont", "doesnt", "didnt", "cant", "cannot", "wont", "isnt",
-    "arent", "nor", "none", "without", "longer", "dislike", "disliked", "hate", "hated",
-    "avoid", "avoided", "refuse", "refused", "不", "不再", "没", "未", "别", "无",
+    "not", "no", "never", "nor", "none", "neither", "nothing", "nobody", "nowhere", "without",
+    "dont", "doesnt", "didnt", "cant", "cannot", "wont", "wouldnt", "isnt", "arent", "wasnt",
+    "werent", "havent", "hasnt", "hadnt", "couldnt", "shouldnt", "mustnt", "aint", "longer",
+    "dislike", "disliked", "hate", "hated", "avoid", "avoided", "refuse", "refused", "allergic",
+    "intolerant", "afraid", "scared", "fear", "phobia",
 })  # fmt: skip
-"""Words that turn a note around: a memory whose notes all hold one must hold one too."""
+"""Words that turn what a note says around, or hold it against something."""
+_NEGATED_RUN = re.compile("不|没|未|别|无|非(?!常)|勿|莫|否|讨厌|ない|なかった|ません|ず|嫌い|苦手")
+"""The same in scripts without spaces (Chinese, Japanese), found in the text itself."""
 
 
 def unsaid(text: str, notes: Sequence[str]) -> list[str]:
-    """The words of ``text`` its ``notes`` never said, but for words a rewording takes
-    (``_FILLERS``, ``_REWORDING``); and a negation every note holds that ``text`` drops.
-    Empty when ``text`` only rewords its notes: it may say "strongly prefers" for "likes ...
-    a lot", not add an illness, another person or a number, nor turn a note around."""
-    said = {w for note in notes for w in _words(note)}
-    words, (fillers, rewording, negative) = _words(text), _as_read()
-    new = [
-        w for w in dict.fromkeys(words)
-        if w not in said and w not in fillers and w not in rewording
-        and not (len(w) == 1 and w in _REWORDING_CHARACTERS)
-    ]  # fmt: skip
-    turned = notes and all(negative.intersection(_words(n)) for n in notes)
-    if turned and not negative.intersection(words):
-        new.append("(a negation its notes hold, dropped)")
-    return new
+    """What ``text``, a memory merged from ``notes``, says that they did not (or a note it
+    has nothing in common with); empty when it only rewords them.
+
+    A memory may add only words of degree, frequency and liking (``_REWORDING``: "strongly
+    prefers" for "likes ... a lot") and words that say nothing (``_FILLERS``), and may leave
+    words out (the specific over the general) of notes it shares a word with; a negated note
+    ("does not", "avoids", 不) is never reworded: a memory made of one says what its notes
+    all say, as they say it. So it cannot add an illness, a person or a number, swallow a
+    note about something else, nor turn a note around."""
+    fillers, rewording, negative = _as_read()
+    spare = (fillers | rewording) - negative
+
+    def content(words: Sequence[str]) -> set[str]:
+        return {w for w in words if w not in spare
+                and not (len(w) == 1 and w in _REWORDING_CHARACTERS)}  # fmt: skip
+
+    words, said = _words(_as_compared(text)), [_words(_as_compared(n)) for n in notes]
+    told = set().union(*said) if said else set()
+    found = [w for w in dict.fromkeys(words) if w in content(words) and w not in told]
+    topic = content(words) - negative
+    found += [f"(nothing of the note {n[:60]!r})" for n, w in zip(notes, said, strict=True)
+              if content(w) - negative and not topic & content(w)]  # fmt: skip
+    negated = any(negative.intersection(w) or _NEGATED_RUN.search(n)
+                  for n, w in zip(notes, said, strict=True))  # fmt: skip
+    if negated and any(w != words for w in said):
+        found.append("(rewords a negated note)")
+    return list(dict.fromkeys(found))
+
+
+def _as_compared(text: str) -> str:
+    """非常 (very) is not 非 (not, non-): read as 很 (very)."""
+    return text.replace("非常", "很")
 
 
 def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
@@ -205,7 +226,7 @@ def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> 
 
 _NEGATION = {"not", "no", "never", "dont", "doesnt", "does", "do", "longer"}
 _NEGATION |= {"不", "不再", "没", "未"}  # not, no longer, have not / did not, not yet
-_LEAD = re.compile(r"^(?:the user|user|用户)\s*")
+_LEAD = re.compile(r"^(?:the user|user)s?\b\s*|^用户\s*")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """Scripts written without spaces between words (kana, CJK ideographs)."""
 _TOKEN = re.compile(f"不再|[{_CJK}]|[^{_CJK}]+")
@@ -218,11 +239,19 @@ def _words(text: str) -> list[str]:
     that a negation inside a run ("对青霉素不过敏") stands apart as it does in English."""
     clean = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("’", "")
     clean = _LEAD.sub("", " ".join(re.findall(r"\w+", clean)))
-    return [
-        w[:-1] if len(w) > 3 and w.endswith("s") and w not in _NEGATION else w
-        for word in clean.split()
-        for w in _TOKEN.findall(word)
-    ]
+    return [_singular(w) for word in clean.split() for w in _TOKEN.findall(word)]
+
+
+def _singular(word: str) -> str:
+    """A plural as its singular, roughly and alike on both sides of a comparison: "cities" as
+    "city", "beaches" as "beach", "seats" as "seat" (and "always" as "alway")."""
+    if len(word) <= 3 or not word.endswith("s") or word in _NEGATION:
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1]
 
 
 @cache

@@ -53,7 +53,7 @@ def test_a_plan_with_a_text_the_screens_refuse_falls_back(clock: FrozenClock, te
 
 ENGLISH = ("Likes quiet hotels", "Quiet hotels matter a lot")
 CHINESE = ("喜欢安静的酒店", "安静的酒店很重要")
-NEGATED = ("Does not like spicy food", "Spicy food is not for them")
+NEGATED = ("Does not like spicy food", "does not like spicy food!")
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,8 @@ NEGATED = ("Does not like spicy food", "Spicy food is not for them")
         (ENGLISH, "Prefers quiet hotels and has HIV", False),
         (ENGLISH, "Has asthma, likes quiet hotels", False),
         (ENGLISH, "Likes quiet hotels with wife Maria", False),
-        (NEGATED, "Really does not like spicy food", True),
+        (NEGATED, "Does not like spicy food", True),
+        (NEGATED, "Really does not like spicy food", False),  # a negated note: as said
         (NEGATED, "Likes spicy food", False),
         (NEGATED, "Prefers spicy food", False),
         (CHINESE, "非常喜欢安静的酒店", True),

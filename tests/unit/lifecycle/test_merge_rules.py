@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memkg import Engine, FrozenClock, MemoryLLM, Scope
-from memkg.lifecycle.merge import _INSTRUCTIONS, normalized
+from memkg.lifecycle.merge import _INSTRUCTIONS, normalized, unsaid
 
 USER, DOMAIN, SESSION = "u1", "health", "s1"
 CONSENT = {"consent_granted": True, "consent_version": "v1", "purpose": "care"}
@@ -120,3 +120,46 @@ def test_the_note_tool_says_what_a_session_end_keeps(plain: Engine, clock: Froze
     report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
     assert _lasting(plain) == ["Prefers morning appointments"]
     assert report.held_back == ((keyed.id, "said once: not yet meant to last"),)
+
+
+@pytest.mark.parametrize(
+    ("text", "notes"),
+    [
+        ("Would fly with Ryanair", ["Wouldn't fly with Ryanair"]),
+        ("Does not eat pork and drinks alcohol", ["Does not eat pork", "Does not drink alcohol"]),
+        ("Likes aisle seats", ["Likes window seats", "Does not like aisle seats"]),
+        ("Loves cats", ["Is allergic to cats"]),
+        ("Likes flying", ["Is afraid of flying"]),
+        ("Is allergic to all nuts", ["Is allergic to some nuts"]),
+        ("Travels with one kid", ["Travels with two kids"]),
+        ("Travels with him", ["Travels alone"]),
+        ("Budget 20 a night", ["Budget 200 a night"]),
+        ("Likes quiet hotels", ["Likes quiet hotels", "Prefers window seats"]),
+        ("喜欢红眼航班", ["讨厌红眼航班"]),
+        ("喜欢非直飞航班", ["喜欢直飞航班"]),
+        ("带十个孩子旅行", ["带一个孩子旅行"]),
+        ("辛い料理が好き", ["辛い料理が好きではない"]),
+    ],
+)
+def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: list[str]) -> None:
+    """A person, a number, a meaning turned around, or a note swallowed whole."""
+    assert unsaid(text, notes), (text, notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "notes"),
+    [
+        ("Strongly prefers quiet hotels", ["Likes quiet hotels", "Quiet hotels matter a lot"]),
+        ("Highly values quiet hotels", ["Likes quiet hotels", "Quiet hotels matter a lot"]),
+        ("User's favourite seat is the aisle", ["Prefers aisle seats", "Aisle seats matter"]),
+        ("Strongly prefers the beach", ["Likes beaches", "Beaches matter a lot"]),
+        ("Prefers a quiet city", ["Likes quiet cities"]),
+        ("Wants a window seat on long flights", ["Prefers window seats",
+         "Likes sitting by the window", "Wants a window seat on long flights"]),
+        ("Does not like red-eye flights", ["does not like red-eye flights!"]),
+        ("非常喜欢安静的酒店", ["喜欢安静的酒店", "安静的酒店很重要"]),
+        ("静かなホテルがとても好きです", ["静かなホテルが好き", "静かなホテルがとても大事"]),
+    ],
+)  # fmt: skip
+def test_a_memory_that_rewords_its_notes_is_kept(text: str, notes: list[str]) -> None:
+    assert unsaid(text, notes) == []
