@@ -224,8 +224,13 @@ def normalise(text: str) -> str:
 
 
 _TAGS = re.compile("[\U000e0000-\U000e007f]")
-_TAG_FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,7}\U000e007f")
-"""A subdivision flag (England's: the black flag, "gbeng" in tags, the cancel tag)."""
+_TAG_FLAG = re.compile(
+    "\U0001f3f4(?:"
+    + "|".join("".join(chr(0xE0000 + ord(c)) for c in code) for code in ("gbeng", "gbsct", "gbwls"))
+    + ")\U000e007f"
+)
+"""The subdivision flags Unicode recommends (England, Scotland, Wales: the black flag, the
+region's code in tags, the cancel tag); any other tags spell text, 7 letters a flag."""
 
 
 def hidden_tags(text: str) -> bool:
