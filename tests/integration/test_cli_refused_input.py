@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from memkg.cli import main
+from memkg.roots import builtin
 from support.observations import obs
 
 
@@ -67,7 +68,9 @@ def test_a_dry_run_s_decisions_out_of_range_is_bad_usage(
 @pytest.mark.parametrize(
     "argv",
     [["facts", "li"], ["history", "li", "airline.preferred"], ["decisions", "li"],
-     ["graph", "li"], ["profile", "li", "--domain", "travel"], ["rebuild"]],
+     ["graph", "li"], ["profile", "li", "--domain", "travel"], ["rebuild"],
+     ["memory", "status", "li"], ["access", "key", "list"], ["access", "audit"],
+     ["access", "grant", "list"]],
     ids=lambda argv: argv[0],
 )  # fmt: skip
 def test_a_read_of_a_store_that_does_not_exist_says_so_and_starts_none(
@@ -85,4 +88,13 @@ def test_rule_files_are_checked_without_a_store(tmp_path: Path) -> None:
     assert run("--db", str(db), "rules", "lint") == (0, [{"ok": True, "findings": []}])
     exit_code, [report] = run("--db", str(db), "rules", "test")
     assert exit_code == 0 and report["passed"] is True
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rules_diff_runs_without_a_store_and_starts_none(tmp_path: Path) -> None:
+    """Nothing logged, nothing to replay: a diff of two rule folders still runs (CI)."""
+    rules = str(builtin("examples") / "rules")
+    for db in (str(tmp_path / "m.db"), ":memory:"):
+        exit_code, [report] = run("--db", db, "rules", "diff", rules, rules)
+        assert exit_code == 0 and report["verdict"] == "PASS", report
     assert list(tmp_path.iterdir()) == []

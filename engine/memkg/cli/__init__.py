@@ -25,7 +25,15 @@ from memkg.cli import (
     lifecycle,
     schema,
 )
-from memkg.cli.common import EXIT_FAILED, EXIT_REFUSED, EXIT_USAGE, emit, is_postgres
+from memkg.cli.common import (
+    EXIT_FAILED,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    emit,
+    is_postgres,
+    require_store,
+    store_missing,
+)
 from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError
@@ -145,17 +153,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from memkg.engine import Engine
 
         log.info("engine imported", extra={"seconds": round(time.perf_counter() - started, 3)})
-        if getattr(args, "storeless", False):  # reads rule files, runs cases in memory
-            engine = Engine(config=config)
+        reads = getattr(args, "reads", False)  # True, "memory", or a test of the arguments
+        reads = reads(args) if callable(reads) else reads
+        if getattr(args, "storeless", False) or (reads == "memory" and store_missing(args.db)):
+            engine = Engine(config=config)  # rule files read, cases run, nothing logged to read
         elif is_postgres(args.db):
             engine = Engine.connect(args.db, schema=args.pg_schema, config=config)
         else:
-            if getattr(args, "reads", False) and not Path(args.db).exists():
-                raise MemkgError(
-                    f"no memkg store at {str(args.db)[:300]}: check --db (a file memkg wrote; "
-                    "the default is ./memkg.db in this folder); a read never starts a store",
-                    code="store.not_found",
-                )
+            if reads:
+                require_store(args.db)
             engine = Engine.open(args.db, config=config)
         with engine:
             code: int = args.run(engine, args, out)

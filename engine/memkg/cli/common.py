@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.engine.projections import SEQ_MAX as SEQ_MAX  # the CLI bounds --as-of by it
+from memkg.errors import MemkgError
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -24,6 +25,22 @@ def emit(out: TextIO, data: Any) -> None:
 def key_domain(engine: Engine, key: str) -> str:
     """The one domain that declares ``key`` (``SchemaRegistry.domain_of``)."""
     return engine.registry.domain_of(key, "--domain")
+
+
+def store_missing(db: str | Path) -> bool:
+    """``--db`` names a SQLite file that does not exist (not a server, not ``:memory:``)."""
+    return not is_postgres(db) and str(db) != ":memory:" and not Path(db).exists()
+
+
+def require_store(db: str | Path) -> None:
+    """Refuse a read of a store that does not exist: a mistyped ``--db`` read as a new, empty
+    store would look like a user memkg knows nothing of (``store.not_found``)."""
+    if store_missing(db):
+        raise MemkgError(
+            f"no memkg store at {str(db)[:300]}: check --db (a file memkg wrote; the default "
+            "is ./memkg.db in this folder); a read never starts a store",
+            code="store.not_found",
+        )
 
 
 def is_postgres(db: str | Path) -> bool:

@@ -34,7 +34,7 @@ def add_commands(sub: Any) -> None:
                    help="off: keep memory frozen (default) or erase it")  # fmt: skip
     p.add_argument("--by", default="user", help="who asked (default: user)")
     p.add_argument("--reason", default="")
-    p.set_defaults(run=cmd_memory)
+    p.set_defaults(run=cmd_memory, reads=lambda args: args.switch == "status")
     add_merge_commands(sub)
 
 
