@@ -200,6 +200,15 @@ def _lint_table(table: RuleTable, spec: DomainSpec | None) -> list[Finding]:
         )
     if table.default is not None and spec is not None:
         found += _lint_output(table, None, table.default.output, spec, table.default.line)
+    if table.default is not None:
+        explain = table.default.explain
+        found += [
+            Finding("rule.template", f"the default's explain holds {part[:80]!r}, which is "
+                    "printed as written: a default binds nothing and nothing in it is filled; "
+                    "say it in plain words", table.file, table.default.line, None, "warning")
+            for part in dict.fromkeys([*(f"{{{n}}}" for n in placeholders(explain)),
+                                       *stray_braces(explain)])
+        ]  # fmt: skip
     return found
 
 

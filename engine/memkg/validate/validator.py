@@ -94,7 +94,9 @@ def _envelope_problems(
                        f"number; {message[:1].lower()}{message[1:]}")  # fmt: skip
         takes = PATTERN_TEXT.get((item.get("ctx") or {}).get("pattern", ""))
         if item["type"] == "string_pattern_mismatch" and takes is not None:
-            message = f"{str(given)[:64]!r} is not {takes}"
+            text = str(given)
+            shown = repr(text) if len(text) <= 64 else f"{text[:64]!r}… ({len(text):,} characters)"
+            message = f"{shown} is not {takes}"
         if item["type"] == "extra_forbidden" and model is not None:
             taken = _fields_at(model, item["loc"][:-1])
             if taken:

@@ -157,6 +157,18 @@ def test_explain_braces_that_are_not_placeholders_are_warned_about() -> None:
     assert [f for f in lint(clean) if f.code == "rule.template"] == []
 
 
+def test_a_default_s_explain_is_not_filled_and_braces_in_it_are_warned_about() -> None:
+    table = (
+        HEAD.replace("allow_no_match: true\n", "")
+        + rule("      - fact: {key: child.age, as: age}")
+        + "default:\n  then: {action: book}\n  reason_code: D\n"
+        + '  explain: "No preference for {airline} ({confidence:.0%})"\n'
+    )
+    found = [f for f in lint(table) if f.code == "rule.template"]
+    assert [f.severity for f in found] == ["warning", "warning"]
+    assert "'{airline}'" in found[0].message and "'{confidence:.0%}'" in found[1].message
+
+
 def test_durable_rules_property_limit() -> None:
     fields = "".join(f"  f{i}: {{type: string}}\n" for i in range(260))
     domain = "actions:\n  book: {description: b}\ncontext:\n" + fields

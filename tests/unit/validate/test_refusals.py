@@ -248,3 +248,10 @@ def test_a_name_of_the_wrong_form_says_what_the_form_is(field: str, given: str, 
     assert (problem.code, problem.path) == ("envelope.pattern", f"$.{field}")
     assert problem.message.startswith(repr(given)) and says in problem.message
     assert "e.g." in problem.message and "^" not in problem.message
+
+
+def test_a_long_name_of_the_wrong_form_is_shown_clipped_visibly() -> None:
+    with Engine() as engine, pytest.raises(ValidationFailed) as refused:
+        engine.ingest(obs(user_id="x" * 200))
+    [problem] = refused.value.report.problems
+    assert problem.message.startswith(repr("x" * 64) + "… (200 characters) is not an id")
