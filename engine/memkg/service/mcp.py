@@ -46,7 +46,7 @@ from memkg.lifecycle.inject import Profile
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
-from memkg.service.paging import fact_order, page
+from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
 INSTRUCTIONS = (
@@ -83,7 +83,7 @@ NoteKey = Annotated[str | None, Field(description="The declared key the note is 
 Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
 Limit = Annotated[int, Field(description="Most facts to return (100).", ge=1, le=1000)]
 After = Annotated[str | None, Field(description="The `next` of the page before.",
-                                    min_length=1, max_length=128)]  # fmt: skip
+                                    min_length=1, max_length=MAX_CURSOR)]  # fmt: skip
 Situation = Annotated[dict[str, Any] | None, Field(description='e.g. {"symptom": "fever"}.')]
 Table = Annotated[str | None, Field(description="The rule table (default: the domain's).")]
 TurnRef = Annotated[

@@ -18,6 +18,10 @@ from memkg.arbitration import Review
 from memkg.errors import InvalidOperation
 from memkg.model.fact import Fact
 
+MAX_CURSOR = 2048
+"""The longest cursor ``after`` takes: a page's ``next`` is the last item's place (a fact's
+domain, key and id, base64), and a key's name may be long."""
+
 
 def page(
     items: list[Any], limit: int, after: str | None, order: Callable[[Any], tuple[Any, ...]]

@@ -34,7 +34,7 @@ from memkg.model.trace import Trace
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
-from memkg.service.paging import fact_order, page, review_order, version_order
+from memkg.service.paging import MAX_CURSOR, fact_order, page, review_order, version_order
 from memkg.service.request import Body
 from memkg.trace.store import not_found as no_trace
 
@@ -51,7 +51,7 @@ class DomainQuery(Query):
 class PageQuery(DomainQuery):
     limit: int = Field(1000, ge=1, le=10_000, description="at most N items (1000)")
     after: str | None = Field(
-        None, min_length=1, max_length=128,
+        None, min_length=1, max_length=MAX_CURSOR,
         description="the `next` of the page before: the page after that item",
     )  # fmt: skip
 
