@@ -23,7 +23,8 @@ def test_the_next_of_a_long_key_is_taken_back_as_after() -> None:
     domain = "loyalty_programme_membership_ab"  # 31 characters, as long as a domain's name
     key = ".".join(["membership_programme_tier_level"] * 4)
     facts = [_Fact(domain, key, f"fct_{n:022d}") for n in range(3)]
-    shown, cursor = page(facts, 1, None, fact_order)  # type: ignore[arg-type]
+    first, cursor = page(facts, 1, None, fact_order)  # type: ignore[arg-type]
+    assert first == [facts[0]]
     assert cursor is not None and len(cursor) > 128
     assert PageQuery(after=cursor).after == cursor
     assert TypeAdapter(After).validate_python(cursor) == cursor
