@@ -196,6 +196,24 @@ def test_a_list_of_observations_is_audited_for_each_person_it_names(engine: Engi
     assert len(keyring.audit(key_id=writer_key.key.key_id)) == 4
 
 
+def test_a_list_of_observations_is_audited_under_each_item_s_domain_and_grant(
+    engine: Engine,
+) -> None:
+    """Each record says which domain the list wrote to for the person, and the grant that
+    allowed it: not the last item's for all."""
+    app, keyring = keyed_app(engine)
+    writer_key = keyring.create("importer", ["write"], ["travel"])
+    grant = keyring.grant(writer_key.key.key_id, "health", "care plan",
+                          engine.clock.now() + timedelta(days=1), scopes=["write"])  # fmt: skip
+    sent = client(app, writer_key.token).post(
+        "/v1/observations", json=[obs(user_id="p1"), obs(user_id="p2"), {**HEALTH, "user_id": "p3"}]
+    )
+    assert sent.status_code == 200
+    found = sorted((r.subject, r.domain, r.grant_id, r.purpose) for r in keyring.audit())
+    assert found == [("p1", "travel", None, None), ("p2", "travel", None, None),
+                     ("p3", "health", grant.grant_id, "care plan")]  # fmt: skip
+
+
 def test_rate_limit_answers_429_with_retry_after(engine: Engine) -> None:
     now = [0.0]
     from memkg.access import Keyring, MemoryAccessStore

@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
 
-from memkg.access import AccessRecord, Keyring
+from memkg.access import AccessRecord, Grant, Keyring
 from memkg.access.model import ApiScope
 from memkg.engine import Engine
 from memkg.errors import (
@@ -168,17 +168,21 @@ class Dispatcher:
         if self.keyring is None or call.principal is None:
             return
         keyring, clock = self.keyring, self.gate.engine.clock
-        # one record per person a request reaches (a list of observations may name several)
-        subjects: list[str | None] = call.extra.get("subjects") or [call.subject]
+        # one record per person and domain a request reaches (a list of observations may
+        # name several), each with the grant it was allowed by
+        Reach = tuple[str | None, str | None, Grant | None]
+        reaches: list[Reach] = call.extra.get("reaches") or [
+            (call.subject, call.domain, call.grant)
+        ]
         if call.extra.get("erased"):  # the erasure pseudonymised the subject's records: the
             # erasure's own goes under the same pseudonym, no clear id written back
-            subjects = [s if s is None else keyring.alias(s) for s in subjects]
+            reaches = [(s if s is None else keyring.alias(s), d, g) for s, d, g in reaches]
         records = [AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=call.principal.key_id,
-            action=op.name, status=status, subject=subject, domain=call.domain,
-            target=call.target, purpose=call.purpose,
-            grant_id=call.grant.grant_id if call.grant else None,
-        ) for subject in subjects]  # fmt: skip
+            action=op.name, status=status, subject=subject, domain=domain,
+            target=call.target, purpose=call.purpose_with(grant),
+            grant_id=grant.grant_id if grant else None,
+        ) for subject, domain, grant in reaches]  # fmt: skip
         try:
             keyring.record(records)
         except StoreError:

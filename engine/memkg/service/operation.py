@@ -110,10 +110,15 @@ class Call:
 
     @property
     def purpose(self) -> str | None:
+        return self.purpose_with(self.grant)
+
+    def purpose_with(self, grant: Grant | None) -> str | None:
+        """The purpose of a use allowed by ``grant``: the ``Memkg-Purpose`` header's, else the
+        grant's."""
         given = self.request.headers.get("memkg-purpose")
         if given:
             return given[:MAX_PURPOSE]
-        return self.grant.purpose if self.grant else None
+        return grant.purpose if grant else None
 
 
 def parse(model: Any, data: Any, where: str = "body") -> Any:

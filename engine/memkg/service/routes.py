@@ -285,19 +285,22 @@ class Routes:
             raise MemkgError("expected_version makes one observation conditional: send that "
                              "observation alone, or the list without it",
                              code="request.invalid")  # fmt: skip
+        reaches: dict[tuple[str | None, str | None], Grant | None] = {}
         for item in items:
             if isinstance(item, dict):
-                domain, user = item.get("domain"), item.get("user_id")
+                got_domain, got_user = item.get("domain"), item.get("user_id")
                 # An item without a domain or user is refused by validation, storing nothing;
                 # an unknown domain too (422, as for the CLI): only the key is checked here.
-                call.allow(WRITE, domain if isinstance(domain, str) else None,
-                           user if isinstance(user, str) else None, known=False)  # fmt: skip
+                domain = got_domain if isinstance(got_domain, str) else None
+                user = got_user if isinstance(got_user, str) else None
+                call.grant = None  # this item's own, as the audit records it
+                call.allow(WRITE, domain, user, known=False)
+                if is_user_id(user):  # an item naming no one stores nothing
+                    reaches.setdefault((user, domain), call.grant)
         if isinstance(data, list):
-            users = {u if isinstance(u := i.get("user_id"), str) else None
-                     for i in items if isinstance(i, dict)}  # fmt: skip
-            call.subject = None if len(users) != 1 else call.subject
-            if call.subject is None:  # the audit names each person the list may write to
-                call.extra["subjects"] = sorted(u for u in users if is_user_id(u))
+            # the audit names each person and domain the list may write to, with its grant
+            call.extra["reaches"] = [(u, d, g) for (u, d), g in sorted(
+                reaches.items(), key=lambda r: (r[0][0] or "", r[0][1] or ""))]  # fmt: skip
             return _json({"results": await self._run(self._batch, data)})
         if not isinstance(data, dict):
             raise refusal("envelope.type", "send an observation object or a list of them",
