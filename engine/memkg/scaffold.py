@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from memkg.errors import ConfigError
@@ -21,6 +22,8 @@ from memkg.roots import DOMAIN_NAME, check_links
 NAME = DOMAIN_NAME
 """A domain name: what an observation's ``domain`` may be."""
 RESERVED = frozenset({"rules", "migrations"})
+_ENTITY_PREFIX = re.compile(r"[a-z][a-z_]{0,26}")
+"""A name whose ``<name>_item`` is an entity type (``model.vocab.ENTITY_REF``)."""
 
 
 def _camel(name: str) -> str:
@@ -154,6 +157,14 @@ def init_root(folder: Path, domain: str) -> list[str]:
         raise ConfigError(
             f"{domain!r} is not a domain name: use lower-case letters, digits and _ "
             f"(starting with a letter, at most 32), not {', '.join(sorted(RESERVED))}",
+            code="init.name",
+        )
+    if not _ENTITY_PREFIX.fullmatch(domain):
+        raise ConfigError(
+            f"{domain!r} makes no entity type: a domain init starts names its entities "
+            f"{domain}_item:<name>, and an entity type is lower-case letters and _ (no digits), "
+            "at most 32 with _item: name it in letters, at most 27 (e.g. "
+            f"{re.sub('[0-9]', '', domain)[:27] or 'shop'}), or write the domain by hand",
             code="init.name",
         )
     for part in ("schemas", "rules", "ontology"):  # what it writes into, as a root is read:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memkg import Engine, EngineConfig, FrozenClock
+from memkg.cli import main
 from memkg.errors import ConfigError
 from memkg.scaffold import init_root
 
@@ -21,10 +24,24 @@ def test_a_name_no_observation_can_use_is_refused(tmp_path: Path, name: str) -> 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_longest_name_allowed_makes_a_domain_that_stores(tmp_path: Path) -> None:
-    name = "a" * 32
+@pytest.mark.parametrize("name", ["shop2", "a" * 28])
+def test_a_name_that_makes_no_entity_type_is_refused(tmp_path: Path, name: str) -> None:
+    """Its entities would be <name>_item:...: a type of letters and _, at most 32."""
+    with pytest.raises(ConfigError) as caught:
+        init_root(tmp_path, name)
+    assert caught.value.code == "init.name" and "no entity type" in caught.value.message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_longest_name_allowed_makes_a_domain_that_stores_and_passes_its_cases(
+    tmp_path: Path,
+) -> None:
+    name = "a" * 27
     init_root(tmp_path, name)
-    config = EngineConfig(roots=(tmp_path,), examples=False, shacl=False)
+    out = io.StringIO()
+    assert main(["--root", str(tmp_path), "--no-examples", "rules", "test"], out) == 0
+    assert json.loads(out.getvalue())["passed"] is True
+    config = EngineConfig(roots=(tmp_path,), examples=False)
     engine = Engine(config=config, clock=FrozenClock(datetime(2026, 5, 1, tzinfo=UTC)))
     engine.ingest({"user_id": "u", "domain": name, "key": f"{name}.budget", "value": 3,
                    "source": "dialogue", "provenance": {"consent_granted": True}})  # fmt: skip
