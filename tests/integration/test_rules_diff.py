@@ -95,3 +95,7 @@ def test_admin_endpoint_diffs_the_configured_files_against_the_rules_in_use(
     unknown = admin.post("/v1/admin/rules/diff", json={"allow": ["astrology"]})
     assert unknown.status_code == 400 and unknown.json()["error"] == "rules.unknown_table"
     assert admin.post("/v1/admin/rules/diff", json={"replay": -1}).status_code == 400
+    # a diff reads logged decisions back: the person's, found under them in the audit
+    assert admin.post("/v1/admin/rules/diff", json={"user": "li"}).status_code == 200
+    assert [r.action for r in keyring.audit(subject="li")] == ["rules_diff"]
+    assert len([r for r in keyring.audit() if r.action == "rules_diff"]) == 5

@@ -67,15 +67,14 @@ class Admin:
                self.rules_test, admin, "admin", response=dict[str, Any], audited=False),
             op("POST", "/v1/admin/rules/diff", "rules_diff", "What the configured rule files "
                "would change in logged decisions, against the rules in use (writes nothing)",
-               self.rules_diff, admin, "admin", body=RulesDiffBody, response=dict[str, Any],
-               audited=False),
+               self.rules_diff, admin, "admin", body=RulesDiffBody, response=dict[str, Any]),
             op("POST", "/v1/admin/schema/check", "schema_check", "Is a schema change "
                "compatible?", self.schema_check, admin, "admin", body=SchemaCheckBody,
                response=dict[str, Any], audited=False),
             op("POST", "/v1/admin/migrations/dry-run", "migration_dry_run", "What a migration "
                "plan would do to stored facts, rules and decisions (writes nothing)",
                self.dry_run, admin, "admin", body=DryRunBody, response=dict[str, Any],
-               audited=False, errors=(404,)),
+               errors=(404,)),
         ]  # fmt: skip
 
     async def rules_lint(self, _call: Call) -> Response:
@@ -98,6 +97,7 @@ class Admin:
 
     async def rules_diff(self, call: Call) -> Response:
         body: RulesDiffBody = call.body
+        call.subject = body.user  # its decisions are read back (everyone's without a user)
         report = await run_in_threadpool(self.gate, self.engine.rules_diff, replay=body.replay,
                                          user=body.user, allow=body.allow)  # fmt: skip
         return _json(report.model_dump(mode="json"))
