@@ -364,3 +364,18 @@ def test_a_key_names_known_domains_in_bounded_form(engine: Engine) -> None:
     ok = admin.post("/v1/access/keys", json={"name": "n", "scopes": ["read"],
                                              "domains": ["travel", "health"]})  # fmt: skip
     assert ok.status_code == 201 and ok.json()["key"]["domains"] == ["health", "travel"]
+
+
+def test_a_read_naming_no_domain_records_each_grant_it_used(engine: Engine) -> None:
+    """A grant's purpose is recorded with every use: also when the read names no domain and
+    the grant is what opens one of those it lists."""
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    reader_key = keyring.create("travel desk", ["read"], ["travel"])
+    grant = keyring.grant(reader_key.key.key_id, "health", "care plan",
+                          engine.clock.now() + timedelta(days=1))  # fmt: skip
+    listed = client(app, reader_key.token).get("/v1/users/u1/facts").json()["facts"]
+    assert {f["domain"] for f in listed} == {"travel", "health"}
+    found = sorted(((r.domain or ""), r.grant_id or "", r.purpose or "")
+                   for r in keyring.audit(subject="u1"))  # fmt: skip
+    assert found == [("", "", ""), ("health", grant.grant_id, "care plan")]

@@ -92,11 +92,18 @@ class Call:
         self.grant = self.principal.check(scope, domain, user_id) or self.grant
 
     def visible(self, scope: ApiScope, user_id: str | None) -> frozenset[str] | None:
-        """The domains a request without one may see (None: every domain)."""
+        """The domains a request without one may see (None: every domain); a domain seen
+        through a grant is audited as a use of that grant, with its purpose."""
         self.allow(scope, None, user_id)
         if self.principal.all_domains:
             return None
-        return self.principal.domains(scope, self.known_domains(), user_id)
+        seen = self.principal.domains(scope, self.known_domains(), user_id)
+        granted = {d: self.principal.check(scope, d, user_id) for d in sorted(seen)}
+        used = [(self.subject, d, g) for d, g in granted.items() if g is not None]
+        if used:  # the key's own domains under no grant, then each grant used
+            own = len(used) < len(granted)
+            self.extra["reaches"] = [*([(self.subject, None, None)] if own else []), *used]
+        return seen
 
     def all_domains(self, scope: ApiScope, user_id: str | None) -> None:
         """For calls that reach every domain at once (erasure)."""
