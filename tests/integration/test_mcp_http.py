@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def served(engine: Engine) -> Iterator[tuple[str, Keyring]]:
 
 
 async def call(url: str, token: str, tool: str, args: dict[str, Any],
-               headers: dict[str, str] | None = None) -> Any:  # fmt: skip
+               headers: dict[str, str | bytes] | None = None) -> Any:  # fmt: skip
     sent = {"authorization": f"Bearer {token}", **(headers or {})}
     async with (
         httpx2.AsyncClient(headers=sent, timeout=30) as http,
@@ -125,3 +126,24 @@ def test_http_mcp_needs_a_key_and_its_user(served: tuple[str, Keyring]) -> None:
     auth = {"authorization": f"Bearer {unbound}"}
     nobody = httpx2.post(url, json=message, headers={**accept, **auth})
     assert nobody.status_code == 400 and nobody.json()["error"] == "mcp.user_missing"
+
+
+def test_http_mcp_records_the_grant_and_purpose_of_each_call(
+    served: tuple[str, Keyring], engine: Engine
+) -> None:
+    """As over /v1: a read through a grant carries the grant and its purpose, and the
+    Memkg-Purpose header (UTF-8, control characters dropped) says why when given."""
+    url, keyring = served
+    agent = keyring.create("travel agent", ["read"], ["travel"], user_id="u1")
+    grant = keyring.grant(agent.key.key_id, "health", "care plan",
+                          engine.clock.now() + timedelta(days=1))  # fmt: skip
+
+    async def scenario() -> None:
+        await call(url, agent.token, "recall_facts", {"domain": "health"})
+        why = "Prüfung\x01 der Reise".encode()  # a header's bytes, UTF-8
+        await call(url, agent.token, "recall_facts", {"domain": "travel"}, {"memkg-purpose": why})
+
+    anyio.run(scenario)
+    found = {(r.action, r.domain, r.grant_id, r.purpose) for r in keyring.audit(subject="u1")}
+    assert ("mcp.recall_facts", "health", grant.grant_id, "care plan") in found
+    assert ("mcp.recall_facts", "travel", None, "Prüfung der Reise") in found

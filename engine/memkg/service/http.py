@@ -21,6 +21,7 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -57,7 +58,7 @@ from memkg.service.auth import Authenticator, RateLimiter
 from memkg.service.gate import Gate, one_way
 from memkg.service.metrics import CONTENT_TYPE, Metrics
 from memkg.service.openapi import document
-from memkg.service.operation import Call, Operation, parse, parse_query
+from memkg.service.operation import Call, Operation, parse, parse_query, purpose_of
 from memkg.service.request import Body
 from memkg.service.routes import Routes, json_response
 from memkg.service.safety import BrowserSafety
@@ -348,6 +349,7 @@ class McpMount:
                 raise MemkgError("the MCP transport is not running", code="mcp.unavailable")
             principal = await run_in_threadpool(self.auth.principal, request)
             subject = keyed_subject(principal, request.headers.get(SUBJECT_HEADER))
+            subject = replace(subject, purpose=purpose_of(request))
             raw = await self.body.raw(request) if scope["method"] == "POST" else None
             if raw is not None:
                 one_way(raw)

@@ -31,7 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from memkg import __version__
-from memkg.access import AccessRecord, ApiKey, Keyring, Principal
+from memkg.access import AccessRecord, ApiKey, Grant, Keyring, Principal
 from memkg.access.keyring import check_user_id
 from memkg.access.model import ALL_DOMAINS, ApiScope
 from memkg.access.store import AccessStore
@@ -117,12 +117,14 @@ class Subject:
     """The principal as its key stands now (a stdio session started with a key): checked
     again on every call, so a key revoked or expired, or a grant ended, since the session
     began stops serving at once, as it does over HTTP."""
+    purpose: str | None = None
+    """Why the caller reads (the request's ``Memkg-Purpose`` header over HTTP)."""
 
     def current(self) -> Subject:
         """This subject with its key checked again now (itself, when it has no key)."""
         if self.renew is None:
             return self
-        return Subject(self.user_id, self.renew(), self.renew)
+        return Subject(self.user_id, self.renew(), self.renew, self.purpose)
 
 
 Audit = Callable[[Subject, str, str | None, str | None, int], None]
@@ -206,12 +208,24 @@ def audit_to(keyring: Keyring) -> Audit:
     def record(subject: Subject, action: str, domain: str | None, target: str | None,
                status: int) -> None:  # fmt: skip
         clock = keyring.clock
+        grant = _grant_used(subject, domain)
         keyring.record([AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
             action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
-            target=target)])  # fmt: skip
+            target=target, purpose=subject.purpose or (grant.purpose if grant else None),
+            grant_id=grant.grant_id if grant else None)])  # fmt: skip
 
     return record
+
+
+def _grant_used(subject: Subject, domain: str | None) -> Grant | None:
+    """The grant that opens ``domain`` to the subject's key, if its own domains do not."""
+    principal = subject.principal
+    if domain is None or principal.all_domains or domain in principal.key.domains:
+        return None
+    user = subject.user_id
+    return next((g for g in principal.grants if g.domain == domain
+                 and g.user_id in (None, user)), None)  # fmt: skip
 
 
 def finite(value: Any, path: str = "$") -> None:

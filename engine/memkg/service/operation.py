@@ -7,8 +7,10 @@ body and answer. The same models parse requests and write the OpenAPI document.
 
 from __future__ import annotations
 
+import contextlib
 import types
 import typing
+import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -122,10 +124,20 @@ class Call:
     def purpose_with(self, grant: Grant | None) -> str | None:
         """The purpose of a use allowed by ``grant``: the ``Memkg-Purpose`` header's, else the
         grant's."""
-        given = self.request.headers.get("memkg-purpose")
-        if given:
-            return given[:MAX_PURPOSE]
-        return grant.purpose if grant else None
+        return purpose_of(self.request) or (grant.purpose if grant else None)
+
+
+def purpose_of(request: Request) -> str | None:
+    """The request's ``Memkg-Purpose`` header, as the caller wrote it: read as UTF-8 (HTTP
+    gives header bytes as Latin-1), its control characters dropped, at most ``MAX_PURPOSE``
+    characters; None when it holds nothing."""
+    given = request.headers.get("memkg-purpose")
+    if not given:
+        return None
+    with contextlib.suppress(UnicodeEncodeError, UnicodeDecodeError):  # else: as it reads
+        given = given.encode("latin-1").decode("utf-8")
+    kept = "".join(c for c in given if unicodedata.category(c) not in ("Cc", "Cf"))
+    return kept.strip()[:MAX_PURPOSE] or None
 
 
 def parse(model: Any, data: Any, where: str = "body") -> Any:
