@@ -29,6 +29,8 @@ def test_reviews_are_listed_and_resolved_within_the_keys_domains(engine: Engine)
     reader = client(app, token(keyring, ["read"], ["travel"]))
     [review] = reviewer.get("/v1/reviews").json()["reviews"]
     assert review["key"] == "airline.preferred" and review["status"] == "open"
+    # the queue shows u1's memory: the read is found under u1, as a subject access needs
+    assert [(r.action, r.domain) for r in keyring.audit(subject="u1")] == [("reviews", "travel")]
     assert other.get("/v1/reviews").json()["reviews"] == []
     assert reader.get("/v1/reviews").status_code == 403
     body = {"value": "airline:SQ", "note": "user confirmed by phone"}

@@ -604,6 +604,11 @@ class Routes:
                 and (bound is None or r.user_id == bound)]  # fmt: skip
         call.subject = bound
         shown, more = page(kept, call.query.limit, call.query.after, review_order)
+        # the page shows these people's memory: the audit finds the read under each of them
+        people = sorted({(r.user_id, r.domain) for r in shown})
+        granted = {d: g for _, d, g in call.extra.get("reaches", [])}  # ``call.visible``'s
+        if people:
+            call.extra["reaches"] = [(u, d, granted.get(d, call.grant)) for u, d in people]
         return _json({"reviews": _dump_all(shown), "next": more})
 
     async def resolve_review(self, call: Call) -> Response:
