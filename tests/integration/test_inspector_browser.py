@@ -260,3 +260,24 @@ def test_a_key_without_review_sees_no_resolve_control_and_the_api_refuses_it(
     [still] = [r for r in world["engine"].review_queue() if r.review_id == review.review_id]
     assert still.status == "open"
     page.close()
+
+
+def test_the_export_holds_everything_past_the_first_page(world: dict[str, Any]) -> None:
+    """A key's history of 1,001 versions and 105 decisions, past the API's first pages (1,000
+    versions, 100 decisions): the export follows every page."""
+    engine: Engine = world["engine"]
+    said = [{"user_id": "lei", "domain": "travel", "key": "seat.preference",
+             "value": ("aisle", "window")[n % 2], "source": "dialogue"} for n in range(1001)]
+    assert all(o.accepted for o in engine.ingest_many(said))
+    for _ in range(105):
+        engine.decide("lei", "travel", {})
+    page = open_page(world, world["reviewer"].token, "lei")
+    go(page, "rights", "Rights of lei")
+    tab_to(page, page.locator("#view button[data-action=export]"))
+    with page.expect_download() as download:
+        page.keyboard.press("Enter")
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert [f["key"] for f in exported["exported_facts"]].count("seat.preference") == 1001
+    assert len(exported["decisions"]) == 105
+    assert len({d["decision_id"] for d in exported["decisions"]}) == 105
+    page.close()

@@ -175,9 +175,39 @@ async function onClick(event) {
   }
 }
 
+async function everyPage(path, field) {
+  // a listing page by page (`next` sent back as `after`), whole: an export holds everything
+  const items = [];
+  let after = null;
+  for (;;) {
+    const sep = path.includes("?") ? "&" : "?";
+    const page = await api("GET", path + (after === null ? "" : sep + "after=" + enc(after)));
+    if (!page.ok) return page;
+    items.push(...page.data[field]);
+    if (!page.data.next) return {ok: true, status: page.status, data: {[field]: items}};
+    after = page.data.next;
+  }
+}
+
+async function everyDecision(user) {
+  // the decision log newest page first (`before` the oldest shown), then oldest first
+  const found = [];
+  let before = null;
+  for (;;) {
+    const page = await api("GET", "/v1/users/" + enc(user) + "/decisions?limit=1000" +
+                           (before === null ? "" : "&before=" + enc(before)));
+    if (!page.ok) return page;
+    found.unshift(...page.data.decisions);
+    if (page.data.decisions.length < 1000) {
+      return {ok: true, status: page.status, data: {decisions: found}};
+    }
+    before = page.data.decisions[0].decision_id;
+  }
+}
+
 async function exportJson(user) {
   const out = $("#export-result");
-  const facts = await api("GET", "/v1/users/" + enc(user) + "/facts");
+  const facts = await everyPage("/v1/users/" + enc(user) + "/facts", "facts");
   if (!facts.ok) { out.textContent = refused(facts); say(out.textContent); return; }
   // every declared key of every domain the key may read: retracted and superseded facts too
   const keys = new Map();
@@ -191,11 +221,11 @@ async function exportJson(user) {
   }
   const history = [];
   for (const [domain, key] of keys.values()) {
-    const h = await api("GET", "/v1/users/" + enc(user) + "/history/" + enc(key) +
-                        "?domain=" + enc(domain));
+    const h = await everyPage("/v1/users/" + enc(user) + "/history/" + enc(key) +
+                              "?domain=" + enc(domain), "history");
     if (h.ok) history.push(...h.data.history);
   }
-  const decisions = await api("GET", "/v1/users/" + enc(user) + "/decisions");
+  const decisions = await everyDecision(user);
   const doc = {user_id: user, exported_facts: history.length ? history : facts.data.facts,
                current_facts: facts.data.facts,
                decisions: decisions.ok ? decisions.data.decisions : []};
