@@ -27,10 +27,14 @@ _HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosni
 
 
 def is_json(media: str) -> bool:
-    kind = media.split(";", 1)[0].strip().lower()
-    return kind == "application/json" or (
+    """``application/json`` or a ``+json`` type, in UTF-8 (JSON's encoding: a body said to be
+    in another charset would be read otherwise than it was meant)."""
+    kind, *params = (part.strip().lower() for part in media.split(";"))
+    charsets = [p.split("=", 1)[1].strip().strip('"') for p in params if p.startswith("charset=")]
+    json = kind == "application/json" or (
         kind.startswith("application/") and kind.endswith("+json")
     )
+    return json and all(c in ("utf-8", "utf8") for c in charsets)
 
 
 class BrowserSafety:
@@ -101,7 +105,8 @@ class BrowserSafety:
             (media is not None and not is_json(media.decode("latin-1")))
             or (media is None and has_body)
         ):
-            return 415, "request.media_type", "send the body as Content-Type: application/json"
+            return (415, "request.media_type",
+                    "send the body as Content-Type: application/json (UTF-8)")  # fmt: skip
         return None
 
     def _own_or_allowed(self, origin: str, host: str) -> bool:
