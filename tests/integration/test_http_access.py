@@ -379,3 +379,26 @@ def test_a_read_naming_no_domain_records_each_grant_it_used(engine: Engine) -> N
     found = sorted(((r.domain or ""), r.grant_id or "", r.purpose or "")
                    for r in keyring.audit(subject="u1"))  # fmt: skip
     assert found == [("", "", ""), ("health", grant.grant_id, "care plan")]
+
+
+@pytest.mark.postgres
+def test_a_path_id_no_store_keeps_is_refused_and_audited_without_it(
+    engine: Engine, postgres_dsn: str, pg_schema: str
+) -> None:
+    """PostgreSQL refuses NUL in text: the audit of a refused /v1/users/%00/... still lands."""
+    from memkg.access import Keyring
+    from memkg.access.postgres import PostgresAccessStore
+    from memkg.service.http import create_app
+
+    store = PostgresAccessStore(postgres_dsn, schema=pg_schema)
+    try:
+        keyring = Keyring(store, engine.clock)
+        app = create_app(engine, keyring=keyring, settings=ServiceSettings(rate_limit=0),
+                         limiter=RateLimiter(0))  # fmt: skip
+        reader = client(app, token(keyring, ["read"]))
+        refused = reader.get("/v1/users/%00/facts")
+        assert refused.status_code == 400 and refused.json()["error"] == "text.nul"
+        [record] = [r for r in keyring.audit() if r.action == "facts"]
+        assert (record.status, record.subject) == (400, None)
+    finally:
+        store.close()

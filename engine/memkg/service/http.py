@@ -63,6 +63,7 @@ from memkg.service.request import Body
 from memkg.service.routes import Routes, json_response
 from memkg.service.safety import BrowserSafety
 from memkg.service.settings import ServiceSettings
+from memkg.validate.limits import unstorable
 
 access_log = logging.getLogger("memkg.access")
 
@@ -175,6 +176,10 @@ class Dispatcher:
         reaches: list[Reach] = call.extra.get("reaches") or [
             (call.subject, call.domain, call.grant)
         ]
+        # an id no store keeps (a NUL, a lone surrogate) names no one: the call is recorded,
+        # without it (PostgreSQL would refuse the record)
+        reaches = [(s if s is None or unstorable(s) is None else None, d, g)
+                   for s, d, g in reaches]  # fmt: skip
         if call.extra.get("erased"):  # the erasure pseudonymised the subject's records: the
             # erasure's own goes under the same pseudonym, no clear id written back
             reaches = [(s if s is None else keyring.alias(s), d, g) for s, d, g in reaches]
