@@ -147,3 +147,29 @@ def test_http_mcp_records_the_grant_and_purpose_of_each_call(
     found = {(r.action, r.domain, r.grant_id, r.purpose) for r in keyring.audit(subject="u1")}
     assert ("mcp.recall_facts", "health", grant.grant_id, "care plan") in found
     assert ("mcp.recall_facts", "travel", None, "Prüfung der Reise") in found
+
+
+def test_http_mcp_records_the_grant_that_allowed_the_call_not_another_of_its_domain(
+    served: tuple[str, Keyring], engine: Engine
+) -> None:
+    url, keyring = served
+    agent = keyring.create("travel agent", ["read", "write"], ["travel"], user_id="u1")
+    until = engine.clock.now() + timedelta(days=1)
+    reading = keyring.grant(agent.key.key_id, "health", "care reading", until)
+    writing = keyring.grant(agent.key.key_id, "health", "care plan update", until,
+                            scopes=["write"])  # fmt: skip
+    said = {"domain": "health", "key": "child.age", "value": 4, "source": "profile",
+            "provenance": {"consent_granted": True}}  # fmt: skip
+
+    async def scenario() -> None:
+        stored = await call(url, agent.token, "remember", said)
+        assert not stored.is_error, stored
+        fact_id = stored.structured_content["fact_id"]
+        forgot = await call(url, agent.token, "forget", {"fact_id": fact_id, "reason": "asked"})
+        assert not forgot.is_error, forgot
+
+    anyio.run(scenario)
+    found = {(r.action, r.domain, r.grant_id) for r in keyring.audit(subject="u1")}
+    assert ("mcp.remember", "health", writing.grant_id) in found
+    assert ("mcp.forget", "health", writing.grant_id) in found  # its domain found by the tool
+    assert not {g for _, _, g in found} & {reading.grant_id}

@@ -141,7 +141,7 @@ def test_a_keyed_session_finds_its_key_in_the_postgresql_schema(
         issued = Keyring(keys, engine.clock).create("agent", ["read"], ["travel"], user_id="u7")
         subject, audit = subject_from(engine, postgres_dsn, None, [], issued.token, store=keys)
         assert subject.user_id == "u7" and audit is not None
-        audit(subject, "recall_facts", "travel", None, 200)
+        audit(subject, "recall_facts", "travel", None, 200, None)
     assert [r.action for r in Keyring(keys, engine.clock).audit()] == ["mcp.recall_facts"]
     keys.close()
 

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +49,7 @@ from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
 from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
+from memkg.validate.limits import unstorable
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "
@@ -126,9 +128,22 @@ class Subject:
             return self
         return Subject(self.user_id, self.renew(), self.renew, self.purpose)
 
+    def check(self, scope: ApiScope, domain: str | None) -> None:
+        """Allow ``scope`` on ``domain`` for this subject or raise; a grant that allows it is
+        noted for the call's audit record (``MemoryServer.call_tool``)."""
+        grant = self.principal.check(scope, domain, self.user_id)
+        used = _GRANTS_USED.get()
+        if grant is not None and used is not None:
+            used.append(grant)
 
-Audit = Callable[[Subject, str, str | None, str | None, int], None]
-"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404)."""
+
+_GRANTS_USED: ContextVar[list[Grant] | None] = ContextVar("memkg_grants_used", default=None)
+"""The grants the tool call running used (its audit record names the last)."""
+
+
+Audit = Callable[[Subject, str, str | None, str | None, int, Grant | None], None]
+"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404), and the
+grant that allowed it."""
 
 
 class Forgotten(BaseModel):
@@ -206,9 +221,10 @@ def audit_to(keyring: Keyring) -> Audit:
     """Tool calls recorded in ``keyring``'s access audit, as ``mcp.<tool>``."""
 
     def record(subject: Subject, action: str, domain: str | None, target: str | None,
-               status: int) -> None:  # fmt: skip
+               status: int, grant: Grant | None) -> None:  # fmt: skip
         clock = keyring.clock
-        grant = _grant_used(subject, domain)
+        domain = domain if domain is None or unstorable(domain) is None else None
+        target = target if target is None or unstorable(target) is None else None
         keyring.record([AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
             action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
@@ -216,16 +232,6 @@ def audit_to(keyring: Keyring) -> Audit:
             grant_id=grant.grant_id if grant else None)])  # fmt: skip
 
     return record
-
-
-def _grant_used(subject: Subject, domain: str | None) -> Grant | None:
-    """The grant that opens ``domain`` to the subject's key, if its own domains do not."""
-    principal = subject.principal
-    if domain is None or principal.all_domains or domain in principal.key.domains:
-        return None
-    user = subject.user_id
-    return next((g for g in principal.grants if g.domain == domain
-                 and g.user_id in (None, user)), None)  # fmt: skip
 
 
 def finite(value: Any, path: str = "$") -> None:
@@ -278,7 +284,7 @@ class MemoryTools:
         subject = self.subject_of(ctx)
         if domain is not None:
             self._known(domain)
-        subject.principal.check(scope, domain, subject.user_id)
+        subject.check(scope, domain)
         return subject
 
     def remember(
@@ -379,7 +385,7 @@ class MemoryTools:
             found = self.gate(self.engine.decision_log.get, decision_id)
             if found.request.user_id != subject.user_id:
                 raise NotFound(f"no decision {decision_id}", code="decision.not_found")
-            subject.principal.check(ApiScope.READ, found.request.domain, subject.user_id)
+            subject.check(ApiScope.READ, found.request.domain)
             text = self.gate(self.engine.explain, decision_id, format)
         except MemkgError as exc:
             return error_result(exc.to_dict())
@@ -395,7 +401,7 @@ class MemoryTools:
                 raise NotFound(f"no trace {trace_id}", code="trace.not_found")
             if found.domain is None:  # a recall over every domain lists the facts of each
                 subject.principal.check_every_domain(ApiScope.READ, subject.user_id)
-            subject.principal.check(ApiScope.READ, found.domain, subject.user_id)
+            subject.check(ApiScope.READ, found.domain)
             return found
 
         return _reply(shown)
@@ -423,7 +429,7 @@ class MemoryTools:
         def retract() -> Forgotten:
             subject = self._allow(ctx, ApiScope.WRITE, None)
             domain = self.gate(self.engine.domain_of, subject.user_id, fact_id)
-            subject.principal.check(ApiScope.WRITE, domain, subject.user_id)
+            subject.check(ApiScope.WRITE, domain)
             event = self.gate(self.engine.retract, subject.user_id, fact_id, reason)
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 
@@ -447,7 +453,7 @@ class MemoryTools:
         def switch() -> SwitchReceipt:
             subject = self.subject_of(ctx)
             scope = ApiScope.ERASE if not enabled and mode == "erase" else ApiScope.WRITE
-            subject.principal.check(scope, None, subject.user_id)
+            subject.check(scope, None)
             if not subject.principal.all_domains:
                 raise AccessDenied("turning memory off or on reaches every domain of the user:"
                                    " use a key whose domains are '*'",
@@ -509,7 +515,12 @@ class MemkgMCP(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
-        result = await self._call(name, arguments, context)
+        used: list[Grant] = []
+        token = _GRANTS_USED.set(used)
+        try:
+            result = await self._call(name, arguments, context)
+        finally:
+            _GRANTS_USED.reset(token)
         if self.audit is not None and self.subject_of is not None and context is not None:
             status = 200
             if isinstance(result, CallToolResult) and result.is_error:
@@ -530,8 +541,11 @@ class MemkgMCP(MCPServer[Any]):
                 subject = self.subject_of(context)
             except (MemkgError, ValueError, KeyError):
                 return result
-            self.audit(subject, name, domain if isinstance(domain, str) else None,
-                       target if isinstance(target, str) else None, status)  # fmt: skip
+            grant = used[-1] if used else None
+            if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
+                domain = grant.domain if grant is not None else None
+            self.audit(subject, name, domain, target if isinstance(target, str) else None,
+                       status, grant)  # fmt: skip
         return result
 
     async def _call(
