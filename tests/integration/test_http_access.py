@@ -400,5 +400,13 @@ def test_a_path_id_no_store_keeps_is_refused_and_audited_without_it(
         assert refused.status_code == 400 and refused.json()["error"] == "text.nul"
         [record] = [r for r in keyring.audit() if r.action == "facts"]
         assert (record.status, record.subject) == (400, None)
+        # a list whose second item's domain holds a NUL: the first is stored, and said so
+        writer = client(app, token(keyring, ["write"]))
+        sent = writer.post("/v1/observations",
+                           json=[obs(user_id="p1"), obs(user_id="p1", domain="tra\u0000vel")])
+        assert sent.status_code == 200, sent.json()
+        assert [r["result"] for r in sent.json()["results"]] == ["accepted", "rejected"]
+        stored = {(r.subject, r.domain) for r in keyring.audit() if r.action == "ingest"}
+        assert stored == {("p1", "travel"), ("p1", None)}
     finally:
         store.close()

@@ -178,15 +178,14 @@ class Dispatcher:
         ]
         # an id no store keeps (a NUL, a lone surrogate) names no one: the call is recorded,
         # without it (PostgreSQL would refuse the record)
-        reaches = [(s if s is None or unstorable(s) is None else None, d, g)
-                   for s, d, g in reaches]  # fmt: skip
+        reaches = [(_kept(s), _kept(d), g) for s, d, g in reaches]
         if call.extra.get("erased"):  # the erasure pseudonymised the subject's records: the
             # erasure's own goes under the same pseudonym, no clear id written back
             reaches = [(s if s is None else keyring.alias(s), d, g) for s, d, g in reaches]
         records = [AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=call.principal.key_id,
             action=op.name, status=status, subject=subject, domain=domain,
-            target=call.target, purpose=call.purpose_with(grant),
+            target=_kept(call.target), purpose=call.purpose_with(grant),
             grant_id=grant.grant_id if grant else None,
         ) for subject, domain, grant in reaches]  # fmt: skip
         try:
@@ -365,6 +364,12 @@ class McpMount:
         if raw is not None:
             receive = _replay(raw, receive)
         await self.manager.handle_request(scope, receive, send)
+
+
+def _kept(text: str | None) -> str | None:
+    """``text`` for an audit record, or None when no store can keep it (a NUL, a lone
+    surrogate): the call is recorded all the same, without it."""
+    return text if text is None or unstorable(text) is None else None
 
 
 def _replay(raw: bytes, receive: Any) -> Any:
