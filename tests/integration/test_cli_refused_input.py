@@ -91,10 +91,13 @@ def test_rule_files_are_checked_without_a_store(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_rules_diff_runs_without_a_store_and_starts_none(tmp_path: Path) -> None:
-    """Nothing logged, nothing to replay: a diff of two rule folders still runs (CI)."""
+def test_rules_diff_of_a_missing_store_is_refused_and_of_an_empty_memory_runs(
+    tmp_path: Path,
+) -> None:
+    """A mistyped --db would replay nothing and pass the gate; :memory: says so on purpose."""
     rules = str(builtin("examples") / "rules")
-    for db in (str(tmp_path / "m.db"), ":memory:"):
-        exit_code, [report] = run("--db", db, "rules", "diff", rules, rules)
-        assert exit_code == 0 and report["verdict"] == "PASS", report
+    exit_code, [error] = run("--db", str(tmp_path / "m.dbb"), "rules", "diff", rules, rules)
+    assert (exit_code, error["error"]) == (1, "store.not_found")
+    exit_code, [report] = run("--db", ":memory:", "rules", "diff", rules, rules)
+    assert exit_code == 0 and report["verdict"] == "PASS", report
     assert list(tmp_path.iterdir()) == []

@@ -32,7 +32,6 @@ from memkg.cli.common import (
     emit,
     is_postgres,
     require_store,
-    store_missing,
 )
 from memkg.cli.logs import LEVELS, configure
 from memkg.config import EngineConfig
@@ -153,10 +152,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from memkg.engine import Engine
 
         log.info("engine imported", extra={"seconds": round(time.perf_counter() - started, 3)})
-        reads = getattr(args, "reads", False)  # True, "memory", or a test of the arguments
+        reads = getattr(args, "reads", False)  # True, or a test of the arguments
         reads = reads(args) if callable(reads) else reads
-        if getattr(args, "storeless", False) or (reads == "memory" and store_missing(args.db)):
-            engine = Engine(config=config)  # rule files read, cases run, nothing logged to read
+        if getattr(args, "storeless", False):
+            engine = Engine(config=config)  # rule files read, cases run in memory
         elif is_postgres(args.db):
             engine = Engine.connect(args.db, schema=args.pg_schema, config=config)
         else:

@@ -281,4 +281,4 @@ def add_commands(sub: Any) -> None:
     q.add_argument("--format", choices=("json", "text"), default="json")
     q.add_argument("--json", dest="format", action="store_const", const="json",
                    help="the same as --format json")  # fmt: skip
-    q.set_defaults(run=cmd_rules_diff, reads="memory")  # nothing logged: nothing to replay
+    q.set_defaults(run=cmd_rules_diff, reads=True)  # a mistyped --db would pass the gate
