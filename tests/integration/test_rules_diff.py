@@ -97,5 +97,5 @@ def test_admin_endpoint_diffs_the_configured_files_against_the_rules_in_use(
     assert admin.post("/v1/admin/rules/diff", json={"replay": -1}).status_code == 400
     # a diff reads logged decisions back: the person's, found under them in the audit
     assert admin.post("/v1/admin/rules/diff", json={"user": "li"}).status_code == 200
-    assert [r.action for r in keyring.audit(subject="li")] == ["rules_diff"]
-    assert len([r for r in keyring.audit() if r.action == "rules_diff"]) == 5
+    # ... as is every diff that replayed hers (three above, and this one)
+    assert [r.action for r in keyring.audit(subject="li")] == ["rules_diff"] * 4

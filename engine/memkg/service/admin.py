@@ -100,6 +100,9 @@ class Admin:
         call.subject = body.user  # its decisions are read back (everyone's without a user)
         report = await run_in_threadpool(self.gate, self.engine.rules_diff, replay=body.replay,
                                          user=body.user, allow=body.allow)  # fmt: skip
+        people = sorted({d.user_id for d in report.decisions})
+        if people:  # the report shows these people's decisions: found under each of them
+            call.extra["reaches"] = [(person, None, None) for person in people]
         return _json(report.model_dump(mode="json"))
 
     async def schema_check(self, call: Call) -> Response:
