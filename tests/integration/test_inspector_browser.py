@@ -280,4 +280,12 @@ def test_the_export_holds_everything_past_the_first_page(world: dict[str, Any]) 
     assert [f["key"] for f in exported["exported_facts"]].count("seat.preference") == 1001
     assert len(exported["decisions"]) == 105
     assert len({d["decision_id"] for d in exported["decisions"]}) == 105
+    # a page refused midway (the store down): the export says so and downloads nothing
+    page.route("**/decisions?limit=1000*", lambda route: route.fulfill(
+        status=503, content_type="application/json",
+        body='{"error": "store.unavailable", "message": "the store is down"}'))  # fmt: skip
+    tab_to(page, page.locator("#view button[data-action=export]"), back=True)
+    page.keyboard.press("Enter")
+    expect(page.locator("#export-result")).to_contain_text("Refused: 503 store.unavailable")
+    assert page.locator("#export-result a").count() == 0
     page.close()

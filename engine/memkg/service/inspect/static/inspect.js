@@ -223,12 +223,16 @@ async function exportJson(user) {
   for (const [domain, key] of keys.values()) {
     const h = await everyPage("/v1/users/" + enc(user) + "/history/" + enc(key) +
                               "?domain=" + enc(domain), "history");
+    // a key the caller may not read is not theirs to export; any other refusal stops it:
+    // an export that leaves things out must not say it holds everything
     if (h.ok) history.push(...h.data.history);
+    else if (h.status !== 403) { out.textContent = refused(h); say(out.textContent); return; }
   }
   const decisions = await everyDecision(user);
+  if (!decisions.ok) { out.textContent = refused(decisions); say(out.textContent); return; }
   const doc = {user_id: user, exported_facts: history.length ? history : facts.data.facts,
                current_facts: facts.data.facts,
-               decisions: decisions.ok ? decisions.data.decisions : []};
+               decisions: decisions.data.decisions};
   const blob = new Blob([JSON.stringify(doc, null, 2)], {type: "application/json"});
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
