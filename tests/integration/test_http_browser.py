@@ -18,7 +18,8 @@ def test_form_and_text_posts_are_415_before_anything_reads_them(engine: Engine) 
     assert form.status_code == 415 and form.json()["error"] == "request.media_type"
     for media in ("text/plain", "multipart/form-data; boundary=x",
                   "application/x-www-form-urlencoded", "application/json; charset=latin-1",
-                  'application/json; charset="utf-16"'):  # fmt: skip
+                  'application/json; charset="utf-16"',
+                  "application/json; charset = iso-8859-1"):  # fmt: skip
         sent = admin.post("/v1/observations", content=b'{"user_id": "u1"}',
                           headers={"content-type": media})  # fmt: skip
         assert sent.status_code == 415, media
@@ -32,6 +33,9 @@ def test_form_and_text_posts_are_415_before_anything_reads_them(engine: Engine) 
     suffixed = admin.post("/v1/observations", content=b"{}",
                           headers={"content-type": "application/vnd.api+json; charset=UTF-8"})
     assert suffixed.status_code == 422
+    ascii_ = admin.post("/v1/observations", content=b"{}",
+                        headers={"content-type": "application/json; charset=US-ASCII"})
+    assert ascii_.status_code == 422
 
 
 def test_a_foreign_host_is_refused(engine: Engine) -> None:

@@ -27,14 +27,18 @@ _HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosni
 
 
 def is_json(media: str) -> bool:
-    """``application/json`` or a ``+json`` type, in UTF-8 (JSON's encoding: a body said to be
-    in another charset would be read otherwise than it was meant)."""
+    """``application/json`` or a ``+json`` type, in UTF-8 (JSON's encoding; ASCII is a part of
+    it): a body said to be in another charset would be read otherwise than it was meant."""
     kind, *params = (part.strip().lower() for part in media.split(";"))
-    charsets = [p.split("=", 1)[1].strip().strip('"') for p in params if p.startswith("charset=")]
+    named = (p.partition("=") for p in params)
+    charsets = [value.strip().strip('"') for name, _, value in named if name.strip() == "charset"]
     json = kind == "application/json" or (
         kind.startswith("application/") and kind.endswith("+json")
     )
-    return json and all(c in ("utf-8", "utf8") for c in charsets)
+    return json and all(c in _UTF8 for c in charsets)
+
+
+_UTF8 = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
 
 
 class BrowserSafety:
