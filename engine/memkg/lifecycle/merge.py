@@ -162,11 +162,22 @@ _NEGATIVE = frozenset({
     "dont", "doesnt", "didnt", "cant", "cannot", "wont", "wouldnt", "isnt", "arent", "wasnt",
     "werent", "havent", "hasnt", "hadnt", "couldnt", "shouldnt", "mustnt", "aint", "longer",
     "dislike", "disliked", "hate", "hated", "avoid", "avoided", "refuse", "refused", "allergic",
-    "intolerant", "afraid", "scared", "fear", "phobia",
+    "intolerant", "afraid", "scared", "fear", "phobia", "stopped", "stop", "quit", "used",
+    "formerly", "former", "ex", "except", "unless", "only", "anymore", "but",
+    # people: a note about someone else ("her mother is vegetarian") is not about the user
+    "mother", "father", "parent", "wife", "husband", "partner", "son", "daughter", "child",
+    "children", "kid", "brother", "sister", "friend", "colleague", "boss",
 })  # fmt: skip
-"""Words that turn what a note says around, or hold it against something."""
-_NEGATED_RUN = re.compile("不|没|未|别|无|非(?!常)|勿|莫|否|讨厌|ない|なかった|ません|ず|嫌い|苦手")
+"""Words that turn what a note says around, narrow it, or make it about someone else: a note
+holding one is kept as said."""
+_NEGATED_RUN = re.compile(
+    "不|没|无(?!论)|未(?!来)|别(?!人|的)|勿|讨厌|戒|以前|曾经|除了|只|ない|なかった|ません|"
+    "(?<![ず])ず(?!っと)|嫌い|苦手|やめ|以外"
+)
 """The same in scripts without spaces (Chinese, Japanese), found in the text itself."""
+_DEGREE_RUNS = ("非常", "十分", "特别", "尤其", "一直", "总是", "とても", "すごく")
+"""Words of degree in scripts without spaces, read as 很 (very) before the text is cut into
+characters: 非 of 非常 is no negation, 一 of 一直 no number."""
 
 
 def unsaid(text: str, notes: Sequence[str]) -> list[str]:
@@ -200,8 +211,10 @@ def unsaid(text: str, notes: Sequence[str]) -> list[str]:
 
 
 def _as_compared(text: str) -> str:
-    """非常 (very) is not 非 (not, non-): read as 很 (very)."""
-    return text.replace("非常", "很")
+    """The text with its words of degree in scripts without spaces read as 很 (very)."""
+    for run in _DEGREE_RUNS:
+        text = text.replace(run, "很")
+    return text
 
 
 def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
@@ -243,15 +256,18 @@ def _words(text: str) -> list[str]:
 
 
 def _singular(word: str) -> str:
-    """A plural as its singular, roughly and alike on both sides of a comparison: "cities" as
-    "city", "beaches" as "beach", "seats" as "seat" (and "always" as "alway")."""
-    if len(word) <= 3 or not word.endswith("s") or word in _NEGATION:
+    """A word without its plural or verb ending, crudely and alike on both sides of a
+    comparison: "cities" and "city" as "citi", "beaches" and "beach" as "beach", "movies"
+    and "movie" as "movi", "likes" and "like" as "lik"."""
+    if len(word) <= 3 or word in _NEGATION or not word.isascii():
         return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "ches", "shes")):
-        return word[:-2]
-    return word[:-1]
+    if word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("y"):
+        word = word[:-1] + "i"
+    return word
 
 
 @cache

@@ -96,11 +96,11 @@ def test_chinese_paraphrases_merge_and_unrelated_notes_stay_apart(
     ("text", "expected"),
     [
         ("User prefers window seats!", "prefer window seat"),
-        ("Doesn't like spicy food", "doesnt like spicy food"),
+        ("Doesn't like spicy food", "doesnt lik spici food"),  # endings cut alike
         ("用户对青霉素不过敏。", "对 青 霉 素 不 过 敏"),
         ("用户 没有 高血压", "没 有 高 血 压"),
         ("不再吃肉", "不再 吃 肉"),
-        ("Likes 绿茶 a lot", "like 绿 茶 a lot"),
+        ("Likes 绿茶 a lot", "lik 绿 茶 a lot"),
     ],
 )
 def test_normalized_splits_cjk_runs_and_keeps_english_words(text: str, expected: str) -> None:
@@ -139,6 +139,10 @@ def test_the_note_tool_says_what_a_session_end_keeps(plain: Engine, clock: Froze
         ("喜欢非直飞航班", ["喜欢直飞航班"]),
         ("带十个孩子旅行", ["带一个孩子旅行"]),
         ("辛い料理が好き", ["辛い料理が好きではない"]),
+        ("Enjoys drinking alcohol", ["Stopped drinking alcohol"]),
+        ("Lives in Berlin", ["Used to live in Berlin"]),
+        ("Is vegetarian", ["Her mother is vegetarian"]),
+        ("Likes shrimp", ["Likes seafood except shrimp"]),
     ],
 )
 def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: list[str]) -> None:
@@ -159,6 +163,9 @@ def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: l
         ("Does not like red-eye flights", ["does not like red-eye flights!"]),
         ("非常喜欢安静的酒店", ["喜欢安静的酒店", "安静的酒店很重要"]),
         ("静かなホテルがとても好きです", ["静かなホテルが好き", "静かなホテルがとても大事"]),
+        ("用户特别喜欢咖啡", ["用户喜欢咖啡"]),
+        ("用户很喜欢去非洲旅行", ["用户喜欢去非洲旅行"]),
+        ("Likes horror movies", ["Likes horror movie"]),
     ],
 )  # fmt: skip
 def test_a_memory_that_rewords_its_notes_is_kept(text: str, notes: list[str]) -> None:
