@@ -140,6 +140,7 @@ def test_http_mcp_records_the_grant_and_purpose_of_each_call(
 
     async def scenario() -> None:
         await call(url, agent.token, "recall_facts", {"domain": "health"})
+        await call(url, agent.token, "recall_facts", {})  # health among the domains it lists
         why = "Prüfung\x01 der Reise".encode()  # a header's bytes, UTF-8
         await call(url, agent.token, "recall_facts", {"domain": "travel"}, {"memkg-purpose": why})
 
@@ -147,6 +148,8 @@ def test_http_mcp_records_the_grant_and_purpose_of_each_call(
     found = {(r.action, r.domain, r.grant_id, r.purpose) for r in keyring.audit(subject="u1")}
     assert ("mcp.recall_facts", "health", grant.grant_id, "care plan") in found
     assert ("mcp.recall_facts", "travel", None, "Prüfung der Reise") in found
+    listed = [r for r in keyring.audit(subject="u1") if r.action == "mcp.recall_facts"]
+    assert len(listed) == 3 and sum(r.grant_id == grant.grant_id for r in listed) == 2
 
 
 def test_http_mcp_records_the_grant_that_allowed_the_call_not_another_of_its_domain(

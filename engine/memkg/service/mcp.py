@@ -321,6 +321,8 @@ class MemoryTools:
             visible = None if domain or subject.principal.all_domains else \
                 subject.principal.domains(ApiScope.READ, self.engine.registry.domains(),
                                           subject.user_id)  # fmt: skip
+            for seen in sorted(visible or ()):  # a grant that opens one is used: audited
+                subject.check(ApiScope.READ, seen)
             version = self.gate(self.engine.version, subject.user_id)
             facts = self.gate(self.engine.facts, subject.user_id, domain)
             kept = [f for f in facts if visible is None or f.domain in visible]
