@@ -171,8 +171,8 @@ _NEGATIVE = frozenset({
 """Words that turn what a note says around, narrow it, or make it about someone else: a note
 holding one is kept as said."""
 _NEGATED_RUN = re.compile(
-    "不|没|无(?!论)|未(?!来)|别(?!人|的)|勿|讨厌|戒|以前|曾经|除了|只|ない|なかった|ません|"
-    "(?<![ず])ず(?!っと)|嫌い|苦手|やめ|以外"
+    "不|没|无(?!论)|未(?!来)|别(?![人的墅])|勿|讨厌|戒[了掉烟酒]|以前|曾经|除了|只有|ない|"
+    "なかった|ません|(?<![ず])ず(?!っと)|嫌い|苦手|やめ|以外"
 )
 """The same in scripts without spaces (Chinese, Japanese), found in the text itself."""
 _DEGREE_RUNS = ("非常", "十分", "特别", "尤其", "一直", "总是", "とても", "すごく")
@@ -203,7 +203,7 @@ def unsaid(text: str, notes: Sequence[str]) -> list[str]:
     topic = content(words) - negative
     found += [f"(nothing of the note {n[:60]!r})" for n, w in zip(notes, said, strict=True)
               if content(w) - negative and not topic & content(w)]  # fmt: skip
-    negated = any(negative.intersection(w) or _NEGATED_RUN.search(n)
+    negated = any(negative.intersection(w) or _NEGATED_RUN.search(_as_compared(n))
                   for n, w in zip(notes, said, strict=True))  # fmt: skip
     if negated and any(w != words for w in said):
         found.append("(rewords a negated note)")
@@ -256,17 +256,17 @@ def _words(text: str) -> list[str]:
 
 
 def _singular(word: str) -> str:
-    """A word without its plural or verb ending, crudely and alike on both sides of a
-    comparison: "cities" and "city" as "citi", "beaches" and "beach" as "beach", "movies"
-    and "movie" as "movi", "likes" and "like" as "lik"."""
+    """A plural as its singular, alike on both sides of a comparison: "cities" and "city" as
+    "city", "movies" and "movie" as "movy", "beaches" and "beach" as "beach", "notes" as
+    "note"; no other final "e" is cut, so "planes" and "plans" stay apart."""
     if len(word) <= 3 or word in _NEGATION or not word.isascii():
         return word
-    if word.endswith("s") and not word.endswith("ss"):
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    if len(word) > 3 and word.endswith("y"):
-        word = word[:-1] + "i"
+    if len(word) > 3 and word.endswith("ie"):
+        return word[:-2] + "y"
+    if len(word) > 4 and word.endswith(("che", "she", "xe", "sse")):
+        return word[:-1]
     return word
 
 
