@@ -408,5 +408,9 @@ def test_a_path_id_no_store_keeps_is_refused_and_audited_without_it(
         assert [r["result"] for r in sent.json()["results"]] == ["accepted", "rejected"]
         stored = {(r.subject, r.domain) for r in keyring.audit() if r.action == "ingest"}
         assert stored == {("p1", "travel"), ("p1", None)}
+        # an id of thousands of characters would pass PostgreSQL's index entry limit
+        long = reader.get(f"/v1/users/{'a' * 4000}/facts")
+        assert long.status_code == 200 and long.json()["facts"] == []
+        assert [r.subject for r in keyring.audit() if r.action == "facts"] == [None, None]
     finally:
         store.close()

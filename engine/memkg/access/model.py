@@ -86,6 +86,23 @@ class Grant(_Value):
         return self.revoked_at is None and now < self.expires_at
 
 
+AUDITED_TEXT = 256
+"""The longest id, domain or target an audit record keeps (ids are at most 128 characters;
+PostgreSQL indexes these columns, and an index entry has a size limit)."""
+
+
+def kept(text: str | None) -> str | None:
+    """``text`` for an audit record, or None when no store can keep it (a NUL, a lone
+    surrogate, thousands of characters): the call is recorded all the same, without it."""
+    if text is None or len(text) > AUDITED_TEXT or "\x00" in text:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
+
+
 class AccessRecord(_Value):
     """One served request about memory: who (key), what, when, for which purpose.
 

@@ -35,7 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 
 from memkg.access import AccessRecord, Grant, Keyring
-from memkg.access.model import ApiScope
+from memkg.access.model import ApiScope, kept
 from memkg.engine import Engine
 from memkg.errors import (
     AccessDenied,
@@ -63,7 +63,6 @@ from memkg.service.request import Body
 from memkg.service.routes import Routes, json_response
 from memkg.service.safety import BrowserSafety
 from memkg.service.settings import ServiceSettings
-from memkg.validate.limits import unstorable
 
 access_log = logging.getLogger("memkg.access")
 
@@ -178,14 +177,14 @@ class Dispatcher:
         ]
         # an id no store keeps (a NUL, a lone surrogate) names no one: the call is recorded,
         # without it (PostgreSQL would refuse the record)
-        reaches = [(_kept(s), _kept(d), g) for s, d, g in reaches]
+        reaches = [(kept(s), kept(d), g) for s, d, g in reaches]
         if call.extra.get("erased"):  # the erasure pseudonymised the subject's records: the
             # erasure's own goes under the same pseudonym, no clear id written back
             reaches = [(s if s is None else keyring.alias(s), d, g) for s, d, g in reaches]
         records = [AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=call.principal.key_id,
             action=op.name, status=status, subject=subject, domain=domain,
-            target=_kept(call.target), purpose=call.purpose_with(grant),
+            target=kept(call.target), purpose=call.purpose_with(grant),
             grant_id=grant.grant_id if grant else None,
         ) for subject, domain, grant in reaches]  # fmt: skip
         try:
@@ -364,12 +363,6 @@ class McpMount:
         if raw is not None:
             receive = _replay(raw, receive)
         await self.manager.handle_request(scope, receive, send)
-
-
-def _kept(text: str | None) -> str | None:
-    """``text`` for an audit record, or None when no store can keep it (a NUL, a lone
-    surrogate): the call is recorded all the same, without it."""
-    return text if text is None or unstorable(text) is None else None
 
 
 def _replay(raw: bytes, receive: Any) -> Any:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Grant, Keyring, Principal
 from memkg.access.keyring import check_user_id
-from memkg.access.model import ALL_DOMAINS, ApiScope
+from memkg.access.model import ALL_DOMAINS, ApiScope, kept
 from memkg.access.store import AccessStore
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
@@ -49,7 +49,6 @@ from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
 from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
-from memkg.validate.limits import unstorable
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "
@@ -223,8 +222,7 @@ def audit_to(keyring: Keyring) -> Audit:
     def record(subject: Subject, action: str, domain: str | None, target: str | None,
                status: int, grant: Grant | None) -> None:  # fmt: skip
         clock = keyring.clock
-        domain = domain if domain is None or unstorable(domain) is None else None
-        target = target if target is None or unstorable(target) is None else None
+        domain, target = kept(domain), kept(target)
         keyring.record([AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
             action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
@@ -325,8 +323,8 @@ class MemoryTools:
                 subject.check(ApiScope.READ, seen)
             version = self.gate(self.engine.version, subject.user_id)
             facts = self.gate(self.engine.facts, subject.user_id, domain)
-            kept = [f for f in facts if visible is None or f.domain in visible]
-            shown, more = page(kept, limit, after, fact_order)
+            listed = [f for f in facts if visible is None or f.domain in visible]
+            shown, more = page(listed, limit, after, fact_order)
             return FactsOut(user_id=subject.user_id, version=version, facts=shown, next=more)
 
         return _reply(recall)
