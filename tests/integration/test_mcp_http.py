@@ -152,6 +152,23 @@ def test_http_mcp_records_the_grant_and_purpose_of_each_call(
     assert len(listed) == 3 and sum(r.grant_id == grant.grant_id for r in listed) == 2
 
 
+def test_http_mcp_records_each_grant_a_read_of_several_domains_used(
+    served: tuple[str, Keyring], engine: Engine
+) -> None:
+    url, keyring = served
+    agent = keyring.create("travel agent", ["read"], ["travel"], user_id="u1")
+    until = engine.clock.now() + timedelta(days=1)
+    grants = [keyring.grant(agent.key.key_id, d, f"{d} care", until) for d in ("commerce",
+                                                                              "health")]
+
+    async def scenario() -> None:
+        await call(url, agent.token, "recall_facts", {})
+
+    anyio.run(scenario)
+    found = sorted(((r.domain or ""), r.grant_id or "") for r in keyring.audit(subject="u1"))
+    assert found == [("", ""), *sorted((g.domain, g.grant_id) for g in grants)]
+
+
 def test_http_mcp_records_the_grant_that_allowed_the_call_not_another_of_its_domain(
     served: tuple[str, Keyring], engine: Engine
 ) -> None:

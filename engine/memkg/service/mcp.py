@@ -541,11 +541,17 @@ class MemkgMCP(MCPServer[Any]):
                 subject = self.subject_of(context)
             except (MemkgError, ValueError, KeyError):
                 return result
-            grant = used[-1] if used else None
-            if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
-                domain = grant.domain if grant is not None else None
-            self.audit(subject, name, domain, target if isinstance(target, str) else None,
-                       status, grant)  # fmt: skip
+            target = target if isinstance(target, str) else None
+            grants = list({g.grant_id: g for g in used}.values())
+            if isinstance(domain, str) or len(grants) <= 1:
+                grant = grants[-1] if grants else None
+                if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
+                    domain = grant.domain if grant is not None else None
+                self.audit(subject, name, domain, target, status, grant)
+            else:  # a read of several domains: the key's own, then each grant it used
+                self.audit(subject, name, None, target, status, None)
+                for grant in grants:
+                    self.audit(subject, name, grant.domain, target, status, grant)
         return result
 
     async def _call(
