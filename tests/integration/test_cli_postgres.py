@@ -40,3 +40,21 @@ def test_ingest_facts_decide_and_keys_on_postgresql(
     assert code == 0 and key["token"].startswith("mk_")
     _, [listed] = cli(*db, "access", "key", "list")
     assert [k["name"] for k in listed["keys"]] == ["agent"]
+
+
+def test_a_read_of_a_schema_that_holds_no_store_says_so_and_creates_none(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """A mistyped --pg-schema read as an empty store would look like a user memkg knows
+    nothing of, and a rules diff over it would pass its gate."""
+    import psycopg
+
+    typo = pg_schema + "_typo"
+    for argv in (("facts", "li"), ("access", "key", "list"), ("rules", "diff", ".", ".")):
+        code, [error] = cli("--db", postgres_dsn, "--pg-schema", typo, *argv)
+        assert (code, error["error"]) == (1, "store.not_found"), argv
+        assert typo in error["message"]
+    with psycopg.connect(postgres_dsn) as conn:
+        found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s",
+                             (typo,)).fetchone()  # fmt: skip
+    assert found is None

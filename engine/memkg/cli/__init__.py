@@ -156,12 +156,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         reads = reads(args) if callable(reads) else reads
         if getattr(args, "storeless", False):
             engine = Engine(config=config)  # rule files read, cases run in memory
-        elif is_postgres(args.db):
-            engine = Engine.connect(args.db, schema=args.pg_schema, config=config)
         else:
             if reads:
-                require_store(args.db)
-            engine = Engine.open(args.db, config=config)
+                require_store(args.db, args.pg_schema)
+            engine = (
+                Engine.connect(args.db, schema=args.pg_schema, config=config)
+                if is_postgres(args.db)
+                else Engine.open(args.db, config=config)
+            )
         with engine:
             code: int = args.run(engine, args, out)
             return code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -27,20 +28,41 @@ def key_domain(engine: Engine, key: str) -> str:
     return engine.registry.domain_of(key, "--domain")
 
 
-def store_missing(db: str | Path) -> bool:
-    """``--db`` names a SQLite file that does not exist (not a server, not ``:memory:``)."""
-    return not is_postgres(db) and str(db) != ":memory:" and not Path(db).exists()
+def store_missing(db: str | Path, schema: str = "memkg") -> bool:
+    """``--db`` names a SQLite file that does not exist (not ``:memory:``), or a PostgreSQL
+    server whose ``schema`` holds no event store. A server that cannot be asked says nothing
+    here: opening the store reports why."""
+    if not is_postgres(db):
+        return str(db) != ":memory:" and not Path(db).exists()
+    try:
+        import psycopg
+    except ImportError:  # opening says store.driver_missing
+        return False
+    try:
+        with psycopg.connect(str(db), connect_timeout=10) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".events',)).fetchone()
+    except psycopg.Error:
+        return False
+    return row is None or row[0] is None
 
 
-def require_store(db: str | Path) -> None:
-    """Refuse a read of a store that does not exist: a mistyped ``--db`` read as a new, empty
-    store would look like a user memkg knows nothing of (``store.not_found``)."""
-    if store_missing(db):
+def require_store(db: str | Path, schema: str = "memkg") -> None:
+    """Refuse a read of a store that does not exist: a mistyped ``--db`` or ``--pg-schema``
+    read as a new, empty store would look like a user memkg knows nothing of
+    (``store.not_found``)."""
+    if store_missing(db, schema):
+        where = "the schema --pg-schema names" if is_postgres(db) else "a file memkg wrote"
+        shown = str(db) if not is_postgres(db) else f"{_no_password(str(db))} schema {schema}"
         raise MemkgError(
-            f"no memkg store at {str(db)[:300]}: check --db (a file memkg wrote; the default "
-            "is ./memkg.db in this folder); a read never starts a store",
+            f"no memkg store at {shown[:300]}: check --db ({where}; the default is ./memkg.db "
+            "in this folder); a read never starts a store",
             code="store.not_found",
         )
+
+
+def _no_password(dsn: str) -> str:
+    """A connection URL shown without its password."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
 
 
 def is_postgres(db: str | Path) -> bool:
