@@ -288,4 +288,11 @@ def test_the_export_holds_everything_past_the_first_page(world: dict[str, Any]) 
     page.keyboard.press("Enter")
     expect(page.locator("#export-result")).to_contain_text("Refused: 503 store.unavailable")
     assert page.locator("#export-result a").count() == 0
+    page.unroute("**/decisions?limit=1000*")
+    page.route("**/v1/domains/travel/keys", lambda route: route.fulfill(
+        status=429, content_type="application/json",
+        body='{"error": "rate.limited", "message": "slow down"}'))  # fmt: skip
+    tab_to(page, page.locator("#view button[data-action=export]"), back=True)
+    page.keyboard.press("Enter")
+    expect(page.locator("#export-result")).to_contain_text("Refused: 429 rate.limited")
     page.close()

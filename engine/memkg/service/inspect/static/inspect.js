@@ -213,8 +213,12 @@ async function exportJson(user) {
   const keys = new Map();
   for (const f of facts.data.facts) keys.set(f.domain + "\u0000" + f.key, [f.domain, f.key]);
   const domains = await api("GET", "/v1/domains");
-  for (const domain of domains.ok ? domains.data.domains : []) {
+  if (!domains.ok) { out.textContent = refused(domains); say(out.textContent); return; }
+  for (const domain of domains.data.domains) {
     const declared = await api("GET", "/v1/domains/" + enc(domain) + "/keys");
+    if (!declared.ok && declared.status !== 403) {
+      out.textContent = refused(declared); say(out.textContent); return;
+    }
     for (const k of declared.ok ? declared.data.keys : []) {
       keys.set(domain + "\u0000" + k.key, [domain, k.key]);
     }
