@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
-from functools import cache
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -171,8 +170,8 @@ _NEGATIVE = frozenset({
 """Words that turn what a note says around, narrow it, or make it about someone else: a note
 holding one is kept as said."""
 _NEGATED_RUN = re.compile(
-    "不|没|无(?!论)|未(?!来)|别(?![人的墅])|勿|讨厌|戒[了掉烟酒]|以前|曾经|除了|只有|ない|"
-    "なかった|ません|(?<![ず])ず(?!っと)|嫌い|苦手|やめ|以外"
+    "不|没|无(?!论)|未(?!来)|别(?![人的墅])|勿|讨厌|戒(?!指)|以前|曾经|除了|"
+    "(?<![一两二三四五六七八九十几每])只|ない|なかった|ません|(?<![ず])ず(?!っと)|嫌い|苦手|やめ|以外"
 )
 """The same in scripts without spaces (Chinese, Japanese), found in the text itself."""
 _DEGREE_RUNS = ("非常", "十分", "特别", "尤其", "一直", "总是", "とても", "すごく")
@@ -190,24 +189,42 @@ def unsaid(text: str, notes: Sequence[str]) -> list[str]:
     ("does not", "avoids", 不) is never reworded: a memory made of one says what its notes
     all say, as they say it. So it cannot add an illness, a person or a number, swallow a
     note about something else, nor turn a note around."""
-    fillers, rewording, negative = _as_read()
-    spare = (fillers | rewording) - negative
+    negative = _forms_of(_NEGATIVE)
+    spare = _forms_of(_FILLERS | _REWORDING) - negative
 
     def content(words: Sequence[str]) -> set[str]:
-        return {w for w in words if w not in spare
+        return {w for w in words if not (_forms(w) & spare)
                 and not (len(w) == 1 and w in _REWORDING_CHARACTERS)}  # fmt: skip
 
-    words, said = _words(_as_compared(text)), [_words(_as_compared(n)) for n in notes]
-    told = set().union(*said) if said else set()
-    found = [w for w in dict.fromkeys(words) if w in content(words) and w not in told]
-    topic = content(words) - negative
+    words = _words(_as_compared(text), stem=False)
+    said = [_words(_as_compared(n), stem=False) for n in notes]
+    told = _forms_of(w for note in said for w in note)
+    found = [w for w in dict.fromkeys(words) if w in content(words) and not _forms(w) & told]
+    topic = _forms_of(content(words)) - negative
     found += [f"(nothing of the note {n[:60]!r})" for n, w in zip(notes, said, strict=True)
-              if content(w) - negative and not topic & content(w)]  # fmt: skip
-    negated = any(negative.intersection(w) or _NEGATED_RUN.search(_as_compared(n))
+              if (mine := _forms_of(content(w)) - negative) and not topic & mine]  # fmt: skip
+    negated = any(negative & _forms_of(w) or _NEGATED_RUN.search(_as_compared(n))
                   for n, w in zip(notes, said, strict=True))  # fmt: skip
-    if negated and any(w != words for w in said):
+    if negated and any(_words(_as_compared(n)) != _words(_as_compared(text)) for n in notes):
         found.append("(rewords a negated note)")
     return list(dict.fromkeys(found))
+
+
+def _forms(word: str) -> frozenset[str]:
+    """A word and the singulars it may be the plural of: "buses" is "bus", "taxis" "taxi",
+    "cities" "city", "tomatoes" "tomato", but "planes" is no "plan"."""
+    found = {word}
+    if len(word) > 3 and word.isascii() and word.endswith("s") and not word.endswith("ss"):
+        found.add(word[:-1])
+        if word[:-2].endswith(("s", "x", "z", "ch", "sh", "o")):
+            found.add(word[:-2])
+        if word.endswith("ies") and len(word) > 4:
+            found.add(word[:-3] + "y")
+    return frozenset(found)
+
+
+def _forms_of(words: Iterable[str]) -> frozenset[str]:
+    return frozenset(form for word in words for form in _forms(word))
 
 
 def _as_compared(text: str) -> str:
@@ -247,12 +264,14 @@ _TOKEN = re.compile(f"不再|[{_CJK}]|[^{_CJK}]+")
 and 有, so that "没有X" (has no X) contradicts "有X" (has X)."""
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str, *, stem: bool = True) -> list[str]:
     """Comparable tokens: words, and in scripts without spaces, characters (``_TOKEN``), so
-    that a negation inside a run ("对青霉素不过敏") stands apart as it does in English."""
+    that a negation inside a run ("对青霉素不过敏") stands apart as it does in English; with
+    ``stem``, each as ``_singular`` reads it."""
     clean = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("’", "")
     clean = _LEAD.sub("", " ".join(re.findall(r"\w+", clean)))
-    return [_singular(w) for word in clean.split() for w in _TOKEN.findall(word)]
+    tokens = [w for word in clean.split() for w in _TOKEN.findall(word)]
+    return [_singular(w) for w in tokens] if stem else tokens
 
 
 def _singular(word: str) -> str:
@@ -268,14 +287,6 @@ def _singular(word: str) -> str:
     if len(word) > 4 and word.endswith(("che", "she", "xe", "sse")):
         return word[:-1]
     return word
-
-
-@cache
-def _as_read() -> tuple[frozenset[str], ...]:
-    """``_FILLERS``, ``_REWORDING`` and ``_NEGATIVE`` as ``_words`` reads words ("less" as
-    "les", "always" as "alway"), so that they compare with what it reads of a text."""
-    return tuple(words | {w for word in words for w in _words(word)}
-                 for words in (_FILLERS, _REWORDING, _NEGATIVE))  # fmt: skip
 
 
 def normalized(text: str) -> str:

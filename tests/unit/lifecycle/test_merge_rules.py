@@ -145,6 +145,9 @@ def test_the_note_tool_says_what_a_session_end_keeps(plain: Engine, clock: Froze
         ("Likes shrimp", ["Likes seafood except shrimp"]),
         ("Travels with Sam", ["Travels alone"]),
         ("Commutes to work by car", ["Commutes to work"]),
+        ("用户喜欢咖啡", ["用户正在戒咖啡"]),
+        ("用户喝红茶", ["用户只喝绿茶"]),
+        ("Likes planes", ["Likes plans"]),
     ],
 )
 def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: list[str]) -> None:
@@ -170,6 +173,9 @@ def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: l
         ("Likes horror movies", ["Likes horror movie"]),
         ("用户很喜欢咖啡", ["用户特别喜欢咖啡", "用户喜欢咖啡"]),
         ("Flies business class", ["Fly business class"]),
+        ("Prefers buses", ["Prefers the bus"]),
+        ("Likes taxis and tomatoes", ["Likes a taxi", "Likes tomato"]),
+        ("用户喜欢一只猫", ["用户很喜欢一只猫"]),
     ],
 )  # fmt: skip
 def test_a_memory_that_rewords_its_notes_is_kept(text: str, notes: list[str]) -> None:
