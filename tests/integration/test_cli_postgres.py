@@ -58,3 +58,23 @@ def test_a_read_of_a_schema_that_holds_no_store_says_so_and_creates_none(
         found = conn.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s",
                              (typo,)).fetchone()  # fmt: skip
     assert found is None
+    # the server is named without a password, however the URL gives it
+    for url in (postgres_dsn + ("&" if "?" in postgres_dsn else "?") + "password=Sup3rSecret",
+                postgres_dsn.replace("://", "://:Sup3rSecret@", 1)
+                if "@" not in postgres_dsn else postgres_dsn):  # fmt: skip
+        _, [error] = cli("--db", url, "--pg-schema", typo, "facts", "li")
+        assert "Sup3rSecret" not in error["message"]
+
+
+def test_keys_are_listed_and_revoked_on_a_schema_that_holds_only_keys(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """README's order: keys are made before the first `serve` makes the event store."""
+    db = ("--db", postgres_dsn, "--pg-schema", pg_schema)
+    code, [key] = cli(*db, "access", "key", "create", "agent", "--scope", "read",
+                      "--domain", "travel")  # fmt: skip
+    assert code == 0
+    code, [listed] = cli(*db, "access", "key", "list")
+    assert code == 0 and [k["name"] for k in listed["keys"]] == ["agent"]
+    code, [revoked] = cli(*db, "access", "key", "revoke", key["key"]["key_id"])
+    assert code == 0 and revoked["revoked_at"] is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -28,10 +27,11 @@ def key_domain(engine: Engine, key: str) -> str:
     return engine.registry.domain_of(key, "--domain")
 
 
-def store_missing(db: str | Path, schema: str = "memkg") -> bool:
+def store_missing(db: str | Path, schema: str = "memkg", table: str = "events") -> bool:
     """``--db`` names a SQLite file that does not exist (not ``:memory:``), or a PostgreSQL
-    server whose ``schema`` holds no event store. A server that cannot be asked says nothing
-    here: opening the store reports why."""
+    server whose ``schema`` holds no ``table`` (the event store's, or the keys' for the
+    access commands). A server that cannot be asked says nothing here: opening the store
+    reports why."""
     if not is_postgres(db):
         return str(db) != ":memory:" and not Path(db).exists()
     try:
@@ -40,19 +40,19 @@ def store_missing(db: str | Path, schema: str = "memkg") -> bool:
         return False
     try:
         with psycopg.connect(str(db), connect_timeout=10) as conn:
-            row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".events',)).fetchone()
+            row = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".{table}',)).fetchone()
     except psycopg.Error:
         return False
     return row is None or row[0] is None
 
 
-def require_store(db: str | Path, schema: str = "memkg") -> None:
+def require_store(db: str | Path, schema: str = "memkg", table: str = "events") -> None:
     """Refuse a read of a store that does not exist: a mistyped ``--db`` or ``--pg-schema``
     read as a new, empty store would look like a user memkg knows nothing of
     (``store.not_found``)."""
-    if store_missing(db, schema):
+    if store_missing(db, schema, table):
         where = "the schema --pg-schema names" if is_postgres(db) else "a file memkg wrote"
-        shown = str(db) if not is_postgres(db) else f"{_no_password(str(db))} schema {schema}"
+        shown = str(db) if not is_postgres(db) else f"{_server(str(db))} schema {schema}"
         raise MemkgError(
             f"no memkg store at {shown[:300]}: check --db ({where}; the default is ./memkg.db "
             "in this folder); a read never starts a store",
@@ -60,9 +60,17 @@ def require_store(db: str | Path, schema: str = "memkg") -> None:
         )
 
 
-def _no_password(dsn: str) -> str:
-    """A connection URL shown without its password."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
+def _server(dsn: str) -> str:
+    """A PostgreSQL URL as its server and database only: never a user or a password, in
+    whichever form the URL gives them."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:  # no driver, or a URL it cannot read: name nothing
+        return "the PostgreSQL server --db names"
+    host, port, name = parts.get("host", ""), parts.get("port", "5432"), parts.get("dbname", "")
+    return f"postgresql://{host}:{port}/{name}"
 
 
 def is_postgres(db: str | Path) -> bool:

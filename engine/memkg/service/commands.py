@@ -145,7 +145,7 @@ def _known(config: EngineConfig, domains: Sequence[str]) -> None:
 
 def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
     if args.access_command not in ("key-create", "grant-create"):  # reads and revocations
-        require_store(args.db, getattr(args, "pg_schema", "memkg"))
+        require_store(args.db, getattr(args, "pg_schema", "memkg"), "access_keys")
     ring = _keyring(args)
     try:
         data: Any
