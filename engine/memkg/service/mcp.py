@@ -132,12 +132,13 @@ class Subject:
         noted for the call's audit record (``MemoryServer.call_tool``)."""
         grant = self.principal.check(scope, domain, self.user_id)
         used = _GRANTS_USED.get()
-        if grant is not None and used is not None:
+        if domain is not None and used is not None:
             used.append(grant)
 
 
-_GRANTS_USED: ContextVar[list[Grant] | None] = ContextVar("memkg_grants_used", default=None)
-"""The grants the tool call running used (its audit record names the last)."""
+_GRANTS_USED: ContextVar[list[Grant | None] | None] = ContextVar("memkg_grants_used", default=None)
+"""What allowed each domain the tool call running used: a grant, or None for one of the key's
+own domains (its audit records follow them)."""
 
 
 Audit = Callable[[Subject, str, str | None, str | None, int, Grant | None], None]
@@ -515,7 +516,7 @@ class MemkgMCP(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
-        used: list[Grant] = []
+        used: list[Grant | None] = []
         token = _GRANTS_USED.set(used)
         try:
             result = await self._call(name, arguments, context)
@@ -542,14 +543,16 @@ class MemkgMCP(MCPServer[Any]):
             except (MemkgError, ValueError, KeyError):
                 return result
             target = target if isinstance(target, str) else None
-            grants = list({g.grant_id: g for g in used}.values())
-            if isinstance(domain, str) or len(grants) <= 1:
+            grants = list({g.grant_id: g for g in used if g is not None}.values())
+            own = None in used
+            if isinstance(domain, str) or len(grants) + own <= 1:
                 grant = grants[-1] if grants else None
                 if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
                     domain = grant.domain if grant is not None else None
                 self.audit(subject, name, domain, target, status, grant)
             else:  # a read of several domains: the key's own, then each grant it used
-                self.audit(subject, name, None, target, status, None)
+                if own:
+                    self.audit(subject, name, None, target, status, None)
                 for grant in grants:
                     self.audit(subject, name, grant.domain, target, status, grant)
         return result
