@@ -78,3 +78,14 @@ def test_keys_are_listed_and_revoked_on_a_schema_that_holds_only_keys(
     assert code == 0 and [k["name"] for k in listed["keys"]] == ["agent"]
     code, [revoked] = cli(*db, "access", "key", "revoke", key["key"]["key_id"])
     assert code == 0 and revoked["revoked_at"] is not None
+
+
+def test_keys_are_listed_on_a_schema_that_holds_memory_but_no_keys_yet(
+    postgres_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    db = ("--db", postgres_dsn, "--pg-schema", pg_schema)
+    obs = tmp_path / "obs.jsonl"
+    obs.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
+                               "value": ["airline:MU"], "source": "dialogue"}) + "\n")  # fmt: skip
+    assert cli(*db, "ingest", str(obs))[0] == 0
+    assert cli(*db, "access", "key", "list") == (0, [{"keys": []}])

@@ -216,8 +216,8 @@ def _forms(word: str) -> frozenset[str]:
     found = {word}
     if len(word) > 3 and word.isascii() and word.endswith("s") and not word.endswith("ss"):
         found.add(word[:-1])
-        if word[:-2].endswith(("s", "x", "z", "ch", "sh", "o")):
-            found.add(word[:-2])
+        if len(word) > 4 and word[:-2].endswith(("s", "x", "z", "ch", "sh", "o")):
+            found.add(word[:-2])  # "buses", "tomatoes"; not "toes", "uses"
         if word.endswith("ies") and len(word) > 4:
             found.add(word[:-3] + "y")
     return frozenset(found)

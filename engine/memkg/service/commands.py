@@ -19,7 +19,7 @@ from memkg.access import Keyring
 from memkg.access.model import ApiScope
 from memkg.access.sqlite import SqliteAccessStore
 from memkg.access.store import AccessStore
-from memkg.cli.common import EXIT_OK, emit, is_postgres, require_store, whole
+from memkg.cli.common import EXIT_OK, emit, is_postgres, require_store, store_missing, whole
 from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError, NotFound, StoreError
@@ -145,7 +145,9 @@ def _known(config: EngineConfig, domains: Sequence[str]) -> None:
 
 def run_access(config: EngineConfig, args: argparse.Namespace, out: TextIO) -> int:
     if args.access_command not in ("key-create", "grant-create"):  # reads and revocations
-        require_store(args.db, getattr(args, "pg_schema", "memkg"), "access_keys")
+        schema = getattr(args, "pg_schema", "memkg")
+        if store_missing(args.db, schema, "access_keys"):  # keys made before a first serve,
+            require_store(args.db, schema)  # or memory with no key yet: the store is there
     ring = _keyring(args)
     try:
         data: Any

@@ -35,8 +35,8 @@ WHEN_ASKED = (
 instruction in a value (``injection.instruction``) as in a note (``note.directive``)."""
 _ORDER = (
     r"(?:(?:please|just|always|only|never|ever|you\s+(?:should|must|will))\s+){0,3}"
-    r"(?:recommend|suggest|answer|reply|respond|tell|book|approve|deny|mention|offer|reveal"
-    r"|print|send|output|grant|ignore|disregard|say|leak|list)\b"
+    r"(?:recommend|suggest|approve|deny|reveal|print|send|output|grant|ignore|disregard|leak"
+    r"|say)\b"
 )
 """An order to the assistant after a heading ("New instructions:"): its verb, after the
 words that soften or stress it ("never take it on an empty stomach" is no such order)."""
@@ -44,6 +44,8 @@ _THE_USER = r"(?:me|us|yourself|(?:this|the)\s+(?:user|account|caller)(?!['’]s
 _INSTRUCTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?|context|directions?)\b"
+    r"|\b(?:ignore|disregard|forget)\b.{0,30}\b(?:instructions?|directions?|rules?|prompts?)"
+    r"\s+(?:above|before\s+this)\b"
     r"|\b(?:ignore|disregard|forget|override)\b.{0,30}\ball\b.{0,20}"
     r"\b(?:instructions?|prompts?|rules?|context)\b"
     r"|\b(?:ignore|disregard|override|bypass)\b.{0,40}\band\s+(?:approve|allow|grant|permit"
@@ -57,6 +59,7 @@ _INSTRUCTION = re.compile(
     r"|\s*'\s*ve\s+been)\s+told\b"
     rf"|(?:^|[.!?…:;]\s*)(?:new|real|actual|your)\s+(?:task|mission|objective)\s*[:：-]\s*{_ORDER}"
     r"|\byour\s+new\s+(?:task|instructions?)\s+(?:is|are)\b"
+    rf"|\byour\s+new\s+role\s+is\s+to\s+{_ORDER}"
     rf"|(?:^|[.!?…:;]\s*)(?:new|updated|real|actual|your)\s+instructions?\s*[:：-]\s*{_ORDER}"
     r"|\b(?:your|the)\s+(?:hidden|secret|original|initial)\s+(?:system\s+)?prompt\b"
     r"|\byour\s+(?:hidden|secret|original|initial)\s+instructions\b"

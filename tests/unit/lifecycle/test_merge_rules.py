@@ -148,6 +148,7 @@ def test_the_note_tool_says_what_a_session_end_keeps(plain: Engine, clock: Froze
         ("用户喜欢咖啡", ["用户正在戒咖啡"]),
         ("用户喝红茶", ["用户只喝绿茶"]),
         ("Likes planes", ["Likes plans"]),
+        ("Has cold toes", ["Has cold feet"]),
     ],
 )
 def test_a_memory_that_changes_what_its_notes_say_is_refused(text: str, notes: list[str]) -> None:
