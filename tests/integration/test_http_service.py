@@ -297,3 +297,15 @@ def test_facts_and_history_come_in_pages(client: TestClient, engine: Engine) -> 
     assert bad.status_code == 400 and bad.json()["error"] == "cursor.invalid"
     too_many = client.get("/v1/users/u1/facts", params={"limit": 10_001})
     assert too_many.status_code == 400
+
+
+def test_a_query_number_is_digits_and_an_audit_filter_is_not_empty(client: TestClient) -> None:
+    """``5_0`` and `` 5`` read as numbers in Python, not to a reader of the URL; an empty
+    ``user=`` would list nobody's records as if the person had none."""
+    for limit in ("5_0", " 5", "+5", "1e2"):
+        answer = client.get("/v1/users/u1/facts", params={"limit": limit})
+        assert answer.status_code == 400 and answer.json()["error"] == "request.invalid", limit
+        assert "digits" in answer.json()["message"]
+    assert client.get("/v1/users/u1/facts", params={"limit": "50"}).status_code == 200
+    empty = client.get("/v1/access/audit", params={"user": ""})
+    assert empty.status_code == 400 and empty.json()["error"] == "request.invalid"

@@ -8,6 +8,7 @@ body and answer. The same models parse requests and write the OpenAPI document.
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 import typing
 import unicodedata
@@ -160,6 +161,18 @@ def _is_list(annotation: Any) -> bool:
     return typing.get_origin(annotation) in (list, tuple)
 
 
+def _is_int(annotation: Any) -> bool:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_is_int(a) for a in typing.get_args(annotation))
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _is_int(typing.get_args(annotation)[0])
+    return annotation is int
+
+
+_WHOLE = re.compile(r"-?[0-9]{1,19}")
+"""A whole number in a query, as written: digits (Python would also read "5_0" and " 5")."""
+
+
 def parse_query(model: type[Query] | None, items: list[tuple[str, str]]) -> Any:
     fields = model.model_fields if model else {}
     data: dict[str, Any] = {}
@@ -168,6 +181,9 @@ def parse_query(model: type[Query] | None, items: list[tuple[str, str]]) -> Any:
             allowed = ", ".join(fields) or "none"
             raise MemkgError(f"unknown query parameter {name[:40]!r} (allowed: {allowed})",
                              code="request.invalid")  # fmt: skip
+        if _is_int(fields[name].annotation) and not _WHOLE.fullmatch(value):
+            raise MemkgError(f"query parameter {name!r} is a whole number in digits, not "
+                             f"{value[:40]!r}", code="request.invalid")  # fmt: skip
         if _is_list(fields[name].annotation):
             data.setdefault(name, []).append(value)
         elif name in data:

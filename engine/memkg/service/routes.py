@@ -101,9 +101,10 @@ class ReviewsQuery(PageQuery):
 
 
 class AuditQuery(Query):
-    user: str | None = Field(None, max_length=128)
-    key: str | None = Field(None, max_length=64)
-    target: str | None = Field(None, max_length=128, description="a fact or decision id")
+    user: str | None = Field(None, min_length=1, max_length=128)
+    key: str | None = Field(None, min_length=1, max_length=64)
+    target: str | None = Field(None, min_length=1, max_length=128, description="a fact or "
+                               "decision id")  # fmt: skip
     limit: int = Field(100, ge=1, le=1000)
     before: int | None = Field(
         None, ge=1, le=2**62, description="a record's position: the records older than it"
