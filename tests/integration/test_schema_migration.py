@@ -340,3 +340,24 @@ def test_check_refuses_a_file_it_cannot_read_as_a_schema(
     code, report = _cli("schema", "check", str(ok), str(bad))
     assert code == 1 and report["error"] == "schema.read"
     assert str(bad) in report["message"] and said in report["message"]
+
+
+def test_the_admin_dry_run_is_audited_under_each_person_its_examples_show(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("starlette")
+    from support.service import client, keyed_app, token
+
+    root, old = _v1(tmp_path)
+    _upgrade(root)
+    engine = reopen(old, root)
+    app, keyring = keyed_app(engine)
+    ran = client(app, token(keyring)).post("/v1/admin/migrations/dry-run",
+                                           json={"plan": "health/diet_organ_meat"})  # fmt: skip
+    assert ran.status_code == 200
+    shown = {e["user_id"] for examples in ran.json()["examples"].values() for e in examples}
+    assert shown and shown <= set(USERS)
+    for person in shown:
+        assert [(r.action, r.domain) for r in keyring.audit(subject=person)] == [
+            ("migration_dry_run", "health")
+        ]

@@ -125,4 +125,8 @@ class Admin:
             )
         report = await run_in_threadpool(self.gate, self.engine.migration_dry_run, path,
                                          decisions=body.decisions)  # fmt: skip
+        people = sorted({e["user_id"] for shown in report.examples.values() for e in shown
+                         if isinstance(e.get("user_id"), str)})  # fmt: skip
+        if people:  # the examples show these people's facts: found under each of them
+            call.extra["reaches"] = [(person, report.domain, None) for person in people]
         return _json(report.model_dump(mode="json"))
