@@ -20,14 +20,19 @@ def cli(*argv: str) -> tuple[int, Any]:
     return code, [json.loads(line) for line in out.getvalue().splitlines()]
 
 
+def _avoids_mu(folder: Path) -> str:
+    """A JSONL file of one observation: li avoids airline:MU."""
+    path = folder / "obs.jsonl"
+    path.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
+                                "value": ["airline:MU"], "source": "dialogue"}) + "\n")  # fmt: skip
+    return str(path)
+
+
 def test_ingest_facts_decide_and_keys_on_postgresql(
     postgres_dsn: str, pg_schema: str, tmp_path: Path
 ) -> None:
     db = ("--db", postgres_dsn, "--pg-schema", pg_schema)
-    obs = tmp_path / "obs.jsonl"
-    obs.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
-                               "value": ["airline:MU"], "source": "dialogue"}) + "\n")  # fmt: skip
-    assert cli(*db, "ingest", str(obs))[0] == 0
+    assert cli(*db, "ingest", _avoids_mu(tmp_path))[0] == 0
     _, [facts] = cli(*db, "facts", "li")
     assert [f["key"] for f in facts["facts"]] == ["airline.avoided"]
     _, [made] = cli(*db, "decide", "li", "--domain", "travel", "--context",
@@ -84,8 +89,5 @@ def test_keys_are_listed_on_a_schema_that_holds_memory_but_no_keys_yet(
     postgres_dsn: str, pg_schema: str, tmp_path: Path
 ) -> None:
     db = ("--db", postgres_dsn, "--pg-schema", pg_schema)
-    obs = tmp_path / "obs.jsonl"
-    obs.write_text(json.dumps({"user_id": "li", "domain": "travel", "key": "airline.avoided",
-                               "value": ["airline:MU"], "source": "dialogue"}) + "\n")  # fmt: skip
-    assert cli(*db, "ingest", str(obs))[0] == 0
+    assert cli(*db, "ingest", _avoids_mu(tmp_path))[0] == 0
     assert cli(*db, "access", "key", "list") == (0, [{"keys": []}])

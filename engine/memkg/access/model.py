@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memkg.validate.limits import unstorable
+
 ALL_DOMAINS = "*"
 
 
@@ -94,11 +96,7 @@ PostgreSQL indexes these columns, and an index entry has a size limit)."""
 def kept(text: str | None) -> str | None:
     """``text`` for an audit record, or None when no store can keep it (a NUL, a lone
     surrogate, thousands of characters): the call is recorded all the same, without it."""
-    if text is None or len(text) > AUDITED_TEXT or "\x00" in text:
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if text is None or len(text) > AUDITED_TEXT or unstorable(text) is not None:
         return None
     return text
 

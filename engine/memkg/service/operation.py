@@ -153,20 +153,21 @@ def parse(model: Any, data: Any, where: str = "body") -> Any:
         raise MemkgError(f"invalid request {where}: {problems}", code="request.invalid") from None
 
 
-def _is_list(annotation: Any) -> bool:
+def _takes(annotation: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether ``annotation``, or one of the types it joins or annotates, passes ``test``."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_is_list(a) for a in typing.get_args(annotation))
+        return any(_takes(a, test) for a in typing.get_args(annotation))
     if typing.get_origin(annotation) is typing.Annotated:
-        return _is_list(typing.get_args(annotation)[0])
-    return typing.get_origin(annotation) in (list, tuple)
+        return _takes(typing.get_args(annotation)[0], test)
+    return test(annotation)
+
+
+def _is_list(annotation: Any) -> bool:
+    return _takes(annotation, lambda a: typing.get_origin(a) in (list, tuple))
 
 
 def _is_int(annotation: Any) -> bool:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_is_int(a) for a in typing.get_args(annotation))
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _is_int(typing.get_args(annotation)[0])
-    return annotation is int
+    return _takes(annotation, lambda a: a is int)
 
 
 _WHOLE = re.compile(r"-?[0-9]{1,19}")
