@@ -138,10 +138,8 @@ class FactWriter:
         with collector_paused():
             batch = _batch(observations)
             checked = self.setup.validator.check_many(batch, self.clock.now(), self._salt)
-            # the engine's lock before the store's, as every write and decision takes them
-            # (the batch holds the store's to its end; each item takes the engine's)
             users = [c.observation.user_id for c in checked if isinstance(c, Checked)]
-            with self.journal.lock, self.journal.store.batch(users):
+            with self.journal.batch(users):
                 return [self._store_one(index, item) for index, item in enumerate(checked)]
 
     def _store_one(self, index: int, item: Checked | ValidationReport) -> IngestOutcome:

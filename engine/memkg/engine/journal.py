@@ -4,7 +4,7 @@ lock, with the freezes arbitration says the write entails, then folded into the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +83,21 @@ class Journal:
         return appended
 
     @contextmanager
+    def batch(self, users: Collection[str]) -> Iterator[None]:
+        """The block's appends in one commit, the engine's lock held (before the store's, as
+        every write and decision takes them). A block that fails stored nothing: the views
+        of ``users`` are dropped, since they folded the appends made before the failure, and
+        another process's writes would otherwise be folded onto them."""
+        with self.lock:
+            try:
+                with self.store.batch(users):
+                    yield
+            except BaseException:
+                for user in set(users):
+                    self.projections.changed(user)
+                raise
+
+    @contextmanager
     def writing(self, user_id: str) -> Iterator[UserMemory]:
         """The block of one write to the user: the write lock held, the user's projections
         pinned (``Projections.pinned``), and the ``writable`` memory the write reads."""
@@ -106,7 +121,7 @@ class Journal:
         ``checked`` holds the stream versions the events were worked out at: the commit
         fails with ``ConcurrencyConflict`` if another writer moved one of them since."""
         with self.lock:
-            with self.store.batch([user for user, events in appends if events]):
+            with self.batch([user for user, events in appends if events]):
                 for user, events in appends:
                     if events:
                         version = (checked or {}).get(user)
