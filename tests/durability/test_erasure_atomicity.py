@@ -52,7 +52,8 @@ def _backend(engine: Engine) -> str:
 
 def _vectors(engine: Engine, *users: str) -> None:
     for user in users:
-        engine.recalls.vector_store.put(user, "test-embed", {f"d-{user}": [1.0, 0.5, 0.25]})
+        vectors = engine.recalls.vector_store
+        assert vectors.put(user, "test-embed", {f"d-{user}": [1.0, 0.5, 0.25]}, 0)
 
 
 def _fail_each_statement(
@@ -183,6 +184,7 @@ def _audited(engine: Engine) -> list[str]:
     engine.ingest(obs(value="airline:CA", source="profile", confidence=0.95, **under("audC")))
     assert engine.review_queue()
     traces.append(engine.decide("u1", "travel", {}).trace_id)
+    engine.ingest(obs(user_id="bystander", key="seat.preference", value="window"))
     _vectors(engine, "u1", "u2", "bystander")
     return [t for t in traces if t]
 

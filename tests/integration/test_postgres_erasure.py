@@ -132,7 +132,7 @@ def test_after_an_audit_id_purge_no_page_holds_its_facts(
                               **audit))  # fmt: skip
             engine.ingest(obs(user_id=user, value="airline:MU"))
             engine.decide(user, "health", {"symptom": "fever"})
-            engine.recalls.vector_store.put(user, "m", {marker: [1.0, 0.0]})
+            engine.recalls.vector_store.put(user, "m", {marker: [1.0, 0.0]}, 0)
         assert _residue(pageinspect, pg_schema, [marker.encode()])
 
         receipts = engine.erase_audit_id(f"aud-{marker}")

@@ -47,13 +47,14 @@ class Recall:
         check_args(user_id=user_id, query=query, domain=domain, session_id=session_id)
         check_count(k, "k", 0, "how many memories to inject", code="recall.k")
         reader = self.setup.reader
+        seen = self.store.stream_mark(user_id)[1]  # before memory is read (``VectorStore.put``)
         notes = [n for n in self.notes(user_id, domain) if n.shown_in(session_id)]
         return recall.recall(
             query, self.facts(user_id, domain, session_id), notes, k=k,
             now=self.clock.now(), weights=weights or self.setup.config.lifecycle.recall,
             credibility=lambda domain, source: credibility_of(reader.params(domain), source),
             index=self.entity_index, semantic=self.semantic_index, user_id=user_id,
-            key_title=self._key_title, fallback=self.lexical_index,
+            key_title=self._key_title, fallback=self.lexical_index, seen=seen,
         )  # fmt: skip
 
     def _key_title(self, domain: str, key: str) -> str | None:
@@ -95,7 +96,7 @@ class Recall:
             from memkg.semantic.postgres import PostgresVectorStore
 
             return PostgresVectorStore(self.store.dsn, schema=self.store.schema)
-        return semantic.MemoryVectorStore()
+        return semantic.MemoryVectorStore(self.store.stream_mark)
 
     def erase_vectors(self, user_id: str) -> None:
         """The user's memory vectors go (after a purge by audit id: re-embedded on demand)."""

@@ -116,7 +116,12 @@ class SemanticIndex(Protocol):
         ...
 
     def scores(
-        self, user_id: str, query: str, documents: Sequence[tuple[str, str]]
-    ) -> Mapping[str, float]:
-        """``{ref: score in [0, 1]}`` for documents ``(ref, text)``; a missing ref scores 0."""
+        self, user_id: str, query: str, documents: Sequence[tuple[str, str]],
+        *, seen: int | None = None,
+    ) -> Mapping[str, float]:  # fmt: skip
+        """``{ref: score in [0, 1]}`` for documents ``(ref, text)``; a missing ref scores 0.
+
+        ``seen``: the event log's purge count read before the documents were; what is kept
+        of them (vectors) is kept only while it holds, so that nothing of an erasure or a
+        purge since then is written back. Without it nothing is kept."""
         ...

@@ -190,12 +190,14 @@ def recall(
     user_id: str = "",
     key_title: Callable[[str, str], str | None] | None = None,
     fallback: SemanticIndex | None = None,
+    seen: int | None = None,
 ) -> RecallResult:
     """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
     uses it (``rules/policy.yaml`` over ``EngineConfig.weights``); ``key_title(domain, key)``:
     the key's title in its schema, for the semantic documents. When ``semantic``'s model
     fails (``LLMError``: down, refusing, answering garbage), ``fallback`` scores instead and
-    the result says why; without a fallback the error propagates."""
+    the result says why; without a fallback the error propagates. ``seen``: the event log's
+    purge count read before ``facts`` and ``notes`` were (``SemanticIndex.scores``)."""
     query_refs = index.mentions(query) if index else []
     asked = index.expand(query_refs) if index else {}
     wanted = _terms(query) | {r for refs in asked.values() for r in refs}
@@ -211,14 +213,14 @@ def recall(
         ]
         asked_for = _meaning(query, query_refs, None, index)
         try:
-            closeness = semantic.scores(user_id, asked_for, meanings)
+            closeness = semantic.scores(user_id, asked_for, meanings, seen=seen)
         except LLMError as exc:
             if fallback is None:
                 raise
             used, why = fallback, f"{exc.code}: {exc.message}"
             log.warning("semantic index %s failed (%s); %s scored", semantic.name, exc.code,
                         fallback.name)  # fmt: skip
-            closeness = fallback.scores(user_id, asked_for, meanings)
+            closeness = fallback.scores(user_id, asked_for, meanings, seen=seen)
     matchers = [w for w in ("semantic", "relevance") if getattr(weights, w) > 0]
     scored: list[tuple[float, str, RecallCandidate, float]] = []
     for item, (text, refs) in zip(items, documents, strict=True):

@@ -51,11 +51,12 @@ class Bm25Index:
         )
 
     def scores(
-        self, user_id: str, query: str, documents: Sequence[tuple[str, str]]
-    ) -> Mapping[str, float]:
+        self, user_id: str, query: str, documents: Sequence[tuple[str, str]],
+        *, seen: int | None = None,
+    ) -> Mapping[str, float]:  # fmt: skip
         """``{ref: score in [0, 1]}`` for documents ``(ref, text)`` sharing a term with
         ``query``; the others are left out (score 0)."""
-        del user_id  # the documents are the user's already; nothing is kept per user
+        del user_id, seen  # the documents are the user's already; nothing is kept per user
         wanted = sorted(set(index_terms(query)))
         if not wanted or not documents:
             return {}

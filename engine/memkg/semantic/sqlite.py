@@ -25,6 +25,12 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors (user_id TEXT NOT NULL, model TEXT NOT NULL,"
     " digest TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (user_id, model, digest))"
 )
+_ALLOWED = (
+    "SELECT EXISTS (SELECT 1 FROM streams WHERE user_id = ?)"
+    " AND coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'purges'), 0) = ?"
+)
+"""Whether the user's stream is there and the event log's purge count is still the one given
+(``SqliteEventStore.stream_mark``), read in the write transaction that stores the vectors."""
 _CHUNK = 500
 """Digests per ``IN (...)`` (SQLite's variable limit is far above; this keeps statements short)."""
 
@@ -65,12 +71,17 @@ class SqliteVectorStore:
                 found.update((digest, unpack(blob)) for digest, blob in rows)
         return found
 
-    def put(self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+    def put(
+        self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]], seen: int
+    ) -> bool:
         rows = [(user_id, model, d, pack(v)) for d, v in vectors.items()]
         if not rows:
-            return
+            return True
         with self._write() as db:
+            if not _has_log(db) or not db.execute(_ALLOWED, (user_id, seen)).fetchone()[0]:
+                return False
             db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        return True
 
     def similarities(
         self, user_id: str, model: str, query: Sequence[float], digests: Collection[str]
@@ -151,3 +162,9 @@ class SqliteVectorStore:
         """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind."""
         with self._lock:
             compact(self._db, self.path, "vectors")
+
+
+def _has_log(db: sqlite3.Connection) -> bool:
+    """Whether the file holds an event log (vectors are kept only beside one)."""
+    found = db.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('streams', 'meta')")
+    return bool(found.fetchone()[0] == 2)

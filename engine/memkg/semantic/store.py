@@ -15,9 +15,12 @@ import hashlib
 import math
 import threading
 from array import array
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+Mark = Callable[[str], tuple[int, int]]
+"""A user's stream version and the log's purge count, read together (``stream_mark``)."""
 
 
 @runtime_checkable
@@ -26,8 +29,13 @@ class VectorStore(Protocol):
         """The stored vectors among ``digests`` (missing ones left out)."""
         ...
 
-    def put(self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Store ``{digest: vector}`` (a digest already stored keeps its vector)."""
+    def put(
+        self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]], seen: int
+    ) -> bool:
+        """Store ``{digest: vector}`` (a digest already stored keeps its vector) while the
+        user's stream is there and the event log's purge count is still ``seen``, read before
+        the texts were: an erasure or a purge since then may have taken those texts, and
+        the vectors would keep what they took (``EventStore.stream_mark``). Whether stored."""
         ...
 
     def similarities(
@@ -76,21 +84,31 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class MemoryVectorStore:
-    """The in-memory twin: vectors in a dict, float32-rounded like the stored ones."""
+    """The in-memory twin: vectors in a dict, float32-rounded like the stored ones.
 
-    def __init__(self) -> None:
+    ``mark`` is the event store's ``stream_mark``; without one every user counts as having a
+    stream and the log as never purged."""
+
+    def __init__(self, mark: Mark | None = None) -> None:
         self._vectors: dict[tuple[str, str, str], list[float]] = {}
         self._lock = threading.Lock()
+        self._mark: Mark = mark or (lambda _user: (1, 0))
 
     def get(self, user_id: str, model: str, digests: Collection[str]) -> dict[str, list[float]]:
         with self._lock:
             found = {d: self._vectors.get((user_id, model, d)) for d in digests}
         return {d: list(v) for d, v in found.items() if v is not None}
 
-    def put(self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+    def put(
+        self, user_id: str, model: str, vectors: Mapping[str, Sequence[float]], seen: int
+    ) -> bool:
+        version, purges = self._mark(user_id)
+        if version == 0 or purges != seen:
+            return False
         with self._lock:
             for digest, vector in vectors.items():
                 self._vectors.setdefault((user_id, model, digest), unpack(pack(vector)))
+        return True
 
     def similarities(
         self, user_id: str, model: str, query: Sequence[float], digests: Collection[str]

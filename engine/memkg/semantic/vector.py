@@ -24,9 +24,13 @@ class VectorIndex:
         return f"embedding:{self.embedder.model}"
 
     def scores(
-        self, user_id: str, query: str, documents: Sequence[tuple[str, str]]
-    ) -> Mapping[str, float]:
-        """``{ref: max(cosine, 0)}`` for every document ``(ref, text)``."""
+        self, user_id: str, query: str, documents: Sequence[tuple[str, str]],
+        *, seen: int | None = None,
+    ) -> Mapping[str, float]:  # fmt: skip
+        """``{ref: max(cosine, 0)}`` for every document ``(ref, text)``.
+
+        New vectors are kept while the event log's purge count is still ``seen``, read before
+        the documents were (``VectorStore.put``); without it none are kept."""
         if not documents:
             return {}
         model = self.embedder.model
@@ -36,9 +40,9 @@ class VectorIndex:
         missing = [d for d in texts if d not in stored]
         vectors = self._embed([texts[d] for d in missing]) if missing else []
         made = {d: unpack(pack(v)) for d, v in zip(missing, vectors, strict=True)}
-        if made:
+        if made and seen is not None:
             try:
-                self.store.put(user_id, model, made)
+                self.store.put(user_id, model, made, seen)
             except StoreError as exc:
                 if exc.code != "store.read_only":  # a read-only file still recalls
                     raise

@@ -1,0 +1,99 @@
+"""Requests that read a user's memory before an erasure and write after it leave nothing of
+the erased user: no memory vectors, no recreated stream. SQLite and PostgreSQL, the erasure
+made by another engine on the same store (as another process would) at the moment between
+the request's read and its write."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memkg import Engine, EngineConfig, FrozenClock
+from memkg.llm.embedder import HashingEmbedder
+from memkg.semantic import VectorIndex
+from support.observations import CONSENTED, T0, obs
+
+USER = "patient-Qz81"
+Pair = tuple[Engine, Engine]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def two(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
+    """Engines A and B on one store."""
+    if request.param == "postgres":
+        dsn, schema = request.getfixturevalue("postgres_dsn"), request.getfixturevalue("pg_schema")
+        config = EngineConfig(pg_schema=schema)
+        a = Engine.connect(dsn, clock=FrozenClock(T0), config=config)
+        b = Engine.connect(dsn, clock=FrozenClock(T0, seed=1), config=config)
+    else:
+        a = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0))
+        b = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0, seed=1))
+    yield a, b
+    a.close()
+    b.close()
+
+
+class _Meanwhile(HashingEmbedder):
+    """Embeds as ``HashingEmbedder``, running ``then`` once before its first answer: the
+    moment a recall has read memory and waits for the model."""
+
+    def __init__(self, then: Callable[[], object]) -> None:
+        super().__init__()
+        self.then: Callable[[], object] | None = then
+
+    def embed(self, texts: list[str]) -> list[list[float]]:  # type: ignore[override]
+        if self.then is not None:
+            then, self.then = self.then, None
+            then()
+        return super().embed(texts)
+
+
+def _medication(value: str, audit: str | None = None) -> dict[str, object]:
+    provenance = {**CONSENTED["provenance"], **({"audit_log_id": audit} if audit else {})}
+    return obs(user_id=USER, domain="health", key="medication.current", value=[value],
+               source="profile", provenance=provenance)  # fmt: skip
+
+
+def test_a_recall_racing_an_erasure_stores_no_vectors_of_the_erased(two: Pair) -> None:
+    a, b = two
+    a.ingest(_medication("Zorblaxamine 40mg"))
+    vectors = a.recalls.vector_store
+    a.recalls.semantic_index = VectorIndex(_Meanwhile(lambda: b.erase(USER)), vectors)
+    found = a.recall(USER, "what medicine")
+    assert found.semantic_index == "embedding:hashing-256"  # the model scored this recall
+    assert vectors.count(USER) == 0
+    assert a.store.stream_version(USER) == 0
+    # and a recall that no erasure meets keeps its vectors, once
+    a.ingest(_medication("Plimbotrex 5mg"))
+    a.recall(USER, "what medicine")
+    a.recall(USER, "which dose")
+    assert vectors.count(USER) == 1
+
+
+def test_a_purge_by_audit_id_racing_a_recall_leaves_no_vectors_of_the_purged(two: Pair) -> None:
+    a, b = two
+    a.ingest(_medication("Zorblaxamine 40mg", "aud-feed-7"))
+    a.ingest(obs(user_id=USER, key="seat.preference", value="aisle"))
+    vectors = a.recalls.vector_store
+    purge = lambda: b.erase_audit_id("aud-feed-7")  # noqa: E731
+    a.recalls.semantic_index = VectorIndex(_Meanwhile(purge), vectors)
+    a.recall(USER, "what medicine")
+    assert vectors.count(USER) == 0  # its texts were read before the purge
+    assert [f.key for f in b.facts(USER)] == ["seat.preference"]
+
+
+def test_the_file_holds_no_byte_of_a_user_erased_during_a_recall(tmp_path: Path) -> None:
+    a = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0))
+    b = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0, seed=1))
+    with a, b:
+        a.ingest(_medication("Zorblaxamine 40mg"))
+        vectors = a.recalls.vector_store
+        a.recalls.semantic_index = VectorIndex(_Meanwhile(lambda: b.erase(USER)), vectors)
+        a.recall(USER, "what medicine")
+    with sqlite3.connect(tmp_path / "memkg.db") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    leftovers = [p.name for p in tmp_path.iterdir() if USER.encode() in p.read_bytes()]
+    assert leftovers == []
