@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock
+from memkg import Engine, EngineConfig, FrozenClock, NotFound
+from memkg.events.projection import UserMemory
 from memkg.llm.embedder import HashingEmbedder
 from memkg.semantic import VectorIndex
 from support.observations import CONSENTED, T0, obs
@@ -97,3 +98,33 @@ def test_the_file_holds_no_byte_of_a_user_erased_during_a_recall(tmp_path: Path)
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     leftovers = [p.name for p in tmp_path.iterdir() if USER.encode() in p.read_bytes()]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("what", ["fact", "note"])
+def test_forgetting_a_fact_or_note_racing_an_erasure_stores_nothing(
+    two: Pair, what: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two
+    item = b.ingest(_medication("Zorblaxamine 40mg", "aud-race-77")).fact_id
+    if what == "note":
+        assert b.save_memory_note(USER, "travel", "Likes quiet lounges", "global").saved
+        [note] = b.notes(USER)
+        item = note.id
+    a.facts(USER)  # A holds the user resident, as a process serving them would
+    erase: list[Callable[[], object]] = [lambda: b.erase(USER)]
+
+    def then_erase(found: object) -> object:  # once A has looked the item up
+        while erase:
+            erase.pop()()
+        return found
+
+    if what == "fact":
+        lookup = UserMemory.fact
+        monkeypatch.setattr(UserMemory, "fact", lambda m, i: then_erase(lookup(m, i)))
+    else:
+        notes = a.projections.notes
+        monkeypatch.setattr(a.projections, "notes", lambda *args: then_erase(notes(*args)))
+    with pytest.raises(NotFound):
+        a.retract(USER, item, "patient withdrew zq-consent")
+    assert not erase  # the erasure ran between the lookup and the write
+    assert a.store.stream_version(USER) == 0 and b.store.stream_version(USER) == 0

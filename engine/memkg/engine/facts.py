@@ -27,7 +27,7 @@ from memkg.engine.supersede import (
     replaced_claims,
     until_confirmed,
 )
-from memkg.errors import InvalidOperation, MemoryDisabled, ValidationFailed
+from memkg.errors import InvalidOperation, MemoryDisabled, NotFound, ValidationFailed
 from memkg.events.projection import UserMemory, collector_paused
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
@@ -293,22 +293,28 @@ class FactWriter:
 
     @unconditional
     def retract(self, user_id: str, fact_id: str, reason: str) -> Event:
-        """Forget a fact, or a free-text note: a soft delete that keeps its history."""
+        """Forget a fact, or a free-text note: a soft delete that keeps its history.
+
+        The fact or note is looked up in the memory the append is made at: read before, an
+        erasure in between (by another process) would let the append start the erased
+        user's stream again, holding the erased fact's id and the reason."""
         check_args(user_id=user_id, fact_id=fact_id, reason=reason)
         require_text(reason, "reason")
-        self.journal.writable(user_id)
-        note = self.projections.notes(user_id).notes.get(fact_id)
-        fact = None if note is not None else self.reads.fact(user_id, fact_id)
         if not reason.strip() or len(reason) > 500:
             raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
-        if note is not None:
-            return _retract_note(self.journal, self.clock, note, reason)
-        assert fact is not None
-        if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
-            raise InvalidOperation(
-                f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
-            )
         with self.journal.writing(user_id) as memory:  # a turn instruction's note goes too
+            graph = self.projections.graph_of(memory)
+            note = self.projections.notes(user_id, graph).notes.get(fact_id)
+            if note is not None:
+                event = _note_dropped(self.clock, note, reason)
+                return self.journal.append(user_id, [event], memory=memory).events[0]
+            fact = memory.fact(fact_id)
+            if fact is None:
+                raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
+            if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
+                raise InvalidOperation(
+                    f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
+                )
             events = [
                 self.journal.fact_event(
                     EventType.FACT_RETRACTED, one, {"fact_id": one.id, "reason": reason}
@@ -337,7 +343,7 @@ class FactWriter:
             return list(appended.events)
 
 
-def _retract_note(journal: Journal, clock: Clock, note: Note, reason: str) -> Event:
+def _note_dropped(clock: Clock, note: Note, reason: str) -> NewEvent:
     """``note.dropped`` for a note the user asked to forget (it leaves the profile and recall;
     erasure removes its text)."""
     if note.status is not NoteStatus.ACTIVE:
@@ -346,7 +352,7 @@ def _retract_note(journal: Journal, clock: Clock, note: Note, reason: str) -> Ev
     payload = {"note_id": note.id, "reason": f"retracted: {reason}"}
     event = note_event(clock, EventType.NOTE_DROPPED, note, payload)
     check_note_events(note.user_id, [event])  # as the lifecycle's own note writes are
-    return journal.append(note.user_id, [event]).events[0]
+    return event
 
 
 def _confirmable(fact: Fact, now: datetime) -> Fact:
