@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from memkg import Engine, EngineConfig, FrozenClock, NotFound
+from memkg.engine import patterns
 from memkg.events.projection import UserMemory
 from memkg.llm.embedder import HashingEmbedder
 from memkg.semantic import VectorIndex
@@ -127,4 +129,27 @@ def test_forgetting_a_fact_or_note_racing_an_erasure_stores_nothing(
     with pytest.raises(NotFound):
         a.retract(USER, item, "patient withdrew zq-consent")
     assert not erase  # the erasure ran between the lookup and the write
+    assert a.store.stream_version(USER) == 0 and b.store.stream_version(USER) == 0
+
+
+def test_patterns_derived_racing_an_erasure_restore_nothing(
+    two: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = two
+    for day in range(1, 15):  # two weeks of evening browsing: the weekdays show a pattern
+        b.ingest({"user_id": USER, "domain": "commerce", "key": "product.viewed",
+                  "value": "product:iphone_16", "source": "behavior", "confidence": 0.9,
+                  "observed_at": (T0 - timedelta(days=day)).replace(hour=20, minute=30)})
+    erase: list[Callable[[], object]] = [lambda: b.erase(USER)]
+    derive = patterns.hour_patterns
+
+    def then_erase(*args: object, **kwargs: object) -> object:  # A has read the behaviour
+        found = derive(*args, **kwargs)  # type: ignore[arg-type]
+        while erase:
+            erase.pop()()
+        return found
+
+    monkeypatch.setattr(patterns, "hour_patterns", then_erase)
+    assert a.derive_patterns(USER, "commerce") == []
+    assert not erase
     assert a.store.stream_version(USER) == 0 and b.store.stream_version(USER) == 0

@@ -97,7 +97,7 @@ class Engine:
         self.writer = writer = FactWriter(setup, projections, journal, reads, clock, conflicts)
         self.graphs = GraphService(setup, projections, journal, clock, conflicts)
         self.reviews = ReviewDesk(setup, journal, conflicts)
-        self.patterns = PatternWriter(setup, projections, writer.ingest, clock)
+        self.patterns = PatternWriter(setup, projections, writer, clock)
         book = RuleBook(setup, log, projections)
         self.intent = decider = Decider(setup, store, projections, arbiter, book, log, clock, lock)
         self.replays = Replayer(setup, projections, decider, log)

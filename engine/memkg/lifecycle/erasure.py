@@ -11,7 +11,7 @@ from memkg.clock import Clock
 from memkg.events.store import Companion, EventStore
 from memkg.lifecycle.notes import NoteBook
 from memkg.model.event import Event, EventType
-from memkg.model.fact import SupersedeReason
+from memkg.model.fact import Kind, Source, SupersedeReason
 
 
 class ErasureReceipt(BaseModel):
@@ -73,9 +73,32 @@ def audit_reach(store: EventStore, audit_log_id: str) -> dict[str, list[str]]:
     for user_id, fact_ids in found.items():
         events = list(store.read_stream(user_id))
         held = [*fact_ids, *migrated_into(events, fact_ids)]
+        held += patterns_from(events, held)
         book = NoteBook.from_events(e for e in events if e.type in NoteBook.EVENTS)
         reach[user_id] = [*held, *book.derived_from(held)]
     return reach
+
+
+def patterns_from(events: Iterable[Event], fact_ids: Collection[str]) -> list[str]:
+    """The pattern facts (``derive_patterns``) that may have counted a behaviour fact among
+    ``fact_ids``: written by the system in its domain after it was stored. A pattern holds
+    what the behaviour showed (the usual hours) and records no more of where it came from;
+    one that also counted facts kept is derived again from those on the next call."""
+    wanted, since, found = set(fact_ids), set(), []
+    for event in events:  # in stream order
+        if event.type != EventType.FACT_ASSERTED or event.fact_id is None:
+            continue
+        fact = event.payload.get("fact") or {}
+        if event.fact_id in wanted:
+            if fact.get("source") == Source.BEHAVIOR.value:
+                since.add(event.domain)
+        elif (
+            event.domain in since
+            and fact.get("kind") == Kind.PATTERN.value
+            and fact.get("source") == Source.SYSTEM.value
+        ):
+            found.append(event.fact_id)
+    return found
 
 
 def migrated_into(events: Iterable[Event], fact_ids: Collection[str]) -> list[str]:

@@ -4,6 +4,7 @@ left holds what they said, and every decision left still replays."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,34 @@ def test_a_review_kept_by_a_merged_id_goes_with_the_purged_claim(
             assert b"premium_economy" not in path.read_bytes(), path.name
         assert engine.review_queue() == []
         assert engine.resolve("web", "travel", "cabin.class").value == "business"
+
+
+def _views(engine: Engine, user: str, audit: str, days: range) -> None:
+    """Evening browsing (20:30) on ``days`` before T0, each view under ``audit``."""
+    for day in days:
+        engine.ingest({"user_id": user, "domain": "commerce", "key": "product.viewed",
+                       "value": "product:iphone_16", "source": "behavior", "confidence": 0.9,
+                       "observed_at": (T0 - timedelta(days=day)).replace(hour=20, minute=30),
+                       "provenance": {"audit_log_id": audit}})  # fmt: skip
+
+
+def test_a_pattern_derived_from_purged_behaviour_goes_and_is_derived_again(
+    tmp_path: Path,
+) -> None:
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        _views(engine, "u", "aud-feed-42", range(1, 15))  # two weeks: the weekdays show
+        [early] = engine.derive_patterns("u", "commerce")
+        engine.ingest({"user_id": "u", "domain": "travel", "key": "seat.preference",
+                       "value": "aisle", "source": "behavior"})  # fmt: skip
+        _views(engine, "u", "aud-feed-43", range(15, 29))  # stored after the pattern
+        [receipt] = engine.erase_audit_id("aud-feed-43")
+        assert receipt.removed["facts"] == 14  # the pattern counted none of them
+        assert engine.fact("u", early.fact_id).key == "shopping.hours"
+
+        [receipt] = engine.erase_audit_id("aud-feed-42")
+        assert receipt.removed["facts"] == 15  # the views and the hours they showed
+        with pytest.raises(NotFound):
+            engine.fact("u", early.fact_id)
+        assert [f.key for f in engine.facts("u")] == ["seat.preference"]
+        _views(engine, "u", "aud-feed-44", range(1, 15))
+        assert [r.fact_id for r in engine.derive_patterns("u", "commerce")] != []

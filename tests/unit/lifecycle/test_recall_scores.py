@@ -21,8 +21,9 @@ class _Answers:
         self._scores = scores
 
     def scores(
-        self, user_id: str, query: str, documents: Sequence[tuple[str, str]]
-    ) -> Mapping[str, float]:
+        self, user_id: str, query: str, documents: Sequence[tuple[str, str]],
+        *, seen: int | None = None,
+    ) -> Mapping[str, float]:  # fmt: skip
         return self._scores
 
 
