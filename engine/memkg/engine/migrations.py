@@ -43,6 +43,7 @@ from memkg.rules.loader import RuleFolders, SchemaRoot, load_bundle, read_source
 from memkg.rules.spec import Finding as RuleFinding
 from memkg.rules.spec import RuleBundle
 from memkg.validate.guards import HASHED, hash_pii
+from memkg.validate.validator import Validator
 
 if TYPE_CHECKING:
     from memkg.engine.evolution import Evolution
@@ -86,9 +87,11 @@ class ApplyReport(BaseModel):
 
 @dataclass(frozen=True)
 class StoredPii:
-    """``x-pii: hash`` as ingest stores it (``validate.guards``), salted per user by ``salt``."""
+    """``x-pii: hash`` as ingest stores it (``validate.guards``), salted per user by ``salt``;
+    what else a write refuses, by ``validator`` (none: nothing more)."""
 
     salt: Callable[[str], bytes]
+    validator: Validator | None = None
 
     def hash(self, user_id: str, value: Any, paths: tuple[tuple[str, ...], ...]) -> Any:
         return hash_pii(value, paths, self.salt(user_id))
@@ -96,11 +99,19 @@ class StoredPii:
     def is_hash(self, text: str) -> bool:
         return HASHED.fullmatch(text) is not None
 
+    def refused(self, spec: KeySpec, fact: Fact, value: Any) -> list[str]:
+        if self.validator is None:
+            return []
+        return [
+            f"{p.message} ({p.code})" for p in self.validator.stored_problems(spec, fact, value)
+        ]
 
-_DRY_PII = StoredPii(lambda _: b"memkg-dry-run")
-"""What a dry run hashes with: the shape an apply would store, without reading (or, for a user
-who has none yet, creating) the user's salt; a dry run writes nothing. A decision re-made in
-the dry run sees these hashes."""
+
+def _dry_pii(evo: Evolution) -> StoredPii:
+    """What a dry run hashes with: the shape an apply would store, without reading (or, for a
+    user who has none yet, creating) the user's salt; a dry run writes nothing. A decision
+    re-made in the dry run sees these hashes."""
+    return StoredPii(lambda _: b"memkg-dry-run", evo.setup.validator)
 
 
 def plan_file(layers: Roots, plan: str | Path) -> tuple[Path, Path | None]:
@@ -177,9 +188,9 @@ def _judged(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
     if waiver is not None and not isinstance(waiver, Waiver):
         waiver = load_waiver(waiver)
     tally, losses = Tally(plan, waiver, now=evo.clock.now()), Losses()
-    users = evo.store.users()
+    users, pii = evo.store.users(), _dry_pii(evo)
     for done, user in enumerate(users, 1):
-        for place, outcome in ordered(plan, live_facts(evo, user), old, new, _DRY_PII,
+        for place, outcome in ordered(plan, live_facts(evo, user), old, new, pii,
                                       batch=done):  # fmt: skip
             losses.note(outcome)
             tally.add(place, outcome)
@@ -199,7 +210,7 @@ def _judged(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
             # the last users read first: those the projections still hold are not folded again
             for n in range(len(users), 0, -1):
                 for place, outcome in ordered(plan, live_facts(evo, users[n - 1]), old, new,
-                                              _DRY_PII, batch=n):  # fmt: skip
+                                              pii, batch=n):  # fmt: skip
                     if losses.lossy(outcome):
                         tally.add_lossy(place, outcome)
     return tally, changes, found
@@ -253,7 +264,7 @@ def _migrate_user(
     erasure) fails the append, and the user is read and migrated again from what they hold
     now; what this run already wrote is found again by its idempotency key."""
     mine: dict[str, int] = {}  # the idempotency keys this run wrote, with their events
-    pii = StoredPii(evo.store.subject_salt)
+    pii = StoredPii(evo.store.subject_salt, evo.setup.validator)
     for attempt in range(1, _ATTEMPTS + 1):
         version = evo.store.stream_version(user)
         done: list[tuple[FactOutcome, int | bool | None]] = []
@@ -439,8 +450,9 @@ def _remake(
     stored = evo.store.read_stream(user, up_to_seq=at) if at > 0 else []
     live = [f for f in graph.memory.facts.values() if f.status in LIVE]
     clock = FrozenClock(decision.decided_at)
-    added = [e for o in migrate(plan, live, old, new, _DRY_PII)
-             for e in events_for(plan, o, new, clock, _DRY_PII, as_written(evo))]  # fmt: skip
+    pii = _dry_pii(evo)
+    added = [e for o in migrate(plan, live, old, new, pii)
+             for e in events_for(plan, o, new, clock, pii, as_written(evo))]  # fmt: skip
     scratch = Projections(_Scratch(user, stored, added), evo.setup.new_graph)
     migrated = scratch.graph(user)
     after = evo.decider.redecide(candidate, decision, migrated,

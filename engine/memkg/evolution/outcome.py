@@ -50,6 +50,12 @@ class Pii(Protocol):
         """Whether ``text`` is such an HMAC."""
         ...
 
+    def refused(self, spec: KeyPolicy, fact: Fact, value: Any) -> list[str]:
+        """Why a write of ``value`` (``fact``'s new value) would be refused beyond the key's
+        schema and consent (checked here): the write's limits, its guards on text, its
+        shapes; each as ``message (code)``."""
+        ...
+
 
 @dataclass(frozen=True)
 class NewValue:
@@ -267,6 +273,8 @@ def _problems(out: NewValue, spec: KeyPolicy, facts: Sequence[Fact], pii: Pii) -
     found = [f"{out.key}{_where(e.absolute_path)}: {e.message}"
              for e in spec.validator.iter_errors(out.value)
              if not _prehashed(tuple(e.absolute_path), e.instance, spec, pii)]  # fmt: skip
+    if not found:  # as a write is refused: limits, the guards on text, the shapes
+        found = [f"{out.key}: {why}" for why in pii.refused(spec, facts[-1], out.value)]
     if spec.sensitivity is Sensitivity.PROHIBITED:
         found.append(f"{out.key}: the new version marks the key prohibited: it cannot be stored")
     # as a write is refused (``validate.guards``): special-category data needs consent too

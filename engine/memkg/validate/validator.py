@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.config import Limits
 from memkg.errors import PatternTimeout
-from memkg.model.fact import PATTERN_TEXT, Identifier, Kind, Observation, Sensitivity
+from memkg.model.fact import PATTERN_TEXT, Fact, Identifier, Kind, Observation, Sensitivity
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Sources
@@ -375,6 +375,27 @@ class Validator:
             sensitivity, spec.consent, obs.provenance.consent_granted, spec.key
         )
         return problems, (obs, spec, kind, sensitivity, valid_until)
+
+    def stored_problems(self, spec: KeySpec, fact: Fact, value: Any) -> list[Problem]:
+        """What a write of ``value`` under ``spec`` would be refused for, ``fact`` giving the
+        rest of the write (its user, source, confidence, times, consent), beyond the key's
+        schema and consent policy: the limits, the guards on its text and the SHACL shapes.
+        A migration meets them with each new value it would store, as an ingest does."""
+        problems = check_value(value, self.limits)
+        if problems:
+            return problems
+        problems = text_problems(value, spec.hashed_paths, clean=self._clean)
+        if self.shacl is not None:
+            sensitivity = max(fact.sensitivity, spec.sensitivity, key=_SENSITIVITY_ORDER.index)
+            [found] = self.shacl.check([Candidate(
+                user_id=fact.user_id, key=spec.key, kind=spec.kind.value,
+                source=fact.source.value, confidence=fact.confidence,
+                sensitivity=sensitivity.value, observed_at=fact.observed_at,
+                valid_until=fact.valid_until, consent_granted=fact.provenance.consent_granted,
+                entities=_entities(spec, value), literal=value,
+            )])  # fmt: skip
+            problems += found
+        return problems
 
     def _schema_problems(self, spec: KeySpec, value: Any) -> list[Problem]:
         """``_schema_problems``, remembering the short text values each spec accepted (what a

@@ -82,7 +82,7 @@ def test_the_report_is_one_assess_of_every_users_outcomes(tmp_path: Path, users:
     loaded, old, new = migrations.plan_and_specs(engine.evolution, plan)
     facts = [f for user in engine.store.users()
              for f in migrations.live_facts(engine.evolution, user)]  # fmt: skip
-    outcomes = migrate(loaded, facts, old, new, migrations._DRY_PII)
+    outcomes = migrate(loaded, facts, old, new, migrations._dry_pii(engine.evolution))
     whole = assess(loaded, outcomes, key_changes(loaded, old, new), [], now=T0)
     assert report.counts["lossy"] == users // 2 > 0 and report.counts["invalid"] == users // 4
     assert (report.counts, report.examples, report.unlisted) == (
