@@ -174,16 +174,21 @@ def checkpointer_of(path: Path) -> Checkpointer | None:
         return _FILES.get(path.resolve())
 
 
-_STEPS = ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
+_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
 
 
-def compact(db: sqlite3.Connection, path: Path, what: str) -> None:
-    """Rewrite the file and empty its WAL, so that deleted rows leave no bytes behind: deleted
-    rows linger in WAL frames and free pages until checkpointed and vacuumed. ``what`` names
-    the rows (``decisions``, ``traces``...) in the error raised when a reader pins the WAL."""
+def compact(db: sqlite3.Connection, path: Path, what: str, *, rewrite: bool = False) -> None:
+    """Empty the file's WAL into it, so that deleted rows leave no bytes behind: every
+    connection deletes with ``secure_delete=ON``, which overwrites a deleted row, and a page
+    freed, with zeros, but the frames that held them linger in the WAL until it is
+    checkpointed and truncated. ``rewrite``: then ``VACUUM`` too, which gives the freed pages
+    back to the file system (it rewrites the whole file, so it costs what the file holds, and
+    holds the write lock meanwhile). ``what`` names the rows (``decisions``, ``traces``...)
+    in the error raised when a reader pins the WAL."""
+    steps = (_TRUNCATE, "VACUUM", _TRUNCATE) if rewrite else (_TRUNCATE,)
     try:
         with paused(path):
-            for step in _STEPS:
+            for step in steps:
                 busy = db.execute(step).fetchone()
                 if step.startswith("PRAGMA") and busy and busy[0]:
                     raise StoreError(

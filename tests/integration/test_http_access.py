@@ -289,20 +289,6 @@ def test_access_commands(tmp_path: Path) -> None:
     assert [g["grant_id"] for g in grants] == [grant["grant_id"]]  # type: ignore[index, union-attr]
 
 
-def test_erasing_an_unknown_user_does_no_vacuum(tmp_path: Path, clock: FrozenClock) -> None:
-    with Engine.open(tmp_path / "m.db", clock=clock) as engine:
-        engine.ingest(obs())
-        statements: list[str] = []
-        engine.store._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
-        receipt = engine.erase("nobody")
-        assert receipt.removed["events"] == 0
-        assert not any("VACUUM" in s for s in statements)
-        engine.erase_audit_id("audit-never-used")
-        assert not any("VACUUM" in s for s in statements)
-        engine.erase("u1")
-        assert any("VACUUM" in s for s in statements)
-
-
 def test_an_admin_key_acts_on_the_whole_store_so_none_is_limited(engine: Engine) -> None:
     """Keys, grants, the audit, metrics and schema checks are the whole store's: an admin key
     limited to a domain or a user would mint itself an unlimited one."""

@@ -6,8 +6,9 @@ is committed (``synchronous=FULL``), so grouping saves commits without weakening
 acknowledgement. A lone append commits alone, as before. A checked append
 (``append_checked``) rides in the same groups: its row carries its own check.
 
-Erasure deletes with ``secure_delete=ON``, then checkpoints the WAL and vacuums, so no page of
-the file keeps a byte of an erased user's decisions.
+Erasure deletes with ``secure_delete=ON`` (rows and freed pages overwritten with zeros), then
+checkpoints and truncates the WAL, so no page of the file keeps a byte of an erased user's
+decisions.
 """
 
 from __future__ import annotations

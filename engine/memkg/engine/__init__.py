@@ -129,7 +129,8 @@ class Engine:
             return cls(**kwargs)
         if is_postgres_url(str(path)):
             return cls.connect(str(path), **kwargs)
-        store = SqliteEventStore(path)
+        config = kwargs.get("config") or EngineConfig()
+        store = SqliteEventStore(path, vacuum=config.erase_vacuum)
         if "decision_log" not in kwargs:
             kwargs["decision_log"] = SqliteDecisionLog(path)
         return cls(store, **kwargs)
@@ -236,6 +237,7 @@ class Engine:
     resolve = via("arbiter", Arbiter.resolve)
     resolved_facts = via("arbiter", Arbiter.resolved_facts)
     review_queue = via("reviews", ReviewDesk.review_queue)
+    review = via("reviews", ReviewDesk.review)
     resolve_review = via("reviews", ReviewDesk.resolve_review)
     derive_patterns = via("patterns", PatternWriter.derive_patterns)
 
@@ -329,4 +331,4 @@ def _open_db(
 
         store = PostgresEventStore(db, schema=config.pg_schema, vacuum=config.erase_vacuum)
         return store, decision_log
-    return SqliteEventStore(db), decision_log or SqliteDecisionLog(db)
+    return SqliteEventStore(db, vacuum=config.erase_vacuum), decision_log or SqliteDecisionLog(db)

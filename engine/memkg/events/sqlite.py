@@ -5,8 +5,10 @@ stores (threads or processes) may share one file: an append takes SQLite's write
 ``BEGIN IMMEDIATE`` and checks the stream version inside it; ``UNIQUE(user_id, version)``
 backs that check up. ``streams`` keeps each user's version, so it survives ``purge_facts``.
 
-Erasure deletes with ``secure_delete=ON``, then checkpoints, vacuums and truncates the WAL, so
-neither the file nor its ``-wal`` holds a byte of the erased user. The tombstone keeps only an
+Erasure deletes with ``secure_delete=ON`` (a deleted row, and a page freed, are overwritten
+with zeros), then checkpoints and truncates the WAL, so neither the file nor its ``-wal`` holds
+a byte of the erased user; with ``vacuum="full"`` it rewrites the file too (``VACUUM``), which
+gives the freed pages back and costs what the whole file holds. The tombstone keeps only an
 HMAC of the user id under a random key stored in ``meta``: whoever holds the file can check
 that a given user was erased (``was_erased``), but the id itself is gone.
 
@@ -26,7 +28,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memkg.errors import ConcurrencyConflict, StoreError, sqlite_failure
 from memkg.events.memory import (
@@ -158,8 +160,13 @@ def _can_create(path: Path) -> bool:
 class SqliteEventStore:
     """The event log in one SQLite file; see the module docstring for the guarantees."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | Path, *, busy_timeout: float = 30.0,
+        vacuum: Literal["off", "vacuum", "full"] = "vacuum",
+    ) -> None:  # fmt: skip
         self.path = Path(path)
+        self._rewrite = vacuum == "full"
+        """Whether an erasure rewrites the file (``EngineConfig.erase_vacuum``)."""
         self._lock = threading.RLock()
         self._batch_depth = 0
         self._batch_versions: dict[str, int] = {}
@@ -453,7 +460,7 @@ class SqliteEventStore:
                 ).rowcount
             db.execute("DELETE FROM snapshots WHERE user_id = ?", (user_id,))
             db.execute(_PURGED)
-        if removed or any(others):  # nothing deleted, nothing to scrub: no VACUUM for an unknown id
+        if removed or any(others):  # nothing deleted, nothing to scrub
             self._compact()
         return purge_counts(removed, keys, others)
 
@@ -467,6 +474,7 @@ class SqliteEventStore:
         companions: Sequence[Companion] = (),
     ) -> ErasureCounts:  # fmt: skip
         check_companions(self.database, companions)
+        again = self.was_erased(user_id)  # a retry: the first may have failed to scrub
         with self._write() as db:
             others = tuple(c.erase_rows(db, user_id) for c in companions)
             ids = "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq"
@@ -482,7 +490,7 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
-        if removed or salts or keys or any(others):  # an unknown subject costs no VACUUM
+        if removed or salts or keys or any(others) or again:  # an unknown subject: nothing
             self._compact()
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
                              digest=digest, companions=others)  # fmt: skip
@@ -622,13 +630,13 @@ class SqliteEventStore:
                 raise sqlite_failure(exc, f"event store {self.path}: read failed") from exc
 
     def _compact(self) -> None:
-        """Rewrite the file and empty the WAL, so that deleted rows leave no bytes behind
-        (inside ``erasing``: once the block committed)."""
+        """Empty the WAL (and rewrite the file, with ``vacuum="full"``), so that deleted rows
+        leave no bytes behind (inside ``erasing``: once the block committed)."""
         with self._lock:
             if self._scrub is not None:
                 self._scrub = True
                 return
-            compact(self._db, self.path, "rows")
+            compact(self._db, self.path, "rows", rewrite=self._rewrite)
 
 
 def _row(e: NewEvent, payload: str) -> tuple[Any, ...]:

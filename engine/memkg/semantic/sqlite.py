@@ -1,8 +1,8 @@
 """``SqliteVectorStore``: memory vectors in the SQLite file that holds the events.
 
 One table, ``vectors`` (user, model, text digest, float32 blob), written through a connection
-of its own with ``secure_delete=ON``. Erasing a user deletes the rows, then rewrites the file
-(``VACUUM``) and empties the WAL, as the event store does, so no byte of the vectors or the
+of its own with ``secure_delete=ON``. Erasing a user deletes the rows (overwritten with zeros),
+then empties the WAL into the file, as the event store does, so no byte of the vectors or the
 user id stays behind. Cosine is computed in the process over the user's rows (see
 ``semantic.store``): sqlite-vec would add a loadable extension for a brute-force scan the
 process does as well at one user's scale, its shadow tables would need scrubbing too, and a
@@ -97,7 +97,7 @@ class SqliteVectorStore:
 
     def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
         """The user's vectors, removed through the event store's open erasure transaction
-        (which vacuums the file afterwards)."""
+        (which scrubs the file afterwards)."""
         if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone() is None:
             return 0
         return int(db.execute("DELETE FROM vectors WHERE user_id = ?", (user_id,)).rowcount)

@@ -10,8 +10,8 @@ reads the event log's mark of its user (the ``streams`` row, and the purge count
 that every purge and erasure raises): SQLite runs one writer at a time, so either the
 erasure comes first and the trace is not written, or the trace does and the erasure, whose
 transaction removes it (``erase_rows``), comes after. Deletes run with ``secure_delete=ON``;
-the event store vacuums the file after an erasure, and a delete of this store's own
-checkpoints and vacuums, so no page keeps a byte of an erased user's traces.
+the event store empties the WAL after an erasure, and a delete of this store's own
+does too, so no page keeps a byte of an erased user's traces.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class SqliteTraceStore:
 
     def erase_rows(self, db: sqlite3.Connection, user_id: str) -> int:
         """The user's traces, removed through the event store's open erasure transaction
-        (which vacuums the file afterwards)."""
+        (which scrubs the file afterwards)."""
         if db.execute(_TABLE).fetchone() is None:
             return 0
         return int(db.execute("DELETE FROM traces WHERE user_id = ?", (user_id,)).rowcount)
@@ -138,7 +138,7 @@ class SqliteTraceStore:
         self, db: sqlite3.Connection, user_id: str, fact_ids: Collection[str]
     ) -> int:
         """The user's traces naming ``fact_ids``, removed through ``db`` (the event store's
-        open erasure transaction, which vacuums the file afterwards)."""
+        open erasure transaction, which scrubs the file afterwards)."""
         ids = needles(fact_ids)
         if not ids or db.execute(_TABLE).fetchone() is None:
             return 0

@@ -1,0 +1,89 @@
+"""Erasing one user on SQLite costs that user, not the whole file: deletes overwrite what they
+remove with zeros and the WAL is emptied into the file, so no byte of the user stays, and the
+file is rewritten (``VACUUM``, which costs every other user's rows too and holds the write
+lock meanwhile) only when ``erase_vacuum="full"`` asks for it. A retry of an erasure whose
+scrub a reader held up finishes the scrub."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memkg import Engine, EngineConfig, FrozenClock, StoreError
+from support.observations import T0, obs
+
+ERASED = "patient-Kx71q"
+
+
+def _filled(path: Path, config: EngineConfig | None = None) -> Engine:
+    engine = Engine.open(path, clock=FrozenClock(T0), config=config)
+    batch = [obs(user_id=f"user-{n:03d}", key="seat.preference", value=value)
+             for n in range(120) for value in ("window", "aisle", "middle")]  # fmt: skip
+    batch += [obs(user_id=ERASED, value=f"airline:{code}") for code in ("MU", "CA", "SQ")]
+    engine.ingest_many(batch)
+    engine.decide(ERASED, "travel", {})
+    return engine
+
+
+def _holding(folder: Path, needle: str) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def _statements(engine: Engine) -> list[str]:
+    seen: list[str] = []
+    engine.store._db.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+    return seen
+
+
+def test_an_erasure_scrubs_the_user_without_rewriting_the_file(tmp_path: Path) -> None:
+    with _filled(tmp_path / "m.db") as engine:
+        statements = _statements(engine)
+        pages = engine.store._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[attr-defined]
+        receipt = engine.erase(ERASED)
+        assert receipt.removed["events"] >= 3 and receipt.removed["decisions"] == 1
+        assert not any("VACUUM" in s for s in statements)
+        after = engine.store._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[attr-defined]
+        assert after == pages  # freed pages stay in the file, zeroed, for later writes
+        assert _holding(tmp_path, ERASED) == []
+        assert len(engine.facts("user-007")) >= 1
+
+
+def test_erase_vacuum_full_rewrites_the_file_and_gives_the_pages_back(tmp_path: Path) -> None:
+    with _filled(tmp_path / "m.db") as engine:
+        for n in range(60):  # half the users: their pages freed, and kept in the file
+            engine.erase(f"user-{n:03d}")
+        pages = engine.store._db.execute("PRAGMA page_count").fetchone()[0]  # type: ignore[attr-defined]
+    config = EngineConfig(erase_vacuum="full")
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0), config=config) as engine:
+        statements = _statements(engine)
+        engine.erase(ERASED)
+        assert any("VACUUM" in s for s in statements)
+        assert engine.store._db.execute("PRAGMA page_count").fetchone()[0] < pages  # type: ignore[attr-defined]
+        assert _holding(tmp_path, ERASED) == []
+
+
+def test_erasing_an_unknown_user_touches_nothing(tmp_path: Path) -> None:
+    with _filled(tmp_path / "m.db") as engine:
+        statements = _statements(engine)
+        assert engine.erase("nobody").removed["events"] == 0
+        engine.erase_audit_id("audit-never-used")
+        assert not any("checkpoint" in s or "VACUUM" in s for s in statements)
+
+
+def test_a_retry_finishes_the_scrub_a_reader_held_up(tmp_path: Path) -> None:
+    with _filled(tmp_path / "m.db") as engine:
+        reader = sqlite3.connect(tmp_path / "m.db")
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()  # holds a read snapshot
+        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+        with pytest.raises(StoreError, match="retry the erasure"):
+            engine.erase(ERASED)
+        reader.rollback()
+        reader.close()
+        assert _holding(tmp_path, ERASED) != []  # its frames are still in the WAL
+        statements = _statements(engine)
+        engine.erase(ERASED)  # the retry
+        assert any("wal_checkpoint" in s for s in statements)
+        assert _holding(tmp_path, ERASED) == []
