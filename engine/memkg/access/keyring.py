@@ -30,7 +30,7 @@ from memkg.access.model import (
 from memkg.access.policy import Principal
 from memkg.access.store import AUDIT_LIMIT, AccessStore, MemoryAccessStore
 from memkg.clock import Clock
-from memkg.errors import InvalidOperation, MemkgError, NotFound, Unauthenticated
+from memkg.errors import InvalidOperation, MemkgError, NotFound, StoreError, Unauthenticated
 from memkg.model.fact import Identifier
 from memkg.model.names import NAME_RULE, is_name
 
@@ -195,7 +195,13 @@ class Keyring:
         return grant
 
     def record(self, records: Sequence[AccessRecord]) -> None:
-        self.store.record(records)
+        """Append ``records`` to the audit, trying once more on a store failure: a dropped
+        connection (the common one) is replaced by the next use. A reply lost after the
+        records were stored leaves them twice, which is better than not at all."""
+        try:
+            self.store.record(records)
+        except StoreError:
+            self.store.record(records)
 
     def audit(
         self, *, subject: str | None = None, key_id: str | None = None,

@@ -144,7 +144,15 @@ class Dispatcher:
                 response = error_response(exc)
                 self._count_refusal(exc)
             if call is not None and op.audited and response.status_code != 401:
-                await run_in_threadpool(self._record, op, call, response.status_code)
+                failed = await run_in_threadpool(self._record, op, call, response.status_code)
+                if failed is not None and op.method == "GET":  # nothing shown unaudited
+                    response = error_response(failed)
+                elif failed is not None:  # a change took effect: said, not hidden by a 503
+                    response.headers["Memkg-Audit"] = "unrecorded"
+                    self.metrics.audit_unrecorded.inc()
+                    access_log.error("access audit not recorded", extra={
+                        "operation": op.name, "status": response.status_code,
+                        "error": failed.code})  # fmt: skip
             elapsed = time.perf_counter() - start
             self._observe(op, call, response, elapsed)
             return response
@@ -165,9 +173,11 @@ class Dispatcher:
             call.subject = request.path_params["user"]
         return call
 
-    def _record(self, op: Operation, call: Call, status: int) -> None:
+    def _record(self, op: Operation, call: Call, status: int) -> StoreError | None:
+        """Record the call in the access audit; the error when it could not be (the request
+        has had its effect by then: told to the client, not hidden behind a 503)."""
         if self.keyring is None or call.principal is None:
-            return
+            return None
         keyring, clock = self.keyring, self.gate.engine.clock
         # one record per person and domain a request reaches (a list of observations may
         # name several), each with the grant it was allowed by
@@ -189,9 +199,10 @@ class Dispatcher:
         ) for subject, domain, grant in reaches]  # fmt: skip
         try:
             keyring.record(records)
-        except StoreError:
+        except StoreError as exc:
             self.metrics.store_errors.inc()
-            raise
+            return exc
+        return None
 
     def _count_refusal(self, exc: MemkgError) -> None:
         self.metrics.refusals.labels(exc.code).inc()

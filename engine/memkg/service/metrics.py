@@ -33,6 +33,10 @@ class Metrics:
                                    registry=r)  # fmt: skip
         self.store_errors = Counter("memkg_store_errors", "Event store or log failures",
                                     registry=r)  # fmt: skip
+        self.audit_unrecorded = Counter("memkg_audit_unrecorded", "Requests that had their "
+                                        "effect but whose access audit record could not be "
+                                        "written (answered with Memkg-Audit: unrecorded)",
+                                        registry=r)  # fmt: skip
         self.review_queue = Gauge("memkg_review_queue_depth", "Open reviews", registry=r)
         self.review_queue.set_function(review_depth)
         self.conflicts = Gauge("memkg_write_conflicts", "Concurrency conflicts unconditional "
