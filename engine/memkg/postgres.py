@@ -92,7 +92,14 @@ class PgAdapter:
     what = "postgres adapter"
     """How errors name the adapter (``event store``, ``decision log``)."""
 
-    def __init__(self, dsn: str, *, schema: str, connect_timeout: int) -> None:
+    lock_timeout: float
+    """Seconds a statement waits for a lock another session holds (the log's advisory lock
+    under a long batch, a row an erasure holds) before it fails with ``store.locked``, as a
+    SQLite writer waits out its busy timeout; never waiting for ever behind a stalled one."""
+
+    def __init__(
+        self, dsn: str, *, schema: str, connect_timeout: int, lock_timeout: float = 30.0
+    ) -> None:
         if not _IDENTIFIER.fullmatch(schema):
             raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
         try:
@@ -106,6 +113,7 @@ class PgAdapter:
 
         self._psycopg = psycopg
         self._dsn, self._timeout, self._schema = dsn, connect_timeout, schema
+        self.lock_timeout = lock_timeout
         self._lock = threading.RLock()
         self._db: psycopg.Connection[tuple[Any, ...]] | None = None
         self._s = f'"{schema}"'
@@ -146,6 +154,7 @@ class PgAdapter:
                 self._dsn, autocommit=True, connect_timeout=self._timeout
             )
             self._db.execute("SET TIME ZONE 'UTC'")
+            self._db.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
         return self._db
 
     @contextmanager
@@ -177,6 +186,12 @@ class PgAdapter:
             return TextRefused(
                 f"{self.what} {self._schema!r}: a value holds a NUL character (U+0000), which "
                 "PostgreSQL cannot store or look up: remove it"
+            )
+        if exc.sqlstate == "55P03":  # lock_not_available: waited out ``lock_timeout``
+            return StoreError(
+                f"{self.what} {self._schema!r}: {doing}waited {self.lock_timeout:g} s for a "
+                "lock another session holds (a long batch of writes, an erasure); retry later",
+                code="store.locked",
             )
         return StoreError(f"{self.what} {self._schema!r}: {doing}{exc}")
 

@@ -119,9 +119,10 @@ class PostgresEventStore(PgAdapter):
 
     def __init__(
         self, dsn: str, *, schema: str = "memkg", connect_timeout: int = 10,
-        vacuum: Vacuum = "vacuum",
+        vacuum: Vacuum = "vacuum", lock_timeout: float = 30.0,
     ) -> None:  # fmt: skip
-        super().__init__(dsn, schema=schema, connect_timeout=connect_timeout)
+        super().__init__(dsn, schema=schema, connect_timeout=connect_timeout,
+                         lock_timeout=lock_timeout)  # fmt: skip
         self._log_lock = lock_key(f"memkg.log:{schema}")
         self.vacuum_mode: Vacuum = vacuum
         """What runs after an erasure commits (``EngineConfig.erase_vacuum``)."""
@@ -403,8 +404,13 @@ class PostgresEventStore(PgAdapter):
                 db = self._connection()
                 if db.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
                     return []
-                for name in names:
-                    db.execute(command.format(sql.Identifier(self._schema), sql.Identifier(name)))
+                db.execute("SET lock_timeout = 0")  # an erasure's rewrite waits its turn
+                try:
+                    for name in names:
+                        db.execute(command.format(sql.Identifier(self._schema),
+                                                  sql.Identifier(name)))  # fmt: skip
+                finally:
+                    db.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
             except self._psycopg.Error as exc:
                 raise StoreError(f"event store {self._schema!r}: VACUUM failed: {exc}") from exc
         return names
