@@ -380,6 +380,30 @@ def test_erasing_an_id_keeps_the_decisions_of_a_once_linked_id_that_do_not_name_
             "cabin.class": ["economy"]}  # fmt: skip
 
 
+def test_an_id_only_proposed_for_a_merge_keeps_its_traces_and_vectors(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """A proposal joins no views: erasing one side takes the link from the other, nothing of
+    what the other's own requests left (their traces, their memory vectors)."""
+    with Engine.open(tmp_path / "memkg.db", clock=clock) as engine:
+        engine.ingest(obs(user_id="mei", key="seat.preference", value="aisle"))
+        engine.ingest(obs(user_id="wen", key="cabin.class", value="economy"))
+        engine.merge_users("mei", "wen", by="desk", reason="maybe one person")  # never confirmed
+        made = engine.decide("wen", "travel", {})
+        profile = engine.render_profile("wen", "travel")
+        assert made.trace_id is not None and profile.trace_id is not None
+        vectors = engine.recalls.vector_store
+        assert vectors.put("wen", "m", {"d-wen": [1.0, 0.0]}, 0)
+
+        engine.erase("mei")
+
+        assert engine.merges("wen") == []
+        assert engine.trace(made.trace_id).trace_id == made.trace_id
+        assert engine.trace(profile.trace_id).trace_id == profile.trace_id
+        assert vectors.count("wen") == 1
+        assert [d.decision_id for d in engine.decision_log.for_user("wen")] == [made.decision_id]
+
+
 def test_two_processes_cannot_merge_one_id_into_two_people(
     tmp_path: Path, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

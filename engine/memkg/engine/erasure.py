@@ -21,6 +21,7 @@ from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, audit_reach, erase_audit_id, erase_subject
 from memkg.model.decision import Decision
 from memkg.model.event import NewEvent
+from memkg.model.identity import MergeStatus
 
 
 @runtime_checkable
@@ -149,11 +150,14 @@ class Eraser:
             links = links_in(self.store)
             ids = person_ids(links, user_id)
             linked: dict[str, set[str]] = {}
+            joined: set[str] = set()  # ids once merged with the person: their views read it
             for one in ids:
                 for merge in links(one).merges.values():
                     for party in (merge.primary, merge.other):
                         if party not in ids:
                             linked.setdefault(party, set()).add(merge.merge_id)
+                            if merge.status is not MergeStatus.PROPOSED:
+                                joined.add(party)
             reach = erasure_reach(links, user_id)
             cached = tuple(c for before in self.before for c in before(reach))
             log, shared = self.decision_log, self._shared()
@@ -167,9 +171,11 @@ class Eraser:
                 receipts = [erase_subject(self.store, one, self.clock, companions=mine)
                             for one in ids]  # fmt: skip
                 # ids once linked (a proposal, a split merge) lose the links and the decisions
-                # that name the person
+                # that name the person; those once merged, the traces and vectors of views
+                # that read it too
                 for party, merge_ids in sorted(linked.items()):
-                    self.store.purge_facts(party, sorted(merge_ids), companions=[*naming, *cached])
+                    beside = [*naming, *cached] if party in joined else naming
+                    self.store.purge_facts(party, sorted(merge_ids), companions=beside)
                 for user, events in then(receipts[0].erasure_id) if then is not None else ():
                     self.store.append(
                         user, events, expected_version=self.store.stream_version(user)

@@ -67,9 +67,11 @@ def person_ids(links: LinksOf, user_id: str) -> list[str]:
 
 
 def erasure_reach(links: LinksOf, user_id: str) -> list[str]:
-    """Every id an erasure of ``user_id`` touches: the person's ids, then ids once linked."""
+    """Every id whose views an erasure of ``user_id`` touches: the person's ids, then ids
+    once merged with them (since split); an id only proposed for a merge never read them."""
     ids = person_ids(links, user_id)
     linked = {party for one in ids for merge in links(one).merges.values()
+              if merge.status is not MergeStatus.PROPOSED
               for party in (merge.primary, merge.other)}  # fmt: skip
     return [*ids, *sorted(linked - set(ids))]
 
