@@ -162,3 +162,36 @@ def test_recall_facts_hands_the_model_a_page(engine: Engine) -> None:
         assert more is not None and len(more["facts"]) == 1 and more["next"] is None
 
     anyio.run(calls)
+
+
+def test_an_audit_that_cannot_be_written_withholds_reads_and_marks_changes(
+    tmp_path: Path,
+) -> None:
+    """As over HTTP: a read shows nothing unaudited; a change, made by then, is answered with
+    ``memkg/audit: unrecorded`` in its ``_meta``, so the agent does not make it twice."""
+    from mcp.server.mcpserver import Context
+
+    from memkg.access import Keyring, MemoryAccessStore
+    from memkg.errors import StoreError
+    from memkg.service.mcp import audit_to, keyed_subject
+
+    class Unwritable(MemoryAccessStore):
+        def record(self, records: Any) -> None:
+            raise StoreError("access store: the disk is full", code="store.full")
+
+    with Engine.open(tmp_path / "m.db") as engine:
+        ring = Keyring(Unwritable(), engine.clock)
+        issued = ring.create("agent", ["read", "write"], ["travel"], user_id="u1")
+        subject = keyed_subject(ring.authenticate(issued.token), None)
+        server = build_server(engine, subject, audit=audit_to(ring))
+
+        async def calls() -> tuple[Any, Any]:
+            sent = {k: v for k, v in obs().items() if k != "user_id"}
+            stored = await server.call_tool("remember", sent, Context(mcp_server=server))
+            read = await server.call_tool("recall_facts", {}, Context(mcp_server=server))
+            return stored, read
+
+        stored, read = anyio.run(calls)
+        assert not stored.is_error and stored.meta == {"memkg/audit": "unrecorded"}
+        assert [f.value for f in engine.facts("u1")] == ["airline:MU"]
+        assert error_of(read)["error"] == "store.full" and "airline" not in str(read.content)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import sys
@@ -40,7 +41,7 @@ from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult, SwitchReceipt
-from memkg.errors import AccessDenied, MemkgError, NotFound
+from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
@@ -96,6 +97,7 @@ TraceId = Annotated[str, Field(description="A trace_id from render_profile or de
 Format = Annotated[Literal["text", "md", "json"], Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
+log = logging.getLogger("memkg.access")
 _READ = ToolAnnotations(read_only_hint=True)
 TOOLS = ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
          "explain_decision", "trace", "claims", "forget", "memory_status", "set_memory",
@@ -523,39 +525,65 @@ class MemkgMCP(MCPServer[Any]):
         finally:
             _GRANTS_USED.reset(token)
         if self.audit is not None and self.subject_of is not None and context is not None:
-            status = 200
-            if isinstance(result, CallToolResult) and result.is_error:
-                code = str(_error_code(result))
-                status = (
-                    403
-                    if code.startswith("access.")
-                    else 404
-                    if (code.endswith("not_found") or code == "domain.unknown")
-                    else 400
-                )
-            domain = arguments.get("domain")
-            target = arguments.get("fact_id") or arguments.get("decision_id")
-            if isinstance(result, CallToolResult) and isinstance(result.structured_content, dict):
-                target = target or result.structured_content.get("decision_id") or \
-                    result.structured_content.get("fact_id")  # fmt: skip
             try:
-                subject = self.subject_of(context)
-            except (MemkgError, ValueError, KeyError):
-                return result
-            target = target if isinstance(target, str) else None
-            grants = list({g.grant_id: g for g in used if g is not None}.values())
-            own = None in used
-            if isinstance(domain, str) or len(grants) + own <= 1:
-                grant = grants[-1] if grants else None
-                if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
-                    domain = grant.domain if grant is not None else None
-                self.audit(subject, name, domain, target, status, grant)
-            else:  # a read of several domains: the key's own, then each grant it used
-                if own:
-                    self.audit(subject, name, None, target, status, None)
-                for grant in grants:
-                    self.audit(subject, name, grant.domain, target, status, grant)
+                self._record(self.audit, self.subject_of, name, arguments, result, used, context)
+            except StoreError as exc:  # tried twice (``Keyring.record``): said, not hidden
+                return self._unaudited(name, result, exc)
         return result
+
+    def _unaudited(self, name: str, result: Any, exc: StoreError) -> Any:
+        """A call whose audit record could not be written: a read shows nothing; a change,
+        which took effect, answers what it did, marked ``memkg/audit: unrecorded`` in the
+        result's ``_meta`` (and logged), so the agent does not make it again."""
+        tool = self._tool_manager.get_tool(name)
+        annotations = tool.annotations if tool is not None else None
+        if annotations is not None and annotations.read_only_hint:
+            return error_result({"error": exc.code, "message": exc.message})
+        log.error("access audit not recorded", extra={"operation": f"mcp.{name}",
+                                                      "error": exc.code})  # fmt: skip
+        if isinstance(result, CallToolResult):
+            return result.model_copy(update={"meta": {**(result.meta or {}),
+                                                      "memkg/audit": "unrecorded"}})  # fmt: skip
+        return result
+
+    def _record(
+        self, audit: Audit, subject_of: Callable[[Context[Any, Any]], Subject], name: str,
+        arguments: dict[str, Any], result: Any, used: list[Grant | None],
+        context: Context[Any, Any],
+    ) -> None:  # fmt: skip
+        """The call in the access audit: once per domain and grant it reached."""
+        status = 200
+        if isinstance(result, CallToolResult) and result.is_error:
+            code = str(_error_code(result))
+            status = (
+                403
+                if code.startswith("access.")
+                else 404
+                if (code.endswith("not_found") or code == "domain.unknown")
+                else 400
+            )
+        domain = arguments.get("domain")
+        target = arguments.get("fact_id") or arguments.get("decision_id")
+        if isinstance(result, CallToolResult) and isinstance(result.structured_content, dict):
+            target = target or result.structured_content.get("decision_id") or \
+                result.structured_content.get("fact_id")  # fmt: skip
+        try:
+            subject = subject_of(context)
+        except (MemkgError, ValueError, KeyError):
+            return
+        target = target if isinstance(target, str) else None
+        grants = list({g.grant_id: g for g in used if g is not None}.values())
+        own = None in used
+        if isinstance(domain, str) or len(grants) + own <= 1:
+            grant = grants[-1] if grants else None
+            if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
+                domain = grant.domain if grant is not None else None
+            audit(subject, name, domain, target, status, grant)
+        else:  # a read of several domains: the key's own, then each grant it used
+            if own:
+                audit(subject, name, None, target, status, None)
+            for grant in grants:
+                audit(subject, name, grant.domain, target, status, grant)
 
     async def _call(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
