@@ -119,8 +119,8 @@ class FaultyStore:
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         return self.inner.read_all(after_seq=after_seq, up_to_seq=up_to_seq)
 
-    def read_reviews(self) -> Iterator[Event]:
-        return self.inner.read_reviews()
+    def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
+        return self.inner.read_reviews(after_seq=after_seq, review_id=review_id)
 
     def stream_version(self, user_id: str) -> int:
         return self.inner.stream_version(user_id)
@@ -130,6 +130,9 @@ class FaultyStore:
 
     def head(self) -> int:
         return self.inner.head()
+
+    def purges(self) -> int:
+        return self.inner.purges()
 
     def users(self) -> list[str]:
         return self.inner.users()

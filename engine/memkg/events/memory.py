@@ -206,8 +206,17 @@ class MemoryEventStore:
             return [e for e in stream if (up_to_seq is None or e.seq <= up_to_seq)
                     and e.version > after_version]  # fmt: skip
 
-    def read_reviews(self) -> Iterator[Event]:
-        return (e for e in self.read_all() if e.type.value in REVIEW_TYPES)
+    def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
+        # no index here: the log is scanned (the SQL stores read an index of the reviews)
+        while True:
+            with self._lock:  # per batch, never across a yield
+                start = bisect.bisect_right(self._seqs, after_seq)
+                batch = self._log[start : start + _BATCH]
+            if not batch:
+                return
+            yield from (e for e in batch if e.type.value in REVIEW_TYPES
+                        and (review_id is None or e.fact_id == review_id))  # fmt: skip
+            after_seq = batch[-1].seq
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]:
         while True:
@@ -233,6 +242,10 @@ class MemoryEventStore:
     def head(self) -> int:
         with self._lock:
             return self._seqs[-1] if self._seqs else 0
+
+    def purges(self) -> int:
+        with self._lock:
+            return self._purges
 
     def users(self) -> list[str]:
         with self._lock:

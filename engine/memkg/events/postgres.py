@@ -246,13 +246,14 @@ class PostgresEventStore(PgAdapter):
         limit = _MAX_SEQ if up_to_seq is None else up_to_seq
         return list(map(_event, self._read(query, (user_id, after_version, limit))))
 
-    def read_reviews(self) -> Iterator[Event]:
-        after_seq = 0
+    def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
+        # one review's by the fact-id index; the others' by the partial index of the reviews
+        one, more = ("fact_id = %s AND ", (review_id,)) if review_id is not None else ("", ())
         while True:
             rows = self._read(
-                f"SELECT {_COLUMNS} FROM {self._s}.events WHERE {REVIEWS_WHERE} AND seq > %s"
-                " ORDER BY seq LIMIT %s",
-                (after_seq, _BATCH),
+                f"SELECT {_COLUMNS} FROM {self._s}.events WHERE {one}{REVIEWS_WHERE}"
+                " AND seq > %s ORDER BY seq LIMIT %s",
+                (*more, after_seq, _BATCH),
             )
             if not rows:
                 return
@@ -282,6 +283,10 @@ class PostgresEventStore(PgAdapter):
 
     def head(self) -> int:
         return int(self._read(f"SELECT coalesce(max(seq), 0) FROM {self._s}.events", ())[0][0])
+
+    def purges(self) -> int:
+        query = f"SELECT value FROM {self._s}.meta WHERE key = 'purges'"
+        return int(next(iter(self._read(query, ())), ("0",))[0])
 
     def users(self) -> list[str]:
         query = f"SELECT user_id FROM {self._s}.streams WHERE version > 0 ORDER BY user_id"

@@ -389,13 +389,14 @@ class SqliteEventStore:
             yield from rows
             after_seq = rows[-1][0]
 
-    def read_reviews(self) -> Iterator[Event]:
-        after_seq = 0
+    def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
+        # one review's by the fact-id index; the others' by the partial index of the reviews
+        one, more = ("fact_id = ? AND ", (review_id,)) if review_id is not None else ("", ())
         while True:
             rows: list[StoredRow] = self._read(
-                f"SELECT {_COLUMNS} FROM events WHERE {REVIEWS_WHERE} AND seq > ?"
+                f"SELECT {_COLUMNS} FROM events WHERE {one}{REVIEWS_WHERE} AND seq > ?"
                 " ORDER BY seq LIMIT ?",
-                (after_seq, _BATCH),
+                (*more, after_seq, _BATCH),
             )
             if not rows:
                 return
@@ -421,6 +422,9 @@ class SqliteEventStore:
 
     def head(self) -> int:
         return int(self._read("SELECT coalesce(max(seq), 0) FROM events", ())[0][0])
+
+    def purges(self) -> int:
+        return int(self._read(f"SELECT {_PURGES}", ())[0][0])
 
     def users(self) -> list[str]:
         with self._lock:

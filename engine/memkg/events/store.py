@@ -25,7 +25,8 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
    users with a non-empty stream, sorted.
 7. ``stream_mark`` changes whenever the user's stream does: an append raises its version,
    ``purge_facts`` and ``erase_subject`` (which keep or reset versions) raise the store-wide
-   purge count, so a process caching projections sees another process's purge too.
+   purge count (``purges``), so a process caching projections sees another process's purge
+   too.
 8. Inside ``with store.erasing():`` every ``erase_subject`` and ``purge_facts`` (and their
    companions' statements) is one transaction: all of them commit when the block ends, or,
    when anything fails or the process dies first, none does. What follows a commit (SQLite
@@ -200,10 +201,12 @@ class EventStore(Protocol):
 
     def read_all(self, *, after_seq: int = 0, up_to_seq: int | None = None) -> Iterator[Event]: ...
 
-    def read_reviews(self) -> Iterator[Event]:
-        """Every user's ``key.frozen`` and ``review.resolved`` events, in log order: the
-        review queue, read by an index that holds only them (``REVIEW_TYPES``), so its cost
-        follows the reviews, not the log."""
+    def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
+        """Every user's ``key.frozen`` and ``review.resolved`` events, in log order, after log
+        position ``after_seq``: the review queue, read by an index that holds only them
+        (``REVIEW_TYPES``), so its cost follows the reviews, not the log, and a reader that
+        keeps the queue reads only the reviews' news. ``review_id``: that review's events
+        only, by the fact-id index (they carry their review's id as their fact id)."""
         ...
 
     def stream_version(self, user_id: str) -> int: ...
@@ -215,6 +218,12 @@ class EventStore(Protocol):
 
     def head(self) -> int:
         """The highest ``seq`` stored (0 for an empty log)."""
+        ...
+
+    def purges(self) -> int:
+        """How many purges and erasures the store has seen (``stream_mark``'s count), for a
+        cache that spans users: one that follows the log (``read_reviews(after_seq=...)``)
+        reads it again from the start when the count moved."""
         ...
 
     def users(self) -> list[str]: ...

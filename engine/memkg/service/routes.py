@@ -615,11 +615,9 @@ class Routes:
     async def resolve_review(self, call: Call) -> Response:
         review_id = call.path["review_id"]
         call.allow(REVIEW, None, call.principal.key.user_id)
-        queue = await self._run(self.engine.review_queue, include_resolved=True)
-        review = next((r for r in queue if r.review_id == review_id), None)
+        # looked up by its id (``review.not_found`` when there is none): not the whole queue
+        review = await self._run(self.engine.review, review_id)
         missing = NotFound(f"no review {review_id}", code="review.not_found")
-        if review is None:
-            raise missing
         call.target = review_id
         _allow_found(call, REVIEW, review.domain, review.user_id, missing)
         body = call.body

@@ -339,7 +339,7 @@ def test_the_stream_mark_moves_with_appends_purges_and_erasures(
     store.purge_facts("alice", ["f1"])
     purged = store.stream_mark("alice")
     assert purged[0] == 2 and purged[1] > appended[1]  # the version stays, the mark moves
-    assert store.stream_mark("bob")[1] == purged[1]  # a store-wide count
+    assert store.stream_mark("bob")[1] == purged[1] == store.purges()  # a store-wide count
     store.erase_subject("alice", erasure_id="e1", at_iso="2026-04-01T00:00:00+00:00")
     store.append("alice", [make_event(), make_event()])
     reborn = store.stream_mark("alice")
@@ -358,3 +358,20 @@ def test_the_review_read_returns_the_logs_freezes_and_resolutions_in_order(
     wanted = [e for e in store.read_all() if e.type in (frozen, resolved)]
     assert [e.type for e in wanted] == [frozen, resolved, frozen]
     assert list(store.read_reviews()) == wanted
+    assert list(store.read_reviews(after_seq=wanted[0].seq)) == wanted[1:]
+    assert list(store.read_reviews(after_seq=wanted[-1].seq)) == []
+
+
+def test_one_review_is_read_by_its_id(store: EventStore, make_event: MakeEvent) -> None:
+    frozen, resolved = EventType.KEY_FROZEN, EventType.REVIEW_RESOLVED
+    other = EventType.FACT_ASSERTED  # of the same id, but not a review's: not read
+    written = [("alice", frozen, "rev_a"), ("bob", frozen, "rev_b"),
+               ("alice", other, "rev_a"), ("alice", resolved, "rev_a")]  # fmt: skip
+    for user, kind, review in written:
+        store.append(user, [make_event(user, fact_id=review, event_type=kind)])
+    of_a = [e for e in store.read_all() if e.fact_id == "rev_a" and e.type in (frozen, resolved)]
+    assert [e.type for e in of_a] == [frozen, resolved]
+    assert list(store.read_reviews(review_id="rev_a")) == of_a
+    assert list(store.read_reviews(review_id="rev_a", after_seq=of_a[0].seq)) == of_a[1:]
+    assert [e.user_id for e in store.read_reviews(review_id="rev_b")] == ["bob"]
+    assert list(store.read_reviews(review_id="rev_nope")) == []
