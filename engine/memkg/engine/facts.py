@@ -302,26 +302,11 @@ class FactWriter:
         require_text(reason, "reason")
         if not reason.strip() or len(reason) > 500:
             raise InvalidOperation("give a reason of 1-500 characters", code="fact.reason")
-        with self.journal.writing(user_id) as memory:  # a turn instruction's note goes too
-            graph = self.projections.graph_of(memory)
-            note = self.projections.notes(user_id, graph).notes.get(fact_id)
-            if note is not None:
-                event = _note_dropped(self.clock, note, reason)
-                return self.journal.append(user_id, [event], memory=memory).events[0]
-            fact = memory.fact(fact_id)
-            if fact is None:
-                raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
-            if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
-                raise InvalidOperation(
-                    f"fact {fact_id} is already {fact.status.value}", code="fact.not_live"
-                )
-            events = [
-                self.journal.fact_event(
-                    EventType.FACT_RETRACTED, one, {"fact_id": one.id, "reason": reason}
-                )
-                for one in (fact, *_its_note(memory, fact))
-            ]
-            return self.journal.append(user_id, events, freeze=True, memory=memory).events[0]
+        with self.journal.writing(user_id) as memory:
+            notes = self.projections.notes(user_id, self.projections.graph_of(memory)).notes
+            events, freeze = _retraction(self.journal, memory, notes.get(fact_id), fact_id,
+                                         reason)  # fmt: skip
+            return self.journal.append(user_id, events, freeze=freeze, memory=memory).events[0]
 
     @unconditional
     def expire_due(self, user_id: str) -> list[Event]:
@@ -341,6 +326,25 @@ class FactWriter:
                       for f in sorted(due, key=lambda f: f.id)]  # fmt: skip
             appended = self.journal.append(user_id, events, expected_version=memory.version)
             return list(appended.events)
+
+
+def _retraction(
+    journal: Journal, memory: UserMemory, note: Note | None, fact_id: str, reason: str
+) -> tuple[list[NewEvent], bool]:
+    """The events that forget ``fact_id``: a note's ``note.dropped``, or a fact's
+    ``fact.retracted`` and its turn instruction's note's; whether the key's freezes apply
+    (a fact's)."""
+    if note is not None:
+        return [_note_dropped(journal.clock, note, reason)], False
+    fact = memory.fact(fact_id)
+    if fact is None:
+        raise NotFound(f"no fact {fact_id} for user {memory.user_id}", code="fact.not_found")
+    if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
+        raise InvalidOperation(f"fact {fact_id} is already {fact.status.value}",
+                               code="fact.not_live")  # fmt: skip
+    return [journal.fact_event(EventType.FACT_RETRACTED, one, {"fact_id": one.id,
+                                                               "reason": reason})
+            for one in (fact, *_its_note(memory, fact))], True  # fmt: skip
 
 
 def _note_dropped(clock: Clock, note: Note, reason: str) -> NewEvent:
