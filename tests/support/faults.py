@@ -137,6 +137,9 @@ class FaultyStore:
     def users(self) -> list[str]:
         return self.inner.users()
 
+    def users_in(self, domain: str) -> list[str]:
+        return self.inner.users_in(domain)
+
     def fact_ids_with_audit_id(self, audit_log_id: str) -> dict[str, list[str]]:
         return self.inner.fact_ids_with_audit_id(audit_log_id)
 

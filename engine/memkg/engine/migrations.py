@@ -30,7 +30,14 @@ from memkg.evolution.dry_run import (
     policy_findings,
 )
 from memkg.evolution.migration import MigrationPlan, load_plan
-from memkg.evolution.outcome import FactOutcome, Losses, migrate, ordered, plan_problems
+from memkg.evolution.outcome import (
+    FactOutcome,
+    KeyPolicy,
+    Losses,
+    migrate,
+    ordered,
+    plan_problems,
+)
 from memkg.evolution.waiver import Waiver, load_waiver
 from memkg.model.decision import Decision, Result
 from memkg.model.event import Event, NewEvent
@@ -99,8 +106,8 @@ class StoredPii:
     def is_hash(self, text: str) -> bool:
         return HASHED.fullmatch(text) is not None
 
-    def refused(self, spec: KeySpec, fact: Fact, value: Any) -> list[str]:
-        if self.validator is None:
+    def refused(self, spec: KeyPolicy, fact: Fact, value: Any) -> list[str]:
+        if self.validator is None or not isinstance(spec, KeySpec):  # a registry's spec
             return []
         return [
             f"{p.message} ({p.code})" for p in self.validator.stored_problems(spec, fact, value)
@@ -188,7 +195,7 @@ def _judged(evo: Evolution, plan: MigrationPlan, old: Specs, new: Specs,
     if waiver is not None and not isinstance(waiver, Waiver):
         waiver = load_waiver(waiver)
     tally, losses = Tally(plan, waiver, now=evo.clock.now()), Losses()
-    users, pii = evo.store.users(), _dry_pii(evo)
+    users, pii = evo.store.users_in(plan.domain), _dry_pii(evo)  # the others hold none
     for done, user in enumerate(users, 1):
         for place, outcome in ordered(plan, live_facts(evo, user), old, new, pii,
                                       batch=done):  # fmt: skip
@@ -228,7 +235,7 @@ def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path
         raise MigrationRefused(report)
     counts = {"migrated": 0, "resumed": 0, "left": 0, "events": 0}
     questions: list[dict[str, str]] = []
-    users = evo.store.users()
+    users = evo.store.users_in(plan.domain)
     for done, user in enumerate(users):
         if progress is not None:
             progress(done)

@@ -251,6 +251,10 @@ class MemoryEventStore:
         with self._lock:
             return sorted(self._versions)
 
+    def users_in(self, domain: str) -> list[str]:
+        with self._lock:
+            return sorted({e.user_id for e in self._log if e.domain == domain})
+
     def subject_salt(self, user_id: str) -> bytes:
         with self._lock:
             return self._salts.setdefault(user_id, os.urandom(16))

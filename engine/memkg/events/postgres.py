@@ -292,6 +292,10 @@ class PostgresEventStore(PgAdapter):
         query = f"SELECT user_id FROM {self._s}.streams WHERE version > 0 ORDER BY user_id"
         return [r[0] for r in self._read(query, ())]
 
+    def users_in(self, domain: str) -> list[str]:
+        query = f"SELECT DISTINCT user_id FROM {self._s}.events WHERE domain = %s ORDER BY user_id"
+        return [r[0] for r in self._read(query, (domain,))]
+
     def subject_salt(self, user_id: str) -> bytes:
         query = f"SELECT salt FROM {self._s}.subject_salts WHERE user_id = %s"
         rows = self._read(query, (user_id,))

@@ -431,6 +431,10 @@ class SqliteEventStore:
             self._write_versions()
         return [r[0] for r in self._read("SELECT user_id FROM streams ORDER BY user_id", ())]
 
+    def users_in(self, domain: str) -> list[str]:
+        query = "SELECT DISTINCT user_id FROM events WHERE domain = ? ORDER BY user_id"
+        return [r[0] for r in self._read(query, (domain,))]
+
     def subject_salt(self, user_id: str) -> bytes:
         query = "SELECT salt FROM subject_salts WHERE user_id = ?"
         rows = self._read(query, (user_id,))

@@ -228,6 +228,11 @@ class EventStore(Protocol):
 
     def users(self) -> list[str]: ...
 
+    def users_in(self, domain: str) -> list[str]:
+        """The users with an event in ``domain``, in ``users`` order: what a migration of the
+        domain reads, without folding every user's memory to find out."""
+        ...
+
     def subject_salt(self, user_id: str) -> bytes:
         """The user's secret salt for hashing PII, created on first use, erased with them."""
         ...

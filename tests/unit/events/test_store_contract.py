@@ -198,6 +198,19 @@ def test_users_lists_streams_in_order(store: EventStore, make_event: MakeEvent) 
     assert store.users() == ["alice", "bob", "carol"]
 
 
+def test_users_in_a_domain_are_those_with_an_event_there(
+    store: EventStore, make_event: MakeEvent
+) -> None:
+    for user in ("carol", "alice", "bob"):
+        store.append(user, [make_event(user)])
+    store.append("dan", [make_event("dan").model_copy(update={"domain": "health"})])
+    store.append("alice", [make_event("alice").model_copy(update={"domain": "health"})])
+
+    assert store.users_in("travel") == ["alice", "bob", "carol"]
+    assert store.users_in("health") == ["alice", "dan"]
+    assert store.users_in("finance") == []
+
+
 def test_subject_salt_is_stable_per_user_and_distinct(store: EventStore) -> None:
     salt = store.subject_salt("alice")
 

@@ -112,3 +112,26 @@ def test_an_apply_that_passes_reads_each_user_once_for_its_verdict(
     assert (applied.verdict, applied.migrated) == ("WARN", 8)
     # the dry run: every user twice (lossy examples); the apply: once to judge, once to write
     assert reads == {"dry run": 16, "apply": 16}
+
+
+@pytest.mark.parametrize("bystanders", [5, 50])
+def test_the_dry_run_and_the_apply_read_only_the_users_of_the_plans_domain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bystanders: int
+) -> None:
+    """Users with nothing in the plan's domain are not folded, however many the store holds."""
+    engine, plan = _store(tmp_path, 6)
+    for n in range(bystanders):
+        engine.ingest(obs(user_id=f"b{n:03d}", domain="commerce", key="product.viewed",
+                          value="product:iphone_16", source="behavior"))  # fmt: skip
+    read: list[str] = []
+    live = migrations.live_facts
+    monkeypatch.setattr(migrations, "live_facts",
+                        lambda evo, user: read.append(user) or live(evo, user))  # fmt: skip
+    report = engine.migration_dry_run(plan, decisions=0)
+    assert report.counts["facts"] == 12
+    assert sorted(set(read)) == [f"u{n:03d}" for n in range(6)]
+    read.clear()
+    plan.write_text(plan.read_text(encoding="utf-8").replace(MIXED, LOSSY), encoding="utf-8")
+    applied = engine.apply_migration(plan)
+    assert (applied.users, applied.migrated) == (6, 6)  # one seat each
+    assert sorted(set(read)) == [f"u{n:03d}" for n in range(6)]
