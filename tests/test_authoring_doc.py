@@ -77,3 +77,28 @@ def test_the_page_builds_a_domain_that_lints_tests_and_decides(tmp_path: Path) -
                 }
             )
         assert refused.value.report.codes == ["shacl.violation"]
+
+
+def test_the_page_lists_exactly_what_a_fact_condition_accepts() -> None:
+    """The page listed ``between|outside|exists`` for ``fact:``, which the rule schema refuses."""
+    from memkg.rules.kinds import definitions
+    from memkg.rules.loader import load_bundle
+
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    [listed] = re.findall(r"`fact: \{key, ([^}]*)\}`", text)
+    words = [w.strip() for w in listed.split(",")]
+    ops = words[0].split("|")
+    fields = [w.split(":")[0] for w in words[1:]]
+    accepted = set(definitions()["kind.fact"]["properties"])
+    assert {"key", *ops, *fields} == accepted
+    operand = {"in": "[1]", "not_in": "[1]", "match": "{a: 1}"}
+    for op in ops:
+        table = ("hit_policy: first\nallow_no_match: true\nrules:\n  - id: t.r\n    when:\n"
+                 f"      - fact: {{key: child.age, {op}: {operand.get(op, '1')}}}\n"
+                 "    then: {action: go}\n    reason_code: R\n    explain: x\n")  # fmt: skip
+        _, findings = load_bundle({"t/domain.yaml": "actions: {go: {description: go}}\n",
+                                   "t/x.yaml": table})  # fmt: skip
+        assert findings == [], (op, findings)
+    [context_ops] = re.findall(r"`context: \{field: \{op: value\}\}`, `op` one of `([^`]*)`", text)
+    body = definitions()["kind.context"]["additionalProperties"]["oneOf"][1]
+    assert set(context_ops.split("|")) == set(body["properties"])

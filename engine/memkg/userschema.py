@@ -14,15 +14,21 @@ A schema memkg loads may ``$ref`` only inside itself (``#/$defs/name``, ``#ancho
 is ever fetched, and ``problems`` names every reference that leaves or does not resolve.
 ``unevaluatedProperties`` next to ``patternProperties`` is refused too, because jsonschema
 matches those patterns with ``re`` where no time limit reaches.
+
+``multipleOf`` is judged exactly on the decimals as written (``multiple_of``): jsonschema
+divides in floating point, where 19.99 / 0.01 is 1998.9999999999998, so a step of 0.01 refused
+prices in cents. ``memkg schema check`` proves divisibility on the same exact values.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -40,7 +46,9 @@ __all__ = [
     "PATTERN_TIMEOUT",
     "PatternTimeout",
     "bounded",
+    "exact",
     "load_json",
+    "multiple_of",
     "problems",
     "read_json",
     "search",
@@ -169,16 +177,47 @@ def _additional_properties(
             )
 
 
+def exact(number: int | float) -> Fraction:
+    """The decimal ``number`` stands for, exactly: a float is the shortest decimal that reads
+    back as it (its ``repr``: 0.1 is 1/10, not the binary fraction nearest it).
+
+    >>> exact(19.99), exact(7)
+    (Fraction(1999, 100), Fraction(7, 1))
+    """
+    return Fraction(repr(number)) if isinstance(number, float) else Fraction(number)
+
+
+def multiple_of(value: int | float, step: int | float) -> bool:
+    """Whether ``value`` is a whole multiple of ``step``, both taken as the decimals written
+    (``exact``); a number that is not finite is a multiple of nothing, and nothing is a
+    multiple of a step that is not positive (a schema with one does not load).
+
+    >>> multiple_of(19.99, 0.01), 19.99 / 0.01, multiple_of(0.1 * 3, 0.1)
+    (True, 1998.9999999999998, False)
+    """
+    if any(isinstance(n, float) and not math.isfinite(n) for n in (value, step)):
+        return False
+    unit = exact(step)
+    return unit > 0 and (exact(value) / unit).denominator == 1
+
+
+def _multiple_of(v: Any, step: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if v.is_type(instance, "number") and not multiple_of(instance, step):
+        yield ValidationError(f"{instance!r} is not a multiple of {step}")
+
+
 @cache
 def bounded(cls: type[Validator]) -> type[Validator]:
-    """``cls`` (a jsonschema dialect's validator class) with its patterns matched by ``search``:
-    iterating its errors raises ``PatternTimeout`` when a match runs out of time."""
+    """``cls`` (a jsonschema dialect's validator class) with its patterns matched by ``search``
+    (iterating its errors raises ``PatternTimeout`` when a match runs out of time) and
+    ``multipleOf`` judged by ``multiple_of``."""
     extended: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
         cls,
         {
             "pattern": _pattern,
             "patternProperties": _pattern_properties,
             "additionalProperties": _additional_properties,
+            "multipleOf": _multiple_of,
         },
     )
     return extended

@@ -11,9 +11,11 @@ small file expensive is refused with its line (``YamlError``): anchors and alias
 ``*a``: a few lines of them expand to billions of values), nesting deeper than ``MAX_DEPTH``,
 more than ``MAX_NODES`` values, text over ``MAX_BYTES``, tags outside YAML's core schema
 (``!!python/...``), and text that is not UTF-8. Values no memkg file can mean are refused where
-they are written: integers too long to convert, numbers that are not finite (``.inf``, ``.nan``,
-``1e999``: JSON has none), lone surrogates (``"\\ud800"``: not encodable as UTF-8) and NUL
-characters (``"\\0"``: PostgreSQL refuses them in text).
+they are written: integers past the 64 bits memkg keeps (``-2**63`` to ``2**63 - 1``, as a fact
+or a request holds them; ``0x...`` and ``0o...`` too, which PyYAML reads with no digit limit),
+numbers that are not finite (``.inf``, ``.nan``, ``1e999``: JSON has none), lone surrogates
+(``"\\ud800"``: not encodable as UTF-8) and NUL characters (``"\\0"``: PostgreSQL refuses them
+in text).
 
 >>> doc = load_text("a:\\n  - b: 22:00\\n", "x.yaml")
 >>> doc.data, doc.line(("a", 0, "b"))
@@ -42,6 +44,8 @@ MAX_BYTES = 4 << 20
 """Largest file (UTF-8 bytes) read at all: hand-written files are far smaller, and parsing a
 larger one costs seconds before ``MAX_NODES`` could refuse it."""
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+_INT64 = 2**63
+"""Integers are kept within ``[-2**63, 2**63)`` (``value.int_range`` in a fact or request)."""
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
@@ -246,6 +250,15 @@ def _scalar(node: yaml.Node, loader: yaml.SafeLoader | _FastLoader) -> Any:
             line,
             code="rules.yaml_number",
         ) from exc
+    if type(value) is int and not -_INT64 <= value < _INT64:
+        shown = str(node.value)
+        raise YamlError(
+            f"the integer {shown[:24]}{'...' if len(shown) > 24 else ''} is past the range "
+            "memkg keeps integers in (-2**63 to 2**63 - 1): write a number that fits, a float "
+            "(1e30) to compare with, or quote it to keep it as text",
+            line,
+            code="rules.yaml_number",
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise YamlError(
             f"{node.value} is not a finite number (JSON and the rules have no infinity or NaN): "

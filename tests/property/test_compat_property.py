@@ -17,6 +17,7 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.validators import validator_for
 
 from memkg.evolution import check_schema_change
+from memkg.userschema import bounded
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases" / "schema_compat"
 # Keywords hypothesis-jsonschema does not know (it would ignore them while generating).
@@ -68,8 +69,10 @@ def _object_generation(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _validator(schema: Any) -> Draft7Validator | Draft202012Validator:
+    """jsonschema's validator as memkg runs it (``memkg.userschema.bounded``): ``multipleOf``
+    judged on the decimals written, not by float division, as the checker proves it."""
     cls = validator_for(schema, default=Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[no-any-return]
+    return bounded(cls)(schema, format_checker=cls.FORMAT_CHECKER)  # type: ignore[return-value]
 
 
 def _pairs() -> list[tuple[str, Any, Any]]:

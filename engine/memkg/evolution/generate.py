@@ -6,7 +6,10 @@ Output is unchecked guesswork built from the merged facts; callers validate ever
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
+
+from memkg.userschema import exact
 
 from .expand import Case, expand, json_type
 from .facts import Facts, index_nodes, int_bounds, key_nodes, merge, object_atoms
@@ -150,8 +153,31 @@ def _nonints(facts: Facts) -> list[Any]:
     if facts.lo is not None and facts.hi is not None:
         points.append((facts.lo[0] + facts.hi[0]) / 2)
     for m in facts.multiples:
-        points += [m * 0.5 if m * 0.5 % 1 else m * 1.5, float(m) * 3]
-    return [float(p) for p in points if not float(p).is_integer()]
+        half = times(m, Fraction(1, 2))
+        points += [half if half % 1 else times(m, Fraction(3, 2)), times(m, 3)]
+    return [p for p in map(_float, points) if not p.is_integer()]
+
+
+def _float(number: float) -> float:
+    """``float(number)``, infinite past the largest float (as float arithmetic would be)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
+
+
+def times(step: float, k: int | Fraction) -> int | float:
+    """``step`` × ``k`` as a caller writes it: computed on the decimal ``step`` stands for, so
+    0.1 × 3 is 0.3 (a multiple of 0.1), not 0.30000000000000004 (which is not).
+
+    >>> times(0.1, 3), times(0.5, 4), 0.1 * 3
+    (0.3, 2, 0.30000000000000004)
+    """
+    try:
+        value = exact(step) * k
+        return int(value) if value.denominator == 1 else float(value)
+    except (OverflowError, ValueError):  # past the largest float, or a step not finite
+        return float(step) * float(k)
 
 
 def _strings(facts: Facts) -> list[Any]:

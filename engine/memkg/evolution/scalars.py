@@ -6,10 +6,12 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from memkg.userschema import multiple_of
+
 from .expand import Case, declared_types
 from .facts import Bound, Facts, int_bounds, keyword_ptr, own_facts
 from .findings import Ctx, Finding, in_a_not_b
-from .generate import MAX_LENGTH, case_examples
+from .generate import MAX_LENGTH, case_examples, times
 from .normalize import Node, Unconfirmable, best_match
 from .regex_gen import samples
 
@@ -242,14 +244,14 @@ def _numbers(ctx: Ctx, case: Case, facts: Facts, bf: Facts, b: Node) -> list[Fin
             )
         )
     for m in bf.multiples:
-        fm = Fraction(str(m))
-        if any((Fraction(str(a)) / fm).denominator == 1 for a in facts.multiples):
+        # every multiple of an old step is one of m when the old step is (as the validator
+        # judges a value: on the decimals written); integers are when 1 is
+        if any(multiple_of(a, m) for a in facts.multiples):
             continue
-        if ints and (1 / fm).denominator == 1:
+        if ints and multiple_of(1, m):
             continue
-        base = [1, 2, 3, 0.5, m + 1, m * 1.5, m / 2] + [
-            a * k for a in facts.multiples for k in (1, 3, 5)
-        ]
+        base = [1, 2, 3, 0.5, times(m, 1) + 1, times(m, Fraction(3, 2)), times(m, Fraction(1, 2))]
+        base += [times(a, k) for a in facts.multiples for k in (1, 3, 5)]
         base += case_examples(case, frozenset({"integer", "nonint"}), limit=12)
         codes = (
             ("number.multiple_of_changed", "number.multiple_of_changed")

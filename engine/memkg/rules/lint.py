@@ -1,6 +1,8 @@
 """Checks a rule bundle before it is used; every problem names file, line and rule.
 
-Codes: ``rule.schema`` / ``rule.yaml`` / ``rule.reserved_context`` (from the loader),
+Codes: ``rule.schema`` / ``rule.reserved_context`` and the reader's own (``rules.yaml`` for text
+that is not YAML, ``rules.yaml_alias``, ``rules.yaml_number``, ...: ``memkg.yamlfile``) from
+the loader,
 ``rule.duplicate_id``, ``rule.unknown_key``, ``rule.unknown_field``, ``rule.type_mismatch``,
 ``rule.unknown_value``, ``rule.unknown_context``, ``rule.unknown_alias``, ``rule.unknown_action``,
 ``rule.unknown_parameter``, ``rule.invalid_parameter``, ``rule.unknown_decision``,
@@ -379,8 +381,12 @@ def _lint_rule(
                 )
             aliases[cond.alias] = cond
     found += _pairing_findings(rule)
-    known = {c.key for c in rule.conditions if c.key} | {c.to for c in rule.conditions if c.to}
-    known |= set(aliases) | set(BUILTIN_CONTEXT) | set(spec.context if spec else ())
+    # what a firing binds (``evaluator._lookup``): a `not` condition holds when nothing
+    # matches it, so it binds nothing, whatever it names
+    binding = [c for c in rule.conditions if not c.negated]
+    negated = {n for c in rule.conditions if c.negated for n in (c.key, c.to, c.alias) if n}
+    known = {n for c in binding for n in (c.key, c.to, c.alias) if n}
+    known |= set(BUILTIN_CONTEXT) | set(spec.context if spec else ())
     for stray in dict.fromkeys(stray_braces(rule.explain)):
         found.append(
             Finding(
@@ -396,12 +402,19 @@ def _lint_rule(
         )
     for name in placeholders(rule.explain):
         if name.removeprefix("context.") not in known:
+            why = (
+                " (only a `not` condition names it, and a `not` condition binds nothing: it "
+                "holds when nothing matches); read it in a condition that is not negated, or "
+                "leave it out of the text"
+                if name in negated
+                else ""
+            )
             found.append(
                 _at(
                     rule,
                     "rule.template",
                     f"explain names {{{name}}}, which no "
-                    "condition binds and the context does not hold",
+                    f"condition binds and the context does not hold{why}",
                 )
             )
     return found

@@ -194,7 +194,7 @@ def load_bundle(
         try:
             doc = load_text(sources[rel], f"rules/{rel}")
         except YamlError as exc:
-            findings.append(Finding("rule.yaml", exc.message, f"rules/{rel}", exc.line))
+            findings.append(Finding(exc.code, exc.message, f"rules/{rel}", exc.line))
             continue
         if Path(rel).name == DOMAIN_FILE:
             problems = schema_findings(doc, "domain-file", root) or value_schema_findings(doc)

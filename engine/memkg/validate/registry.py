@@ -11,7 +11,8 @@ Files are ``schemas/<domain>/<group>@<n>.json``: a JSON Schema 2020-12 document 
                   "valid_for_hours": 72, "staleness_days": 365}
     }
 
-A subschema marked ``"x-pii": "hash"`` is stored only as a salted per-user hash. The highest
+``multi`` (the value is a list whose items combine by union) needs ``"type": "array"``. A
+subschema marked ``"x-pii": "hash"`` is stored only as a salted per-user hash. The highest
 version of a group is current; older versions stay readable (schema history).
 """
 
@@ -145,6 +146,16 @@ def _load_key(domain: str, group: str, version: int, key: str, sub: Any, where: 
             code="schema.meta",
         )
     value_schema = {k: v for k, v in sub.items() if k != "x-memkg"}
+    if meta.get("multi") and value_schema.get("type") != "array":
+        declared = "not declared"
+        if "type" in value_schema:
+            declared = json.dumps(value_schema["type"])[:80]
+        raise ConfigError(
+            f"{where}: key {key!r}: x-memkg.multi is true, but the value's type is {declared}: "
+            "multi means the value is a list whose items combine by union; declare "
+            '"type": "array" with the item schema under "items", or drop multi',
+            code="schema.meta",
+        )
     try:
         Draft202012Validator.check_schema(value_schema)
     except SchemaError as exc:

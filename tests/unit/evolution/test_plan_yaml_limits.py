@@ -48,3 +48,24 @@ def test_migrate_dry_run_on_a_bomb_is_a_json_error(
     error = json.loads(out.getvalue())
     assert code == 1 and error["error"] == "migration.invalid" and error["line"] == 1
     assert "anchors and aliases" in error["message"]
+
+
+@pytest.mark.parametrize("number", ["0x" + "f" * 4000, "0o" + "7" * 5000, str(2**63)])
+def test_migrate_dry_run_on_an_integer_past_64_bits_is_a_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    """PyYAML reads hex and octal with no digit limit: such a ``const`` was a traceback."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "migration: m\ndomain: health\nfrom: diet@1\nto: diet@2\nsteps:\n"
+        f"  - key: diet.restrictions\n    to:\n      - key: diet.restrictions\n"
+        f"        value: {{const: {number}}}\n"
+    )
+    out = io.StringIO()
+    code = main(
+        ["--db", str(tmp_path / "m.db"), "schema", "migrate", str(plan), "--dry-run"], out=out
+    )
+    assert "Traceback" not in capsys.readouterr().err
+    error = json.loads(out.getvalue())
+    assert code == 1 and error["error"] == "migration.invalid" and error["line"] == 9, error
+    assert "2**63" in error["message"]

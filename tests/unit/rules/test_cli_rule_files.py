@@ -49,7 +49,7 @@ def test_an_alias_bomb_is_a_finding_not_a_traceback(
         assert code == 1 and out["ok"] is False
         [found] = out["findings"]
         assert (found["code"], found["file"], found["line"]) == (
-            "rule.yaml",
+            "rules.yaml_alias",
             "rules/health/t.yaml",
             1,
         )
@@ -79,7 +79,7 @@ def test_a_broken_file_is_reported_wherever_it_is(
 ) -> None:
     folder = rules_folder(tmp_path, broken__yaml="rules: [ {bad\n")
     code, out = run(tmp_path, capsys, "rules", "lint", str(folder / "broken.yaml"))
-    assert code == 1 and [f["code"] for f in out["findings"]] == ["rule.yaml"]
+    assert code == 1 and [f["code"] for f in out["findings"]] == ["rules.yaml"]
 
 
 def test_a_file_is_linted_alone_with_its_domain(
@@ -172,3 +172,47 @@ def test_rules_of_a_root_not_in_force_are_warned_about_with_the_command_to_run(
     assert "memkg --root mine rules lint" in hint["message"]
     code, report = run(tmp_path, capsys, "--root", "mine", "rules", "lint", "mine/rules")
     assert (code, report) == (0, {"ok": True, "findings": []})
+
+
+HEX = "0x" + "f" * 4000
+"""An integer PyYAML reads with no digit limit: a traceback in lint, test and decide once."""
+FAVORITE = '      - fact: {key: widget.favorite, in: ["widget_item:basic", "widget_item:deluxe"]}'
+CASE_FACT = (
+    '      - {key: widget.favorite, value: "widget_item:basic", source: dialogue, confidence: 0.9}'
+)
+
+
+def widget_root(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    root = tmp_path / "root"
+    assert main(["init", str(root), "--domain", "widget"], out=io.StringIO()) == 0
+    path = root / "rules" / "widget" / name
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+    return root
+
+
+@pytest.mark.parametrize("number", [HEX, "0o" + "7" * 5000, "0x1_0000_0000_0000_0000"])
+def test_an_integer_past_64_bits_in_a_rule_is_a_finding_in_lint_and_decide(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    root = widget_root(tmp_path, "suggestion.yaml", FAVORITE,
+                       f"      - fact: {{key: widget.budget, lt: {number}}}")  # fmt: skip
+    common = ("--root", str(root), "--no-examples")
+    code, out = run(tmp_path, capsys, *common, "rules", "lint", str(root / "rules"))
+    [found] = out["findings"]
+    assert code == 1 and (found["code"], found["line"]) == ("rules.yaml_number", 13)
+    assert found["file"] == "rules/widget/suggestion.yaml" and "2**63" in found["message"]
+    code, out = run(tmp_path, capsys, *common, "decide", "u1", "--domain", "widget")
+    assert code == 1 and "rules.yaml_number" in json.dumps(out), out
+
+
+def test_an_integer_past_64_bits_in_a_case_is_a_finding_in_rules_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = widget_root(tmp_path, "suggestion.cases.yaml", CASE_FACT,
+                       f"      - {{key: widget.budget, value: {HEX}}}")  # fmt: skip
+    code, out = run(tmp_path, capsys, "--root", str(root), "--no-examples", "rules", "test",
+                    str(root / "rules"))  # fmt: skip
+    [found] = out["findings"]
+    assert code == 1 and found["line"] == 5 and "2**63" in found["message"]

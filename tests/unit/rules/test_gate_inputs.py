@@ -38,5 +38,5 @@ def test_a_nul_character_is_a_finding_on_its_line() -> None:
     line = rule[: rule.index("\x00")].count("\n") + 1
     _, findings = lint_sources({"finance/domain.yaml": DOMAIN, "finance/x.yaml": rule}, ENGINE)
     [found] = [f for f in findings if f.file == "rules/finance/x.yaml"]
-    assert (found.code, found.line) == ("rule.yaml", line)
+    assert (found.code, found.line) == ("rules.encoding", line)
     assert "U+0000 is not allowed" in found.message

@@ -64,8 +64,24 @@ def test_schema_error_names_the_line() -> None:
 
 
 def test_yaml_syntax_error_names_the_line() -> None:
-    found = only(lint(HEAD + "  - id: [unclosed\n"), "rule.yaml")
+    found = only(lint(HEAD + "  - id: [unclosed\n"), "rules.yaml")
     assert found.file == "rules/health/t.yaml" and found.line == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("  - id: &a health.r\n", "rules.yaml_alias"),
+        ("  - id: !!python/name:os.system health.r\n", "rules.yaml_tag"),
+        ("  - id: " + "[" * 100 + "]" * 100 + "\n", "rules.yaml_depth"),
+        ("  - id: 0x1_0000_0000_0000_0000\n", "rules.yaml_number"),
+        ('  - id: "\\0"\n', "rules.encoding"),
+    ],
+)
+def test_a_refused_yaml_value_keeps_the_readers_code(text: str, code: str) -> None:
+    """The README lists these codes; lint said ``rule.yaml`` for every one of them."""
+    found = only(lint(HEAD + text), code)
+    assert (found.file, found.line) == ("rules/health/t.yaml", 4)
 
 
 def test_duplicate_ids() -> None:
@@ -143,6 +159,23 @@ def test_unknown_alias_and_template() -> None:
     findings = lint(table)
     assert only(findings, "rule.unknown_alias").line == 6
     assert only(findings, "rule.template").line == 4
+
+
+@pytest.mark.parametrize(
+    ("negated", "names"),
+    [("      - not: {fact: {key: child.age, lt: 2}}", ["child.age"]),
+     ("      - not: {fact: {key: child.age, lt: 2, as: age}}", ["child.age", "age"])],
+)  # fmt: skip
+def test_a_placeholder_read_only_under_not_is_unbound(negated: str, names: list[str]) -> None:
+    """A ``not`` condition binds nothing: ``{child.age}`` always read "(no child.age given)"."""
+    when = "      - context: {symptom: fever}\n" + negated
+    for name in names:
+        found = only(lint(HEAD + rule(when, explain=f"age {{{name}}}")), "rule.template")
+        assert found.line == 4 and f"{{{name}}}" in found.message
+        assert "`not`" in found.message and "binds nothing" in found.message
+    bound = when + "\n      - fact: {key: child.age, as: age}"
+    assert [f for f in lint(HEAD + rule(bound, explain="{child.age} {age}"))
+            if f.code == "rule.template"] == []  # fmt: skip
 
 
 def test_explain_braces_that_are_not_placeholders_are_warned_about() -> None:

@@ -45,7 +45,7 @@ def test_a_default_decision_in_a_domain_without_tables_is_a_finding() -> None:
 def test_a_default_decision_whose_table_does_not_load_has_that_finding_alone() -> None:
     # the table's own problem says what is wrong; "the domain has no decision tables" did not
     findings = lint(domain("suggestion"), {"suggestion": "hit_policy: first\nrules: [\n"})
-    assert [f.code for f in findings] == ["rule.yaml"]
+    assert [f.code for f in findings] == ["rules.yaml"]
 
 
 def test_a_default_decision_naming_the_domain_file_is_still_a_finding() -> None:

@@ -88,3 +88,45 @@ def test_an_unknown_name_is_shown_short_however_long() -> None:
         message = registry.unknown_key(domain, key)
         assert len(message) < 1_000
     assert "did you mean travel?" in registry.unknown_key("trave", "k")
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "string"}, {}, {"type": ["array", "string"]}, {"enum": [["a"], "a"]},
+     {"type": "object"}],
+)  # fmt: skip
+def test_multi_on_a_key_whose_value_is_not_a_list_is_refused(
+    tmp_path: Path, schema: dict[str, Any]
+) -> None:
+    """``multi`` means the value is a list whose items combine by union: on a string key,
+    claims were folded into a list of strings the key's own schema refuses."""
+    folder = tmp_path / "schemas" / "demo"
+    folder.mkdir(parents=True)
+    doc = json.loads(files_for("demo")[FILE])
+    doc["properties"]["demo.x"] = {**schema, "x-memkg": {**BASE, "multi": True}}
+    (folder / "profile@1.json").write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as refused:
+        SchemaRegistry(tmp_path / "schemas")
+    assert refused.value.code == "schema.meta"
+    message = refused.value.message
+    assert message.startswith(f"{FILE}: key 'demo.x': x-memkg.multi is true")
+    assert '"type": "array"' in message and "drop multi" in message
+
+
+def test_multi_on_a_list_key_loads(tmp_path: Path) -> None:
+    folder = tmp_path / "schemas" / "demo"
+    folder.mkdir(parents=True)
+    doc = json.loads(files_for("demo")[FILE])
+    doc["properties"]["demo.x"] = {"type": "array", "items": {"type": "string"},
+                                   "x-memkg": {**BASE, "multi": True}}  # fmt: skip
+    (folder / "profile@1.json").write_text(json.dumps(doc))
+    spec = SchemaRegistry(tmp_path / "schemas").spec("demo", "demo.x")
+    assert spec is not None and spec.multi
+
+
+def test_the_shipped_multi_keys_are_lists() -> None:
+    registry = SchemaRegistry(builtin("examples") / "schemas")
+    specs = [registry.spec(d, k) for d in registry.domains() for k in registry.keys(d)]
+    assert specs
+    for spec in specs:
+        assert spec is not None and (not spec.multi or spec.schema["type"] == "array"), spec
