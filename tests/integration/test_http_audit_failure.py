@@ -100,3 +100,23 @@ def test_an_audit_that_cannot_be_written_withholds_reads_and_owns_up_to_changes(
     assert "airline" not in read.text
     metrics = admin.get("/metrics").text
     assert "memkg_audit_unrecorded_total 2.0" in metrics
+
+
+def test_a_read_sent_as_a_post_shows_nothing_unaudited() -> None:
+    """Replaying a decision, a rules diff and a migration's dry run change nothing, though
+    they are POSTs: they show memory (a dry run's examples, a replay's input), so they are
+    withheld as a GET is."""
+    engine = Engine(clock=FrozenClock(T0))
+    store = _Unwritable()
+    keyring = Keyring(store, engine.clock)
+    app = create_app(engine, keyring=keyring, settings=ServiceSettings(rate_limit=0),
+                     limiter=RateLimiter(0))  # fmt: skip
+    admin = client(app, token(keyring))
+    made = admin.post("/v1/users/u1/decisions", json={"domain": "travel", "context": {}})
+    assert made.status_code == 201
+    replay = admin.post(f"/v1/decisions/{made.json()['decision_id']}/replay")
+    assert replay.status_code == 503 and replay.json()["error"] == "store.full"
+    dry = admin.post("/v1/admin/migrations/dry-run", json={"plan": "health/diet_organ_meat"})
+    assert dry.status_code == 503 and "examples" not in dry.text
+    diff = admin.post("/v1/admin/rules/diff", json={"replay": 5})
+    assert diff.status_code == 503 and diff.json()["error"] == "store.full"

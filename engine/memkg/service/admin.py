@@ -67,14 +67,15 @@ class Admin:
                self.rules_test, admin, "admin", response=dict[str, Any], audited=False),
             op("POST", "/v1/admin/rules/diff", "rules_diff", "What the configured rule files "
                "would change in logged decisions, against the rules in use (writes nothing)",
-               self.rules_diff, admin, "admin", body=RulesDiffBody, response=dict[str, Any]),
+               self.rules_diff, admin, "admin", body=RulesDiffBody, response=dict[str, Any],
+               changes=False),
             op("POST", "/v1/admin/schema/check", "schema_check", "Is a schema change "
                "compatible?", self.schema_check, admin, "admin", body=SchemaCheckBody,
                response=dict[str, Any], audited=False),
             op("POST", "/v1/admin/migrations/dry-run", "migration_dry_run", "What a migration "
                "plan would do to stored facts, rules and decisions (writes nothing)",
                self.dry_run, admin, "admin", body=DryRunBody, response=dict[str, Any],
-               errors=(404,)),
+               errors=(404,), changes=False),
         ]  # fmt: skip
 
     async def rules_lint(self, _call: Call) -> Response:

@@ -145,7 +145,7 @@ class Dispatcher:
                 self._count_refusal(exc)
             if call is not None and op.audited and response.status_code != 401:
                 failed = await run_in_threadpool(self._record, op, call, response.status_code)
-                if failed is not None and op.method == "GET":  # nothing shown unaudited
+                if failed is not None and not op.changes_memory:  # nothing shown unaudited
                     response = error_response(failed)
                 elif failed is not None:  # a change took effect: said, not hidden by a 503
                     response.headers["Memkg-Audit"] = "unrecorded"

@@ -57,6 +57,13 @@ class Operation:
     audited: bool = True
     """A read or change of a user's memory: recorded in the access audit."""
     errors: tuple[int, ...] = ()
+    changes: bool | None = None
+    """Whether the call changes memory (None: it does unless it is a GET). A read whose audit
+    record cannot be written shows nothing; a change, which took effect by then, says so."""
+
+    @property
+    def changes_memory(self) -> bool:
+        return self.method != "GET" if self.changes is None else self.changes
 
 
 @dataclass

@@ -217,7 +217,7 @@ class Routes:
             op("GET", "/v1/decisions/{decision_id}", "explain", "Why a decision came out so",
                self.explain, READ, query=ExplainQuery, response=dict[str, Any], errors=(404,)),
             op("POST", "/v1/decisions/{decision_id}/replay", "replay", "Replay a decision",
-               self.replay, DECIDE, response=s.ReplayOut, errors=(404,)),
+               self.replay, DECIDE, response=s.ReplayOut, errors=(404,), changes=False),
             op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
                self.profile, READ, query=ProfileQuery, response=Profile),
             op("GET", "/v1/traces/{trace_id}", "trace", "What a profile, recall or decision "
