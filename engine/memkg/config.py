@@ -71,8 +71,9 @@ class EngineConfig(BaseModel):
     overwritten), ``full`` (``VACUUM FULL``: tables rewritten under an exclusive lock, no page
     keeps them) or ``off``; see README, "Erasure on PostgreSQL". On SQLite, whatever this says,
     deletes overwrite the rows and the pages they free with zeros and the WAL is emptied into
-    the file, so no byte of them stays; ``full`` also rewrites the file (``VACUUM``), giving
-    the freed pages back, at a cost of what the whole file holds, under the write lock."""
+    the file, so no byte of them stays; ``full`` also rewrites the event store's file
+    (``VACUUM``; a decision log kept in a file of its own is not rewritten), giving the freed
+    pages back, at a cost of what the whole file holds, under the write lock."""
     schema_dialect: Literal["draft-04", "draft-06", "draft-07", "2019-09", "2020-12"] = "2020-12"
     """How schema checks read a JSON Schema that declares no ``$schema``."""
     resident_users: int | None = Field(None, gt=0)

@@ -87,3 +87,28 @@ def test_a_retry_finishes_the_scrub_a_reader_held_up(tmp_path: Path) -> None:
         engine.erase(ERASED)  # the retry
         assert any("wal_checkpoint" in s for s in statements)
         assert _holding(tmp_path, ERASED) == []
+
+
+def test_a_retried_purge_by_audit_id_finishes_the_scrub_a_reader_held_up(
+    tmp_path: Path,
+) -> None:
+    marker = "aud-Zq81marker"
+    with _filled(tmp_path / "m.db") as engine:
+        engine.ingest(obs(user_id="user-001", key="cabin.class", value="business",
+                          provenance={"audit_log_id": marker, "source_ref": "ref-Zq81"}))
+        engine.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
+        reader = sqlite3.connect(tmp_path / "m.db")
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+        with pytest.raises(StoreError, match="retry the erasure"):
+            engine.erase_audit_id(marker)
+        reader.rollback()
+        reader.close()
+        assert all(f.key != "cabin.class" for f in engine.facts("user-001"))  # none held
+        assert _holding(tmp_path, marker) != []  # its frames are still in the WAL
+        assert engine.erase_audit_id(marker) == []  # the retry finds nothing to purge...
+        assert _holding(tmp_path, marker) == [] and _holding(tmp_path, "ref-Zq81") == []
+        statements = _statements(engine)
+        engine.erase_audit_id("aud-never-used")  # ...and once scrubbed, nothing is due
+        assert not any("checkpoint" in s for s in statements)

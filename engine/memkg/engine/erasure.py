@@ -16,6 +16,7 @@ from memkg.decisions.log import DecisionLog
 from memkg.engine.identity import erasure_reach, links_in, person_ids
 from memkg.engine.projections import Projections
 from memkg.engine.setup import check_args
+from memkg.errors import StoreError
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, audit_reach, erase_audit_id, erase_subject
@@ -167,28 +168,30 @@ class Eraser:
                     log.erase_citing(party, (), merged_ids=ids)
             mine = [*([shared] if shared else []), *also, *cached]
             naming = [shared.citing((), ids)] if shared else []
-            with self.store.erasing(streams=[*ids, *linked]):
-                receipts = [erase_subject(self.store, one, self.clock, companions=mine)
-                            for one in ids]  # fmt: skip
-                # ids once linked (a proposal, a split merge) lose the links and the decisions
-                # that name the person; those once merged, the traces and vectors of views
-                # that read it too
-                for party, merge_ids in sorted(linked.items()):
-                    beside = [*naming, *cached] if party in joined else naming
-                    self.store.purge_facts(party, sorted(merge_ids), companions=beside)
-                for user, events in then(receipts[0].erasure_id) if then is not None else ():
-                    self.store.append(
-                        user, events, expected_version=self.store.stream_version(user)
-                    )
+            try:
+                with self.store.erasing(streams=[*ids, *linked]):
+                    receipts = [erase_subject(self.store, one, self.clock, companions=mine)
+                                for one in ids]  # fmt: skip
+                    # ids once linked (a proposal, a split merge) lose the links and the
+                    # decisions that name the person; those once merged, the traces and
+                    # vectors of views that read it too
+                    for party, merge_ids in sorted(linked.items()):
+                        beside = [*naming, *cached] if party in joined else naming
+                        self.store.purge_facts(party, sorted(merge_ids), companions=beside)
+                    for user, events in then(receipts[0].erasure_id) if then is not None else ():
+                        self.store.append(
+                            user, events, expected_version=self.store.stream_version(user)
+                        )
+            finally:  # also when the scrub after the commit failed: nothing of it stays held
+                for one in [*ids, *linked]:
+                    self.projections.changed(one)
+                forget_shared()
+                self.forget_texts()
             if shared is None:  # again: a decision another process appended meanwhile
                 for one in ids:  # whose check came before the commit (``Decider._logged``)
                     apart[one] += log.erase_user(one)
                 for party in sorted(linked):
                     log.erase_citing(party, (), merged_ids=ids)
-            for one in [*ids, *linked]:
-                self.projections.changed(one)
-            forget_shared()
-            self.forget_texts()
             return self._receipt(ids, receipts, apart)
 
     def _shared(self) -> SharedLog | None:
@@ -251,28 +254,39 @@ class Eraser:
                 mine = [*([shared.citing(citing)] if shared else []), *depending.get(user, ())]
                 return [_Reaching(c, reach.get(user, ())) for c in mine]
 
-            with self.store.erasing():
-                for user_id, review_ids in reviews.items():
-                    self.store.purge_facts(user_id, review_ids)
-                receipts = erase_audit_id(self.store, audit_log_id, self.clock,
-                                          companions=companions, reach=found)  # fmt: skip
+            purges = self.store.purges()
+            try:
+                with self.store.erasing():
+                    for user_id, review_ids in reviews.items():
+                        self.store.purge_facts(user_id, review_ids)
+                    receipts = erase_audit_id(self.store, audit_log_id, self.clock,
+                                              companions=companions, reach=found)  # fmt: skip
+            finally:  # also when the scrub after the commit failed: nothing of it stays held
+                committed = self._moved(purges)
+                for user_id in {*found, *reviews}:
+                    self.projections.forget(user_id)
+                    if committed:
+                        self.after_purge(user_id)
+                self.forget_texts()
             if shared is None:  # again: see ``erase``
                 for u, ids in cited.items():
                     apart[u] += sum(log.erase_citing(one, ids) for one in (u, *reach[u]))
             log_files = [str(p) for p in log.files()]
             out = []
             for receipt in receipts:
-                self.projections.forget(receipt.user_id)
                 removed = dict(receipt.removed)
                 removed["decisions"] = removed.get("decisions", 0) + apart.get(receipt.user_id, 0)
                 files = tuple(dict.fromkeys([*receipt.files, *log_files]))
                 out.append(receipt.model_copy(update={"removed": removed, "files": files}))
-            for user_id in reviews:
-                self.projections.forget(user_id)
-            for receipt in receipts:
-                self.after_purge(receipt.user_id)
-            self.forget_texts()
             return out
+
+    def _moved(self, purges: int) -> bool:
+        """Whether the store's purge count moved from ``purges``: the purge committed (a
+        store that fails to answer is taken to have kept it from committing)."""
+        try:
+            return self.store.purges() != purges
+        except StoreError:
+            return False
 
     def _reviews(
         self, cited: dict[str, list[str]], reach: dict[str, tuple[str, ...]]

@@ -143,6 +143,10 @@ with a ``fact.asserted`` of a domain (releases before request digests stored non
 migration's own (``migration:<plan>:<fact id>``, no request digest)."""
 
 
+_SCRUB_DUE = "INSERT OR REPLACE INTO meta VALUES ('scrub_due', '1')"
+"""Written in an erasure's or purge's transaction: its rows are to be scrubbed from the WAL."""
+
+
 def _can_create(path: Path) -> bool:
     """Whether ``path`` exists or this process may create it (asked only once opening failed;
     a file it makes to find out is removed again)."""
@@ -468,7 +472,9 @@ class SqliteEventStore:
                 ).rowcount
             db.execute("DELETE FROM snapshots WHERE user_id = ?", (user_id,))
             db.execute(_PURGED)
-        if removed or any(others):  # nothing deleted, nothing to scrub
+            if removed or any(others):
+                db.execute(_SCRUB_DUE)
+        if removed or any(others) or self._scrub_due():  # nothing deleted or due: no scrub
             self._compact()
         return purge_counts(removed, keys, others)
 
@@ -482,7 +488,6 @@ class SqliteEventStore:
         companions: Sequence[Companion] = (),
     ) -> ErasureCounts:  # fmt: skip
         check_companions(self.database, companions)
-        again = self.was_erased(user_id)  # a retry: the first may have failed to scrub
         with self._write() as db:
             others = tuple(c.erase_rows(db, user_id) for c in companions)
             ids = "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq"
@@ -498,7 +503,9 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
-        if removed or salts or keys or any(others) or again:  # an unknown subject: nothing
+            if removed or salts or keys or any(others):
+                db.execute(_SCRUB_DUE)
+        if removed or salts or keys or any(others) or self._scrub_due():  # unknown: nothing
             self._compact()
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
                              digest=digest, companions=others)  # fmt: skip
@@ -555,9 +562,10 @@ class SqliteEventStore:
 
     @contextmanager
     def erasing(self, streams: Collection[str] = ()) -> Iterator[None]:
-        """One transaction for the erasures and purges of the block; the file is rewritten
-        once, after it committed (contract item 8); ``streams`` lock nothing more here (a
-        write transaction locks the whole file)."""
+        """One transaction for the erasures and purges of the block; the file is scrubbed
+        once, after it committed (contract item 8), or when an earlier block's scrub is still
+        due though this one removed nothing (its retry); ``streams`` lock nothing more here
+        (a write transaction locks the whole file)."""
         with self._lock:
             if self._scrub is not None:  # nested: the outer block commits and rewrites
                 yield
@@ -568,7 +576,7 @@ class SqliteEventStore:
                     yield
             finally:
                 scrub, self._scrub = self._scrub, None
-            if scrub:
+            if scrub or self._scrub_due():
                 self._compact()
 
     def _write_versions(self) -> None:
@@ -639,12 +647,20 @@ class SqliteEventStore:
 
     def _compact(self) -> None:
         """Empty the WAL (and rewrite the file, with ``vacuum="full"``), so that deleted rows
-        leave no bytes behind (inside ``erasing``: once the block committed)."""
+        leave no bytes behind (inside ``erasing``: once the block committed); then the scrub
+        is no longer due. One a reader held up stays due: a retry, or the next erasure or
+        purge, whatever it finds, runs it (``_scrub_due``)."""
         with self._lock:
             if self._scrub is not None:
                 self._scrub = True
                 return
             compact(self._db, self.path, "rows", rewrite=self._rewrite)
+            with self._write() as db:
+                db.execute("DELETE FROM meta WHERE key = 'scrub_due'")
+
+    def _scrub_due(self) -> bool:
+        """Whether rows an erasure or purge deleted may still be in the WAL."""
+        return bool(self._read("SELECT 1 FROM meta WHERE key = 'scrub_due'", ()))
 
 
 def _row(e: NewEvent, payload: str) -> tuple[Any, ...]:
