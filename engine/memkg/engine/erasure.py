@@ -228,13 +228,14 @@ class Eraser:
         """
         check_args(audit_log_id=audit_log_id)
         with self.lock:
-            # the notes consolidation derived from the facts' notes hold what they said: theirs too
-            found = audit_reach(self.store, audit_log_id)
-            cited = dict(found)
-            # the ids merged with an owner read its facts: their reviews, decisions and traces
-            # naming them go as the owner's do
+            # the ids merged with an owner read its facts: the patterns their views derived
+            # from them, and their reviews, decisions and traces naming them, go as the
+            # owner's do; the notes consolidation derived from the facts' notes too
             links = links_in(self.store)
-            reach = {u: tuple(p for p in erasure_reach(links, u) if p != u) for u in cited}
+            merged = lambda u: [p for p in erasure_reach(links, u) if p != u]  # noqa: E731
+            found = audit_reach(self.store, audit_log_id, joined=merged)
+            cited = dict(found)
+            reach = {u: tuple(merged(u)) for u in cited}
             reviews = self._reviews(cited, reach)
             # a decision or trace naming a purged review goes too: the review held the values
             cited = {u: [*ids, *(r for one in (u, *reach[u]) for r in reviews.get(one, ()))]

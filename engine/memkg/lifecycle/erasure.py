@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -63,37 +63,66 @@ def erase_subject(
     )
 
 
-def audit_reach(store: EventStore, audit_log_id: str) -> dict[str, list[str]]:
+def audit_reach(
+    store: EventStore, audit_log_id: str,
+    joined: Callable[[str], Sequence[str]] = lambda _user: (),
+) -> dict[str, list[str]]:  # fmt: skip
     """The ids, by user, of the facts and notes whose provenance carries ``audit_log_id``, of
-    the facts schema migrations made of those (``migrated_into``), and of the notes
-    consolidation derived from them (``NoteBook.derived_from``): a note merged from notes of
-    several audit ids carries none of them, yet holds what each said."""
+    the facts schema migrations made of those (``migrated_into``), of the patterns that may
+    have counted them (``behaviour_since``, ``patterns_after``: in the owner's stream, and in
+    the streams of the ids ``joined`` gives, merged with the owner, whose views counted its
+    behaviour), and of the notes consolidation derived from them (``NoteBook.derived_from``):
+    a note merged from notes of several audit ids carries none of them, yet holds what each
+    said."""
     found = store.fact_ids_with_audit_id(audit_log_id)
-    reach = {}
+    reach: dict[str, list[str]] = {}
+
+    def add(user_id: str, ids: Sequence[str]) -> None:
+        reach[user_id] = list(dict.fromkeys([*reach.get(user_id, ()), *ids]))
+
     for user_id, fact_ids in found.items():
         events = list(store.read_stream(user_id))
         held = [*fact_ids, *migrated_into(events, fact_ids)]
-        held += patterns_from(events, held)
+        since = behaviour_since(events, held)
+        held += patterns_after(events, since, held)
         book = NoteBook.from_events(e for e in events if e.type in NoteBook.EVENTS)
-        reach[user_id] = [*held, *book.derived_from(held)]
+        add(user_id, [*held, *book.derived_from(held)])
+        for other in joined(user_id) if since else ():
+            made = patterns_after(store.read_stream(other), since, ())
+            if made:
+                add(other, made)
     return reach
 
 
-def patterns_from(events: Iterable[Event], fact_ids: Collection[str]) -> list[str]:
-    """The pattern facts (``derive_patterns``) that may have counted a behaviour fact among
-    ``fact_ids``: written by the system in its domain after it was stored. A pattern holds
-    what the behaviour showed (the usual hours) and records no more of where it came from;
-    one that also counted facts kept is derived again from those on the next call."""
-    wanted, since, found = set(fact_ids), set(), []
-    for event in events:  # in stream order
-        if event.type != EventType.FACT_ASSERTED or event.fact_id is None:
-            continue
+def behaviour_since(events: Iterable[Event], fact_ids: Collection[str]) -> dict[str, int]:
+    """Per domain, the log position of the first behaviour fact among ``fact_ids``: a pattern
+    (``derive_patterns``) written in that domain after it may have counted it."""
+    wanted, since = set(fact_ids), {}
+    for event in events:
+        if (
+            event.type == EventType.FACT_ASSERTED
+            and event.fact_id in wanted
+            and (event.payload.get("fact") or {}).get("source") == Source.BEHAVIOR.value
+        ):
+            since.setdefault(event.domain, event.seq)
+    return since
+
+
+def patterns_after(
+    events: Iterable[Event], since: Mapping[str, int], held: Collection[str]
+) -> list[str]:
+    """The pattern facts among ``events`` written in a domain of ``since`` after its
+    position, but those ``held``. A pattern holds what the behaviour showed (the usual hours)
+    and records no more of where it came from; one that also counted facts kept is derived
+    again from those on the next call."""
+    found = []
+    for event in events:
         fact = event.payload.get("fact") or {}
-        if event.fact_id in wanted:
-            if fact.get("source") == Source.BEHAVIOR.value:
-                since.add(event.domain)
-        elif (
-            event.domain in since
+        if (
+            event.type == EventType.FACT_ASSERTED
+            and event.fact_id is not None
+            and event.fact_id not in held
+            and event.seq > since.get(event.domain, event.seq)
             and fact.get("kind") == Kind.PATTERN.value
             and fact.get("source") == Source.SYSTEM.value
         ):

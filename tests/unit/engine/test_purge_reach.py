@@ -173,3 +173,23 @@ def test_a_pattern_derived_from_purged_behaviour_goes_and_is_derived_again(
         assert [f.key for f in engine.facts("u")] == ["seat.preference"]
         _views(engine, "u", "aud-feed-44", range(1, 15))
         assert [r.fact_id for r in engine.derive_patterns("u", "commerce")] != []
+
+
+def test_a_pattern_a_merged_view_derived_from_purged_behaviour_goes(tmp_path: Path) -> None:
+    """``phone`` merged into ``web``: the view of both derives the pattern, stored in web's
+    stream, from phone's behaviour; purging that behaviour takes it, and a split leaves web
+    nothing of it."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        _views(engine, "phone", "aud-feed-42", range(1, 15))
+        engine.ingest({"user_id": "web", "domain": "travel", "key": "seat.preference",
+                       "value": "aisle", "source": "dialogue"})  # fmt: skip
+        proposed = engine.merge_users("web", "phone", by="ops", reason="one person")
+        engine.merge_users("web", "phone", by="ops", reason="one person",
+                           confirm=proposed.merge_id)  # fmt: skip
+        [made] = engine.derive_patterns("web", "commerce")
+        [owner] = {e.user_id for e in engine.store.read_all() if e.fact_id == made.fact_id}
+        assert owner == "web"  # the view's writes go to its primary id
+        receipts = {r.user_id: r.removed["facts"] for r in engine.erase_audit_id("aud-feed-42")}
+        assert receipts == {"phone": 14, "web": 1}
+        engine.split_users("web", "phone", by="ops", reason="two people")
+        assert [f.key for f in engine.facts("web")] == ["seat.preference"]
