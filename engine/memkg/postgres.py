@@ -43,6 +43,23 @@ def held_purges(db: Any, s: str, *, wait: bool = True) -> int:
     return int(row[0]) if row else 0
 
 
+def still_held(db: Any, s: str, user_id: str, seen: int) -> bool:
+    """Whether the user's stream is there and the purge count of schema ``s`` is still
+    ``seen``, both locked ``FOR SHARE`` until the transaction ends (an erasure or purge under
+    way: no): what a write made from the user's memory (a trace, vectors) checks in its own
+    transaction, so that nothing of an erasure or purge since that memory was read is kept."""
+    from psycopg.errors import LockNotAvailable
+
+    stream = f"SELECT version FROM {s}.streams WHERE user_id = %s FOR SHARE"
+    if db.execute(stream, (user_id,)).fetchone() is None:
+        return False
+    try:
+        with db.transaction():  # a savepoint: the refused lock undoes only itself
+            return held_purges(db, s, wait=False) == seen
+    except LockNotAvailable:
+        return False  # an erasure or purge is under way: it changes the count
+
+
 _EXPONENT = re.compile(r"\d[eE][+-]?\d")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:0|[1-9]\d*)(?:\.\d+)?[eE][+-]?\d+)')
 

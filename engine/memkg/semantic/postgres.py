@@ -14,17 +14,20 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memkg.postgres import PgAdapter, held_purges
+from memkg.postgres import PURGES_ROW, PgAdapter, still_held
 from memkg.semantic.store import cosine, pack, unpack
 
 if TYPE_CHECKING:
     import psycopg
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.vectors (user_id TEXT NOT NULL, model TEXT NOT NULL,
-    digest TEXT NOT NULL, vector BYTEA NOT NULL, PRIMARY KEY (user_id, model, digest))
+    digest TEXT NOT NULL, vector BYTEA NOT NULL, PRIMARY KEY (user_id, model, digest));
 """
+    + PURGES_ROW
+)
 
 
 class PostgresVectorStore(PgAdapter):
@@ -55,7 +58,7 @@ class PostgresVectorStore(PgAdapter):
         with self._tx() as db, db.cursor() as cursor:
             if not self._ready:
                 self._create(db, _SCHEMA)
-            if not self._allowed(db, user_id, seen):
+            if not still_held(db, self._s, user_id, seen):
                 return False
             cursor.executemany(
                 f"INSERT INTO {self._s}.vectors VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -63,21 +66,6 @@ class PostgresVectorStore(PgAdapter):
             )
         self._ready = True
         return True
-
-    def _allowed(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str, seen: int) -> bool:
-        """Whether the user's stream is there and the purge count is still ``seen``, both
-        held until the transaction ends (an erasure or purge under way: not allowed)."""
-        found = db.execute("SELECT to_regclass(%s)", (f"{self._s}.streams",)).fetchone()
-        if found is None or found[0] is None:
-            return False
-        stream = f"SELECT 1 FROM {self._s}.streams WHERE user_id = %s FOR SHARE"
-        if db.execute(stream, (user_id,)).fetchone() is None:
-            return False
-        try:
-            with db.transaction():  # a savepoint: the refused lock undoes only itself
-                return held_purges(db, self._s, wait=False) == seen
-        except self._psycopg.errors.LockNotAvailable:
-            return False  # an erasure or purge is under way: it changes the count
 
     def similarities(
         self, user_id: str, model: str, query: Sequence[float], digests: Collection[str]

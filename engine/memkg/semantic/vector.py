@@ -43,8 +43,8 @@ class VectorIndex:
         if made and seen is not None:
             try:
                 self.store.put(user_id, model, made, seen)
-            except StoreError as exc:
-                if exc.code != "store.read_only":  # a read-only file still recalls
+            except StoreError as exc:  # a read-only file, or a lock held past its timeout,
+                if exc.code not in ("store.read_only", "store.locked"):  # still recalls
                     raise
         [asked] = self._embed([query])
         close = self.store.similarities(user_id, model, asked, set(stored))

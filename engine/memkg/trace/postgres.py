@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from memkg.model.citation import citation_needles
 from memkg.model.trace import Trace
-from memkg.postgres import PURGES_ROW, PgAdapter, held_purges
+from memkg.postgres import PURGES_ROW, PgAdapter, still_held
 from memkg.trace.store import Citing, citing_ids, duplicate, needles, not_found
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ CREATE INDEX IF NOT EXISTS traces_created ON {s}.traces (created_at);
 """
     + PURGES_ROW
 )
-_STREAM = "SELECT version FROM {s}.streams WHERE user_id = %s FOR SHARE"
 _CITING = (
     "SELECT trace_id, record FROM {s}.traces WHERE user_id = %s AND EXISTS"
     " (SELECT 1 FROM unnest(%s::text[]) AS n(needle) WHERE strpos(record, needle) > 0)"
@@ -60,15 +59,7 @@ class PostgresTraceStore(PgAdapter):
         with self._tx() as db:
             if not self._ready:
                 self._create(db, _SCHEMA)
-            stream = db.execute(_STREAM.format(s=self._s), (trace.user_id,)).fetchone()
-            if stream is None:
-                return False
-            try:
-                with db.transaction():  # a savepoint: the refused lock undoes only itself
-                    purges = held_purges(db, self._s, wait=False)
-            except self._psycopg.errors.LockNotAvailable:
-                return False  # an erasure or purge is under way: it changes the count
-            if purges != seen:
+            if not still_held(db, self._s, trace.user_id, seen):
                 return False
             inserted = db.execute(
                 f"INSERT INTO {self._s}.traces VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
