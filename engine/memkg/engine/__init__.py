@@ -21,6 +21,7 @@ in pipeline order: ``Reads`` and ``FactWriter`` (facts), ``GraphService``, ``Arb
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -96,7 +97,7 @@ class Engine:
         self.reads = reads = Reads(store, projections, clock, self._upcaster, setup, lock)
         self.writer = writer = FactWriter(setup, projections, journal, reads, clock, conflicts)
         self.graphs = GraphService(setup, projections, journal, clock, conflicts)
-        self.reviews = ReviewDesk(setup, journal, conflicts)
+        self.reviews = reviews = ReviewDesk(setup, journal, conflicts)
         self.patterns = PatternWriter(setup, projections, writer, clock)
         book = RuleBook(setup, log, projections)
         self.intent = decider = Decider(setup, store, projections, arbiter, book, log, clock, lock)
@@ -109,7 +110,8 @@ class Engine:
                                       config.trace_retention)  # fmt: skip
         self.eraser = eraser = Eraser(
             store, log, projections, clock, lock, (recalls.before_erasure, tracer.before_erasure),
-            recalls.erase_vectors, (recalls.before_purge, tracer.before_purge), setup.forget_texts,
+            recalls.erase_vectors, (recalls.before_purge, tracer.before_purge),
+            _both(setup.forget_texts, reviews.queue.forget),
         )  # fmt: skip
         self.switch = MemorySwitch(store, journal, clock, lock, eraser.erase)
         self.identity = Identity(setup, store, projections, journal, clock, lock)
@@ -332,3 +334,13 @@ def _open_db(
         store = PostgresEventStore(db, schema=config.pg_schema, vacuum=config.erase_vacuum)
         return store, decision_log
     return SqliteEventStore(db, vacuum=config.erase_vacuum), decision_log or SqliteDecisionLog(db)
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    """``first``, then ``second``."""
+
+    def both() -> None:
+        first()
+        second()
+
+    return both

@@ -126,7 +126,7 @@ class Eraser:
     store is handed back to join the purge's transaction."""
     forget_texts: Callable[[], None] = lambda: None
     """Told after each erasure and purge: drop the values kept for reuse that are not any
-    user's state (validation's memos of texts it checked)."""
+    user's state (validation's memos of texts it checked, the open reviews held)."""
 
     def erase(
         self, user_id: str, *, also: Sequence[Companion] = (), then: Then | None = None
@@ -232,7 +232,10 @@ class Eraser:
             # from them, and their reviews, decisions and traces naming them, go as the
             # owner's do; the notes consolidation derived from the facts' notes too
             links = links_in(self.store)
-            merged = lambda u: [p for p in erasure_reach(links, u) if p != u]  # noqa: E731
+
+            def merged(user: str) -> list[str]:
+                return [p for p in erasure_reach(links, user) if p != user]
+
             found = audit_reach(self.store, audit_log_id, joined=merged)
             cited = dict(found)
             reach = {u: tuple(merged(u)) for u in cited}

@@ -51,6 +51,12 @@ class OpenReviews:
         self._listed: list[Review] | None = None
         """``_open`` in queue order, until a review opens or closes."""
 
+    def forget(self) -> None:
+        """Drop the reviews held (an erasure: their claims hold what users said); the next
+        read folds the log's anew."""
+        with self._lock:
+            self._purges, self._seq, self._open, self._listed = None, 0, {}, None
+
     def listed(self) -> list[Review]:
         """The open reviews now, oldest first (callers must not change the list)."""
         with self._lock:

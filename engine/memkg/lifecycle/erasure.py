@@ -97,10 +97,11 @@ def audit_reach(
 def behaviour_since(events: Iterable[Event], fact_ids: Collection[str]) -> dict[str, int]:
     """Per domain, the log position of the first behaviour fact among ``fact_ids``: a pattern
     (``derive_patterns``) written in that domain after it may have counted it."""
-    wanted, since = set(fact_ids), {}
+    wanted, since = set(fact_ids), dict[str, int]()
     for event in events:
         if (
             event.type == EventType.FACT_ASSERTED
+            and event.domain is not None
             and event.fact_id in wanted
             and (event.payload.get("fact") or {}).get("source") == Source.BEHAVIOR.value
         ):
@@ -122,6 +123,7 @@ def patterns_after(
             event.type == EventType.FACT_ASSERTED
             and event.fact_id is not None
             and event.fact_id not in held
+            and event.domain is not None
             and event.seq > since.get(event.domain, event.seq)
             and fact.get("kind") == Kind.PATTERN.value
             and fact.get("source") == Source.SYSTEM.value

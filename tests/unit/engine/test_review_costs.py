@@ -112,3 +112,16 @@ def test_on_postgresql_another_process_s_reviews_reach_a_kept_queue(
         Engine.connect(postgres_dsn, schema=pg_schema, clock=FrozenClock(T0, seed=1)) as agent,
     ):
         _shared_queue(desk, agent)
+
+
+def test_an_erasure_leaves_no_review_claim_held_in_the_process(tmp_path: Path) -> None:
+    """The open reviews a process keeps hold what users said (the claims): an erasure drops
+    them at once, not at the next read of the queue."""
+    engine = _open("sqlite", tmp_path, "m.db")
+    freeze(engine, "u1")
+    freeze(engine, "u2")
+    assert {r.user_id for r in engine.review_queue()} == {"u1", "u2"}
+    engine.erase("u1")
+    held = engine.reviews.queue._open.values()  # what the process holds, before any read
+    assert not any("u1" in repr(r) for r in held)
+    assert [r.user_id for r in engine.review_queue()] == ["u2"]
