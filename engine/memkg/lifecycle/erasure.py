@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -70,10 +71,10 @@ def audit_reach(
     """The ids, by user, of the facts and notes whose provenance carries ``audit_log_id``, of
     the facts schema migrations made of those (``migrated_into``), of the patterns that may
     have counted them (``behaviour_since``, ``patterns_after``: in the owner's stream, and in
-    the streams of the ids ``joined`` gives, merged with the owner, whose views counted its
-    behaviour), and of the notes consolidation derived from them (``NoteBook.derived_from``):
-    a note merged from notes of several audit ids carries none of them, yet holds what each
-    said."""
+    the streams of the ids ``joined`` gives, written while merged with the owner, when their
+    views counted its behaviour), and of the notes consolidation derived from them
+    (``NoteBook.derived_from``): a note merged from notes of several audit ids carries none of
+    them, yet holds what each said."""
     found = store.fact_ids_with_audit_id(audit_log_id)
     reach: dict[str, list[str]] = {}
 
@@ -88,10 +89,28 @@ def audit_reach(
         book = NoteBook.from_events(e for e in events if e.type in NoteBook.EVENTS)
         add(user_id, [*held, *book.derived_from(held)])
         for other in joined(user_id) if since else ():
-            made = patterns_after(store.read_stream(other), since, ())
+            theirs = list(store.read_stream(other))
+            windows = merged_windows(theirs, user_id)
+            made = patterns_after((e for e in theirs if any(a < e.seq < b for a, b in windows)),
+                                  since, ())  # fmt: skip
             if made:
                 add(other, made)
     return reach
+
+
+def merged_windows(events: Iterable[Event], party: str) -> list[tuple[float, float]]:
+    """The log positions between which the stream's id was merged with ``party`` (from the
+    merge to its split, or on): what a view of that id wrote then may hold ``party``'s."""
+    opened: dict[str, float] = {}
+    windows: list[tuple[float, float]] = []
+    for event in events:
+        merge_id = str(event.payload.get("merge_id"))
+        sides = (event.payload.get("primary"), event.payload.get("other"))
+        if event.type == EventType.USERS_MERGED and party in sides:
+            opened.setdefault(merge_id, event.seq)
+        elif event.type == EventType.USERS_SPLIT and merge_id in opened:
+            windows.append((opened.pop(merge_id), event.seq))
+    return windows + [(start, math.inf) for start in opened.values()]
 
 
 def behaviour_since(events: Iterable[Event], fact_ids: Collection[str]) -> dict[str, int]:

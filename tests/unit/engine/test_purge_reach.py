@@ -193,3 +193,19 @@ def test_a_pattern_a_merged_view_derived_from_purged_behaviour_goes(tmp_path: Pa
         assert receipts == {"phone": 14, "web": 1}
         engine.split_users("web", "phone", by="ops", reason="two people")
         assert [f.key for f in engine.facts("web")] == ["seat.preference"]
+
+
+def test_a_pattern_of_an_id_once_merged_derived_after_the_split_stays(tmp_path: Path) -> None:
+    """``web`` and ``phone`` merged, then split: web's own pattern, derived from web's own
+    behaviour after the split, is none of the purged feed's business."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        _views(engine, "phone", "aud-phone", range(1, 15))
+        proposed = engine.merge_users("web", "phone", by="ops", reason="one person")
+        engine.merge_users("web", "phone", by="ops", reason="one person",
+                           confirm=proposed.merge_id)  # fmt: skip
+        engine.split_users("web", "phone", by="ops", reason="two people")
+        _views(engine, "web", "aud-web", range(15, 29))
+        [made] = engine.derive_patterns("web", "commerce")
+        receipts = {r.user_id: r.removed["facts"] for r in engine.erase_audit_id("aud-phone")}
+        assert receipts == {"phone": 14}
+        assert engine.fact("web", made.fact_id).key == "shopping.hours"
