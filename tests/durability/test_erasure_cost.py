@@ -112,3 +112,60 @@ def test_a_retried_purge_by_audit_id_finishes_the_scrub_a_reader_held_up(
         statements = _statements(engine)
         engine.erase_audit_id("aud-never-used")  # ...and once scrubbed, nothing is due
         assert not any("checkpoint" in s for s in statements)
+
+
+def test_another_process_s_scrub_clears_only_what_was_due_when_it_began(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B scrubs after its own erasure; A's erasure commits between B's checkpoint and B's
+    clearing of what was due, its own scrub held up by a reader: A's stays due, and the next
+    erasure anyone makes, or A's retry, runs it."""
+    import memkg.events.sqlite as sqlite_store
+
+    a = Engine.open(tmp_path / "m.db", clock=FrozenClock(T0, seed=1))
+    b = Engine.open(tmp_path / "m.db", clock=FrozenClock(T0, seed=2))
+    with a, b:
+        a.ingest_many([obs(user_id=ERASED, value=f"airline:{c}") for c in ("MU", "CA", "SQ")])
+        b.ingest(obs(user_id="other-user", value="airline:MU"))
+        a.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
+        real, meanwhile = sqlite_store.compact, [True]
+
+        def compact(db: sqlite3.Connection, path: Path, what: str, *, rewrite: bool) -> None:
+            real(db, path, what, rewrite=rewrite)
+            if db is b.store._db and meanwhile:  # type: ignore[attr-defined]
+                meanwhile.clear()
+                reader = sqlite3.connect(tmp_path / "m.db")
+                reader.execute("BEGIN")
+                reader.execute("SELECT count(*) FROM events").fetchone()
+                a.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+                with pytest.raises(StoreError, match="retry the erasure"):
+                    a.erase(ERASED)
+                reader.rollback()
+                reader.close()
+
+        monkeypatch.setattr(sqlite_store, "compact", compact)
+        b.erase("other-user")
+        assert not meanwhile and _holding(tmp_path, ERASED) != []
+        assert a.store._scrub_due()  # type: ignore[attr-defined]
+        b.erase("nobody")  # any later erasure, in any process, runs what is due
+        assert _holding(tmp_path, ERASED) == []
+        assert not a.store._scrub_due()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("how", ["erase", "audit"])
+def test_a_scrub_held_up_leaves_nothing_of_the_erased_in_the_process(
+    tmp_path: Path, how: str
+) -> None:
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        engine.ingest(obs(user_id="user-001", key="cabin.class", value="business",
+                          provenance={"audit_log_id": "aud-Zq81"}))  # fmt: skip
+        engine.facts("user-001")  # resident
+        reader = sqlite3.connect(tmp_path / "m.db")
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+        with pytest.raises(StoreError, match="retry the erasure"):
+            engine.erase_audit_id("aud-Zq81") if how == "audit" else engine.erase("user-001")
+        reader.rollback()
+        reader.close()
+        assert engine.projections._graphs.resident("user-001") is None  # folded anew if read

@@ -143,8 +143,14 @@ with a ``fact.asserted`` of a domain (releases before request digests stored non
 migration's own (``migration:<plan>:<fact id>``, no request digest)."""
 
 
-_SCRUB_DUE = "INSERT OR REPLACE INTO meta VALUES ('scrub_due', '1')"
-"""Written in an erasure's or purge's transaction: its rows are to be scrubbed from the WAL."""
+_DUE = "SELECT value FROM meta WHERE key = 'scrub_due'"
+_SCRUB_DUE = (
+    "INSERT INTO meta VALUES ('scrub_due', '1')"
+    " ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+)
+"""Written in an erasure's or purge's transaction: its rows are to be scrubbed from the WAL.
+A count, so that a scrub clears only what was due when it began (another process's erasure
+committed meanwhile, whose own scrub a reader held up, stays due)."""
 
 
 def _can_create(path: Path) -> bool:
@@ -488,6 +494,7 @@ class SqliteEventStore:
         companions: Sequence[Companion] = (),
     ) -> ErasureCounts:  # fmt: skip
         check_companions(self.database, companions)
+        again = self.was_erased(user_id)  # a retry: a scrub the first left undone
         with self._write() as db:
             others = tuple(c.erase_rows(db, user_id) for c in companions)
             ids = "SELECT event_id FROM events WHERE user_id = ? ORDER BY seq"
@@ -505,7 +512,7 @@ class SqliteEventStore:
             )
             if removed or salts or keys or any(others):
                 db.execute(_SCRUB_DUE)
-        if removed or salts or keys or any(others) or self._scrub_due():  # unknown: nothing
+        if removed or salts or keys or any(others) or again or self._scrub_due():
             self._compact()
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
                              digest=digest, companions=others)  # fmt: skip
@@ -654,13 +661,15 @@ class SqliteEventStore:
             if self._scrub is not None:
                 self._scrub = True
                 return
+            due = self._read(_DUE, ())
             compact(self._db, self.path, "rows", rewrite=self._rewrite)
-            with self._write() as db:
-                db.execute("DELETE FROM meta WHERE key = 'scrub_due'")
+            if due:  # what was due when the scrub began, unless another erasure added to it
+                with self._write() as db:
+                    db.execute("DELETE FROM meta WHERE key = 'scrub_due' AND value = ?", due[0])
 
     def _scrub_due(self) -> bool:
         """Whether rows an erasure or purge deleted may still be in the WAL."""
-        return bool(self._read("SELECT 1 FROM meta WHERE key = 'scrub_due'", ()))
+        return bool(self._read(_DUE, ()))
 
 
 def _row(e: NewEvent, payload: str) -> tuple[Any, ...]:
