@@ -83,3 +83,22 @@ def test_json_that_is_no_message_is_answered_under_its_id(tmp_path: Path) -> Non
     by_id = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
     assert sorted(by_id) == [0, 7, 8]
     assert by_id[7]["error"]["code"] == -32600 and "result" in by_id[8]
+
+
+def test_a_line_readers_would_read_two_ways_is_refused_and_stores_nothing(
+    tmp_path: Path,
+) -> None:
+    """A key given twice: the SDK's parser keeps the last, a gateway in front may check the
+    first. Refused under its id, as over HTTP; the next line is served."""
+    db = str(tmp_path / "memkg.db")
+    twice = ('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": '
+             '"remember", "arguments": {"domain": "travel", "key": "cabin.class", '
+             '"value": "first", "value": "economy", "source": "dialogue"}}}')  # fmt: skip
+    lines = [json.dumps(INITIALIZE), json.dumps(INITIALIZED), twice,
+             json.dumps(call(4, "recall_facts", {}))]  # fmt: skip
+    done = memkg("mcp", "--user", "eof-user", "--db", db, stdin="\n".join(lines) + "\n")
+    assert done.returncode == 0, done.stderr
+    by_id = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert sorted(by_id) == [0, 3, 4]
+    assert by_id[3]["error"]["code"] == -32600 and "twice" in by_id[3]["error"]["message"]
+    assert by_id[4]["result"]["structuredContent"]["facts"] == []

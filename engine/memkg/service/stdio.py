@@ -9,15 +9,21 @@ answer goes through the SDK's writer, which writes and flushes it before the pro
 A line the SDK cannot read as a message (not JSON, a lone surrogate such as ``"\\ud800"``,
 nested past its parser's limit) it hands on as an exception, and nothing answered it: the
 client waited for ever. Here each such line gets a JSON-RPC error (``-32700``, or ``-32600``
-for JSON that is no JSON-RPC message) under the request's id when the line shows one.
+for JSON that is no JSON-RPC message) under the request's id when the line shows one. A line
+JSON readers would read differently (a key given twice, an integer longer than Python reads)
+is answered ``-32600`` and never reaches the server, as such a body is refused over HTTP.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sys
 from collections import Counter
-from typing import Any
+from collections.abc import AsyncIterator
+from io import TextIOWrapper
+from typing import Any, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -35,6 +41,9 @@ from mcp.types import (
     JSONRPCResponse,
 )
 from pydantic import ValidationError
+
+from memkg.errors import MemkgError
+from memkg.service.gate import one_way
 
 Inbound = SessionMessage | Exception
 
@@ -146,12 +155,51 @@ def unreadable(error: Exception) -> SessionMessage:
                                        error=ErrorData(code=code, message=message)))  # fmt: skip
 
 
+class _Unowned(TextIOWrapper):
+    """A text layer over stdin's buffer that leaves the buffer open when it goes."""
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.detach()
+
+
+class OneWayLines:
+    """The lines of ``wire``, but those JSON readers would read differently (a key given twice
+    in one object, an integer longer than Python reads: ``gate.one_way``, as over HTTP): each
+    of those is answered on ``refused`` with a JSON-RPC error under the id it shows, and never
+    reaches the server, which would have read one of its readings."""
+
+    def __init__(self, wire: Any, refused: MemoryObjectSendStream[SessionMessage]) -> None:
+        self._wire, self._refused = wire, refused
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async with self._refused:
+            async for line in self._wire:
+                try:
+                    one_way(line.encode("utf-8", "surrogatepass"))
+                except MemkgError as exc:
+                    message = (f"memkg did nothing with this line: {exc.message} "
+                               "(send each key once, and integers within 64 bits)")  # fmt: skip
+                    error = ErrorData(code=INVALID_REQUEST, message=message[:500])
+                    await self._refused.send(SessionMessage(
+                        JSONRPCError(jsonrpc="2.0", id=request_id(line), error=error)))  # fmt: skip
+                    continue
+                yield line
+
+
 async def serve_stdio(server: Server[Any]) -> None:
     """Run ``server`` (the SDK's low-level server) over this process's stdin and stdout."""
     pending = Unanswered()
     read_in, read_out = anyio.create_memory_object_stream[Inbound](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
-    async with stdio_server() as (wire_in, wire_out), anyio.create_task_group() as writing:
+    # the SDK's own reading of stdin, as UTF-8 with undecodable bytes replaced, in one way
+    wire = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    lines = cast("anyio.AsyncFile[str]", OneWayLines(wire, write_in.clone()))
+    async with stdio_server(stdin=lines) as (wire_in, wire_out), \
+            anyio.create_task_group() as writing:  # fmt: skip
         writing.start_soon(_answers, write_out, wire_out, pending)
         async with anyio.create_task_group() as serving:
             serving.start_soon(_requests, wire_in, read_in, write_in.clone(), pending)
