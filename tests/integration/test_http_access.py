@@ -400,3 +400,29 @@ def test_a_path_id_no_store_keeps_is_refused_and_audited_without_it(
         assert [r.subject for r in keyring.audit() if r.action == "facts"] == [None, None]
     finally:
         store.close()
+
+
+def test_recall_over_http_serves_one_domain_a_key_may_read_and_is_audited(
+    engine: Engine,
+) -> None:
+    seeded(engine)
+    app, keyring = keyed_app(engine)
+    travel = client(app, token(keyring, ["read"], ["travel"]))
+    found = travel.get("/v1/users/u1/recall", params={"query": "airline", "domain": "travel"})
+    assert found.status_code == 200, found.json()
+    body = found.json()
+    assert [c["text"].split(":")[0] for c in body["candidates"]] == ["airline preferred"]
+    assert "child" not in found.text  # the health fact is not this key's
+    assert body["trace_id"] and travel.get(f"/v1/traces/{body['trace_id']}").status_code == 200
+    health = travel.get("/v1/users/u1/recall", params={"query": "asthma", "domain": "health"})
+    assert health.status_code == 403
+    every = travel.get("/v1/users/u1/recall", params={"query": "airline"})  # no domain: none
+    assert every.status_code == 400
+    bound = client(app, token(keyring, ["read"], ["travel"], user_id="u2"))
+    assert bound.get("/v1/users/u1/recall",
+                     params={"query": "airline", "domain": "travel"}).status_code == 403
+    audited = [(r.action, r.subject, r.domain, r.status) for r in keyring.audit(subject="u1")
+               if r.action == "recall"]  # fmt: skip
+    assert sorted(audited, key=str) == sorted([("recall", "u1", "travel", 200),
+                                               ("recall", "u1", "health", 403),
+                                               ("recall", "u1", "travel", 403)], key=str)

@@ -29,6 +29,7 @@ from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
+from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState, Merge
 from memkg.model.trace import Trace
 from memkg.service import schemas as s
@@ -78,6 +79,13 @@ class ProfileQuery(Query):
     budget: int | None = Field(None, gt=0, le=1_000_000)
     session: str | None = Ident
     language: str | None = Field(None, max_length=16)
+
+
+class RecallQuery(Query):
+    query: str = Field(min_length=1, max_length=2_000, description="what the agent looks for")
+    domain: s.Domain
+    k: int = Field(5, ge=0, le=100, description="how many memories (5)")
+    session: str | None = Ident
 
 
 class DecisionsQuery(Query):
@@ -220,6 +228,9 @@ class Routes:
                self.replay, DECIDE, response=s.ReplayOut, errors=(404,), changes=False),
             op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
                self.profile, READ, query=ProfileQuery, response=Profile),
+            op("GET", f"{user}/recall", "recall", "The memories of a domain most useful for a "
+               "query, ranked, with the ranking's trace", self.recall, READ, query=RecallQuery,
+               response=RecallResult),
             op("GET", "/v1/traces/{trace_id}", "trace", "What a profile, recall or decision "
                "considered, scored, dropped and used", self.trace, READ, response=Trace,
                errors=(404,)),
@@ -548,6 +559,17 @@ class Routes:
             session_id=query.session, language=query.language,
         )  # fmt: skip
         return _json(profile.model_dump(mode="json"))
+
+    async def recall(self, call: Call) -> Response:
+        """One domain's memories: a key sees only its domains, so a recall over every domain
+        (the library's and the CLI's) is not served."""
+        user, query = call.path["user"], call.query
+        call.allow(READ, query.domain, user)
+        found = await self._run(
+            self.engine.recall, user, query.query, query.k, domain=query.domain,
+            session_id=query.session,
+        )  # fmt: skip
+        return _json(found.model_dump(mode="json"))
 
     async def note(self, call: Call) -> Response:
         """201 when saved; a refused note is 422 with the reason and the problems."""
