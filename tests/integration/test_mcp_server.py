@@ -20,7 +20,8 @@ from support.observations import obs  # noqa: E402
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 TOOLS = ["claims", "decide", "explain_decision", "forget", "list_domains", "list_keys",
-         "memory_status", "recall_facts", "remember", "render_profile", "save_memory_note",
+         "memory_status", "recall", "recall_facts", "remember", "render_profile",
+         "save_memory_note",
          "set_memory", "trace"]  # fmt: skip
 
 

@@ -195,3 +195,35 @@ def test_an_audit_that_cannot_be_written_withholds_reads_and_marks_changes(
         assert not stored.is_error and stored.meta == {"memkg/audit": "unrecorded"}
         assert [f.value for f in engine.facts("u1")] == ["airline:MU"]
         assert error_of(read)["error"] == "store.full" and "airline" not in str(read.content)
+
+
+def test_recall_serves_one_domain_the_session_may_read_and_is_audited(tmp_path: Path) -> None:
+    from mcp.server.mcpserver import Context
+
+    from memkg.access import Keyring
+    from memkg.access.sqlite import SqliteAccessStore
+    from memkg.service.mcp import subject_from
+
+    db = tmp_path / "m.db"
+    with Engine.open(db) as engine:
+        engine.ingest(obs(user_id="u1"))
+        engine.ingest(obs(user_id="u1", domain="health", key="child.age", value=3,
+                          source="profile", **CONSENTED))  # fmt: skip
+        ring = Keyring(SqliteAccessStore(db), engine.clock)
+        issued = ring.create("agent", ["read"], ["travel"], user_id="u1")
+        subject, audit = subject_from(engine, db, None, [], issued.token)
+        server = build_server(engine, subject, audit=audit)
+
+        async def calls() -> tuple[Any, Any]:
+            mine = await server.call_tool("recall", {"query": "airline", "domain": "travel"},
+                                          Context(mcp_server=server))  # fmt: skip
+            other = await server.call_tool("recall", {"query": "child", "domain": "health"},
+                                           Context(mcp_server=server))  # fmt: skip
+            return mine, other
+
+        mine, other = anyio.run(calls)
+        found = mine.structured_content
+        assert [c["text"].split(":")[0] for c in found["candidates"]] == ["airline preferred"]
+        assert found["trace_id"] and error_of(other)["error"].startswith("access.")
+        seen = sorted((r.action, r.domain, r.status) for r in ring.audit())
+        assert seen == [("mcp.recall", "health", 403), ("mcp.recall", "travel", 200)]

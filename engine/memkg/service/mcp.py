@@ -45,6 +45,7 @@ from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
+from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
 from memkg.service.gate import Gate, dumps, note_refusal
@@ -83,6 +84,9 @@ Idempotency = Annotated[str | None, Field(description="A retried write is stored
 Note = Annotated[str, Field(description="What to remember: one fact, third person.")]
 NoteKey = Annotated[str | None, Field(description="The declared key the note is the value of.")]
 Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
+Query = Annotated[str, Field(description="What you look for, in words.", min_length=1,
+                             max_length=2_000)]  # fmt: skip
+Count = Annotated[int, Field(description="How many memories (5).", ge=0, le=100)]
 Limit = Annotated[int, Field(description="Most facts to return (100).", ge=1, le=1000)]
 After = Annotated[str | None, Field(description="The `next` of the page before.",
                                     min_length=1, max_length=MAX_CURSOR)]  # fmt: skip
@@ -92,17 +96,17 @@ TurnRef = Annotated[
     str | None, Field(description="This turn's source_ref: its instruction counts.")
 ]
 DecisionId = Annotated[str, Field(description="A decision_id from decide.")]
-TraceId = Annotated[str, Field(description="A trace_id from render_profile or decide.",
+TraceId = Annotated[str, Field(description="A trace_id from render_profile, recall or decide.",
                                max_length=128)]  # fmt: skip
 Format = Annotated[Literal["text", "md", "json"], Field(description="text, md or json.")]
 FactId = Annotated[str, Field(description="The fact's id.")]
 Reason = Annotated[str, Field(description="Why, e.g. the user asked.", min_length=1)]
 log = logging.getLogger("memkg.access")
 _READ = ToolAnnotations(read_only_hint=True)
-TOOLS = ("remember", "recall_facts", "render_profile", "save_memory_note", "decide",
+TOOLS = ("remember", "recall_facts", "recall", "render_profile", "save_memory_note", "decide",
          "explain_decision", "trace", "claims", "forget", "memory_status", "set_memory",
          "list_domains", "list_keys")  # fmt: skip
-_READS = {"recall_facts", "render_profile", "explain_decision", "trace", "claims",
+_READS = {"recall_facts", "recall", "render_profile", "explain_decision", "trace", "claims",
           "memory_status", "list_domains", "list_keys"}  # fmt: skip
 Enabled = Annotated[bool, Field(description="False turns memory off, True turns it back on.")]
 SwitchModeArg = Annotated[str, Field(description="When turning off: keep (frozen, the default) "
@@ -332,6 +336,19 @@ class MemoryTools:
 
         return _reply(recall)
 
+    def recall(
+        self, ctx: Context[Any, Any], query: Query, domain: Domain, k: Count = 5,
+        session_id: Session = None,
+    ) -> Annotated[CallToolResult, RecallResult]:  # fmt: skip
+        """The memories of a domain most useful for a query, ranked, each with its scores."""
+
+        def run() -> RecallResult:
+            subject = self._allow(ctx, ApiScope.READ, domain)
+            return self.gate(self.engine.recall, subject.user_id, query, k, domain=domain,
+                             session_id=session_id)  # fmt: skip
+
+        return _reply(run)
+
     def render_profile(
         self, ctx: Context[Any, Any], domain: Domain, budget: Budget = None,
         session_id: Session = None,
@@ -395,7 +412,7 @@ class MemoryTools:
         return CallToolResult(content=[TextContent(type="text", text=text)])
 
     def trace(self, ctx: Context[Any, Any], trace_id: TraceId) -> Annotated[CallToolResult, Trace]:
-        """What a render_profile or decide considered, scored, dropped and used, by its trace_id."""
+        """What a render_profile, recall or decide considered, scored, dropped and used."""
 
         def shown() -> Trace:
             subject = self._allow(ctx, ApiScope.READ, None)
