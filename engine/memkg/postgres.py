@@ -124,7 +124,9 @@ class PgAdapter:
         except ImportError as exc:  # the optional extra: memkg itself imports without it
             raise ConfigError(
                 f"a postgresql:// store needs the PostgreSQL driver (psycopg), which is not "
-                f"installed ({exc}): pip install 'memkg[postgres]'",
+                f"installed ({exc}): install memkg with its postgres extra, from the wheel or "
+                "the checkout it came from: pip install "
+                "'PATH/TO/memkg-VERSION-py3-none-any.whl[postgres]'",
                 code="store.driver_missing",
             ) from None
 

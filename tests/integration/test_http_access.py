@@ -408,19 +408,19 @@ def test_recall_over_http_serves_one_domain_a_key_may_read_and_is_audited(
     seeded(engine)
     app, keyring = keyed_app(engine)
     travel = client(app, token(keyring, ["read"], ["travel"]))
-    found = travel.get("/v1/users/u1/recall", params={"query": "airline", "domain": "travel"})
+    found = travel.post("/v1/users/u1/recall", json={"query": "airline", "domain": "travel"})
     assert found.status_code == 200, found.json()
     body = found.json()
     assert [c["text"].split(":")[0] for c in body["candidates"]] == ["airline preferred"]
     assert "child" not in found.text  # the health fact is not this key's
     assert body["trace_id"] and travel.get(f"/v1/traces/{body['trace_id']}").status_code == 200
-    health = travel.get("/v1/users/u1/recall", params={"query": "asthma", "domain": "health"})
+    health = travel.post("/v1/users/u1/recall", json={"query": "asthma", "domain": "health"})
     assert health.status_code == 403
-    every = travel.get("/v1/users/u1/recall", params={"query": "airline"})  # no domain: none
+    every = travel.post("/v1/users/u1/recall", json={"query": "airline"})  # no domain: none
     assert every.status_code == 400
     bound = client(app, token(keyring, ["read"], ["travel"], user_id="u2"))
-    assert bound.get("/v1/users/u1/recall",
-                     params={"query": "airline", "domain": "travel"}).status_code == 403
+    assert bound.post("/v1/users/u1/recall",
+                      json={"query": "airline", "domain": "travel"}).status_code == 403
     audited = [(r.action, r.subject, r.domain, r.status) for r in keyring.audit(subject="u1")
                if r.action == "recall"]  # fmt: skip
     assert sorted(audited, key=str) == sorted([("recall", "u1", "travel", 200),

@@ -102,3 +102,24 @@ def test_a_line_readers_would_read_two_ways_is_refused_and_stores_nothing(
     assert sorted(by_id) == [0, 3, 4]
     assert by_id[3]["error"]["code"] == -32600 and "twice" in by_id[3]["error"]["message"]
     assert by_id[4]["result"]["structuredContent"]["facts"] == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc")
+def test_while_serving_stdin_is_the_null_device_to_anything_else(tmp_path: Path) -> None:
+    """A handler or a child process reading fd 0 reads nothing of the protocol: the wire is
+    read from a private descriptor, and fd 0 points at the null device until the end."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "memkg", "mcp", "--user", "u1", "--db", str(tmp_path / "m.db")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={"PYTHONPATH": str(ENGINE), "PATH": ""},
+    ) as served:  # fmt: skip
+        assert served.stdin is not None and served.stdout is not None
+        served.stdin.write(json.dumps(INITIALIZE) + "\n")
+        served.stdin.flush()
+        assert json.loads(served.stdout.readline())["id"] == 0  # serving now
+        assert Path(f"/proc/{served.pid}/fd/0").resolve() == Path("/dev/null")
+        served.stdin.write(json.dumps(INITIALIZED) + "\n")
+        served.stdin.write(json.dumps(call(1, "list_domains", {})) + "\n")
+        served.stdin.close()
+        assert json.loads(served.stdout.readline())["id"] == 1
+        assert served.wait(timeout=60) == 0

@@ -33,7 +33,7 @@ def no_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_postgres_without_its_extra_says_which_extra_to_install() -> None:
     code, error = run("--db", PG_URL, "facts", "li")
     assert code == 1 and error["error"] == "store.driver_missing"
-    assert "pip install 'memkg[postgres]'" in str(error["message"])
+    assert "whl[postgres]'" in str(error["message"])
     with pytest.raises(MemkgError) as raised:
         Engine.connect(PG_URL)
     assert raised.value.code == "store.driver_missing"
@@ -71,7 +71,7 @@ def test_servers_without_the_service_extra(
     monkeypatch.setitem(sys.modules, module, None)
     status, error = run("--db", str(tmp_path / "m.db"), *argv)
     assert (status, error["error"]) == (1, code)
-    assert "pip install 'memkg[service]'" in str(error["message"])
+    assert "whl[service]'" in str(error["message"])
 
 
 def test_a_port_in_use_is_a_failure_naming_the_port(tmp_path: Path) -> None:

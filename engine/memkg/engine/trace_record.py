@@ -102,8 +102,10 @@ def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None,
     listed, unlisted, counts = _bounded(items)
     return Trace(
         trace_id=trace_id, operation="recall", user_id=user_id, domain=domain, created_at=now,
-        request={"query_sha256": sha256(query), "query_chars": len(query), "k": k,
-                 **({"session_id": session_id} if session_id is not None else {})},
+        request=bounded_context({
+            "query_sha256": sha256(query), "query_chars": len(query), "k": k,
+            **({"session_id": session_id} if session_id is not None else {}),
+        }),
         items=listed, unlisted=unlisted, counts=counts,
         output={"injected": list(result.injected), "semantic_index": result.semantic_index},
     )  # fmt: skip

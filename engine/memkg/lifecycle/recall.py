@@ -123,6 +123,17 @@ class RecallResult(BaseModel):
     trace_id: str | None = None
     """The stored trace of this recall (``Engine.trace``)."""
 
+    def shown(self, others: int = 10) -> RecallResult:
+        """The injected candidates and the ``others`` best of the rest, in rank order: what an
+        answer over HTTP or MCP lists (a model's context is no place for every memory of the
+        domain; the trace keeps the ranking)."""
+        kept, left = [], others
+        for candidate in self.candidates:
+            if candidate.injected or left > 0:
+                kept.append(candidate)
+                left -= not candidate.injected
+        return self.model_copy(update={"candidates": tuple(kept)})
+
     def text(self) -> str:
         """The injected memories as quoted lines, for a prompt."""
         chosen = [c for c in self.candidates if c.injected]

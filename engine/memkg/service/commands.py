@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from memkg.engine import Engine
 
 
-SERVICE_EXTRA = "pip install 'memkg[service]'"
+SERVICE_EXTRA = (
+    "install memkg with its service extra, from the wheel or the checkout it came from: "
+    "pip install 'PATH/TO/memkg-VERSION-py3-none-any.whl[service]'"
+)
 
 
 def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:

@@ -72,7 +72,9 @@ Confidence = Annotated[float, Field(description="0..1: how sure the source is (d
                                     ge=0.0, le=1.0, allow_inf_nan=False)]  # fmt: skip
 """Not nullable: a client that writes NaN as null is refused, never stored as the default."""
 Scope = Annotated[str | None, Field(description="turn, session or global.")]
-Session = Annotated[str | None, Field(description="The conversation's session id.")]
+Session = Annotated[
+    str | None, Field(description="The conversation's session id.", min_length=1, max_length=128)
+]
 Context_ = Annotated[dict[str, str] | None, Field(description="Fields that separate claims.")]
 ProvenanceFields = Annotated[
     dict[str, Any] | None,
@@ -344,8 +346,9 @@ class MemoryTools:
 
         def run() -> RecallResult:
             subject = self._allow(ctx, ApiScope.READ, domain)
-            return self.gate(self.engine.recall, subject.user_id, query, k, domain=domain,
-                             session_id=session_id)  # fmt: skip
+            found = self.gate(self.engine.recall, subject.user_id, query, k, domain=domain,
+                              session_id=session_id)  # fmt: skip
+            return found.shown()
 
         return _reply(run)
 

@@ -81,13 +81,6 @@ class ProfileQuery(Query):
     language: str | None = Field(None, max_length=16)
 
 
-class RecallQuery(Query):
-    query: str = Field(min_length=1, max_length=2_000, description="what the agent looks for")
-    domain: s.Domain
-    k: int = Field(5, ge=0, le=100, description="how many memories (5)")
-    session: str | None = Ident
-
-
 class DecisionsQuery(Query):
     limit: int = Field(100, ge=1, le=1000, description="the newest N decisions (100)")
     before: str | None = Field(
@@ -228,9 +221,9 @@ class Routes:
                self.replay, DECIDE, response=s.ReplayOut, errors=(404,), changes=False),
             op("GET", f"{user}/profile", "profile", "The memory block for a prompt",
                self.profile, READ, query=ProfileQuery, response=Profile),
-            op("GET", f"{user}/recall", "recall", "The memories of a domain most useful for a "
-               "query, ranked, with the ranking's trace", self.recall, READ, query=RecallQuery,
-               response=RecallResult),
+            op("POST", f"{user}/recall", "recall", "The memories of a domain most useful for a "
+               "query, ranked, with the ranking's trace (writes nothing)", self.recall, READ,
+               body=s.RecallBody, response=RecallResult, changes=False),
             op("GET", "/v1/traces/{trace_id}", "trace", "What a profile, recall or decision "
                "considered, scored, dropped and used", self.trace, READ, response=Trace,
                errors=(404,)),
@@ -563,13 +556,13 @@ class Routes:
     async def recall(self, call: Call) -> Response:
         """One domain's memories: a key sees only its domains, so a recall over every domain
         (the library's and the CLI's) is not served."""
-        user, query = call.path["user"], call.query
-        call.allow(READ, query.domain, user)
+        user, body = call.path["user"], call.body
+        call.allow(READ, body.domain, user)
         found = await self._run(
-            self.engine.recall, user, query.query, query.k, domain=query.domain,
-            session_id=query.session,
+            self.engine.recall, user, body.query, body.k, domain=body.domain,
+            session_id=body.session_id,
         )  # fmt: skip
-        return _json(found.model_dump(mode="json"))
+        return _json(found.shown().model_dump(mode="json"))
 
     async def note(self, call: Call) -> Response:
         """201 when saved; a refused note is 422 with the reason and the problems."""

@@ -201,6 +201,15 @@ class NoteBody(_In):
     provenance: Provenance | None = None
 
 
+class RecallBody(_In):
+    """In the body, not the URL: a query is what a user said, and URLs end up in logs."""
+
+    query: str = Field(min_length=1, max_length=2_000, description="what the agent looks for")
+    domain: Domain
+    k: int = Field(5, ge=0, le=100, description="how many memories to inject (5)")
+    session_id: str | None = Field(None, min_length=1, max_length=128)
+
+
 class SignalBody(_In):
     key: str = Field(max_length=256)
     value: Any

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from io import TextIOWrapper
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -181,9 +182,8 @@ class OneWayLines:
                 try:
                     one_way(line.encode("utf-8", "surrogatepass"))
                 except MemkgError as exc:
-                    message = (f"memkg did nothing with this line: {exc.message} "
-                               "(send each key once, and integers within 64 bits)")  # fmt: skip
-                    error = ErrorData(code=INVALID_REQUEST, message=message[:500])
+                    message = f"memkg did nothing with this line: {exc.message}"[:500]
+                    error = ErrorData(code=INVALID_REQUEST, message=message)
                     await self._refused.send(SessionMessage(
                         JSONRPCError(jsonrpc="2.0", id=request_id(line), error=error)))  # fmt: skip
                     continue
@@ -195,9 +195,43 @@ async def serve_stdio(server: Server[Any]) -> None:
     pending = Unanswered()
     read_in, read_out = anyio.create_memory_object_stream[Inbound](0)
     write_in, write_out = anyio.create_memory_object_stream[SessionMessage](0)
-    # the SDK's own reading of stdin, as UTF-8 with undecodable bytes replaced, in one way
-    wire = anyio.wrap_file(_Unowned(sys.stdin.buffer, encoding="utf-8", errors="replace"))
-    lines = cast("anyio.AsyncFile[str]", OneWayLines(wire, write_in.clone()))
+    with _claimed_stdin() as raw:
+        # the SDK's own reading of stdin, as UTF-8 with undecodable bytes replaced, in one way
+        wire = anyio.wrap_file(_Unowned(raw, encoding="utf-8", errors="replace"))
+        lines = cast("anyio.AsyncFile[str]", OneWayLines(wire, write_in.clone()))
+        await _serve(server, lines, pending, read_in, read_out, write_in, write_out)
+
+
+@contextlib.contextmanager
+def _claimed_stdin() -> Iterator[BinaryIO]:
+    """The wire's input on a private descriptor, with fd 0 on the null device while serving,
+    put back afterwards: a handler or a child process that reads stdin reads nothing of the
+    protocol (as the SDK does for the streams it opens itself)."""
+    try:
+        import fcntl
+
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except (ImportError, OSError):  # no descriptor to claim (or no fcntl): read it as it is
+        yield sys.stdin.buffer
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield os.fdopen(private, "rb", closefd=False)
+    finally:
+        os.dup2(private, 0)
+        os.close(private)
+
+
+async def _serve(
+    server: Server[Any], lines: Any, pending: Unanswered,
+    read_in: MemoryObjectSendStream[Inbound], read_out: MemoryObjectReceiveStream[Inbound],
+    write_in: MemoryObjectSendStream[SessionMessage],
+    write_out: MemoryObjectReceiveStream[SessionMessage],
+) -> None:  # fmt: skip
     async with stdio_server(stdin=lines) as (wire_in, wire_out), \
             anyio.create_task_group() as writing:  # fmt: skip
         writing.start_soon(_answers, write_out, wire_out, pending)

@@ -283,3 +283,29 @@ def test_a_trace_the_store_cannot_take_leaves_the_answer_without_one(engine: Eng
     profile = engine.render_profile("u1", "travel")
     assert profile.trace_id is None and profile.included
     assert engine.recall("u1", "airline").trace_id is None
+
+
+def test_a_recall_trace_keeps_a_long_session_id_bounded(engine: Engine) -> None:
+    """A session id the caller made long (MCP takes it as given) is kept as its digest, as a
+    profile's is: a trace does not grow with what a read-only caller sends."""
+    _traveller(engine)
+    session = "s" * 100_000
+    found = engine.recall("u1", "airline", domain="travel", session_id=session)
+    assert found.trace_id is not None
+    kept = engine.trace(found.trace_id)
+    assert kept.request["session_id"]["bytes"] == len(session) + 2
+    assert len(kept.model_dump_json()) < 5_000
+
+
+def test_an_answer_over_http_or_mcp_lists_the_injected_and_the_ten_best_others(
+    engine: Engine,
+) -> None:
+    for n in range(30):
+        assert engine.save_memory_note("u1", "travel", f"Likes lounge number {n} at hubs",
+                                       "global").saved  # fmt: skip
+    found = engine.recall("u1", "lounge", k=3, domain="travel")
+    shown = found.shown()
+    assert len(found.candidates) == 30 and len(shown.candidates) == 13
+    assert [c.ref for c in shown.candidates] == [c.ref for c in found.candidates][:13]
+    assert {c.ref for c in shown.candidates if c.injected} == set(found.injected)
+    assert shown.trace_id == found.trace_id
