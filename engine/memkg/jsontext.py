@@ -15,6 +15,15 @@ import json
 import sys
 from typing import Any
 
+INT_BOUND = 2**63
+"""Integers memkg keeps lie in ``[-INT_BOUND, INT_BOUND)``: 64 bits, what SQLite, PostgreSQL's
+``bigint`` and durable-rules hold as numbers (``value.int_range`` past them)."""
+
+
+def fits(value: int) -> bool:
+    """Whether the integer ``value`` lies in the range memkg keeps integers in."""
+    return -INT_BOUND <= value < INT_BOUND
+
 
 def out_of_range(digits: int) -> str:
     """What ``value.int_range`` says of an integer of ``digits`` digits."""

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from memkg.errors import ConfigError
+from memkg.jsontext import fits
 
 JsonPath = tuple[str | int, ...]
 
@@ -44,8 +45,6 @@ MAX_BYTES = 4 << 20
 """Largest file (UTF-8 bytes) read at all: hand-written files are far smaller, and parsing a
 larger one costs seconds before ``MAX_NODES`` could refuse it."""
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_INT64 = 2**63
-"""Integers are kept within ``[-2**63, 2**63)`` (``value.int_range`` in a fact or request)."""
 _CORE_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map")
 )
@@ -250,7 +249,7 @@ def _scalar(node: yaml.Node, loader: yaml.SafeLoader | _FastLoader) -> Any:
             line,
             code="rules.yaml_number",
         ) from exc
-    if type(value) is int and not -_INT64 <= value < _INT64:
+    if type(value) is int and not fits(value):
         shown = str(node.value)
         raise YamlError(
             f"the integer {shown[:24]}{'...' if len(shown) > 24 else ''} is past the range "

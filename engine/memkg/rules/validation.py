@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from memkg.errors import PatternTimeout
+from memkg.jsontext import fits
 from memkg.model.fact import unsigned_zeros
 from memkg.rules.spec import RuleBundle, RuleTable
 
@@ -43,7 +44,6 @@ NOT_JSON = "not_json"
 """The marker of a context value holding what is not JSON: ``{"not_json": what it is}``."""
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _MARKER = frozenset({"bytes", "sha256"})
-_INT64 = 2**63
 
 
 def _digest(data: bytes) -> str:
@@ -128,7 +128,7 @@ def _wide(value: Any) -> int | None:
     stack = [value]
     while stack:
         item = stack.pop()
-        if type(item) is int and not -_INT64 <= item < _INT64:
+        if type(item) is int and not fits(item):
             return item
         if isinstance(item, dict):
             stack.extend(item.values())

@@ -12,7 +12,7 @@ from typing import Any
 
 from memkg.config import Limits
 from memkg.errors import InvalidOperation
-from memkg.jsontext import out_of_range
+from memkg.jsontext import fits, out_of_range
 from memkg.model.report import Problem
 
 
@@ -144,11 +144,6 @@ def _printable(name: object) -> bool:
     return isinstance(name, str) and name.isidentifier() and len(name) <= 64
 
 
-_INT64 = 2**63
-"""Integers are kept within ``[-2**63, 2**63)``: what SQLite and durable-rules hold as numbers
-(and Python cannot even print one of more than 4,300 digits)."""
-
-
 def _digits(number: int) -> int:
     """How many digits ``number`` has; counted from its bits where Python would not print it."""
     bits = abs(number).bit_length()
@@ -192,7 +187,7 @@ def walk_value(value: Any, limits: Limits) -> list[Problem]:
                         "±1.8e308 (read as Infinity) are not JSON numbers memkg keeps",
                     )
                 )
-            elif isinstance(node, int) and not -_INT64 <= node < _INT64:
+            elif isinstance(node, int) and not fits(node):
                 problems.append(
                     _problem(
                         "value.int_range",
@@ -254,7 +249,7 @@ def _flat_within(value: Any, limits: Limits) -> bool:
             size += len(item)
         elif kind is bool or item is None:
             size += 4
-        elif (kind is int and -_INT64 <= item < _INT64) or (kind is float and math.isfinite(item)):
+        elif (kind is int and fits(item)) or (kind is float and math.isfinite(item)):
             size += 8
         else:
             return False
