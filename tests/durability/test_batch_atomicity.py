@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock, StoreError
+from memkg import Engine, StoreError
 from support.faults import StatementFaults
-from support.observations import T0, obs
+from support.observations import obs
+from support.two_engines import two_engines
 
 Opener = tuple[Engine, Engine, StatementFaults]
 
@@ -27,14 +28,7 @@ def two(
     """Engines A and B on one store, the statements they run countable by ``faults``."""
     faults = StatementFaults()
     faults.install(monkeypatch)
-    if request.param == "postgres":
-        dsn, schema = request.getfixturevalue("postgres_dsn"), request.getfixturevalue("pg_schema")
-        config = EngineConfig(pg_schema=schema)
-        a = Engine.connect(dsn, clock=FrozenClock(T0), config=config)
-        b = Engine.connect(dsn, clock=FrozenClock(T0, seed=1), config=config)
-    else:
-        a = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0))
-        b = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0, seed=1))
+    a, b = two_engines(request, tmp_path)
     yield a, b, faults
     faults.disarm()
     a.close()

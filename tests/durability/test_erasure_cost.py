@@ -7,6 +7,7 @@ scrub a reader held up finishes the scrub."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,21 @@ def _filled(path: Path, config: EngineConfig | None = None) -> Engine:
 
 def _holding(folder: Path, needle: str) -> list[str]:
     return [p.name for p in folder.iterdir() if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def _held_up(engine: Engine, erase: Callable[[], object]) -> None:
+    """``erase`` run while a reader of the file holds a snapshot: its scrub cannot empty the
+    WAL, and it says to retry."""
+    reader = sqlite3.connect(engine.store.path)  # type: ignore[attr-defined]
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
+        with pytest.raises(StoreError, match="retry the erasure"):
+            erase()
+    finally:
+        reader.rollback()
+        reader.close()
 
 
 def _statements(engine: Engine) -> list[str]:
@@ -74,14 +90,7 @@ def test_erasing_an_unknown_user_touches_nothing(tmp_path: Path) -> None:
 
 def test_a_retry_finishes_the_scrub_a_reader_held_up(tmp_path: Path) -> None:
     with _filled(tmp_path / "m.db") as engine:
-        reader = sqlite3.connect(tmp_path / "m.db")
-        reader.execute("BEGIN")
-        reader.execute("SELECT count(*) FROM events").fetchone()  # holds a read snapshot
-        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
-        with pytest.raises(StoreError, match="retry the erasure"):
-            engine.erase(ERASED)
-        reader.rollback()
-        reader.close()
+        _held_up(engine, lambda: engine.erase(ERASED))
         assert _holding(tmp_path, ERASED) != []  # its frames are still in the WAL
         statements = _statements(engine)
         engine.erase(ERASED)  # the retry
@@ -97,14 +106,7 @@ def test_a_retried_purge_by_audit_id_finishes_the_scrub_a_reader_held_up(
         engine.ingest(obs(user_id="user-001", key="cabin.class", value="business",
                           provenance={"audit_log_id": marker, "source_ref": "ref-Zq81"}))
         engine.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
-        reader = sqlite3.connect(tmp_path / "m.db")
-        reader.execute("BEGIN")
-        reader.execute("SELECT count(*) FROM events").fetchone()
-        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
-        with pytest.raises(StoreError, match="retry the erasure"):
-            engine.erase_audit_id(marker)
-        reader.rollback()
-        reader.close()
+        _held_up(engine, lambda: engine.erase_audit_id(marker))
         assert all(f.key != "cabin.class" for f in engine.facts("user-001"))  # none held
         assert _holding(tmp_path, marker) != []  # its frames are still in the WAL
         assert engine.erase_audit_id(marker) == []  # the retry finds nothing to purge...
@@ -134,14 +136,7 @@ def test_another_process_s_scrub_clears_only_what_was_due_when_it_began(
             real(db, path, what, rewrite=rewrite)
             if db is b.store._db and meanwhile:  # type: ignore[attr-defined]
                 meanwhile.clear()
-                reader = sqlite3.connect(tmp_path / "m.db")
-                reader.execute("BEGIN")
-                reader.execute("SELECT count(*) FROM events").fetchone()
-                a.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
-                with pytest.raises(StoreError, match="retry the erasure"):
-                    a.erase(ERASED)
-                reader.rollback()
-                reader.close()
+                _held_up(a, lambda: a.erase(ERASED))
 
         monkeypatch.setattr(sqlite_store, "compact", compact)
         b.erase("other-user")
@@ -160,12 +155,8 @@ def test_a_scrub_held_up_leaves_nothing_of_the_erased_in_the_process(
         engine.ingest(obs(user_id="user-001", key="cabin.class", value="business",
                           provenance={"audit_log_id": "aud-Zq81"}))  # fmt: skip
         engine.facts("user-001")  # resident
-        reader = sqlite3.connect(tmp_path / "m.db")
-        reader.execute("BEGIN")
-        reader.execute("SELECT count(*) FROM events").fetchone()
-        engine.store._db.execute("PRAGMA busy_timeout = 50")  # type: ignore[attr-defined]
-        with pytest.raises(StoreError, match="retry the erasure"):
-            engine.erase_audit_id("aud-Zq81") if how == "audit" else engine.erase("user-001")
-        reader.rollback()
-        reader.close()
+        if how == "audit":
+            _held_up(engine, lambda: engine.erase_audit_id("aud-Zq81"))
+        else:
+            _held_up(engine, lambda: engine.erase("user-001"))
         assert engine.projections._graphs.resident("user-001") is None  # folded anew if read

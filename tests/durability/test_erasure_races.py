@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock, NotFound
+from memkg import Engine, FrozenClock, NotFound
 from memkg.engine import patterns
 from memkg.events.projection import UserMemory
 from memkg.llm.embedder import HashingEmbedder
 from memkg.semantic import VectorIndex
 from support.observations import CONSENTED, T0, obs
+from support.two_engines import two_engines
 
 USER = "patient-Qz81"
 Pair = tuple[Engine, Engine]
@@ -26,14 +27,7 @@ Pair = tuple[Engine, Engine]
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def two(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     """Engines A and B on one store."""
-    if request.param == "postgres":
-        dsn, schema = request.getfixturevalue("postgres_dsn"), request.getfixturevalue("pg_schema")
-        config = EngineConfig(pg_schema=schema)
-        a = Engine.connect(dsn, clock=FrozenClock(T0), config=config)
-        b = Engine.connect(dsn, clock=FrozenClock(T0, seed=1), config=config)
-    else:
-        a = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0))
-        b = Engine.open(tmp_path / "memkg.db", clock=FrozenClock(T0, seed=1))
+    a, b = two_engines(request, tmp_path)
     yield a, b
     a.close()
     b.close()
