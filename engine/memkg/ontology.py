@@ -9,13 +9,13 @@ Parsing is done once per ``Ontology``; stages receive the graphs they need.
 from __future__ import annotations
 
 import hashlib
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from rdflib import RDF, RDFS, SKOS, Graph, URIRef
 
 from memkg.errors import ConfigError
+from memkg.once import once
 from memkg.roots import Roots
 
 LABEL_LIMIT = 1_000
@@ -122,26 +122,26 @@ class Ontology:
                 found.append((f"ontology/{name}", exc))
         return found
 
-    @cached_property
+    @once
     def core(self) -> Graph:
         return _parse([self._core])
 
-    @cached_property
+    @once
     def knowledge(self) -> Graph:
         return _parse(list(self.roots.files("ontology/domains").values()))
 
-    @cached_property
+    @once
     def fact_shapes(self) -> Graph:
         """Shapes every candidate fact is validated against (all but ``knowledge.ttl``)."""
         shapes = self.roots.files("ontology/shapes")
         return _parse([path for name, path in shapes.items() if name != "knowledge.ttl"])
 
-    @cached_property
+    @once
     def knowledge_shapes(self) -> Graph:
         found = self.roots.files("ontology/shapes").get("knowledge.ttl")
         return _parse([found] if found else [])
 
-    @cached_property
+    @once
     def entity_types(self) -> dict[URIRef, tuple[URIRef, ...]]:
         """rdf:type of every node in the domain knowledge, for SHACL ``sh:class`` checks."""
         types: dict[URIRef, list[URIRef]] = {}
@@ -150,7 +150,7 @@ class Ontology:
                 types.setdefault(node, []).append(cls)
         return {node: tuple(sorted(found)) for node, found in types.items()}
 
-    @cached_property
+    @once
     def digest(self) -> str:
         """sha256 over every Turtle file in force, in name order: the ontology revision."""
         sha = hashlib.sha256()

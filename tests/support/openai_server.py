@@ -7,8 +7,8 @@ deterministic *script*: a function of the request body returning a scripted repl
 ``base64`` encoding, as the real endpoint). Structured answers are checked against the
 request's schema, and the schema against the strict subset, as the real endpoint would.
 ``fail_next`` and ``garbage_next`` make the next answers errors or junk, ``trickle_next`` sends
-the next answers a few bytes at a time (each piece well within a read timeout, the whole slow);
-``close`` takes the server down.
+the next answers a few bytes at a time (each piece well within a read timeout, the whole slow),
+``hold`` keeps every answer back until the caller lets them go; ``close`` takes the server down.
 
     with OpenAIServer(script) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -99,6 +99,10 @@ class OpenAIServer:
         self._trickles: deque[tuple[int, float]] = deque()
         self._lock = threading.Lock()
         self._count = 0
+        self._gate = threading.Event()
+        self._gate.set()
+        self.held = 0
+        """Requests ``hold`` has kept waiting so far."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -123,7 +127,14 @@ class OpenAIServer:
         with self._lock:
             self._trickles.extend([(piece, pause)] * count)
 
+    def hold(self) -> threading.Event:
+        """Keep every request waiting, counted in ``held``, until the event returned is set
+        (``close`` sets it too)."""
+        self._gate = threading.Event()
+        return self._gate
+
     def close(self) -> None:
+        self._gate.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -135,6 +146,11 @@ class OpenAIServer:
         self.close()
 
     def _respond(self, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+        gate = self._gate
+        if not gate.is_set():
+            with self._lock:
+                self.held += 1
+            gate.wait()
         with self._lock:
             self.requests.append(body)
             fault = self._faults.popleft() if self._faults else None

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from memkg.once import once
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -42,10 +44,8 @@ T = TypeVar("T")
 class shared(Generic[T]):
     """``name = shared(Setup.name)``: ``engine.name`` is ``engine.setup.name``, read-only."""
 
-    def __init__(self, part: Callable[[Any], T]) -> None:
-        # mypy reads a ``cached_property`` on its class as the function; at run time it is the
-        # property, which knows its name
-        self.name: str = getattr(part, "attrname", None) or part.__name__
+    def __init__(self, part: once[T]) -> None:
+        self.name = part.name
         self.__doc__ = part.__doc__
 
     @overload

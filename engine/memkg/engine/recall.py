@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from memkg import semantic
 from memkg.clock import Clock
@@ -18,6 +17,7 @@ from memkg.lifecycle.ports import SemanticIndex
 from memkg.model.fact import Fact
 from memkg.model.settings import RecallWeights
 from memkg.model.weight import credibility_of
+from memkg.once import once
 
 
 @dataclass(eq=False, repr=False)
@@ -62,11 +62,11 @@ class Recall:
         title = spec.schema.get("title") if spec is not None else None
         return title if isinstance(title, str) else None
 
-    @cached_property
+    @once
     def entity_index(self) -> EntityIndex:
         return EntityIndex.from_graph(self.setup.ontology.knowledge)
 
-    @cached_property
+    @once
     def semantic_index(self) -> SemanticIndex:
         """BM25 over FTS5 (no network), or ``config.embedding``'s vectors beside the store."""
         config = self.setup.config.embedding
@@ -76,13 +76,13 @@ class Recall:
 
         return semantic.VectorIndex(OpenAIEmbedder(config), self.vector_store)
 
-    @cached_property
+    @once
     def lexical_index(self) -> semantic.Bm25Index:
         """The embedded default; with an embeddings endpoint, what scores while it fails."""
         entities = self.entity_index.entities.values()
         return semantic.Bm25Index([" ; ".join([*e.labels, *e.synonyms]) for e in entities])
 
-    @cached_property
+    @once
     def vector_store(self) -> semantic.VectorStore:
         """Where the events are: the SQLite file, the PostgreSQL schema, or memory."""
         from memkg.events.postgres import PostgresEventStore

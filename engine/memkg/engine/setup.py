@@ -3,7 +3,6 @@ use and shared by every stage service."""
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Any
 
 from rdflib import RDFS
@@ -21,6 +20,7 @@ from memkg.graph.projection import UserGraph
 from memkg.model.keyspec import KeySpec
 from memkg.model.source import Sources
 from memkg.model.weight import WeightParams
+from memkg.once import once
 from memkg.ontology import Ontology
 from memkg.roots import Roots
 from memkg.validate.limits import check_text
@@ -50,31 +50,31 @@ class Setup:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
 
-    @cached_property
+    @once
     def layers(self) -> Roots:
         """The roots this engine reads schemas, rules and ontology from (``memkg.roots``)."""
         return self.config.layers
 
-    @cached_property
+    @once
     def ontology(self) -> Ontology:
         return Ontology(self.layers)
 
-    @cached_property
+    @once
     def registry(self) -> SchemaRegistry:
         return SchemaRegistry(self.layers.schema_dirs())
 
-    @cached_property
+    @once
     def policy(self) -> PolicyFile:
         """``rules/policy.yaml`` of the last root that has one (``memkg.arbitration.policy``)."""
         found = self.layers.file("rules/policy.yaml")
         return load_policy(found or self.layers.paths[0] / "rules" / "policy.yaml")
 
-    @cached_property
+    @once
     def sources(self) -> Sources:
         """The sources in force: the built-ins and those the policy declares."""
         return self.policy.in_force()
 
-    @cached_property
+    @once
     def weights(self) -> WeightParams:
         """``EngineConfig.weights`` with the credibility of every source the roots declare."""
         declared = {name: d.credibility for name, d in self.sources.declared.items()}
@@ -83,7 +83,7 @@ class Setup:
         merged = {**self.config.weights.credibility, **declared}
         return self.config.weights.model_copy(update={"credibility": merged})
 
-    @cached_property
+    @once
     def validator(self) -> Validator:
         shacl = None
         if self.config.shacl:
@@ -99,18 +99,18 @@ class Setup:
         if isinstance(validator, Validator):
             validator.forget_texts()
 
-    @cached_property
+    @once
     def knowledge(self) -> Knowledge:
         return Knowledge(self.ontology.knowledge)
 
-    @cached_property
+    @once
     def entity_keys(self) -> EntityKeys:
         """(domain, key) → entity class, for every key whose schema declares one."""
         specs = (self.registry.spec(d, k) for d in self.registry.domains()
                  for k in self.registry.keys(d))  # fmt: skip
         return {(s.domain, s.key): s.entity for s in specs if s is not None and s.entity}
 
-    @cached_property
+    @once
     def reader(self) -> MemoryReader:
         """The arbitration policy, questions and role defaults under the roots' ``rules/``."""
         rules = self.layers.rule_dirs()
@@ -123,7 +123,7 @@ class Setup:
             labels=labels_from((str(s), str(o), getattr(o, "language", None)) for s, o in labels),
         )
 
-    @cached_property
+    @once
     def upcasters(self) -> Upcasters:
         """Upcasters of the plans under ``schemas/<domain>/migrations/`` (and applied ones)."""
         return self._plans[0]
@@ -134,7 +134,7 @@ class Setup:
         upcasts by them (``rules lint`` names them; running one says what is wrong)."""
         return self._plans[1]
 
-    @cached_property
+    @once
     def _plans(self) -> tuple[Upcasters, tuple[MigrationError, ...]]:
         # a draft plan with a typo stops only itself: every other read, write and plan goes on
         found, refused = Upcasters(), []

@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import cached_property
 from typing import Any
 
 from memkg.clock import Clock
@@ -35,6 +34,7 @@ from memkg.lifecycle.recall import RecallResult
 from memkg.model.decision import Decision
 from memkg.model.settings import RecallWeights
 from memkg.model.trace import Trace
+from memkg.once import once
 from memkg.trace import spans
 from memkg.trace.store import MemoryTraceStore, TraceStore, not_found
 
@@ -74,7 +74,7 @@ class Tracer:
     retention: timedelta
     _expired_at: datetime | None = field(default=None, init=False)
 
-    @cached_property
+    @once
     def traces(self) -> TraceStore:
         """The trace store beside the events, opened on first use."""
         return trace_store_beside(self.store)

@@ -1,15 +1,16 @@
-"""What both adapters share: one engine call at a time, request-body checks, JSON text.
+"""What both adapters share: the door to the engine, request-body checks, JSON text.
 
-The ``Engine`` guards its writes, but its lazily built parts (validator, rule bundle, graph
-cache) are not meant for concurrent first use, and a request is short: serialising every call
-is the simple, safe choice for a server with one engine.
+Engine calls run concurrently, each on a worker thread: the engine orders what must be
+ordered (its lock around every write, decision and erasure; each user's stream version), and
+builds its lazy parts once however many threads ask first (``memkg.once``). So a slow call (a
+recall waiting on an embeddings endpoint, a migration dry run, an erasure) holds up no other
+request, and decisions made at once share their log's commits.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -25,15 +26,13 @@ R = TypeVar("R")
 
 
 class Gate:
-    """Runs engine calls one at a time; safe to call from any thread."""
+    """Where the adapters call the engine, from any thread, concurrently."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._lock = threading.Lock()
 
     def __call__(self, call: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            return call(*args, **kwargs)
+        return call(*args, **kwargs)
 
     def domain_of(self, key: str, domain: str | None) -> str:
         """``domain``, or the one domain that declares ``key``."""

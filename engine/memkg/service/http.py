@@ -5,8 +5,7 @@ key 401, a key without the scope, domain or user 403, too many requests 429, ref
 observation 422, unknown fact, decision or domain 404, stale write or memory off 409,
 inapplicable operation or bad request 400, a body that is not JSON 415, store or model down
 503. Bodies over ``max_body_bytes`` get 413, bodies not sent within ``body_timeout`` 408;
-stack traces never leave the server. Engine calls run in the threadpool, one at a time
-(``Gate``).
+stack traces never leave the server. Engine calls run concurrently in the threadpool (``Gate``).
 
 Every call about a user's memory is recorded in the access audit (key, operation, subject,
 domain, target, purpose, grant, status); the access log (logger ``memkg.access``, one JSON

@@ -9,7 +9,7 @@ the ``Memkg-User`` header the agent's host sets.
 A refusal (an observation or note that fails validation, an unknown fact or decision, an
 argument of the wrong type, a number that is not finite) is the tool's result with
 ``isError`` set and memkg's JSON error, so the model can read why and fix its call; it never
-ends the session. Each tool is one engine call, made one at a time.
+ends the session. Each tool is one engine call, on a worker thread.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Grant, Keyring, Principal
@@ -545,8 +546,9 @@ class MemkgMCP(MCPServer[Any]):
         finally:
             _GRANTS_USED.reset(token)
         if self.audit is not None and self.subject_of is not None and context is not None:
-            try:
-                self._record(self.audit, self.subject_of, name, arguments, result, used, context)
+            try:  # a write to the store: on a worker thread, never on the event loop
+                await run_in_threadpool(self._record, self.audit, self.subject_of, name,
+                                        arguments, result, used, context)  # fmt: skip
             except StoreError as exc:  # tried twice (``Keyring.record``): said, not hidden
                 return self._unaudited(name, result, exc)
         return result
