@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/recall_bench.py $(filter --quick,$(BENCH))
 	$(BIN)/python benchmarks/scale_bench.py $(filter --quick,$(BENCH))
 	$(BIN)/python benchmarks/trace_bench.py $(filter --quick,$(BENCH))
+	$(BIN)/python benchmarks/service_bench.py $(filter --quick,$(BENCH))
 
 # Photograph every view of the memory inspector into docs/inspector/ (headless Chromium).
 screenshots: $(STAMP)

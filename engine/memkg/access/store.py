@@ -102,6 +102,8 @@ def revoked_grant(grant: Grant, at: datetime) -> Grant:
 class MemoryAccessStore:
     """The in-memory twin (tests, and a server over an in-memory engine)."""
 
+    read_only = False
+
     def __init__(self) -> None:
         self._keys: dict[str, tuple[ApiKey, str]] = {}
         self._grants: dict[str, Grant] = {}
