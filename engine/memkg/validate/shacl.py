@@ -187,25 +187,35 @@ class ShaclChecker:
 
     def forget(self) -> None:
         """Drop the verdicts and literals kept for reuse: they hold the values checked, and an
-        erasure leaves no text it read in memory."""
-        self._memo.clear()
+        erasure leaves no text it read in memory. The memo is replaced, not emptied: a check
+        under way keeps filling the one it began with, which goes with it."""
+        self._memo = {}
         _literal.cache_clear()
 
     def check(self, candidates: Sequence[Candidate]) -> list[list[Problem]]:
         """Problems per candidate, in input order."""
         if self._value_paths is None:
             return self._run(candidates)
+        # the verdicts are read into ``known`` once: another thread may clear the memo at any
+        # time (an erasure's ``forget``, or its own check filling it past the limit)
+        memo = self._memo
         signatures = [self._signature(c) for c in candidates]
+        known: dict[tuple[object, ...], list[Problem]] = {}
         todo: dict[tuple[object, ...], Candidate] = {}
         for signature, candidate in zip(signatures, candidates, strict=True):
-            if signature not in self._memo:
-                todo.setdefault(signature, candidate)
+            if signature in known or signature in todo:
+                continue
+            found = memo.get(signature)
+            if found is None:
+                todo[signature] = candidate
+            else:
+                known[signature] = found
         if todo:
-            if len(self._memo) + len(todo) > _MEMO_LIMIT:
-                self._memo.clear()
+            if len(memo) + len(todo) > _MEMO_LIMIT:
+                memo.clear()
             for signature, found in zip(todo, self._run(list(todo.values())), strict=True):
-                self._memo[signature] = found
-        return [list(self._memo[signature]) for signature in signatures]
+                memo[signature] = known[signature] = found
+        return [list(known[signature]) for signature in signatures]
 
     def _signature(self, c: Candidate) -> tuple[object, ...]:
         return (

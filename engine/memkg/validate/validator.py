@@ -275,9 +275,10 @@ class Validator:
 
     def forget_texts(self) -> None:
         """Drop every value kept for reuse (the schema verdicts, the guards' clean texts, the
-        SHACL memo): an erasure leaves no text it read in memory."""
-        self._passed.clear()
-        self._clean.clear()
+        SHACL memo): an erasure leaves no text it read in memory. Each is replaced, not
+        emptied, so that a check under way in another thread fills the one it read."""
+        self._passed = {}
+        self._clean = set()
         if self.shacl is not None:
             self.shacl.forget()
 
