@@ -183,7 +183,7 @@ def test_an_audit_that_cannot_be_written_withholds_reads_and_marks_changes(
         ring = Keyring(Unwritable(), engine.clock)
         issued = ring.create("agent", ["read", "write"], ["travel"], user_id="u1")
         subject = keyed_subject(ring.authenticate(issued.token), None)
-        server = build_server(engine, subject, audit=audit_to(ring))
+        server = build_server(engine, subject, audit=audit_to(ring, engine))
 
         async def calls() -> tuple[Any, Any]:
             sent = {k: v for k, v in obs().items() if k != "user_id"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ParamSpec, TypeVar
 
 from memkg.engine import Engine
@@ -33,6 +33,24 @@ class Gate:
 
     def __call__(self, call: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         return call(*args, **kwargs)
+
+    def erasures(self) -> int:
+        """The store's count of purges and erasures: read before a request's engine call,
+        and handed to ``erased_since`` once its audit record is written."""
+        return self.engine.store.purges()
+
+    def erased_since(self, count: int, subjects: Iterable[str | None]) -> list[str]:
+        """Those of ``subjects`` erased since the store counted ``count`` purges and erasures.
+
+        A request's audit record is written after its engine call; an erasure of its subject
+        served meanwhile pseudonymised only the records written by then, so the record names
+        the person in the clear, unless pseudonymised again: the caller does it for each id
+        this returns. An erasure that commits after this check pseudonymises the record
+        itself, which was written before."""
+        store = self.engine.store
+        if store.purges() == count:
+            return []
+        return sorted({s for s in subjects if s is not None and store.was_erased(s)})
 
     def domain_of(self, key: str, domain: str | None) -> str:
         """``domain``, or the one domain that declares ``key``."""

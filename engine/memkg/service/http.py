@@ -159,11 +159,12 @@ class Dispatcher:
         return run
 
     async def _prepare(self, op: Operation, request: Request) -> Call:
-        principal = None
+        principal, erasures = None, None
         if op.scope is not None:
-            principal = await run_in_threadpool(self.auth.principal, request)
+            principal, erasures = await run_in_threadpool(self._authenticate, op, request)
             principal.require(op.scope)
         call = Call(request, principal or _PUBLIC, self.gate.engine.registry.domains)
+        call.extra["erasures"] = erasures
         call.query = parse_query(op.query, request.query_params.multi_items())
         if op.body is not None and op.parse_body:
             data = await self.body.fields(request, optional=op.body_optional)
@@ -171,6 +172,13 @@ class Dispatcher:
         if "user" in request.path_params:
             call.subject = request.path_params["user"]
         return call
+
+    def _authenticate(self, op: Operation, request: Request) -> tuple[Any, int | None]:
+        """The caller's key, and for an audited call the store's count of erasures before
+        its engine call (``Gate.erased_since``)."""
+        principal = self.auth.principal(request)
+        audited = op.audited and self.keyring is not None
+        return principal, self.gate.erasures() if audited else None
 
     def _record(self, op: Operation, call: Call, status: int) -> StoreError | None:
         """Record the call in the access audit; the error when it could not be (the request
@@ -198,6 +206,10 @@ class Dispatcher:
         ) for subject, domain, grant in reaches]  # fmt: skip
         try:
             keyring.record(records)
+            erasures = call.extra.get("erasures")
+            if erasures is not None:  # a subject erased meanwhile is not named in the clear
+                for erased in self.gate.erased_since(erasures, [s for s, _, _ in reaches]):
+                    keyring.pseudonymise(erased)
         except StoreError as exc:
             self.metrics.store_errors.inc()
             return exc
@@ -340,7 +352,7 @@ class McpMount:
 
         from memkg.service.mcp import audit_to, build_server
 
-        audit = audit_to(self.keyring) if self.keyring is not None else None
+        audit = None if self.keyring is None else audit_to(self.keyring, self.engine, self.gate)
         server = build_server(self.engine, _subject_of, gate=self.gate, audit=audit)
         # Host and Origin are checked by BrowserSafety for every route, this one included.
         server.streamable_http_app(stateless_http=True, json_response=True,

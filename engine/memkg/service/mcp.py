@@ -150,11 +150,6 @@ _GRANTS_USED: ContextVar[list[Grant | None] | None] = ContextVar("memkg_grants_u
 own domains (its audit records follow them)."""
 
 
-Audit = Callable[[Subject, str, str | None, str | None, int, Grant | None], None]
-"""Records one tool call: subject, tool, domain, target, status (200, 400, 403, 404), and the
-grant that allowed it."""
-
-
 class Forgotten(BaseModel):
     status: str
     fact_id: str
@@ -219,27 +214,43 @@ def subject_from(
             # the session reaches only the domains given, whatever else the key may
             return fresh.within(domains) if domains else fresh
 
-        return Subject(subject.user_id, renew(), renew), audit_to(keyring)
+        return Subject(subject.user_id, renew(), renew), audit_to(keyring, engine)
     if not user:
         raise MemkgError("give --user (the user this session serves) or --key",
                          code="mcp.user_missing")  # fmt: skip
     return local_subject(session_user(user), domains), None
 
 
-def audit_to(keyring: Keyring) -> Audit:
-    """Tool calls recorded in ``keyring``'s access audit, as ``mcp.<tool>``."""
+@dataclass(frozen=True)
+class Audit:
+    """Tool calls recorded in ``keyring``'s access audit, as ``mcp.<tool>``; ``engine``'s
+    store says whom an erasure reached meanwhile (``Gate.erased_since``)."""
 
-    def record(subject: Subject, action: str, domain: str | None, target: str | None,
-               status: int, grant: Grant | None) -> None:  # fmt: skip
-        clock = keyring.clock
+    keyring: Keyring
+    gate: Gate
+
+    def __call__(self, subject: Subject, action: str, domain: str | None, target: str | None,
+                 status: int, grant: Grant | None) -> None:  # fmt: skip
+        """Record one tool call: subject, tool, domain, target, status (200, 400, 403, 404),
+        and the grant that allowed it."""
+        clock = self.keyring.clock
         domain, target = kept(domain), kept(target)
-        keyring.record([AccessRecord(
+        self.keyring.record([AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
             action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
             target=target, purpose=subject.purpose or (grant.purpose if grant else None),
             grant_id=grant.grant_id if grant else None)])  # fmt: skip
 
-    return record
+    def settle(self, erasures: int, user_id: str) -> None:
+        """After the call's records: pseudonymise them if ``user_id`` was erased since the
+        store counted ``erasures`` (an erasure meanwhile rewrote only the records before)."""
+        for erased in self.gate.erased_since(erasures, [user_id]):
+            self.keyring.pseudonymise(erased)
+
+
+def audit_to(keyring: Keyring, engine: Engine, gate: Gate | None = None) -> Audit:
+    """Tool calls recorded in ``keyring``'s access audit (``Audit``)."""
+    return Audit(keyring, gate or Gate(engine))
 
 
 def finite(value: Any, path: str = "$") -> None:
@@ -540,15 +551,22 @@ class MemkgMCP(MCPServer[Any]):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
         used: list[Grant | None] = []
+        audit, subject_of = self.audit, self.subject_of
+        # store reads and writes: on a worker thread, never on the event loop
+        try:
+            erasures = None if audit is None else await run_in_threadpool(audit.gate.erasures)
+        except StoreError as exc:  # the store is down: the call could not be made either
+            return error_result({"error": exc.code, "message": exc.message})
         token = _GRANTS_USED.set(used)
         try:
             result = await self._call(name, arguments, context)
         finally:
             _GRANTS_USED.reset(token)
-        if self.audit is not None and self.subject_of is not None and context is not None:
-            try:  # a write to the store: on a worker thread, never on the event loop
-                await run_in_threadpool(self._record, self.audit, self.subject_of, name,
-                                        arguments, result, used, context)  # fmt: skip
+        if audit is not None and erasures is not None and subject_of is not None \
+                and context is not None:  # fmt: skip
+            try:
+                await run_in_threadpool(self._record, audit, subject_of, name, arguments,
+                                        result, used, context, erasures)  # fmt: skip
             except StoreError as exc:  # tried twice (``Keyring.record``): said, not hidden
                 return self._unaudited(name, result, exc)
         return result
@@ -571,9 +589,10 @@ class MemkgMCP(MCPServer[Any]):
     def _record(
         self, audit: Audit, subject_of: Callable[[Context[Any, Any]], Subject], name: str,
         arguments: dict[str, Any], result: Any, used: list[Grant | None],
-        context: Context[Any, Any],
+        context: Context[Any, Any], erasures: int,
     ) -> None:  # fmt: skip
-        """The call in the access audit: once per domain and grant it reached."""
+        """The call in the access audit: once per domain and grant it reached; pseudonymised
+        if its subject was erased since the store counted ``erasures`` (``Audit.settle``)."""
         status = 200
         if isinstance(result, CallToolResult) and result.is_error:
             code = str(_error_code(result))
@@ -606,6 +625,7 @@ class MemkgMCP(MCPServer[Any]):
                 audit(subject, name, None, target, status, None)
             for grant in grants:
                 audit(subject, name, grant.domain, target, status, grant)
+        audit.settle(erasures, subject.user_id)
 
     async def _call(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None

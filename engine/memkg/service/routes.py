@@ -517,7 +517,7 @@ class Routes:
         decision_id = await self._decision(call, READ)
         fmt = call.query.format
         text = await self._run(self.engine.explain, decision_id, fmt)
-        grants = self._grants_behind(decision_id)
+        grants = await run_in_threadpool(self._grants_behind, decision_id)  # a store read
         if grants and fmt == "json":
             data = parse(dict[str, Any], json.loads(text))
             return _json({**data, "access": grants})
