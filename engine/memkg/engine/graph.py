@@ -144,7 +144,9 @@ class GraphService:
         check_count(limit, "limit", 0, "how many entities to list")
         self._known(domain)
         graph = self.projections.graph(user_id)
-        return queries.recent_entities(graph, entity_type, session_id, domain=domain, limit=limit)
+        with self.journal.lock:  # a resident graph's facts are kept as a write folds events
+            return queries.recent_entities(graph, entity_type, session_id, domain=domain,
+                                           limit=limit)  # fmt: skip
 
     def holding(self, user_id: str, at: datetime, domain: str | None = None) -> list[Edge]:
         """The claims that held at ``at``, as memory stood then, weighted as of then."""

@@ -164,7 +164,9 @@ def as_written(evo: Evolution) -> AsWritten:
 
 
 def live_facts(evo: Evolution, user_id: str) -> list[Fact]:
-    return [f for f in evo.projections.memory(user_id).facts.values() if f.status in LIVE]
+    memory = evo.projections.memory(user_id)
+    with evo.journal.lock:  # a resident memory's facts are kept as a write folds events
+        return [f for f in memory.facts.values() if f.status in LIVE]
 
 
 def dry_run(

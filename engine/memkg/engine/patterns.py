@@ -38,16 +38,18 @@ class PatternWriter:
                                counts=self.writer.conflicts)  # fmt: skip
 
     def _derive(self, user_id: str, domain: str, zone: ZoneInfo) -> list[IngestResult]:
-        memory = self.projections.memory(user_id)
-        facts, version = list(memory.facts.values()), memory.version
+        memory, lock = self.projections.memory(user_id), self.writer.journal.lock
+        with lock:  # a resident memory is kept as a write folds events
+            facts, version = list(memory.facts.values()), memory.version
         written = []
         for key in self.setup.registry.keys(domain):
             spec = self.setup.registry.spec(domain, key)
             if spec is None or not is_hours_key(spec):
                 continue
             for obs in hour_patterns(facts, spec, user_id=user_id, tz=zone, now=self.clock.now()):
-                held = [f for f in memory.live_claims(domain, key)
-                        if f.source is Source.SYSTEM and f.context == obs.context]  # fmt: skip
+                with lock:
+                    held = [f for f in memory.live_claims(domain, key)
+                            if f.source is Source.SYSTEM and f.context == obs.context]  # fmt: skip
                 if not any(canon(f.value) == canon(obs.value) for f in held):
                     made = self.writer.ingest(obs, expected_version=version)
                     written.append(made)

@@ -73,7 +73,9 @@ class Reads:
         check_args(user_id=user_id, domain=domain)
         self._known(domain)
         when = self.clock.now() if at is None else instant(at)
-        return self.memory(user_id, as_of=as_of).current(domain, when)
+        memory = self.memory(user_id, as_of=as_of)
+        with self.lock:  # the live index of a resident memory is kept as a write folds events
+            return memory.current(domain, when)
 
     def facts_in(self, user_id: str, domain: str | None, session_id: str | None) -> list[Fact]:
         """What reads in ``session_id``'s session (or, for ``None``, outside every session)
@@ -101,7 +103,9 @@ class Reads:
     def history(self, user_id: str, key: str, domain: str | None = None) -> list[Fact]:
         check_args(user_id=user_id, key=require_text(key, "key"), domain=domain)
         self._known(domain)
-        found = self.projections.memory(user_id).history(key, domain)
+        memory = self.projections.memory(user_id)
+        with self.lock:  # the key index is kept as a write folds events (``facts``)
+            found = memory.history(key, domain)
         if not found:  # a key no domain declares, with nothing stored of it, is a typo
             registry = self.setup.registry
             declared = [d for d in ([domain] if domain else registry.domains())
