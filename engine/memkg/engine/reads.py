@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter, itemgetter
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,7 +17,7 @@ from memkg.clock import Clock
 from memkg.engine.projections import Projections, Upcast, instant
 from memkg.engine.setup import Setup, check_args
 from memkg.errors import NotFound
-from memkg.events.projection import UserMemory, fold_all, fold_all_rows
+from memkg.events.projection import UserMemory, fold_all, fold_each_user, row_fold
 from memkg.events.store import EventStore, row_stream
 from memkg.model.event import Event
 from memkg.model.fact import Fact
@@ -125,19 +126,26 @@ class Reads:
         ``progress`` is called with the number of events applied so far, every 1,000.
         """
         start = time.perf_counter()
-        rows = row_stream(self.store)
+        users, facts, upcast = 0, 0, self.upcaster()
+
+        def done(memory: UserMemory) -> None:
+            nonlocal users, facts
+            users, facts = users + 1, facts + memory.count
+
+        # user after user where the store reads so: one user's memory held at a time
+        rows, by_user = row_stream(self.store), getattr(self.store, "read_all_by_user", None)
         if rows is not None:  # no Event per row
-            memories, count = fold_all_rows(
-                rows.read_all_rows(), rows.row_event, self.upcaster(), progress
-            )
-        else:
-            memories, count = fold_all(self.store.read_all(), self.upcaster(), progress)
+            count = fold_each_user(rows.read_rows_by_user(), itemgetter(2),
+                                   row_fold(rows.row_event), done, upcast, progress)  # fmt: skip
+        elif callable(by_user):
+            count = fold_each_user(by_user(), attrgetter("user_id"), UserMemory.apply, done,
+                                   upcast, progress)  # fmt: skip
+        else:  # the in-memory store, which holds every event already
+            memories, count = fold_all(self.store.read_all(), upcast, progress)
+            for memory in memories.values():
+                done(memory)
         # the caches start over: each user's projection is folded from the log when read
         self.projections.reset()
-        log.info("projections rebuilt", extra={"users": len(memories), "events": count})
-        return RebuildReport(
-            users=len(memories),
-            events=count,
-            facts=sum(m.count for m in memories.values()),
-            seconds=time.perf_counter() - start,
-        )
+        log.info("projections rebuilt", extra={"users": users, "events": count})
+        return RebuildReport(users=users, events=count, facts=facts,
+                             seconds=time.perf_counter() - start)  # fmt: skip

@@ -273,6 +273,22 @@ class PostgresEventStore(PgAdapter):
             yield from map(_event, rows)
             after_seq = rows[-1][0]
 
+    def read_all_by_user(self) -> Iterator[Event]:
+        """The log user after user, each user's in stream order (what a rebuild folds to hold
+        one user's memory at a time), read along the ``(user_id, version)`` index."""
+        after: tuple[str, int] = ("", 0)
+        while True:
+            rows = self._read(
+                f"SELECT {_COLUMNS} FROM {self._s}.events WHERE (user_id, version) > (%s, %s)"
+                " ORDER BY user_id, version LIMIT %s",
+                (*after, _BATCH),
+            )
+            if not rows:
+                return
+            events = list(map(_event, rows))
+            yield from events
+            after = (events[-1].user_id, events[-1].version)
+
     def stream_version(self, user_id: str) -> int:
         rows = self._read(f"SELECT version FROM {self._s}.streams WHERE user_id = %s", (user_id,))
         return int(rows[0][0]) if rows else 0

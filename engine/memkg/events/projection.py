@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, Protocol
 
 from memkg.events.stored import change_new, changed, numbered, stored_fact
@@ -663,20 +663,45 @@ def fold_all(
     return _fold_log(events, attrgetter("user_id"), UserMemory.apply, upcast, progress)
 
 
-def fold_all_rows(
-    rows: Iterable[StoredRow],
-    row_event: Callable[[StoredRow], Event],
+def fold_each_user(
+    items: Iterable[Any],
+    user_of: Callable[[Any], str],
+    fold: Callable[[UserMemory, Any], None],
+    done: Callable[[UserMemory], None],
     upcast: Callable[[Fact], Fact] | None = None,
     progress: Callable[[int], None] | None = None,
-) -> tuple[dict[str, UserMemory], int]:
-    """``fold_all`` over the log's stored rows (``events.store.RowStream``): the same
-    memories, with no ``Event`` built per row. Every memory is new and held by no one while
-    the fold runs, so a status change lands on the fact the fold built (``change_new``)."""
+) -> int:
+    """The log given user after user, each user's events or rows in stream order, folded one
+    user at a time: ``done`` is handed each user's memory once folded, which is then let go,
+    so a fold of the whole log holds one user's memory, not every user's. The number of items
+    folded; ``progress`` as for ``fold_all``, with the collector paused as there."""
+    count = 0
+    memory: UserMemory | None = None
+    with collector_paused():
+        for item in items:
+            user_id = user_of(item)
+            if memory is None or memory.user_id != user_id:
+                if memory is not None:
+                    done(memory)
+                memory = UserMemory(user_id, upcast)
+            fold(memory, item)
+            count += 1
+            if progress is not None and count % 1000 == 0:
+                progress(count)
+        if memory is not None:
+            done(memory)
+    return count
+
+
+def row_fold(row_event: Callable[[StoredRow], Event]) -> Callable[[UserMemory, StoredRow], None]:
+    """How ``fold_each_user`` folds a stored row (``events.store.RowStream``): with no
+    ``Event`` built per row. Every memory is new and held by no one while the fold runs, so a
+    status change lands on the fact the fold built (``change_new``)."""
 
     def fold(memory: UserMemory, row: StoredRow) -> None:
         memory.fold_row(row, row_event, change_new)
 
-    return _fold_log(rows, itemgetter(2), fold, upcast, progress)
+    return fold
 
 
 def _fold_log(

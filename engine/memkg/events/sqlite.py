@@ -399,6 +399,21 @@ class SqliteEventStore:
             yield from rows
             after_seq = rows[-1][0]
 
+    def read_rows_by_user(self) -> Iterator[StoredRow]:
+        """The log as stored rows, user after user (``RowStream``), read along the
+        ``(user_id, version)`` index a batch at a time."""
+        after: tuple[str, int] = ("", 0)
+        while True:
+            rows: list[StoredRow] = self._read(
+                f"SELECT {_COLUMNS} FROM events WHERE (user_id, version) > (?, ?)"
+                " ORDER BY user_id, version LIMIT ?",
+                (*after, _BATCH),
+            )
+            if not rows:
+                return
+            yield from rows
+            after = (rows[-1][2], rows[-1][3])
+
     def read_reviews(self, *, after_seq: int = 0, review_id: str | None = None) -> Iterator[Event]:
         # one review's by the fact-id index; the others' by the partial index of the reviews
         one, more = ("fact_id = ? AND ", (review_id,)) if review_id is not None else ("", ())

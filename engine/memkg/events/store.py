@@ -170,12 +170,19 @@ class RowStream(Protocol):
         """The whole log as stored rows, in log order (``read_all``'s events)."""
         ...
 
+    def read_rows_by_user(self) -> Iterator[StoredRow]:
+        """The whole log as stored rows, user after user, each user's in stream order: what
+        a fold of every user reads to hold one user's memory at a time (a rebuild)."""
+        ...
+
 
 def row_stream(store: object) -> RowStream | None:
     """``store`` as a ``RowStream`` when it hands over its rows, else ``None`` (looked up on
     the store itself: ``isinstance`` on a protocol caches its answer per class)."""
-    if all(callable(getattr(store, name, None))
-           for name in ("read_rows", "row_event", "read_all_rows")):  # fmt: skip
+    if all(
+        callable(getattr(store, name, None))
+        for name in ("read_rows", "row_event", "read_all_rows", "read_rows_by_user")
+    ):
         return cast(RowStream, store)
     return None
 
