@@ -25,12 +25,19 @@ def _fill(engine: Engine) -> None:
                                 value=seats[n % 3]) for n in range(PER_USER)])  # fmt: skip
 
 
+def _memories() -> int:
+    return sum(1 for o in gc.get_objects() if type(o) is UserMemory)
+
+
 def _held_while_folding(engine: Engine) -> tuple[list[int], object]:
-    """The number of users' memories alive at each progress call of a rebuild, and it."""
-    alive: list[int] = []
+    """The number of users' memories the rebuild holds at each of its progress calls (those
+    alive then, less those alive before: another test's may still be), and the rebuild's
+    report."""
+    gc.collect()
+    before, alive = _memories(), []
 
     def progress(_count: int) -> None:
-        alive.append(sum(1 for o in gc.get_objects() if type(o) is UserMemory))
+        alive.append(_memories() - before)
 
     return alive, engine.rebuild(progress=progress)
 
