@@ -1,16 +1,17 @@
 """The HTTP service under concurrent clients: decisions from several clients at once, and
-decisions while a slow admin call runs, with engine calls concurrent (as served) and, in the
-same run, one at a time (as the service ran them before).
+decisions while a slow admin call runs, with engine calls concurrent (as served) and one at a
+time (as the service ran them before).
 
 A real uvicorn server on loopback over the embedded default (one SQLite file), an admin key,
-the shipped health rules; clients are threads sending JSON with ``urllib``. Figures:
+the shipped health rules; clients are threads sending JSON with ``urllib``. Each variant runs
+in a fresh process, the two alternated round after round (``--rounds``); the figures are the
+medians of the rounds:
 
-* ``service.decide_per_s_1`` and ``_8``: decisions answered per second of wall time by one
-  client and by eight, and the decision log's commits per decision with eight (below 1: the
-  commits were shared);
-* ``service.during_diff_*``: a rules diff re-making the last 1,000 logged decisions runs while
-  one client asks for decision after decision; how many it got answered meanwhile, and their
-  median and worst wait. With calls made one at a time the client waits out the whole diff.
+* ``decide_per_s_1`` and ``_8``: decisions answered per second of wall time by one client and
+  by eight, and the decision log's commits per decision with eight (below 1: shared commits);
+* ``during_diff_*``: a rules diff re-making the last logged decisions (300 quick, 1,000 full)
+  runs while one client asks for decision after decision: how many it got answered meanwhile,
+  their median and longest wait. With calls made one at a time the client waits out the diff.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import json
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figures import Figures
 
 CONTEXT = {"symptom": "fever"}
+VARIANTS = ("concurrent", "serial")
 DECIDE: dict[str, Any] = {"domain": "health", "context": CONTEXT}
 
 
@@ -87,13 +90,12 @@ def one_at_a_time() -> None:
     gate.Gate.__call__ = serial  # type: ignore[method-assign]
 
 
-def run(
-    folder: Path, users: int, logged: int, per_client: int, figures: Figures, label: str
-) -> int:
-    """Measure one service; how many decisions it answered while the diff ran."""
+def measure(folder: Path, logged: int, per_client: int) -> dict[str, float]:
+    """One service's figures, in this process (the variant is the ``Gate`` in force)."""
     from memkg import Engine
 
-    engine = Engine.open(folder / f"{label}.db")
+    users, got = 20, {}
+    engine = Engine.open(folder / "m.db")
     people = [f"u{n}" for n in range(users)]
     for person in people:
         engine.ingest({"user_id": person, "domain": "health", "key": "child.age", "value": 4,
@@ -115,13 +117,10 @@ def run(
                 thread.start()
             for thread in pool:
                 thread.join()
-            elapsed = time.perf_counter() - started
-            figures.add(f"service.{label}.decide_per_s_{clients}", clients * per_client / elapsed,
-                        "decisions/s", f"{clients} client(s)")  # fmt: skip
-            if clients > 1 and hasattr(log, "commits"):
-                figures.add(f"service.{label}.commits_per_decision_8",
-                            (log.commits - commits) / (clients * per_client), "",
-                            "8 clients")  # fmt: skip
+            got[f"decide_per_s_{clients}"] = clients * per_client / (time.perf_counter() - started)
+            got[f"commits_per_decision_{clients}"] = (getattr(log, "commits", 0) - commits) / (
+                clients * per_client
+            )
         took: list[float] = []
         diff = threading.Thread(target=lambda: took.append(_timed(
             lambda: post(base, key, "/v1/admin/rules/diff", {"replay": logged}))))  # fmt: skip
@@ -132,12 +131,11 @@ def run(
                                              "/decisions", DECIDE)))  # fmt: skip
         diff.join()
     engine.close()
-    figures.add(f"service.{label}.diff_s", took[0], "s", f"rules diff re-making {logged} decisions")
-    figures.add(f"service.{label}.during_diff_answered", len(waits), "decisions",
-                "answered while the diff ran")  # fmt: skip
-    figures.add(f"service.{label}.during_diff_p50_ms", statistics.median(waits) * 1e3, "ms")
-    figures.add(f"service.{label}.during_diff_max_ms", max(waits) * 1e3, "ms")
-    return len(waits)
+    got["diff_s"] = took[0]
+    got["during_diff_answered"] = len(waits)
+    got["during_diff_p50_ms"] = statistics.median(waits) * 1e3
+    got["during_diff_max_ms"] = max(waits) * 1e3
+    return got
 
 
 def _timed(call: Any) -> float:
@@ -146,19 +144,52 @@ def _timed(call: Any) -> float:
     return time.perf_counter() - started
 
 
+UNITS = {"decide_per_s_1": ("decisions/s", "one client"),
+         "decide_per_s_8": ("decisions/s", "eight clients"),
+         "commits_per_decision_8": ("", "the decision log's, eight clients"),
+         "diff_s": ("s", "the rules diff itself"),
+         "during_diff_answered": ("decisions", "one client's, answered while the diff ran"),
+         "during_diff_p50_ms": ("ms", "their median wait"),
+         "during_diff_max_ms": ("ms", "their longest wait")}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short run for a shared machine")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of both variants (3)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    figures = Figures()
     logged, per_client = (300, 25) if args.quick else (1_000, 60)
-    with tempfile.TemporaryDirectory(prefix="memkg-service-") as tmp:
-        concurrent = run(Path(tmp), 20, logged, per_client, figures, "concurrent")
-        one_at_a_time()
-        serial = run(Path(tmp), 20, logged, per_client, figures, "serial")
-    figures.add("service.during_diff_answered_ratio", concurrent / max(serial, 1), "x",
-                "decisions answered during the diff, concurrent / one at a time")  # fmt: skip
+    if args.variant is not None:  # one variant in a process of its own: its figures as JSON
+        if args.variant == "serial":
+            one_at_a_time()
+        with tempfile.TemporaryDirectory(prefix="memkg-service-") as tmp:
+            print(json.dumps(measure(Path(tmp), logged, per_client)))
+        return
+    runs: dict[str, list[dict[str, float]]] = {variant: [] for variant in VARIANTS}
+    for round_ in range(args.rounds):  # each variant in a fresh process, the order alternated
+        for variant in VARIANTS if round_ % 2 == 0 else VARIANTS[::-1]:
+            command = [sys.executable, __file__, "--variant", variant]
+            done = subprocess.run(command + ["--quick"] * args.quick, check=True,
+                                  capture_output=True, text=True)  # fmt: skip
+            runs[variant].append(json.loads(done.stdout.splitlines()[-1]))
+    figures = Figures()
+    for variant, measured in runs.items():
+        for name, (unit, note) in UNITS.items():
+            value = statistics.median(m[name] for m in measured)
+            figures.add(f"service.{variant}.{name}", value, unit, f"{note}; median of rounds")
+    median = {v: {n: statistics.median(m[n] for m in runs[v]) for n in UNITS} for v in VARIANTS}
+    concurrent, serial = median["concurrent"], median["serial"]
+    figures.add("service.decide_per_s_8_ratio",
+                concurrent["decide_per_s_8"] / serial["decide_per_s_8"], "x",
+                "eight clients' decisions per second, concurrent / one at a time")  # fmt: skip
+    figures.add("service.during_diff_answered_ratio",
+                concurrent["during_diff_answered"] / max(serial["during_diff_answered"], 1), "x",
+                "decisions answered while the diff ran, concurrent / one at a time")  # fmt: skip
+    figures.add("service.during_diff_max_wait_ratio",
+                serial["during_diff_max_ms"] / concurrent["during_diff_max_ms"], "x",
+                "the longest wait while the diff ran, one at a time / concurrent")  # fmt: skip
     figures.save(args.json)
 
 
