@@ -149,3 +149,18 @@ def test_a_migration_dry_run_while_a_write_adds_a_fact_answers(tmp_path: Path) -
         assert walk.failed == []
         assert report.verdict in ("PASS", "WARN", "BLOCK")
         assert "seat.preference" in {f.key for f in engine.facts("u1")}
+
+
+def test_a_turtle_export_while_a_write_adds_a_fact_answers(tmp_path: Path) -> None:
+    """``Engine.graph(fmt="turtle")`` walks the resident memory (its facts, the RDF dataset
+    built on first use) as ``facts`` does."""
+    with Engine.open(tmp_path / "m.db", clock=FrozenClock(T0)) as engine:
+        engine.ingest(obs(value="airline:MU"))
+        engine.ingest(obs(key="airline.avoided", value=["airline:CA"]))
+        memory = engine.memory("u1")
+        write = lambda: engine.ingest(obs(key="seat.preference", value="aisle"))  # noqa: E731
+        walk = memory._facts = _WriteMidWalk(memory._facts, engine.lock, write)
+        text = engine.graph("u1", fmt="turtle")  # unlocked, the walk failed mid-write
+        walk.finish()
+        assert walk.failed == [] and isinstance(text, str)
+        assert "aisle" in str(engine.graph("u1", fmt="turtle"))

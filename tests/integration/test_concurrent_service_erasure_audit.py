@@ -1,13 +1,11 @@
-"""An erasure that runs while another request about the same person is in flight leaves that
-person's id in the clear in the access audit.
+"""An erasure served while another request about the same person is under way leaves the
+person's id in the clear nowhere in the access audit, and an id erased before a request began
+(taken again since) is left alone.
 
-README ("Access audit"): erasing a user replaces their id in the audit by an HMAC. The
-dispatcher writes a request's audit record after its engine call (``Dispatcher.endpoint`` →
-``_record``), and the MCP server after its tool call (``MemkgMCP.call_tool`` → ``_record``);
-an erasure served meanwhile pseudonymises only the records already written. So a read or a
-write of the person that ran its engine call before the erasure, and writes its record after
-the erasure answered, names the erased person in the clear: ``GET /v1/access/audit?user=ID``
-finds them after their erasure.
+The dispatcher writes a request's audit records after its engine call, and the MCP server
+after its tool call; an erasure served meanwhile pseudonymises only the records written by
+then, so the request pseudonymises its own records when someone they name (subject, or the
+other id of a merge) was erased since it began (``Gate.erased_since``).
 
 The race is made certain, not timed: the in-flight request's record waits (``Keyring.record``
 held) until the erasure has answered. The server is set up as ``memkg serve`` sets it up: the
@@ -25,6 +23,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +196,64 @@ def test_an_mcp_call_in_flight_during_an_erasure_leaves_the_erased_id_in_the_aud
         named = [(r.action, r.subject) for r in keyring.audit(subject=PERSON)]
     assert erased[0] == 200 and result and not result[0].is_error
     assert named == [], f"the erased person is named in the audit after their erasure: {named}"
+
+
+A, B = "traveller-a1", "traveller-b2"
+
+
+def test_a_merge_in_flight_while_the_other_id_is_erased_names_it_nowhere(tmp_path: Path) -> None:
+    with _served_as_memkg_serve(tmp_path) as (engine, keyring, app):
+        engine.ingest(obs(user_id=A))
+        engine.ingest(obs(user_id=B))
+        agent = keyring.create("agent", ["read", "write"], ["*"]).token
+        officer = keyring.create("officer", ["erase"], ["*"]).token
+        held = _HeldRecords(keyring, "merge_users")
+        keyring.record = held  # type: ignore[method-assign]
+        answers: dict[str, tuple[int, Any]] = {}
+        body = {"other": B, "by": "agent", "reason": "same passport"}
+        with _serve(app) as base:
+            first = threading.Thread(target=lambda: answers.__setitem__(
+                "merge", _request(base, agent, "POST", f"/v1/users/{A}/merges", body)),
+                daemon=True)  # fmt: skip
+            first.start()
+            _until(lambda: held.held >= 1, "the merge done, its record held")
+            answers["erase"] = _request(base, officer, "DELETE", f"/v1/users/{B}")
+            held.released.set()
+            first.join(timeout=60)
+        assert answers["merge"][0] < 300 and answers["erase"][0] == 200, answers
+        named = [(r.action, r.subject, r.target) for r in keyring.audit(target=B)]
+        named += [(r.action, r.subject, r.target) for r in keyring.audit(subject=B)]
+    assert named == [], f"the erased id is named in the audit after its erasure: {named}"
+
+
+def test_an_unrelated_erasure_leaves_a_reused_id_and_its_key_alone(tmp_path: Path) -> None:
+    with _served_as_memkg_serve(tmp_path) as (engine, keyring, app):
+        engine.ingest(obs(user_id=A))
+        engine.ingest(obs(user_id=B))
+        officer = keyring.create("officer", ["erase"], ["*"]).token
+        with _serve(app) as base:
+            assert _request(base, officer, "DELETE", f"/v1/users/{A}")[0] == 200
+        engine.clock.advance(timedelta(minutes=1))  # type: ignore[attr-defined]
+        # the id is taken again (a new user, or the same person starting over): a new key
+        engine.ingest(obs(user_id=A, value="airline:CA"))
+        own = keyring.create("own", ["read", "write"], ["*"], user_id=A).token
+        held = _HeldRecords(keyring, "facts")
+        keyring.record = held  # type: ignore[method-assign]
+        answers: dict[str, tuple[int, Any]] = {}
+        with _serve(app) as base:
+            def read() -> None:
+                answers["facts"] = _request(base, own, "GET", f"/v1/users/{A}/facts")
+
+            first = threading.Thread(target=read, daemon=True)
+            first.start()
+            _until(lambda: held.held >= 1, "A's read done, its record held")
+            # someone else is erased meanwhile
+            answers["erase"] = _request(base, officer, "DELETE", f"/v1/users/{B}")
+            held.released.set()
+            first.join(timeout=60)
+            assert answers["facts"][0] == 200 and answers["erase"][0] == 200, answers
+            again = _request(base, own, "GET", f"/v1/users/{A}/facts")
+        since = [r for r in keyring.audit(subject=A) if r.action == "facts"]
+    # A's key, made after A's erasure, still serves A, and A's reads are found under A
+    assert again[0] == 200, f"A's own key no longer serves A: {again}"
+    assert len(since) == 2, f"A's reads since the erasure are not under A: {since}"

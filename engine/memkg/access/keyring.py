@@ -12,7 +12,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
 from pydantic import TypeAdapter, ValidationError
@@ -226,6 +226,11 @@ class Keyring:
 
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)
+
+    def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
+        """``user_id`` replaced by its HMAC in the records ``record_ids`` only (a request's,
+        about someone erased while it ran; see ``AccessStore.pseudonymise_records``)."""
+        return self.store.pseudonymise_records(user_id, record_ids)
 
     def alias(self, user_id: str) -> str:
         """The pseudonym an erasure gives ``user_id`` in the audit."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import (
     AUDIT_LIMIT,
+    aliased,
     audit_filter,
     positioned,
     pseudonym,
@@ -142,8 +143,27 @@ class PostgresAccessStore(PgAdapter):
         with self._tx() as db:
             return self.erase_rows(db, user_id)
 
+    def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
+        alias, changed = pseudonym(self._secret, user_id), 0
+        with self._tx() as db:
+            rows = db.execute(f"SELECT seq, body FROM {self._s}.access_audit WHERE subject = %s"
+                              f" OR {_TARGET} = %s", (user_id, user_id)).fetchall()  # fmt: skip
+            for seq, body in rows:
+                record = AccessRecord.model_validate_json(body)
+                if record.record_id in record_ids:
+                    record = aliased(record, user_id, alias)
+                    db.execute(f"UPDATE {self._s}.access_audit SET subject = %s, body = %s"
+                               " WHERE seq = %s", (record.subject,
+                               record.model_dump_json(exclude={"position"}), seq))  # fmt: skip
+                    changed += 1
+        return changed
+
     def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
         """Pseudonymise the user through ``db`` (the event store's open transaction)."""
+        # a record inserted after this statement's snapshot, by a request whose erasure check
+        # (``Gate.erased_since``) ran before this transaction commits, would keep the id in
+        # the clear: records wait for the commit, then their check sees the erasure
+        db.execute(f"LOCK TABLE {self._s}.access_audit IN SHARE ROW EXCLUSIVE MODE")
         alias = pseudonym(self._secret, user_id)
         changed = 0
         tables = (("access_audit", "subject", AccessRecord, "seq"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Any
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import (
     AUDIT_LIMIT,
+    aliased,
     audit_filter,
     positioned,
     pseudonym,
@@ -212,6 +213,21 @@ class SqliteAccessStore:
             db.execute("UPDATE access_audit SET body = ? WHERE rowid = ?",
                        (record.model_dump_json(exclude={"position"}), rowid))  # fmt: skip
         return changed + len(rows)
+
+    def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
+        alias, changed = pseudonym(self._secret, user_id), 0
+        with self._write() as db:
+            rows = db.execute(f"SELECT seq, body FROM access_audit WHERE subject = ?"
+                              f" OR {_TARGET} = ?", (user_id, user_id)).fetchall()  # fmt: skip
+            for seq, body in rows:
+                record = AccessRecord.model_validate_json(body)
+                if record.record_id in record_ids:
+                    record = aliased(record, user_id, alias)
+                    db.execute("UPDATE access_audit SET subject = ?, body = ? WHERE seq = ?",
+                               (record.subject, record.model_dump_json(exclude={"position"}),
+                                seq))  # fmt: skip
+                    changed += 1
+        return changed
 
     def close(self) -> None:
         with self._lock:

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -77,6 +77,12 @@ class AccessStore(Protocol):
         """Replace ``user_id`` everywhere by its HMAC; how many rows changed."""
         ...
 
+    def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
+        """Replace ``user_id`` by its HMAC in the audit records ``record_ids`` only (as their
+        subject or target): the records of a request about someone erased while it ran, its
+        keys and grants left alone. How many records changed."""
+        ...
+
     def alias(self, user_id: str) -> str:
         """What ``pseudonymise`` replaces ``user_id`` by."""
         ...
@@ -89,6 +95,12 @@ def pseudonym(secret: bytes, user_id: str) -> str:
         "hmac:"
         + hmac.new(secret, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
     )
+
+
+def aliased(record: AccessRecord, user_id: str, alias: str) -> AccessRecord:
+    """``record`` with ``user_id`` as its subject or target replaced by ``alias``."""
+    update = {name: alias for name in ("subject", "target") if getattr(record, name) == user_id}
+    return record.model_copy(update=update)
 
 
 def revoked_key(key: ApiKey, at: datetime) -> ApiKey:
@@ -185,6 +197,15 @@ class MemoryAccessStore:
             for grant_id, grant in list(self._grants.items()):
                 if grant.user_id == user_id:
                     self._grants[grant_id] = grant.model_copy(update={"user_id": alias})
+                    changed += 1
+        return changed
+
+    def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
+        alias, changed = pseudonym(self._secret, user_id), 0
+        with self._lock:
+            for i, r in enumerate(self._records):
+                if r.record_id in record_ids and user_id in (r.subject, r.target):
+                    self._records[i] = aliased(r, user_id, alias)
                     changed += 1
         return changed
 

@@ -98,7 +98,8 @@ class GraphService:
             graph = _past(self.projections, user_id, seq=as_of)
             view = weighted_view(graph, self.clock.now(), self.weights, domain)
         if fmt == "turtle":
-            return export.to_turtle(graph, view)
+            with self.journal.lock:  # it walks the resident graph's facts and RDF dataset
+                return export.to_turtle(graph, view)
         return export.to_json(graph, view, self._frozen(user_id) if as_of is None else ())
 
     def edges(

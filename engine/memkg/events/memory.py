@@ -24,7 +24,13 @@ from typing import Any
 import orjson
 
 from memkg.errors import ConcurrencyConflict, InvalidOperation, StoreError
-from memkg.events.store import REVIEW_TYPES, AppendResult, Companion, ErasureCounts
+from memkg.events.store import (
+    REVIEW_TYPES,
+    AppendResult,
+    Companion,
+    ErasureCounts,
+    erased_since,
+)
 from memkg.model.event import Event, EventType, NewEvent
 
 _BATCH = 5_000
@@ -308,11 +314,12 @@ class MemoryEventStore:
             companions=others,
         )  # fmt: skip
 
-    def was_erased(self, user_id: str) -> bool:
-        """Whether a tombstone records this user's erasure."""
+    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (at or after ``since``)."""
         digest = subject_digest(self._secret, user_id)
         with self._lock:
-            return any(t[1] == digest for t in self.erasures.values())
+            found = [t[0] for t in self.erasures.values() if t[1] == digest]
+        return erased_since(since, found)
 
     @contextmanager
     def batch(self, streams: Collection[str] = ()) -> Iterator[None]:

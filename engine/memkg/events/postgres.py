@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
+    erased_since,
 )
 from memkg.model.event import Event, NewEvent
 from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
@@ -444,11 +446,11 @@ class PostgresEventStore(PgAdapter):
         query = "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename"
         return [r[0] for r in self._read(query, (self._schema,))]
 
-    def was_erased(self, user_id: str) -> bool:
-        """Whether a tombstone records this user's erasure."""
+    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (at or after ``since``)."""
         digest = subject_digest(self._secret, user_id)
-        query = f"SELECT 1 FROM {self._s}.erasures WHERE subject_digest = %s"
-        return bool(self._read(query, (digest,)))
+        query = f"SELECT at FROM {self._s}.erasures WHERE subject_digest = %s"
+        return erased_since(since, (row[0] for row in self._read(query, (digest,))))
 
     def files(self) -> list[Path]:
         return []

@@ -47,6 +47,7 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
+    erased_since,
 )
 from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
@@ -532,10 +533,11 @@ class SqliteEventStore:
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
                              digest=digest, companions=others)  # fmt: skip
 
-    def was_erased(self, user_id: str) -> bool:
-        """Whether a tombstone records this user's erasure."""
+    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (at or after ``since``)."""
         digest = subject_digest(self._secret, user_id)
-        return bool(self._read("SELECT 1 FROM erasures WHERE subject_digest = ?", (digest,)))
+        found = self._read("SELECT at FROM erasures WHERE subject_digest = ?", (digest,))
+        return erased_since(since, (row[0] for row in found))
 
     def files(self) -> list[Path]:
         candidates = [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from memkg.engine import Engine
@@ -24,6 +25,9 @@ from memkg.validate.limits import json_text_depth
 P = ParamSpec("P")
 R = TypeVar("R")
 
+Erasures = tuple[int, datetime]
+"""The store's count of purges and erasures, and when it was read (``Gate.erasures``)."""
+
 
 class Gate:
     """Where the adapters call the engine, from any thread, concurrently."""
@@ -34,23 +38,24 @@ class Gate:
     def __call__(self, call: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         return call(*args, **kwargs)
 
-    def erasures(self) -> int:
-        """The store's count of purges and erasures: read before a request's engine call,
-        and handed to ``erased_since`` once its audit record is written."""
-        return self.engine.store.purges()
+    def erasures(self) -> Erasures:
+        """The store's count of purges and erasures and the time now: read before a request's
+        engine call, and handed to ``erased_since`` once its audit records are written."""
+        return self.engine.store.purges(), self.engine.clock.now()
 
-    def erased_since(self, count: int, subjects: Iterable[str | None]) -> list[str]:
-        """Those of ``subjects`` erased since the store counted ``count`` purges and erasures.
+    def erased_since(self, before: Erasures, named: Iterable[str | None]) -> list[str]:
+        """Those of the ids ``named`` that were erased since ``before`` (``erasures``).
 
-        A request's audit record is written after its engine call; an erasure of its subject
-        served meanwhile pseudonymised only the records written by then, so the record names
-        the person in the clear, unless pseudonymised again: the caller does it for each id
-        this returns. An erasure that commits after this check pseudonymises the record
-        itself, which was written before."""
-        store = self.engine.store
+        A request's audit records are written after its engine call; an erasure of someone
+        they name, served meanwhile, pseudonymised only the records written by then, so the
+        caller pseudonymises its own records for each id this returns. An id erased before the
+        request began is not returned: it may be a new user's since. An erasure that commits
+        after this check rewrites the records itself (they were written before; on PostgreSQL
+        a record written during an erasure's transaction waits for its commit)."""
+        store, (count, began) = self.engine.store, before
         if store.purges() == count:
             return []
-        return sorted({s for s in subjects if s is not None and store.was_erased(s)})
+        return sorted({n for n in named if n is not None and store.was_erased(n, began)})
 
     def domain_of(self, key: str, domain: str | None) -> str:
         """``domain``, or the one domain that declares ``key``."""

@@ -54,7 +54,7 @@ from memkg.heap import settle
 from memkg.service import docs, inspect
 from memkg.service.admin import Admin
 from memkg.service.auth import Authenticator, RateLimiter
-from memkg.service.gate import Gate, one_way
+from memkg.service.gate import Erasures, Gate, one_way
 from memkg.service.metrics import CONTENT_TYPE, Metrics
 from memkg.service.openapi import document
 from memkg.service.operation import Call, Operation, parse, parse_query, purpose_of
@@ -173,7 +173,7 @@ class Dispatcher:
             call.subject = request.path_params["user"]
         return call
 
-    def _authenticate(self, op: Operation, request: Request) -> tuple[Any, int | None]:
+    def _authenticate(self, op: Operation, request: Request) -> tuple[Any, Erasures | None]:
         """The caller's key, and for an audited call the store's count of erasures before
         its engine call (``Gate.erased_since``)."""
         principal = self.auth.principal(request)
@@ -207,9 +207,11 @@ class Dispatcher:
         try:
             keyring.record(records)
             erasures = call.extra.get("erasures")
-            if erasures is not None:  # a subject erased meanwhile is not named in the clear
-                for erased in self.gate.erased_since(erasures, [s for s, _, _ in reaches]):
-                    keyring.pseudonymise(erased)
+            if erasures is not None:  # a subject erased meanwhile is not named in the clear,
+                # nor the other id a merge or split names as its target
+                named = [*(s for s, _, _ in reaches), kept(call.target)]
+                for erased in self.gate.erased_since(erasures, named):
+                    keyring.pseudonymise_records(erased, [r.record_id for r in records])
         except StoreError as exc:
             self.metrics.store_errors.inc()
             return exc

@@ -49,7 +49,7 @@ from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
-from memkg.service.gate import Gate, dumps, note_refusal
+from memkg.service.gate import Erasures, Gate, dumps, note_refusal
 from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 
@@ -230,22 +230,25 @@ class Audit:
     gate: Gate
 
     def __call__(self, subject: Subject, action: str, domain: str | None, target: str | None,
-                 status: int, grant: Grant | None) -> None:  # fmt: skip
+                 status: int, grant: Grant | None) -> str:  # fmt: skip
         """Record one tool call: subject, tool, domain, target, status (200, 400, 403, 404),
-        and the grant that allowed it."""
+        and the grant that allowed it; the record's id."""
         clock = self.keyring.clock
         domain, target = kept(domain), kept(target)
-        self.keyring.record([AccessRecord(
+        record = AccessRecord(
             record_id=clock.new_id("acc"), at=clock.now(), key_id=subject.principal.key_id,
             action=f"mcp.{action}", status=status, subject=subject.user_id, domain=domain,
             target=target, purpose=subject.purpose or (grant.purpose if grant else None),
-            grant_id=grant.grant_id if grant else None)])  # fmt: skip
+            grant_id=grant.grant_id if grant else None)  # fmt: skip
+        self.keyring.record([record])
+        return record.record_id
 
-    def settle(self, erasures: int, user_id: str) -> None:
-        """After the call's records: pseudonymise them if ``user_id`` was erased since the
-        store counted ``erasures`` (an erasure meanwhile rewrote only the records before)."""
-        for erased in self.gate.erased_since(erasures, [user_id]):
-            self.keyring.pseudonymise(erased)
+    def settle(self, before: Erasures, user_id: str, record_ids: Sequence[str]) -> None:
+        """After a call's records: pseudonymise ``user_id`` in them if it was erased since
+        ``before`` (``Gate.erased_since``: an erasure meanwhile rewrote only the records
+        written by then)."""
+        for erased in self.gate.erased_since(before, [user_id]):
+            self.keyring.pseudonymise_records(erased, record_ids)
 
 
 def audit_to(keyring: Keyring, engine: Engine, gate: Gate | None = None) -> Audit:
@@ -589,7 +592,7 @@ class MemkgMCP(MCPServer[Any]):
     def _record(
         self, audit: Audit, subject_of: Callable[[Context[Any, Any]], Subject], name: str,
         arguments: dict[str, Any], result: Any, used: list[Grant | None],
-        context: Context[Any, Any], erasures: int,
+        context: Context[Any, Any], erasures: Erasures,
     ) -> None:  # fmt: skip
         """The call in the access audit: once per domain and grant it reached; pseudonymised
         if its subject was erased since the store counted ``erasures`` (``Audit.settle``)."""
@@ -619,13 +622,12 @@ class MemkgMCP(MCPServer[Any]):
             grant = grants[-1] if grants else None
             if not isinstance(domain, str):  # the tool found it (a fact's, a decision's)
                 domain = grant.domain if grant is not None else None
-            audit(subject, name, domain, target, status, grant)
+            written = [audit(subject, name, domain, target, status, grant)]
         else:  # a read of several domains: the key's own, then each grant it used
-            if own:
-                audit(subject, name, None, target, status, None)
-            for grant in grants:
-                audit(subject, name, grant.domain, target, status, grant)
-        audit.settle(erasures, subject.user_id)
+            written = [audit(subject, name, None, target, status, None)] if own else []
+            written += [audit(subject, name, grant.domain, target, status, grant)
+                        for grant in grants]  # fmt: skip
+        audit.settle(erasures, subject.user_id, written)
 
     async def _call(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
