@@ -120,3 +120,34 @@ def test_a_read_sent_as_a_post_shows_nothing_unaudited() -> None:
     assert dry.status_code == 503 and "examples" not in dry.text
     diff = admin.post("/v1/admin/rules/diff", json={"replay": 5})
     assert diff.status_code == 503 and diff.json()["error"] == "store.full"
+
+
+def test_records_that_could_not_be_pseudonymised_after_an_erasure_are_still_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request about someone erased while it ran pseudonymises its own records once written
+    (``Gate.erased_since``); if that fails, the records stand written: the answer is not marked
+    unrecorded, nor a read withheld, and the failure is counted and tried twice."""
+    from memkg.service.gate import Gate
+
+    engine = Engine(clock=FrozenClock(T0))
+    engine.ingest(obs())
+    keyring = Keyring(MemoryAccessStore(), engine.clock)
+    tries: list[str] = []
+
+    def failing(user_id: str, record_ids: Sequence[str]) -> int:
+        tries.append(user_id)
+        raise StoreError("access store: the disk is full", code="store.full")
+
+    monkeypatch.setattr(Gate, "erased_since", lambda self, before, named: ["u1"])
+    monkeypatch.setattr(keyring, "pseudonymise_records", failing)
+    app = create_app(engine, keyring=keyring, settings=ServiceSettings(rate_limit=0),
+                     limiter=RateLimiter(0))  # fmt: skip
+    admin = client(app, token(keyring))
+    read = admin.get("/v1/users/u1/facts")
+    assert read.status_code == 200 and "memkg-audit" not in read.headers
+    assert [f["value"] for f in read.json()["facts"]] == ["airline:MU"]
+    assert tries == ["u1", "u1"]
+    assert [r.action for r in keyring.audit(subject="u1")] == ["facts"]
+    metrics = admin.get("/metrics").text
+    assert "memkg_audit_unrecorded_total 0.0" in metrics

@@ -206,16 +206,34 @@ class Dispatcher:
         ) for subject, domain, grant in reaches]  # fmt: skip
         try:
             keyring.record(records)
-            erasures = call.extra.get("erasures")
-            if erasures is not None:  # a subject erased meanwhile is not named in the clear,
-                # nor the other id a merge or split names as its target
-                named = [*(s for s, _, _ in reaches), kept(call.target)]
-                for erased in self.gate.erased_since(erasures, named):
-                    keyring.pseudonymise_records(erased, [r.record_id for r in records])
         except StoreError as exc:
             self.metrics.store_errors.inc()
             return exc
+        erasures = call.extra.get("erasures")
+        if erasures is not None:  # a subject erased meanwhile is not named in the clear, nor
+            # the other id a merge or split names as its target
+            named = [*(s for s, _, _ in reaches), kept(call.target)]
+            self._settle(keyring, op, erasures, named, [r.record_id for r in records])
         return None
+
+    def _settle(
+        self, keyring: Keyring, op: Operation, erasures: Erasures, named: list[str | None],
+        record_ids: list[str],
+    ) -> None:  # fmt: skip
+        """Pseudonymise the request's records for each id they name erased since it began
+        (tried twice); the records are written either way, so a failure is logged, not
+        answered as an unrecorded call."""
+        for attempt in (1, 2):
+            try:
+                for erased in self.gate.erased_since(erasures, named):
+                    keyring.pseudonymise_records(erased, record_ids)
+                return
+            except StoreError as exc:
+                self.metrics.store_errors.inc()
+                if attempt == 2:
+                    access_log.error("audit records of a request about someone erased while "
+                                     "it ran not pseudonymised", extra={
+                                         "operation": op.name, "error": exc.code})  # fmt: skip
 
     def _count_refusal(self, exc: MemkgError) -> None:
         self.metrics.refusals.labels(exc.code).inc()

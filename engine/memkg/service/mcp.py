@@ -247,8 +247,15 @@ class Audit:
         """After a call's records: pseudonymise ``user_id`` in them if it was erased since
         ``before`` (``Gate.erased_since``: an erasure meanwhile rewrote only the records
         written by then)."""
-        for erased in self.gate.erased_since(before, [user_id]):
-            self.keyring.pseudonymise_records(erased, record_ids)
+        for attempt in (1, 2):  # the records stand written whatever happens here
+            try:
+                for erased in self.gate.erased_since(before, [user_id]):
+                    self.keyring.pseudonymise_records(erased, record_ids)
+                return
+            except StoreError as exc:
+                if attempt == 2:
+                    log.error("audit records of a call about someone erased while it ran not"
+                              " pseudonymised", extra={"error": exc.code})  # fmt: skip
 
 
 def audit_to(keyring: Keyring, engine: Engine, gate: Gate | None = None) -> Audit:
