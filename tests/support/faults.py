@@ -25,7 +25,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, suppress
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -157,8 +156,8 @@ class FaultyStore:
             user_id, erasure_id=erasure_id, at_iso=at_iso, companions=companions
         )
 
-    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
-        return self.inner.was_erased(user_id, since)
+    def was_erased(self, user_id: str, after: int | None = None) -> bool:
+        return self.inner.was_erased(user_id, after)
 
     def batch(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:
         return self.inner.batch(streams)

@@ -29,7 +29,6 @@ from memkg.events.store import (
     AppendResult,
     Companion,
     ErasureCounts,
-    erased_since,
 )
 from memkg.model.event import Event, EventType, NewEvent
 
@@ -166,7 +165,7 @@ class MemoryEventStore:
         self._keys: dict[tuple[str, str], tuple[int, int]] = {}
         self._salts: dict[str, bytes] = {}
         self._secret = os.urandom(32)
-        self.erasures: dict[str, tuple[str, str, int, str]] = {}
+        self.erasures: dict[str, tuple[str, str, int, str, int]] = {}
         """Tombstones: erasure id -> (at, subject digest, events removed, digest)."""
 
     def append(
@@ -305,21 +304,22 @@ class MemoryEventStore:
             self._versions.pop(user_id, None)
             self._purges += 1
             digest = removal_digest(removed)
-            self.erasures.setdefault(
+            self.erasures.setdefault(  # the purge count this erasure set orders it
                 erasure_id,
-                (at_iso, subject_digest(self._secret, user_id), len(removed), digest),
-            )
+                (at_iso, subject_digest(self._secret, user_id), len(removed), digest,
+                 self._purges),
+            )  # fmt: skip
         return ErasureCounts(
             events=len(removed), salts=salts, idempotency_keys=len(keys), digest=digest,
             companions=others,
         )  # fmt: skip
 
-    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
-        """Whether a tombstone records this user's erasure (at or after ``since``)."""
+    def was_erased(self, user_id: str, after: int | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (counted past ``after``)."""
         digest = subject_digest(self._secret, user_id)
         with self._lock:
-            found = [t[0] for t in self.erasures.values() if t[1] == digest]
-        return erased_since(since, found)
+            return any(t[1] == digest and (after is None or t[4] > after)
+                       for t in self.erasures.values())  # fmt: skip
 
     @contextmanager
     def batch(self, streams: Collection[str] = ()) -> Iterator[None]:

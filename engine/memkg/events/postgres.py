@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,6 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
-    erased_since,
 )
 from memkg.model.event import Event, NewEvent
 from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
@@ -110,7 +108,9 @@ CREATE TABLE IF NOT EXISTS {s}.idempotency (user_id TEXT NOT NULL, key TEXT NOT 
 CREATE TABLE IF NOT EXISTS {s}.subject_salts (user_id TEXT PRIMARY KEY, salt BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
-    events BIGINT NOT NULL, digest TEXT NOT NULL)
+    events BIGINT NOT NULL, digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.erasure_order (erasure_id TEXT PRIMARY KEY,
+    purges BIGINT NOT NULL)
 """
 
 
@@ -375,6 +375,11 @@ class PostgresEventStore(PgAdapter):
                 f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
+            db.execute(  # the purge count this erasure set: what orders it (``was_erased``)
+                f"INSERT INTO {s}.erasure_order SELECT %s, value::bigint FROM {s}.meta"
+                " WHERE key = 'purges' ON CONFLICT DO NOTHING",
+                (erasure_id,),
+            )
         self._vacuumed([*_ERASED, *(t for c in companions for t in c.tables)])
         return ErasureCounts(
             events=len(removed), salts=counts[0], idempotency_keys=counts[1], digest=digest,
@@ -446,11 +451,15 @@ class PostgresEventStore(PgAdapter):
         query = "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename"
         return [r[0] for r in self._read(query, (self._schema,))]
 
-    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
-        """Whether a tombstone records this user's erasure (at or after ``since``)."""
+    def was_erased(self, user_id: str, after: int | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (counted past ``after``)."""
         digest = subject_digest(self._secret, user_id)
-        query = f"SELECT at FROM {self._s}.erasures WHERE subject_digest = %s"
-        return erased_since(since, (row[0] for row in self._read(query, (digest,))))
+        if after is None:
+            query = f"SELECT 1 FROM {self._s}.erasures WHERE subject_digest = %s"
+            return bool(self._read(query, (digest,)))
+        query = (f"SELECT 1 FROM {self._s}.erasures JOIN {self._s}.erasure_order"
+                 " USING (erasure_id) WHERE subject_digest = %s AND purges > %s")  # fmt: skip
+        return bool(self._read(query, (digest, after)))
 
     def files(self) -> list[Path]:
         return []

@@ -47,7 +47,6 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
-    erased_since,
 )
 from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
@@ -110,6 +109,7 @@ CREATE TABLE IF NOT EXISTS subject_salts (user_id TEXT PRIMARY KEY, salt BLOB NO
 CREATE TABLE IF NOT EXISTS erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
     events INTEGER NOT NULL, digest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS erasure_order (erasure_id TEXT PRIMARY KEY, purges INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
     seq INTEGER NOT NULL, purges INTEGER NOT NULL, format TEXT NOT NULL, body BLOB NOT NULL)
 """
@@ -526,6 +526,8 @@ class SqliteEventStore:
                 "INSERT OR IGNORE INTO erasures VALUES (?, ?, ?, ?, ?)",
                 (erasure_id, at_iso, subject_digest(self._secret, user_id), len(removed), digest),
             )
+            # the purge count this erasure set: what orders it (``was_erased``)
+            db.execute(f"INSERT OR IGNORE INTO erasure_order VALUES (?, {_PURGES})", (erasure_id,))
             if removed or salts or keys or any(others):
                 db.execute(_SCRUB_DUE)
         if removed or salts or keys or any(others) or again or self._scrub_due():
@@ -533,11 +535,14 @@ class SqliteEventStore:
         return ErasureCounts(events=len(removed), salts=salts, idempotency_keys=keys,
                              digest=digest, companions=others)  # fmt: skip
 
-    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
-        """Whether a tombstone records this user's erasure (at or after ``since``)."""
+    def was_erased(self, user_id: str, after: int | None = None) -> bool:
+        """Whether a tombstone records this user's erasure (counted past ``after``)."""
         digest = subject_digest(self._secret, user_id)
-        found = self._read("SELECT at FROM erasures WHERE subject_digest = ?", (digest,))
-        return erased_since(since, (row[0] for row in found))
+        if after is None:
+            return bool(self._read("SELECT 1 FROM erasures WHERE subject_digest = ?", (digest,)))
+        query = ("SELECT 1 FROM erasures JOIN erasure_order USING (erasure_id)"
+                 " WHERE subject_digest = ? AND purges > ?")  # fmt: skip
+        return bool(self._read(query, (digest, after)))
 
     def files(self) -> list[Path]:
         candidates = [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")]

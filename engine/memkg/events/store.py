@@ -37,9 +37,8 @@ Contract every adapter honours (tests in ``tests/unit/events`` run against all o
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
@@ -102,12 +101,6 @@ class Companion(Protocol):
         """Remove (or pseudonymise) the subject's rows through ``db``, the event store's
         connection inside its open transaction; return how many rows."""
         ...
-
-
-def erased_since(since: datetime | None, tombstones: Iterable[str]) -> bool:
-    """Whether any of the tombstones' times (ISO 8601, as erasures write them) is at or after
-    ``since`` (any at all without it)."""
-    return any(since is None or datetime.fromisoformat(at) >= since for at in tombstones)
 
 
 def beside(store: object, companion: object) -> bool:
@@ -271,9 +264,10 @@ class EventStore(Protocol):
         ``companions`` (stores in the same database) their rows too, in one transaction."""
         ...
 
-    def was_erased(self, user_id: str, since: datetime | None = None) -> bool:
+    def was_erased(self, user_id: str, after: int | None = None) -> bool:
         """Whether a tombstone shows this user was erased (the id itself is not stored); with
-        ``since``, erased at or after it (an id erased once may be a new user's since)."""
+        ``after``, by an erasure the store counted past ``after`` purges and erasures (as
+        ``purges`` read it): erased since then (an id erased once may be a new user's since)."""
         ...
 
     def batch(self, streams: Collection[str] = ()) -> AbstractContextManager[None]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from memkg.engine import Engine
@@ -25,8 +24,8 @@ from memkg.validate.limits import json_text_depth
 P = ParamSpec("P")
 R = TypeVar("R")
 
-Erasures = tuple[int, datetime]
-"""The store's count of purges and erasures, and when it was read (``Gate.erasures``)."""
+Erasures = int
+"""The store's count of purges and erasures, read before a request (``Gate.erasures``)."""
 
 
 class Gate:
@@ -39,23 +38,26 @@ class Gate:
         return call(*args, **kwargs)
 
     def erasures(self) -> Erasures:
-        """The store's count of purges and erasures and the time now: read before a request's
-        engine call, and handed to ``erased_since`` once its audit records are written."""
-        return self.engine.store.purges(), self.engine.clock.now()
+        """The store's count of purges and erasures: read before a request's engine call, and
+        handed to ``erased_since`` once its audit records are written."""
+        return self.engine.store.purges()
 
     def erased_since(self, before: Erasures, named: Iterable[str | None]) -> list[str]:
-        """Those of the ids ``named`` that were erased since ``before`` (``erasures``).
+        """Those of the ids ``named`` erased since the store counted ``before`` purges and
+        erasures (``erasures``).
 
         A request's audit records are written after its engine call; an erasure of someone
-        they name, served meanwhile, pseudonymised only the records written by then, so the
-        caller pseudonymises its own records for each id this returns. An id erased before the
-        request began is not returned: it may be a new user's since. An erasure that commits
-        after this check rewrites the records itself (they were written before; on PostgreSQL
-        a record written during an erasure's transaction waits for its commit)."""
-        store, (count, began) = self.engine.store, before
-        if store.purges() == count:
+        they name, committed meanwhile, pseudonymised only the records written by then, so the
+        caller pseudonymises its own records for each id this returns. An erasure is placed by
+        the count it set, not by its clock: one that began before the request and committed
+        during it counts; an id erased before the request began does not (it may be a new
+        user's since). An erasure that commits after this check rewrites the records itself
+        (they were written before; on PostgreSQL a record written during an erasure's
+        transaction waits for its commit)."""
+        store = self.engine.store
+        if store.purges() == before:
             return []
-        return sorted({n for n in named if n is not None and store.was_erased(n, began)})
+        return sorted({n for n in named if n is not None and store.was_erased(n, before)})
 
     def domain_of(self, key: str, domain: str | None) -> str:
         """``domain``, or the one domain that declares ``key``."""
