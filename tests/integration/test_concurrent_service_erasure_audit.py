@@ -15,13 +15,8 @@ rewrites in its own transaction.
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,47 +37,10 @@ from memkg.access.sqlite import SqliteAccessStore  # noqa: E402
 from memkg.service.auth import RateLimiter  # noqa: E402
 from memkg.service.http import create_app  # noqa: E402
 from memkg.service.settings import ServiceSettings  # noqa: E402
+from support.live_service import request, serve, until  # noqa: E402
 from support.observations import T0, obs  # noqa: E402
 
 PERSON = "traveller-7f3k"
-
-
-@contextmanager
-def _serve(app: Any) -> Iterator[str]:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    _until(lambda: server.started, "the server started")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        listener.close()
-
-
-def _until(condition: Callable[[], object], what: str) -> None:
-    for _ in range(1_000):  # a bound on polls (about 10 s), not a timing assertion
-        if condition():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
-def _request(base: str, key: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    sent = urllib.request.Request(
-        base + path, data=data, method=method,
-        headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(sent, timeout=60) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read() or b"null")
 
 
 class _HeldRecords:
@@ -126,12 +84,12 @@ def _in_flight_then_erased(
         held = _HeldRecords(keyring, action)
         keyring.record = held  # type: ignore[method-assign]
         answers: dict[str, tuple[int, Any]] = {}
-        with _serve(app) as base:
+        with serve(app) as base:
             first = threading.Thread(target=lambda: answers.__setitem__(
-                "request", _request(base, agent, method, path, body)), daemon=True)  # fmt: skip
+                "request", request(base, agent, method, path, body)), daemon=True)  # fmt: skip
             first.start()
-            _until(lambda: held.held >= 1, "the request's engine call done, its record held")
-            answers["erase"] = _request(base, officer, "DELETE", f"/v1/users/{PERSON}")
+            until(lambda: held.held >= 1, "the request's engine call done, its record held")
+            answers["erase"] = request(base, officer, "DELETE", f"/v1/users/{PERSON}")
             held.released.set()
             first.join(timeout=60)
             assert not first.is_alive(), "the request never answered"
@@ -183,12 +141,12 @@ def test_an_mcp_call_in_flight_during_an_erasure_leaves_the_erased_id_in_the_aud
                 return await session.call_tool("recall_facts", {})
 
         result: list[Any] = []
-        with _serve(app) as base:
+        with serve(app) as base:
             mcp = threading.Thread(target=lambda: result.append(
                 anyio.run(recall_facts, base + "/mcp")), daemon=True)  # fmt: skip
             mcp.start()
-            _until(lambda: held.held >= 1, "the tool call done, its record held")
-            erased = _request(base, officer, "DELETE", f"/v1/users/{PERSON}")
+            until(lambda: held.held >= 1, "the tool call done, its record held")
+            erased = request(base, officer, "DELETE", f"/v1/users/{PERSON}")
             held.released.set()
             mcp.join(timeout=60)
             assert not mcp.is_alive(), "the tool call never answered"
@@ -210,13 +168,13 @@ def test_a_merge_in_flight_while_the_other_id_is_erased_names_it_nowhere(tmp_pat
         keyring.record = held  # type: ignore[method-assign]
         answers: dict[str, tuple[int, Any]] = {}
         body = {"other": B, "by": "agent", "reason": "same passport"}
-        with _serve(app) as base:
+        with serve(app) as base:
             first = threading.Thread(target=lambda: answers.__setitem__(
-                "merge", _request(base, agent, "POST", f"/v1/users/{A}/merges", body)),
+                "merge", request(base, agent, "POST", f"/v1/users/{A}/merges", body)),
                 daemon=True)  # fmt: skip
             first.start()
-            _until(lambda: held.held >= 1, "the merge done, its record held")
-            answers["erase"] = _request(base, officer, "DELETE", f"/v1/users/{B}")
+            until(lambda: held.held >= 1, "the merge done, its record held")
+            answers["erase"] = request(base, officer, "DELETE", f"/v1/users/{B}")
             held.released.set()
             first.join(timeout=60)
         assert answers["merge"][0] < 300 and answers["erase"][0] == 200, answers
@@ -230,27 +188,27 @@ def test_an_unrelated_erasure_leaves_a_reused_id_and_its_key_alone(tmp_path: Pat
         engine.ingest(obs(user_id=A))
         engine.ingest(obs(user_id=B))
         officer = keyring.create("officer", ["erase"], ["*"]).token
-        with _serve(app) as base:
-            assert _request(base, officer, "DELETE", f"/v1/users/{A}")[0] == 200
+        with serve(app) as base:
+            assert request(base, officer, "DELETE", f"/v1/users/{A}")[0] == 200
         # the id is taken again (a new user, or the same person starting over): a new key
         engine.ingest(obs(user_id=A, value="airline:CA"))
         own = keyring.create("own", ["read", "write"], ["*"], user_id=A).token
         held = _HeldRecords(keyring, "facts")
         keyring.record = held  # type: ignore[method-assign]
         answers: dict[str, tuple[int, Any]] = {}
-        with _serve(app) as base:
+        with serve(app) as base:
             def read() -> None:
-                answers["facts"] = _request(base, own, "GET", f"/v1/users/{A}/facts")
+                answers["facts"] = request(base, own, "GET", f"/v1/users/{A}/facts")
 
             first = threading.Thread(target=read, daemon=True)
             first.start()
-            _until(lambda: held.held >= 1, "A's read done, its record held")
+            until(lambda: held.held >= 1, "A's read done, its record held")
             # someone else is erased meanwhile
-            answers["erase"] = _request(base, officer, "DELETE", f"/v1/users/{B}")
+            answers["erase"] = request(base, officer, "DELETE", f"/v1/users/{B}")
             held.released.set()
             first.join(timeout=60)
             assert answers["facts"][0] == 200 and answers["erase"][0] == 200, answers
-            again = _request(base, own, "GET", f"/v1/users/{A}/facts")
+            again = request(base, own, "GET", f"/v1/users/{A}/facts")
         since = [r for r in keyring.audit(subject=A) if r.action == "facts"]
     # A's key, made after A's erasure, still serves A, and A's reads are found under A
     assert again[0] == 200, f"A's own key no longer serves A: {again}"

@@ -25,13 +25,13 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("mcp")
 psycopg = pytest.importorskip("psycopg")
 
-from integration.test_concurrent_service_erasure_audit import _request, _serve, _until  # noqa: E402
 from memkg import Engine, FrozenClock  # noqa: E402
 from memkg.access import Keyring  # noqa: E402
 from memkg.access.postgres import PostgresAccessStore  # noqa: E402
 from memkg.service.auth import RateLimiter  # noqa: E402
 from memkg.service.http import create_app  # noqa: E402
 from memkg.service.settings import ServiceSettings  # noqa: E402
+from support.live_service import request, serve, until  # noqa: E402
 from support.observations import T0, obs  # noqa: E402
 
 PERSON = "traveller-pg7"
@@ -75,7 +75,7 @@ def test_a_request_served_while_another_process_erases_the_person_names_them_now
     erasing = threading.Thread(target=other.erase, args=(PERSON,), daemon=True)
     eraser.append(erasing)
     erasing.start()
-    _until(paused.is_set, "the erasure pseudonymised the audit, not yet committed")
+    until(paused.is_set, "the erasure pseudonymised the audit, not yet committed")
 
     def waiting() -> bool:
         with psycopg.connect(postgres_dsn, autocommit=True) as db:
@@ -83,14 +83,14 @@ def test_a_request_served_while_another_process_erases_the_person_names_them_now
         return bool(row and row[0])
 
     answer: list[tuple[int, Any]] = []
-    with _serve(app) as base:
-        request = threading.Thread(target=lambda: answer.append(
-            _request(base, agent, "GET", f"/v1/users/{PERSON}/facts")), daemon=True)  # fmt: skip
-        request.start()
-        _until(lambda: answer or waiting(), "the request answered, or waits for the erasure")
+    with serve(app) as base:
+        reader = threading.Thread(target=lambda: answer.append(
+            request(base, agent, "GET", f"/v1/users/{PERSON}/facts")), daemon=True)  # fmt: skip
+        reader.start()
+        until(lambda: answer or waiting(), "the request answered, or waits for the erasure")
         resume.set()
         erasing.join(timeout=60)
-        request.join(timeout=60)
+        reader.join(timeout=60)
     assert not erasing.is_alive() and answer and answer[0][0] == 200, answer
     named = [(r.action, r.subject) for r in keyring.audit(subject=PERSON)]
     assert named == [], f"the erased person is named in the audit after their erasure: {named}"

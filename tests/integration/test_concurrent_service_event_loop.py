@@ -12,14 +12,7 @@ in ``test_http_concurrency.py``, not a wall-clock bound.
 
 from __future__ import annotations
 
-import json
-import socket
 import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -28,43 +21,9 @@ pytest.importorskip("starlette")
 uvicorn = pytest.importorskip("uvicorn")
 
 from memkg import Engine, FrozenClock  # noqa: E402
+from support.live_service import polled, request, serve  # noqa: E402
 from support.observations import obs  # noqa: E402
 from support.service import keyed_app, token  # noqa: E402
-
-
-@contextmanager
-def _serve(app: Any) -> Iterator[str]:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    _until(lambda: server.started, "the server started")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        listener.close()
-
-
-def _until(condition: Callable[[], object], what: str) -> bool:
-    for _ in range(1_000):  # a bound on polls (about 10 s), not a timing assertion
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def _request(base: str, key: str, method: str, path: str) -> tuple[int, Any]:
-    sent = urllib.request.Request(base + path, method=method,
-                                  headers={"authorization": f"Bearer {key}"})  # fmt: skip
-    try:
-        with urllib.request.urlopen(sent, timeout=60) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read() or b"null")
 
 
 class _HeldAuditReads:
@@ -97,20 +56,20 @@ def test_an_explanation_waiting_on_the_audit_holds_up_no_other_request(
     done: list[str] = []
 
     def run(name: str, path: str) -> None:
-        answers[name] = _request(base, key, "GET", path)
+        answers[name] = request(base, key, "GET", path)
         done.append(name)
 
-    with _serve(app) as base:
+    with serve(app) as base:
         explain = threading.Thread(target=run, args=("explain", f"/v1/decisions/{decision}"),
                                    daemon=True)  # fmt: skip
         explain.start()
-        assert _until(lambda: held.held >= 1, "the explanation's audit read held")
+        assert polled(lambda: held.held >= 1)
         health = threading.Thread(target=run, args=("health", "/v1/health"), daemon=True)
         facts = threading.Thread(target=run, args=("facts", "/v1/users/u1/facts"), daemon=True)
         health.start()
         facts.start()
         # were the audit read on a worker thread, both would answer while it waits
-        answered_meanwhile = _until(lambda: len(done) == 2, "the other requests answered")
+        answered_meanwhile = polled(lambda: len(done) == 2)
         seen_meanwhile = sorted(done)
         held.released.set()
         for thread in (explain, health, facts):

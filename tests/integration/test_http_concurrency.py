@@ -8,14 +8,9 @@ a wall-clock bound.
 
 from __future__ import annotations
 
-import json
-import socket
 import sqlite3
 import threading
-import time
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,47 +27,10 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from memkg import EmbeddingConfig, Engine, EngineConfig, FrozenClock  # noqa: E402
 from memkg.access import AccessRecord  # noqa: E402
 from memkg.decisions import SqliteDecisionLog  # noqa: E402
+from support.live_service import request, serve, until  # noqa: E402
 from support.observations import obs  # noqa: E402
 from support.openai_server import OpenAIServer  # noqa: E402
 from support.service import keyed_app, token  # noqa: E402
-
-
-@contextmanager
-def _serve(app: Any) -> Iterator[str]:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    _until(lambda: server.started, "the server started")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        listener.close()
-
-
-def _until(condition: Callable[[], object], what: str) -> None:
-    for _ in range(1_000):  # a bound on polls (about 10 s), not a timing assertion
-        if condition():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
-def _request(base: str, key: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    sent = urllib.request.Request(
-        base + path, data=data, method=method,
-        headers={"authorization": f"Bearer {key}", "content-type": "application/json"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(sent, timeout=60) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as refused:
-        return refused.code, json.loads(refused.read() or b"null")
 
 
 class _Calls:
@@ -113,19 +71,19 @@ def test_a_recall_waiting_on_its_embeddings_endpoint_holds_up_no_other_request(
             key = token(keyring)
             released = model.hold()
             calls = _Calls()
-            with _serve(app) as base:
-                calls.start("recall", lambda: _request(
+            with serve(app) as base:
+                calls.start("recall", lambda: request(
                     base, key, "POST", "/v1/users/u1/recall",
                     {"query": "which airline", "domain": "travel"}))  # fmt: skip
-                _until(lambda: model.held >= 1, "the recall's embeddings request held")
-                calls.start("decide", lambda: _request(
+                until(lambda: model.held >= 1, "the recall's embeddings request held")
+                calls.start("decide", lambda: request(
                     base, key, "POST", "/v1/users/u2/decisions",
                     {"domain": "health", "context": {"symptom": "fever"}}))  # fmt: skip
-                calls.start("ready", lambda: _request(base, key, "GET", "/v1/ready"))
-                calls.start("facts", lambda: _request(base, key, "GET", "/v1/users/u2/facts"))
+                calls.start("ready", lambda: request(base, key, "GET", "/v1/ready"))
+                calls.start("facts", lambda: request(base, key, "GET", "/v1/users/u2/facts"))
                 # the others answer while the recall still waits (were calls serialised, they
                 # would wait behind it, and the hold would be let go below with none answered)
-                _until(lambda: len(calls.done) == 3, "the other requests answered")
+                until(lambda: len(calls.done) == 3, "the other requests answered")
                 released.set()
                 calls.join()
     assert calls.done[-1] == "recall"
@@ -150,15 +108,15 @@ def test_decisions_made_at_once_share_a_commit_each_answered_once_durable(
         app, keyring = keyed_app(engine)
         key = token(keyring)
         calls = _Calls()
-        with _serve(app) as base:
+        with serve(app) as base:
             commits = log.commits
             # the log's connection held, as by a commit in progress: the decisions queue
             with log._lock:
                 for user in users:
-                    calls.start(user, lambda u=user: _request(
+                    calls.start(user, lambda u=user: request(
                         base, key, "POST", f"/v1/users/{u}/decisions",
                         {"domain": "health", "context": {"symptom": "fever"}}))  # fmt: skip
-                _until(lambda: len(log._pending) == len(users), "every decision queued")
+                until(lambda: len(log._pending) == len(users), "every decision queued")
                 assert calls.done == []  # none acknowledged before its row is committed
             calls.join()
             assert log.commits == commits + 1
@@ -211,15 +169,15 @@ def test_an_mcp_call_whose_audit_write_waits_holds_up_no_other_request(
                 return await session.call_tool("remember", args)
 
         calls = _Calls()
-        with _serve(app) as base:
+        with serve(app) as base:
             result: list[Any] = []
             mcp = threading.Thread(target=lambda: result.append(
                 anyio.run(remember, base + "/mcp")), daemon=True)  # fmt: skip
             mcp.start()
-            _until(lambda: held.held >= 1, "the tool call's audit write held")
-            calls.start("health", lambda: _request(base, admin, "GET", "/v1/health"))
-            calls.start("facts", lambda: _request(base, admin, "GET", "/v1/users/u1/facts"))
-            _until(lambda: len(calls.done) == 2, "the other requests answered meanwhile")
+            until(lambda: held.held >= 1, "the tool call's audit write held")
+            calls.start("health", lambda: request(base, admin, "GET", "/v1/health"))
+            calls.start("facts", lambda: request(base, admin, "GET", "/v1/users/u1/facts"))
+            until(lambda: len(calls.done) == 2, "the other requests answered meanwhile")
             held.released.set()
             mcp.join(timeout=60)
             calls.join()
