@@ -309,3 +309,35 @@ def test_ids_split_since_they_went_off_together_come_back_on_their_own(engine: E
     assert answer.status_code == 200, answer.text
     assert [s["user_id"] for s in answer.json()["states"]] == ["other"]
     assert engine.memory_state("other").enabled
+
+
+def test_the_mcp_erase_switch_pseudonymises_an_access_audit_kept_apart(engine: Engine) -> None:
+    """An audit in a store of its own (not beside the memory, where the erasure's own
+    transaction reaches it): turning memory off with erase over MCP leaves neither the user's
+    id nor a merged id in clear in it, as the HTTP switch does."""
+    from datetime import UTC, datetime
+
+    from memkg.access.model import AccessRecord
+    from memkg.service.mcp import audit_to
+
+    engine.ingest(AVOIDS_MU)
+    engine.ingest(obs(user_id="li-phone", key="seat.preference", value="aisle"))
+    merge = engine.merge_users("li", "li-phone", by="desk", reason="same person")
+    engine.merge_users("li", "li-phone", by="desk", reason="same person", confirm=merge.merge_id)
+    _app, keyring = keyed_app(engine)
+    earlier = [AccessRecord(record_id=f"acc_{who}", at=datetime(2026, 5, 1, tzinfo=UTC),
+                            key_id="k1", action="facts", status=200, subject=who,
+                            domain="travel") for who in ("li", "li-phone")]  # fmt: skip
+    keyring.store.record(earlier)
+    erasing = build_server(engine, keyed_subject(
+        keyring.authenticate(token(keyring, ["read", "write", "erase"])), "li"),
+        audit=audit_to(keyring, engine))  # fmt: skip
+
+    async def session() -> None:
+        erased = await erasing.call_tool("set_memory", {"enabled": False, "mode": "erase"})
+        assert _text(erased)["erasure"]["merged_ids"] == ["li-phone"]
+
+    anyio.run(session)
+    subjects = [r.subject for r in keyring.audit()]
+    assert "li" not in subjects and "li-phone" not in subjects
+    assert keyring.alias("li") in subjects and keyring.alias("li-phone") in subjects

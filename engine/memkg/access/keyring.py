@@ -227,6 +227,13 @@ class Keyring:
     def pseudonymise(self, user_id: str) -> int:
         return self.store.pseudonymise(user_id)
 
+    def pseudonymise_erased(self, user_id: str, merged_ids: Iterable[str] = ()) -> int:
+        """After the erasure of ``user_id`` and the ids merged with it (its receipt's
+        ``merged_ids``): each pseudonymised in the keys, grants and audit here; the records
+        changed. What an adapter calls when this store is not beside the memory, where the
+        erasure's own transaction reached it (then it changes nothing)."""
+        return sum(self.store.pseudonymise(erased) for erased in (user_id, *merged_ids))
+
     def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
         """``user_id`` replaced by its HMAC in the records ``record_ids`` only (a request's,
         about someone erased while it ran; see ``AccessStore.pseudonymise_records``)."""

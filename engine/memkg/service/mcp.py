@@ -300,9 +300,12 @@ class MemoryTools:
 
     def __init__(
         self, engine: Engine, subject_of: Callable[[Context[Any, Any]], Subject],
-        gate: Gate | None = None,
+        gate: Gate | None = None, keyring: Keyring | None = None,
     ) -> None:  # fmt: skip
         self.engine, self.gate, self.subject_of = engine, gate or Gate(engine), subject_of
+        self.keyring = keyring
+        """The keys and access audit the calls are checked and recorded in, if any: an
+        erasure pseudonymises its ids there (``set_memory``)."""
 
     def _known(self, domain: str) -> None:
         if domain not in self.engine.registry.domains():
@@ -506,8 +509,14 @@ class MemoryTools:
             if enabled:
                 return self.gate(self.engine.enable_memory, subject.user_id, by="user",
                                  reason=reason)  # fmt: skip
-            return self.gate(self.engine.disable_memory, subject.user_id, mode=mode, by="user",
-                             reason=reason)  # fmt: skip
+            receipt = self.gate(self.engine.disable_memory, subject.user_id, mode=mode,
+                                by="user", reason=reason)  # fmt: skip
+            if receipt.erasure is not None and self.keyring is not None:
+                # an audit beside the memory was rewritten in the erasure's own transaction;
+                # one kept apart is rewritten here, as the HTTP switch does
+                self.gate(self.keyring.pseudonymise_erased, subject.user_id,
+                          receipt.erasure.merged_ids)  # fmt: skip
+            return receipt
 
         return _reply(switch)
 
@@ -687,7 +696,7 @@ def build_server(
                       log_level="WARNING")  # fmt: skip
     subject_of = subject if callable(subject) else (lambda _ctx: subject.current())
     server.subject_of, server.audit = subject_of, audit
-    tools = MemoryTools(engine, subject_of, gate)
+    tools = MemoryTools(engine, subject_of, gate, None if audit is None else audit.keyring)
     for name in TOOLS:
         server.add_tool(getattr(tools, name), annotations=_READ if name in _READS else None)
     return server

@@ -394,8 +394,8 @@ class Routes:
         else:
             receipt = await self._run(self.engine.erase, user)
             if self.keyring is not None:
-                for erased in (user, *receipt.merged_ids):
-                    await run_in_threadpool(self.keyring.pseudonymise, erased)
+                await run_in_threadpool(self.keyring.pseudonymise_erased, user,
+                                        receipt.merged_ids)  # fmt: skip
         call.extra["erased"] = True
         return _json(receipt_out(receipt))
 
@@ -414,8 +414,8 @@ class Routes:
         receipt = await self._run(self.engine.disable_memory, user, mode=body.mode, by=body.by,
                                   reason=body.reason)  # fmt: skip
         if erase and self.keyring is not None and receipt.erasure is not None:
-            for erased in (user, *receipt.erasure.merged_ids):
-                await run_in_threadpool(self.keyring.pseudonymise, erased)
+            await run_in_threadpool(self.keyring.pseudonymise_erased, user,
+                                    receipt.erasure.merged_ids)  # fmt: skip
         data = receipt.model_dump(mode="json")
         if receipt.erasure is not None:
             data["erasure"] = receipt_out(receipt.erasure)
