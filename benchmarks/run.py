@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--save-baseline", action="store_true", help="record the before figures")
     parser.add_argument("--readme", action="store_true", help="rewrite README's table")
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write every figure, before and now, to FILE"
+    )
     args = parser.parse_args(argv)
     name = "quick" if args.quick else "full"
     recorded = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
@@ -257,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         BASELINE.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
     if args.readme:
         write_readme(text, name, before)
+    if args.json:
+        found = {"profile": name, "before_revision": before, "before": then, "now": figures}
+        Path(args.json).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     return 1 if failed else 0
 
 

@@ -28,4 +28,5 @@ def test_help_explains_and_runs_nothing(script: Path, tmp_path: Path) -> None:
     assert summary[:40] in " ".join(done.stdout.split())
     if script.name == "run.py" or script.stem.endswith("_bench"):
         assert "--quick" in done.stdout  # a short profile for a shared machine
+        assert "--json" in done.stdout  # the figures for a machine to read
     assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written
