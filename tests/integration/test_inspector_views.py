@@ -132,3 +132,23 @@ def test_the_weight_series_work_is_bounded_by_its_samples(monkeypatch: pytest.Mo
     assert 0 < len(weighed) <= 3 * 10
     newest = max(m.at for m in series.marks)
     assert any(p.at == newest for line in series.lines for p in line.points)  # its last change
+
+
+def test_the_weight_series_of_a_memory_turned_off_shows_nothing() -> None:
+    """Memory off (kept frozen): no read folds it, the weights' marks (the signals' values)
+    and lines included; back on, the series is as before."""
+    clock = FrozenClock(NIGHT)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    seed(engine, clock, "ana")
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    path, params = "/v1/users/ana/weights/medical.conditions", {"domain": "health"}
+    before = admin.get(path, params=params).json()
+    assert before["marks"] and before["lines"]
+    engine.disable_memory("ana", reason="asked")
+    off = admin.get(path, params=params)
+    assert off.status_code == 200
+    assert (off.json()["marks"], off.json()["lines"], off.json()["marks_total"]) == ([], [], 0)
+    assert "condition:asthma" not in off.text
+    engine.enable_memory("ana")
+    assert admin.get(path, params=params).json()["marks"] == before["marks"]

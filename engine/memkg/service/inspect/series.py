@@ -81,7 +81,9 @@ def weight_series(
     (spread over its history): each moment weighs memory as it stood then, so the work is
     bounded by ``samples``, not by how many events the key has had."""
     now = engine.clock.now()
-    marks = _marks(engine, user_id, domain, key)
+    # memory off (kept frozen): no read folds it, the log's signals and their values included
+    enabled = engine.memory_state(user_id).enabled
+    marks = _marks(engine, user_id, domain, key) if enabled else ()
     threshold = engine.config.weights.threshold
     if not marks:
         return WeightSeries(user_id=user_id, domain=domain, key=key, start=None, end=now,
