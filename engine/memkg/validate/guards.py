@@ -42,7 +42,8 @@ _ORDER = (
 words that soften or stress it ("never take it on an empty stomach" is no such order)."""
 _THE_USER = r"(?:me|us|yourself|(?:this|the)\s+(?:user|account|caller)(?!['’]s))\b"
 _INSTRUCTION = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|system)\b"
+    # a line break splits no order: ``.`` spans it, and ``^`` starts every line
+    r"(?ism)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|system)\b"
     r".{0,20}\b(?:instructions?|prompts?|rules?|messages?|context|directions?)\b"
     r"|\b(?:ignore|disregard|forget)\b.{0,30}\b(?:instructions?|directions?|rules?|prompts?)"
     r"\s+(?:above|before\s+this)\b"

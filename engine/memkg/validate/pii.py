@@ -248,19 +248,27 @@ def hidden_tags(text: str) -> bool:
 
 
 _LOOKALIKES = str.maketrans(
-    "аеорсухіјѕԁһкмтвнАВЕКМНОРСТУХІЈЅοαεικνρτυχΟΑΒΕΗΙΚΜΝΡΤΥΧΖ",
-    "aeopcyxijsdhkmtbhABEKMHOPCTYXIJSoaeikvptuxOABEHIKMNPTYXZ",
+    "аеорсухіјѕԁһкмтвнАВЕКМНОРСТУХІЈЅοαεικνρτυχΟΑΒΕΗΙΚΜΝΡΤΥΧΖɡɑıȷɩᴀʙᴄᴅᴇғɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ",
+    "aeopcyxijsdhkmtbhABEKMHOPCTYXIJSoaeikvptuxOABEHIKMNPTYXZgaijiabcdefghijklmnoprstuvwyz",
 )
-"""Cyrillic and Greek letters that look like Latin ones, as the Latin letter: what a screen
-reads so that "Sуstem:" (a Cyrillic у) is the word it shows as."""
+"""Cyrillic, Greek and Latin letters that look like plain Latin ones (a script g, a dotless i,
+small capitals), as the Latin letter: what a screen reads so that "Sуstem:" (a Cyrillic у)
+is the word it shows as."""
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+"""The combining diacritical marks (accents, dots, strokes over or under a letter); not the
+kana voicing marks, which make other letters."""
 _SPACED = re.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b")
 
 
 def as_seen(text: str) -> str:
-    """``normalise``d text as a reader takes it in: look-alike letters as the Latin letter they
-    look like, and a word spelt letter by letter ("S y s t e m") as the word. For screens to
-    read (``_INSTRUCTION``, a note's directives), never to store."""
-    seen = normalise(text).translate(_LOOKALIKES)
+    """``normalise``d text as a reader takes it in: letters without the marks over or under
+    them ("iġnore" as "ignore"), look-alike letters as the Latin letter they look like, and a
+    word spelt letter by letter ("S y s t e m") as the word. For screens to read
+    (``_INSTRUCTION``, a note's directives), never to store."""
+    seen = normalise(text)
+    if not seen.isascii():
+        bare = _MARKS.sub("", unicodedata.normalize("NFD", seen))
+        seen = unicodedata.normalize("NFC", bare).translate(_LOOKALIKES)
     return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), seen)
 
 
