@@ -26,7 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memkg.config import Limits
 from memkg.errors import PatternTimeout
-from memkg.model.fact import PATTERN_TEXT, Fact, Identifier, Kind, Observation, Sensitivity
+from memkg.model.fact import (
+    PATTERN_TEXT,
+    Fact,
+    Identifier,
+    Kind,
+    Observation,
+    Scope,
+    Sensitivity,
+)
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Sources
@@ -164,6 +172,18 @@ CLOCK_SKEW = timedelta(minutes=5)
 """How far ahead of the engine's clock an ``observed_at`` may be (a device's clock running
 fast); past it the observation is refused: a claim dated in the future would outrank every
 later correction until its date came."""
+
+
+def _sessionless(scope: Scope) -> Problem:
+    """A turn's or a session's claim without its session: no read could ever count it."""
+    return Problem(
+        code="envelope.session_missing",
+        path="$.session_id",
+        message=f"scope {scope.value} counts only in its session, and this observation names "
+        "none: give the session_id it was observed in (a turn's also names the turn as "
+        "provenance.source_ref), or scope global for long-term memory",
+        stage="envelope",
+    )
 
 
 def _future(observed_at: datetime, now: datetime) -> Problem:
@@ -342,6 +362,8 @@ class Validator:
             problems += text
         if obs.source not in self.sources:
             problems.append(self._unknown_source(obs.source))
+        if obs.scope is not Scope.GLOBAL and obs.session_id is None:
+            problems.append(_sessionless(obs.scope))
         if obs.observed_at is not None and obs.observed_at - now > CLOCK_SKEW:
             problems.append(_future(obs.observed_at, now))
         if obs.valid_until is not None and obs.valid_until <= (obs.observed_at or now):

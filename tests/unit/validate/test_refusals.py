@@ -141,6 +141,17 @@ CASES = {
         "$.observed_at",
     ),
     "kind mismatch": (obs(kind="state"), "key.kind_mismatch", "$.kind"),
+    # a claim no read could ever count (each counts only in its session) is not acknowledged
+    "a turn's claim without its session": (
+        obs(scope="turn", provenance={"source_ref": "turn-3"}),
+        "envelope.session_missing",
+        "$.session_id",
+    ),
+    "a session's claim without its session": (
+        obs(scope="session"),
+        "envelope.session_missing",
+        "$.session_id",
+    ),
     "observed in the future (it would outrank every later correction)": (
         obs(observed_at="2027-05-01T10:00:00Z"),
         "envelope.future",
