@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -390,7 +390,10 @@ class Validator:
         if kind is Kind.STATE and valid_until is None:
             hours = spec.valid_for_hours
             window = timedelta(hours=hours) if hours else self.state_valid_for
-            valid_until = (obs.observed_at or now) + window
+            try:
+                valid_until = (obs.observed_at or now) + window
+            except OverflowError:  # past the calendar's end: refused as observed too late
+                valid_until = datetime.max.replace(tzinfo=UTC)
         if within_limits:
             problems += text_problems(obs.value, spec.hashed_paths, clean=self._clean)
             problems += text_problems(obs.context, (), prefix="$.context", clean=self._clean)

@@ -152,6 +152,12 @@ CASES = {
         "envelope.session_missing",
         "$.session_id",
     ),
+    "a state observed at the end of time (its default expiry lies past the calendar)": (
+        obs(key="location.current_city", value="city:shanghai",
+            observed_at="9999-12-31T23:59:59Z"),  # fmt: skip
+        "envelope.future",
+        "$.observed_at",
+    ),
     "observed in the future (it would outrank every later correction)": (
         obs(observed_at="2027-05-01T10:00:00Z"),
         "envelope.future",
