@@ -154,7 +154,7 @@ CASES = {
     ),
     "a state observed at the end of time (its default expiry lies past the calendar)": (
         obs(key="location.current_city", value="city:shanghai",
-            observed_at="9999-12-31T23:59:59Z"),  # fmt: skip
+            observed_at="9999-12-31T23:59:59Z"),
         "envelope.future",
         "$.observed_at",
     ),
