@@ -22,8 +22,7 @@ from memkg.events.retry import Attempts, unconditional
 from memkg.events.store import EventStore
 from memkg.model.event import EventType
 from memkg.model.names import NAME_RULE, is_name
-from memkg.model.report import Problem, ValidationReport
-from memkg.validate.guards import hash_pii
+from memkg.model.report import ValidationReport
 
 
 def queue_order(review: Review) -> tuple[Any, ...]:
@@ -126,17 +125,16 @@ class ReviewDesk:
                 f"{len(reviewer):,} (over HTTP it is the key's name unless the request gives "
                 "`reviewer`)", code="review.reviewer",
             )  # fmt: skip
-        spec = self.setup.key_spec(review.domain, review.key)
-        problems = tuple(
-            Problem(code=f"schema.{e.validator}", path="$.value", message=e.message, stage="schema")
-            for e in spec.validator.iter_errors(value)
-        )
-        if problems:
-            raise ValidationFailed(ValidationReport(problems=problems), "review resolution")
-        if spec.hashed_paths:
-            value = hash_pii(
-                value, spec.hashed_paths, self.journal.store.subject_salt(review.user_id)
-            )
+        self.setup.key_spec(review.domain, review.key)  # a key no root declares any more
+        # the value goes where a write's would (resolve, the profile, decisions): it meets
+        # every check a write of it would
+        checked = self.setup.validator.check_settled(
+            review.user_id, review.domain, review.key, value, review.context,
+            self.journal.clock.now(), self.journal.store.subject_salt,
+        )  # fmt: skip
+        if isinstance(checked, ValidationReport):
+            raise ValidationFailed(checked, "review resolution")
+        value = checked.value  # hashed where the key hashes
         payload = {"review_id": review_id, "key": review.key, "context": review.context,
                    "value": value, "note": note, "reviewer": reviewer}  # fmt: skip
         with self.journal.lock:

@@ -37,7 +37,7 @@ from memkg.model.fact import (
 )
 from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
-from memkg.model.source import Sources
+from memkg.model.source import Source, Sources
 from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
@@ -301,6 +301,20 @@ class Validator:
         self._clean = set()
         if self.shacl is not None:
             self.shacl.forget()
+
+    def check_settled(
+        self, user_id: str, domain: str, key: str, value: Any, context: Mapping[str, str],
+        now: datetime, salt: Callable[[str], bytes],
+    ) -> Checked | ValidationReport:  # fmt: skip
+        """A reviewer's value for a frozen key slot, checked as a write of it would be: the
+        limits, the key's schema, the shapes and the guards (no consent is asked again: the
+        claims it settles were written with it). What passed (its value hashed where the key
+        hashes), or the report of why not."""
+        observation = {"user_id": user_id, "domain": domain, "key": key, "value": value,
+                       "source": Source.SYSTEM.value, "context": dict(context),
+                       "provenance": {"consent_granted": True}}  # fmt: skip
+        [result] = self.check_many([observation], now, salt)
+        return result
 
     def check_many(
         self,
