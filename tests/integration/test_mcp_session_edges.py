@@ -171,3 +171,25 @@ def test_claims_reads_the_turn_it_is_asked_in(engine: Engine) -> None:
             assert found["value"] == held and [c["scope"] for c in won] == [tier], turn
 
     anyio.run(calls)
+
+
+def test_an_argument_of_the_wrong_type_is_refused_not_converted(engine: Engine) -> None:
+    """A flag, a count or a confidence sent as another type is a tool.arguments refusal, as
+    HTTP answers it: "no" or 0 never turns memory off, true is no limit of 1."""
+    engine.ingest(obs())
+    server = build_server(engine, local_subject("u1"))
+
+    async def calls() -> None:
+        for arguments in ({"enabled": "no"}, {"enabled": 0}, {"enabled": "False"}):
+            refused = await server.call_tool("set_memory", arguments)
+            assert refused.is_error and answer(refused)["error"] == "tool.arguments", arguments
+            assert answer(refused)["problems"][0]["path"] == "$.enabled"
+        for tool, arguments in (("recall_facts", {"limit": True}),
+                                ("remember", {**{k: v for k, v in obs().items() if k != "user_id"},
+                                              "confidence": True}),
+                                ("recall", {"query": "seat", "k": 2.5})):  # fmt: skip
+            refused = await server.call_tool(tool, arguments)
+            assert refused.is_error and answer(refused)["error"] == "tool.arguments", arguments
+
+    anyio.run(calls)
+    assert engine.memory_state("u1").enabled and len(engine.facts("u1")) == 1

@@ -70,7 +70,7 @@ Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat
 Value = Annotated[Any, Field(description="The key's value (JSON), as its schema wants it.")]
 Source = Annotated[str, Field(description="dialogue, behavior, profile, third_party, system...")]
 Confidence = Annotated[float, Field(description="0..1: how sure the source is (default 1).",
-                                    ge=0.0, le=1.0, allow_inf_nan=False)]  # fmt: skip
+                                    ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]  # fmt: skip
 """Not nullable: a client that writes NaN as null is refused, never stored as the default."""
 Scope = Annotated[str | None, Field(description="turn, session or global.")]
 Session = Annotated[
@@ -81,16 +81,19 @@ ProvenanceFields = Annotated[
     dict[str, Any] | None,
     Field(description="source_ref, consent_granted, consent_version, audit_log_id, purpose."),
 ]
-Change = Annotated[bool | None, Field(description="True when the world changed (user moved).")]
+Change = Annotated[bool | None, Field(description="True when the world changed (user moved).",
+                                       strict=True)]  # fmt: skip
 Supersedes = Annotated[str | None, Field(description="The id of the fact this corrects.")]
 Idempotency = Annotated[str | None, Field(description="A retried write is stored once.")]
 Note = Annotated[str, Field(description="What to remember: one fact, third person.")]
 NoteKey = Annotated[str | None, Field(description="The declared key the note is the value of.")]
-Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0)]
+Budget = Annotated[int | None, Field(description="Most tokens the text may take.", gt=0,
+                                      strict=True)]  # fmt: skip
 Query = Annotated[str, Field(description="What you look for, in words.", min_length=1,
                              max_length=2_000)]  # fmt: skip
-Count = Annotated[int, Field(description="How many memories (5).", ge=0, le=100)]
-Limit = Annotated[int, Field(description="Most facts to return (100).", ge=1, le=1000)]
+Count = Annotated[int, Field(description="How many memories (5).", ge=0, le=100, strict=True)]
+Limit = Annotated[int, Field(description="Most facts to return (100).", ge=1, le=1000,
+                             strict=True)]  # fmt: skip
 After = Annotated[str | None, Field(description="The `next` of the page before.",
                                     min_length=1, max_length=MAX_CURSOR)]  # fmt: skip
 Situation = Annotated[dict[str, Any] | None, Field(description='e.g. {"symptom": "fever"}.')]
@@ -111,7 +114,10 @@ TOOLS = ("remember", "recall_facts", "recall", "render_profile", "save_memory_no
          "list_domains", "list_keys")  # fmt: skip
 _READS = {"recall_facts", "recall", "render_profile", "explain_decision", "trace", "claims",
           "memory_status", "list_domains", "list_keys"}  # fmt: skip
-Enabled = Annotated[bool, Field(description="False turns memory off, True turns it back on.")]
+Enabled = Annotated[bool, Field(description="False turns memory off, True turns it back on.",
+                                 strict=True)]  # fmt: skip
+"""Flags, counts and the confidence are strict: "no" or 0 is not False, true is not 1 (as HTTP
+refuses them)."""
 SwitchModeArg = Annotated[str, Field(description="When turning off: keep (frozen, the default) "
                                      "or erase (needs the erase scope).")]  # fmt: skip
 SwitchReason = Annotated[str, Field(description="Why, e.g. the user asked.", max_length=500)]
