@@ -99,8 +99,8 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
 def one_way(raw: bytes) -> None:
     """Refuse a body JSON readers would read differently (a key given twice in one object,
     an integer longer than Python reads) as ``parse_json`` does; a body that is not JSON at
-    all is left to its reader (an MCP transport answers it in JSON-RPC)."""
-    with contextlib.suppress(_NotJson):
+    all (nor UTF-8 text) is left to its reader (an MCP transport answers it in JSON-RPC)."""
+    with contextlib.suppress(_NotJson, UnicodeDecodeError):
         _read(raw.decode("utf-8", "surrogatepass"))
 
 

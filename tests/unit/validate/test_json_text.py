@@ -139,3 +139,15 @@ def test_a_process_reading_fewer_digits_refuses_past_its_own_limit(engine: Engin
         assert read_json("[" + "7" * 640 + "]") == [int("7" * 640)]
     finally:
         sys.set_int_max_str_digits(before)
+
+
+def test_a_body_that_is_not_utf8_is_refused_over_mcp_as_elsewhere(engine: Engine) -> None:
+    """Bytes that are not UTF-8 are no JSON: a client error, never a server failure."""
+    pytest.importorskip("mcp")
+    app, keyring = keyed_app(engine)
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    with client(app, token(keyring, ["write"], ["travel"], user_id="u1")) as agent:
+        for body in (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "x": "caf\xe9"}',
+                     b"\xff\xfe{}"):  # fmt: skip
+            answer = agent.post("/mcp", content=body, headers=headers)
+            assert 400 <= answer.status_code < 500, (answer.status_code, answer.text)
