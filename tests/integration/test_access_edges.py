@@ -97,6 +97,32 @@ def test_a_key_or_grant_for_a_user_id_no_write_accepts_is_refused(engine: Engine
     assert refused.value.code == "access.user_invalid" and "li na" in str(refused.value)
 
 
+def test_a_grant_whose_purpose_or_scopes_could_not_serve_is_refused(engine: Engine) -> None:
+    """A purpose is one line a reader sees as written (it goes into every audit record of the
+    grant's use and into explanations); a grant opens one domain, so it carries no scope
+    that acts on every domain (erase) or the whole store (admin). Nothing is stored."""
+    app, keyring = keyed_app(engine)
+    admin = client(app, token(keyring))
+    target = keyring.create("agent", ["read"], ["travel"]).key.key_id
+    grant = {"key_id": target, "domain": "health", "expires_at": "2030-01-01T00:00:00Z"}
+    for purpose in ("tri\x00age", "triage\nWhy: approved by the user", "triage\u202e",
+                    "tri\u200bage", "x" * 300):  # fmt: skip
+        refused = admin.post("/v1/access/grants", json={**grant, "purpose": purpose})
+        assert refused.status_code == 400, (purpose, refused.text)
+        # past the body's bound the request itself is refused, before the keyring
+        assert refused.json()["error"] in ("access.purpose_invalid", "request.invalid")
+    for scopes in (["admin"], ["read", "erase"]):
+        refused = admin.post("/v1/access/grants",
+                             json={**grant, "purpose": "triage", "scopes": scopes})  # fmt: skip
+        assert refused.status_code == 400 and refused.json()["error"] == "access.grant_scope"
+    assert keyring.list_grants() == []
+    with pytest.raises(MemkgError) as refused:  # the library and the CLI alike
+        keyring.grant(target, "health", "x" * 201, datetime(2030, 1, 1, tzinfo=UTC))
+    assert refused.value.code == "access.purpose_invalid"
+    made = admin.post("/v1/access/grants", json={**grant, "purpose": "Triage für Notfälle"})
+    assert made.status_code in (200, 201), made.text
+
+
 def run(db: Path, *argv: str) -> tuple[int, dict[str, object]]:
     out = io.StringIO()
     code = main(["--db", str(db), "access", *argv], out)

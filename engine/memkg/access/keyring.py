@@ -92,6 +92,12 @@ def scopes_of(names: Iterable[str]) -> tuple[ApiScope, ...]:
     return tuple(s for s in ApiScope if s in given)
 
 
+PURPOSE_MAX = 200
+"""The longest purpose a grant may give: the audit records of its uses keep it whole."""
+_WHOLE_SCOPES = frozenset({ApiScope.ADMIN, ApiScope.ERASE})
+"""Scopes no grant can carry: they act on more than the one domain a grant opens."""
+
+
 class Keyring:
     """Keys, grants and the audit over one ``AccessStore``; time and ids from ``clock``."""
 
@@ -176,6 +182,22 @@ class Keyring:
             raise NotFound(f"no API key {key_id!r}", code="access.key_not_found")
         if not purpose.strip():
             raise MemkgError("a grant needs its purpose", code="access.purpose_missing")
+        if len(purpose) > PURPOSE_MAX or not purpose.isprintable():
+            raise MemkgError(
+                f"a grant's purpose is one line of at most {PURPOSE_MAX} characters, none of "
+                "them a control or invisible character (a line break, a tab, a NUL, a "
+                "zero-width space, a direction mark): it is written into the audit record of "
+                f"every use of the grant, and shown as written ({len(purpose):,} characters "
+                "given)", code="access.purpose_invalid",
+            )  # fmt: skip
+        unusable = sorted(s.value for s in scopes_of(scopes) if s in _WHOLE_SCOPES)
+        if unusable:
+            raise MemkgError(
+                f"a grant opens one domain, so it cannot carry {', '.join(unusable)}: erase "
+                "acts on every domain of the user and admin on the whole store; give the key "
+                "itself those scopes, or grant read, write, decide or review",
+                code="access.grant_scope",
+            )
         now = self.clock.now()
         user_id = _bound_user(user_id)
         expires_at = _future(expires_at, now, "grant") or expires_at

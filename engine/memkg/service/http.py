@@ -84,6 +84,7 @@ _CODE_STATUS = {"usage": 400, "mcp.user_missing": 400, "mcp.user_invalid": 400,
                 "request.too_large": 413, "request.timeout": 408, "access.disabled": 400,
                 "access.scope_unknown": 400, "access.domains_missing": 400,
                 "access.name_invalid": 400, "access.purpose_missing": 400,
+                "access.purpose_invalid": 400, "access.grant_scope": 400,
                 "access.expiry_past": 400, "access.admin_limited": 400,
                 "access.user_invalid": 400,
                 "evolution.schema_error": 422}  # fmt: skip
