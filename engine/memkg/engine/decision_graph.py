@@ -250,7 +250,8 @@ def reviewed_facts(
     spec: Callable[[str, str], KeySpec | None],
 ) -> list[Fact]:
     """The reviewer's value, as a fact, where it is what holds for a key (a review settles a
-    key with a value no stored claim may carry)."""
+    key with a value no stored claim may carry): not where a stored claim that holds carries
+    it, which is then what the rules use (the value is not counted, or listed, twice)."""
     by_id = {r.review_id: r for r in reviews}
     found = []
     for r in resolutions:
@@ -260,7 +261,8 @@ def reviewed_facts(
             continue
         claim = review_claim(review, key_spec)
         won = {c.fact_id for c in r.claims if c.standing is Standing.WON}
-        if claim.fact.id in won or (r.step is Step.REVIEW_RESOLUTION and r.value is not None):
+        settled = r.step is Step.REVIEW_RESOLUTION and r.value is not None and not won
+        if claim.fact.id in won or settled:
             found.append(claim.fact)
     return found
 

@@ -126,3 +126,18 @@ def test_a_reviewers_value_passes_the_checks_a_write_of_it_would(
                for p in problems), problems  # fmt: skip
     assert engine.store.head() == head
     assert [r.review_id for r in engine.review_queue()] == [review.review_id]
+
+
+def test_a_review_settled_on_a_claimed_value_is_not_listed_as_unused(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """The claim that carries the settled value is what the rules use; the review's own value
+    is not listed as left out of scope (the explanation said the value used was not used)."""
+    _conflict(engine, clock, "seat.preference", "window", "aisle")
+    [review] = engine.review_queue()
+    engine.resolve_review(review.review_id, "window", "asked the user", reviewer="ops")
+    made = engine.decide("u1", "travel", {}, decision="offers")
+    assert [c.rule_id for c in made.candidates] == ["travel.window_seat"]
+    unused = [(o.ref, o.value, o.reason) for o in made.left_out if o.key == "seat.preference"]
+    assert all(value != "window" for _ref, value, _reason in unused), unused
+    assert engine.replay(made.decision_id).reproduced
