@@ -105,7 +105,8 @@ class Engine:
         self.lifecycle = lifecycle = Lifecycle(
             self, config, setup, arbiter, journal, clock, llm, conflicts
         )
-        self.recalls = recalls = Recall(reads.facts_in, lifecycle.notes, setup, store, clock)
+        self.recalls = recalls = Recall(reads.facts_in, lifecycle.notes, arbiter.resolved_facts,
+                                        setup, store, clock)  # fmt: skip
         self.tracer = tracer = Tracer(store, projections, lifecycle, recalls, decider, clock, lock,
                                       config.trace_retention)  # fmt: skip
         self.eraser = eraser = Eraser(

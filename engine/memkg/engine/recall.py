@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memkg import semantic
+from memkg.arbitration.resolution import Outcome, Resolution, Standing
 from memkg.clock import Clock
 from memkg.engine.setup import Setup, check_args, check_count
 from memkg.events.store import Companion, EventStore, beside
@@ -14,7 +15,7 @@ from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.notes import Note
 from memkg.lifecycle.ports import SemanticIndex
-from memkg.model.fact import Fact
+from memkg.model.fact import Fact, FactStatus
 from memkg.model.settings import RecallWeights
 from memkg.model.weight import credibility_of
 from memkg.once import once
@@ -28,6 +29,9 @@ class Recall:
     """The user's facts reads in a session (or outside every session) take in
     (``Reads.facts_in``)."""
     notes: Callable[[str, str | None], list[Note]]
+    resolved: Callable[..., list[Resolution]]
+    """Every key slot's resolution for a user, domain and session (``Arbiter.resolved_facts``):
+    which claims hold."""
     setup: Setup
     store: EventStore
     clock: Clock
@@ -49,13 +53,30 @@ class Recall:
         reader = self.setup.reader
         seen = self.store.stream_mark(user_id)[1]  # before memory is read (``VectorStore.put``)
         notes = [n for n in self.notes(user_id, domain) if n.shown_in(session_id)]
+        facts = self.facts(user_id, domain, session_id)
         return recall.recall(
-            query, self.facts(user_id, domain, session_id), notes, k=k,
+            query, facts, notes, k=k, standing=self._standing(user_id, facts, session_id),
             now=self.clock.now(), weights=weights or self.setup.config.lifecycle.recall,
             credibility=lambda domain, source: credibility_of(reader.params(domain), source),
             index=self.entity_index, semantic=self.semantic_index, user_id=user_id,
             key_title=self._key_title, fallback=self.lexical_index, seen=seen,
         )  # fmt: skip
+
+    def _standing(
+        self, user_id: str, facts: list[Fact], session_id: str | None
+    ) -> dict[str, Standing]:
+        """Of ``facts``, those ``resolve``, decisions and the profile do not use, by id: a fact
+        awaiting the user's confirmation (``PENDING``), either side of a slot frozen for review
+        (``CONTESTED``). A claim another outranks is not among them: recall ranks long-term
+        memory beside the session's."""
+        found = {f.id: Standing.PENDING for f in facts
+                 if f.status is FactStatus.PENDING_CONFIRMATION}  # fmt: skip
+        for domain in sorted({f.domain for f in facts}):
+            for resolution in self.resolved(user_id, domain, session_id=session_id):
+                if resolution.outcome is Outcome.FROZEN:
+                    found.update((c.fact_id, Standing.CONTESTED) for c in resolution.claims
+                                 if c.standing is Standing.CONTESTED)  # fmt: skip
+        return found
 
     def _key_title(self, domain: str, key: str) -> str | None:
         spec = self.setup.registry.spec(domain, key)

@@ -92,6 +92,8 @@ def recall_trace(trace_id: str, now: datetime, user_id: str, domain: str | None,
                 if c.clashes
                 else None
             )
+            if c.standing == "contested":
+                clashed = "its key is frozen for review: conflicting claims"
             why = clashed or (
                 "too little match with the query"
                 if matched < weights.min_relevance

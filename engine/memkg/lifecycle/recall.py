@@ -30,6 +30,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -89,6 +90,12 @@ class Scores(BaseModel):
     total: float
 
 
+_PENDING = "(said, not yet confirmed by the user)"
+"""What the text of a fact awaiting the user's confirmation says of it."""
+_CONTESTED = "its key holds conflicting claims under human review: assume none of them"
+"""Why a claim of a key frozen for review is not injected (as the profile says of it)."""
+
+
 class RecallCandidate(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -103,6 +110,9 @@ class RecallCandidate(BaseModel):
     clashes: tuple[str, ...] = ()
     """The entity types (of ``RecallWeights.exclusive``) on which it names other entities
     than the query: why it was rejected, without the entities (what a trace keeps)."""
+    standing: Literal["pending", "contested"] | None = None
+    """A fact decisions do not use yet: ``pending`` the user's confirmation (injected, its
+    text says so), or ``contested``: its key is frozen for review (never injected)."""
 
 
 class RecallResult(BaseModel):
@@ -202,13 +212,17 @@ def recall(
     key_title: Callable[[str, str], str | None] | None = None,
     fallback: SemanticIndex | None = None,
     seen: int | None = None,
+    standing: Mapping[str, str] | None = None,
 ) -> RecallResult:
     """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
     uses it (``rules/policy.yaml`` over ``EngineConfig.weights``); ``key_title(domain, key)``:
     the key's title in its schema, for the semantic documents. When ``semantic``'s model
     fails (``LLMError``: down, refusing, answering garbage), ``fallback`` scores instead and
     the result says why; without a fallback the error propagates. ``seen``: the event log's
-    purge count read before ``facts`` and ``notes`` were (``SemanticIndex.scores``)."""
+    purge count read before ``facts`` and ``notes`` were (``SemanticIndex.scores``).
+    ``standing``: the facts decisions do not use, by id (``pending``, ``contested``; see
+    ``RecallCandidate.standing``)."""
+    standing = standing or {}
     query_refs = index.mentions(query) if index else []
     asked = index.expand(query_refs) if index else {}
     wanted = _terms(query) | {r for refs in asked.values() for r in refs}
@@ -273,15 +287,23 @@ def recall(
             confidence=round(confidence, 4),
             total=round(total, 4),
         )
+        held = standing.get(item.id)
+        if held == "contested":
+            clash.append(_CONTESTED)
         candidate = RecallCandidate(
             ref=item.id,
             kind=kind,
-            text=text,
+            text=f"{text} {_PENDING}" if held == "pending" else text,
             entities=tuple(refs),
             scores=scores,
             injected=False,
             rejected="; ".join(clash) or None,
             clashes=tuple(clashing),
+            standing="pending"
+            if held == "pending"
+            else "contested"
+            if held == "contested"
+            else None,
         )
         scored.append((-round(total, 4), item.id, candidate, matched))
     scored.sort(key=lambda entry: (entry[0], entry[1]))

@@ -195,3 +195,38 @@ def test_a_recall_trace_says_why_a_memory_was_kept_out_without_its_values(shop: 
         assert value not in stored, value
     reasons = {item.reason for item in trace.items if item.reason}
     assert "names another product and another brand than the query" in reasons, reasons
+
+
+def test_recall_says_what_decisions_do_not_use_yet(plain: Engine, clock: FrozenClock) -> None:
+    """An unconfirmed fact is recalled saying so (an allergy said in passing matters); both
+    sides of a slot frozen for review are not injected (the profile says to assume none of
+    them). Confirmed, or settled, they are recalled as any fact."""
+    city = {"user_id": "p", "domain": "travel", "key": "location.city", "value": "city:shanghai",
+            "source": "dialogue"}  # fmt: skip
+    pending = plain.ingest(city)
+    assert plain.resolve("p", "travel", "location.city").value is None
+    asked = "where do I live, Shanghai?"
+    [said] = [c for c in plain.recall("p", asked).candidates if "shanghai" in c.text]
+    assert said.injected and said.standing == "pending" and "not yet confirmed" in said.text
+    plain.confirm("p", pending.fact_id)
+    [said] = [c for c in plain.recall("p", asked).candidates if "shanghai" in c.text]
+    assert said.injected and said.standing is None and "confirmed" not in said.text
+
+    consent = {"consent_granted": True}
+    for value, source in (("risk:conservative", "profile"), ("risk:aggressive", "system")):
+        plain.ingest({"user_id": "f", "domain": "finance", "key": "risk.profile", "value": value,
+                      "source": source, "provenance": consent})  # fmt: skip
+        clock.advance(timedelta(seconds=5))
+    assert plain.resolve("f", "finance", "risk.profile").outcome.value == "frozen"
+    asked = "what is my risk profile? aggressive or conservative?"
+    found = [c for c in plain.recall("f", asked).candidates if "risk" in c.text]
+    assert len(found) == 2 and not any(c.injected for c in found)
+    assert all(c.standing == "contested" and "under human review" in (c.rejected or "")
+               for c in found)  # fmt: skip
+    traced = plain.trace(plain.recall("f", asked).trace_id or "")
+    assert {i.reason for i in traced.items if i.ref in {c.ref for c in found}} == {
+        "its key is frozen for review: conflicting claims"}  # fmt: skip
+    [review] = plain.review_queue()
+    plain.resolve_review(review.review_id, "risk:conservative", "asked the client", reviewer="ops")
+    shown = [c for c in plain.recall("f", asked).candidates if "conservative" in c.text]
+    assert shown and shown[0].injected and shown[0].standing is None
