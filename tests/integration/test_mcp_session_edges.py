@@ -3,6 +3,7 @@ accepts, a key narrowed to some of its domains, arguments outside what a tool ta
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -34,9 +35,13 @@ def answer(result: CallToolResult) -> Any:
 
 
 def started(db: Path, *argv: str) -> tuple[int, dict[str, Any]]:
-    out = io.StringIO()
-    code = main(["--db", str(db), "mcp", *argv], out)
-    return code, json.loads(out.getvalue())
+    """``memkg mcp`` refused: why, read from standard error; its standard output (the
+    protocol's, where a host reads JSON-RPC) holds nothing."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["--db", str(db), "mcp", *argv], out)
+    assert out.getvalue() == ""
+    return code, json.loads(err.getvalue().splitlines()[-1])
 
 
 def test_a_misspelt_domain_stops_the_session_before_it_serves(tmp_path: Path) -> None:

@@ -66,6 +66,33 @@ def test_serve_needs_the_keys_it_was_given(tmp_path: Path) -> None:
         server.terminate()
         _, errors = server.communicate(timeout=30)
     logged = [json.loads(line) for line in errors.splitlines() if line.startswith("{")]
-    assert [(line["operation"], line["status"]) for line in logged][-3:] == [
+    assert logged[0] == {"listening": base}  # where it listens, first
+    assert [(line["operation"], line["status"]) for line in logged[1:]][-3:] == [
         ("facts", 401), ("facts", 200), ("facts", 403)]  # fmt: skip
-    assert "li" not in "".join(line for line in errors.splitlines() if line.startswith("{"))
+    assert "li" not in "".join(json.dumps(line) for line in logged[1:])  # no user id logged
+
+
+def test_serve_says_where_it_listens_the_port_the_system_chose_too(tmp_path: Path) -> None:
+    """``--port 0``: the system picks a free port, and the first line on standard error says
+    which, so a supervisor or a test can reach the server without guessing."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memkg", "--db", str(tmp_path / "m.db"), "serve", "--port", "0",
+         "--no-auth"],
+        stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ENGINE), "PATH": ""},
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        said = json.loads(server.stderr.readline())
+        host, port = said["listening"].removeprefix("http://").rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert get(f"{said['listening']}/v1/health")[0] == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)

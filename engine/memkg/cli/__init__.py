@@ -168,7 +168,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             code: int = args.run(engine, args, out)
             return code
     except MemkgError as exc:
-        emit(out, exc.to_dict())
+        # a command whose standard output is a protocol's (``memkg mcp``: JSON-RPC) says why
+        # it stopped on standard error, where its host logs what the server says
+        emit(sys.stderr if getattr(args, "protocol_stdout", False) else out, exc.to_dict())
         if exc.code == "usage":
             return EXIT_USAGE
         return EXIT_REFUSED if exc.code in _REFUSED else EXIT_FAILED

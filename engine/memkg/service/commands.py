@@ -263,7 +263,7 @@ def add_service_commands(sub: Any) -> None:
         "(default: $MEMKG_API_KEY if set)",
     )
     _db_option(p)
-    p.set_defaults(run=run_mcp)
+    p.set_defaults(run=run_mcp, protocol_stdout=True)  # a refusal goes to stderr
 
     p = sub.add_parser("access", help="API keys, cross-domain grants, the access audit")
     acc = p.add_subparsers(dest="access_group", required=True, metavar="WHAT")

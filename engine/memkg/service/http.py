@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -454,6 +455,11 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
         access_log.propagate = False
     server = http_server(app, settings)
     listening = _listen(settings.host, settings.port)
+    # where it listens, the port the system chose included (``--port 0``)
+    host, port = listening.getsockname()[:2]
+    shown = f"[{host}]" if listening.family == socket.AF_INET6 else host
+    print(orjson.dumps({"listening": f"http://{shown}:{port}"}).decode(), file=sys.stderr,
+          flush=True)  # fmt: skip
     settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, re-raises Ctrl-C
