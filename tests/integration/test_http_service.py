@@ -216,6 +216,9 @@ def test_claims_profile_notes_and_signals(client: TestClient) -> None:
     client.post("/v1/observations", json=obs())
     claims = client.get("/v1/users/u1/claims/airline.preferred")  # the domain is inferred
     assert claims.json()["value"] == "airline:MU" and claims.json()["domain"] == "travel"
+    twice = client.get("/v1/users/u1/claims/seat.preference",
+                       params=[("context", "trip_type=business"), ("context", "trip_type=leisure")])
+    assert twice.status_code == 400 and "twice" in twice.json()["message"]  # fmt: skip
     profile = client.get("/v1/users/u1/profile", params={"domain": "travel", "budget": 200})
     assert "airline:MU" in profile.json()["text"] and profile.json()["budget"] == 200
     assert client.get("/v1/users/u1/profile").status_code == 400

@@ -144,6 +144,9 @@ def _context(items: list[str]) -> dict[str, str]:
         if not sep or not name:
             raise MemkgError(f"context must be NAME=VALUE, not {item[:40]!r}",
                              code="request.invalid")  # fmt: skip
+        if name in context:  # which one was meant? the last would be taken silently
+            raise MemkgError(f"context names {name[:40]!r} twice: give each field once",
+                             code="request.invalid")  # fmt: skip
         context[name] = value
     return context
 
