@@ -110,13 +110,18 @@ def _read_only_folder(db: Path) -> dict[str, Any]:
 
 
 def _cli(*argv: str) -> tuple[int, Any]:
+    """The command's exit code and its answer: what it printed last, on standard output, or
+    on standard error for ``mcp`` (whose standard output is the protocol's)."""
+    from contextlib import redirect_stderr
     from io import StringIO
 
     from memkg.cli import main as cli
 
-    out = StringIO()
-    code = cli(list(argv), out=out)
-    return code, json.loads(out.getvalue())
+    out, err = StringIO(), StringIO()
+    with redirect_stderr(err):
+        code = cli(list(argv), out=out)
+    said = out.getvalue() or err.getvalue()
+    return code, json.loads(said.strip().splitlines()[-1])
 
 
 def _read_only_keys(db: Path) -> dict[str, Any]:
