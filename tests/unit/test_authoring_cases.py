@@ -110,3 +110,20 @@ def test_startup_and_reload_refuse_questions_lint_refuses(tmp_path: Path) -> Non
     with pytest.raises(RulesRefused) as refused:
         Engine(config=config).intent.load()  # as on first use
     assert [f.code for f in refused.value.findings] == ["rule.unknown_key"]
+
+
+def test_reloading_a_roots_rules_keeps_every_other_domains_rules(tmp_path: Path) -> None:
+    """``reload_rules("<root>/rules")`` (the README's example): the root's domains take the
+    new rules, every other domain in force keeps its own (they were all dropped, and the
+    next travel decision refused: no rules for domain 'travel')."""
+    from memkg import Engine
+    from memkg.config import EngineConfig
+
+    root, _ = scaffold(tmp_path)
+    engine = Engine(config=EngineConfig(roots=(Path(root),), shacl=False))
+    before = sorted(engine.intent.rules.bundle.domains)
+    assert {"pets", "travel", "health"} <= set(before)
+    engine.reload_rules(Path(root, "rules"))
+    assert sorted(engine.intent.rules.bundle.domains) == before
+    made = engine.decide("u1", "travel", {})
+    assert made.result.status.value != "invalid_input", made.problems

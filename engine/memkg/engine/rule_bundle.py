@@ -239,9 +239,18 @@ class RuleBook:
 
     def load(self, path: RuleFolders | None = None) -> Rules:
         """The bundle of ``path`` (default: the roots' rule folders) and the files beside it,
-        refused on what ``rules lint`` finds there."""
-        folders = path or self.setup.layers.rule_dirs()
-        policy = folders / "policy.yaml" if isinstance(folders, Path) else None
+        refused on what ``rules lint`` finds there.
+
+        A ``rules/`` folder given as ``path`` holds new rules for the domains it declares; every
+        other domain keeps the rules in force (a root's folder reloaded alone would otherwise
+        leave every other root's domain without rules)."""
+        in_force = self.setup.layers.rule_dirs()
+        policy = path / "policy.yaml" if isinstance(path, Path) else None
+        folders: RuleFolders = in_force
+        if isinstance(path, Path):
+            folders = {**in_force, **rule_domains(path)}
+        elif path is not None:
+            folders = path
         beside = folder_findings(folders, self.setup, policy)
         return compile_rules(read_sources(folders), self.setup, beside)
 
