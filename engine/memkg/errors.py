@@ -75,10 +75,13 @@ class ConcurrencyConflict(MemkgError):
         self, stream: str, expected: int, actual: int, *, message: str | None = None,
         code: str | None = None,
     ) -> None:  # fmt: skip
-        default = (
-            f"stream {stream!r} is at version {actual}, not {expected}: "
+        why = (
             "another writer appended first; reload the user's memory and retry"
+            if expected < actual
+            else "no write has reached that version yet: send the version a read of the "
+            "user's memory returned (0 for a user with none)"
         )
+        default = f"stream {stream!r} is at version {actual}, not {expected}: {why}"
         super().__init__(message or default, code=code)
         self.stream = stream
         self.expected = expected

@@ -198,3 +198,17 @@ def test_expected_version_given_by_position_or_name_makes_a_write_conditional(
     with pytest.raises(ConcurrencyConflict):
         call(writer)
     assert (writer.conflicts.retried, writer.conflicts.surfaced) == (retried, retried)
+
+
+def test_a_version_ahead_of_the_stream_is_said_to_be_ahead(engine: Engine) -> None:
+    """A client that sends a version no write has reached is not told another writer came
+    first (retrying would never help): it is told to send a version a read returned."""
+    engine.ingest(obs(value="airline:MU"))
+    with pytest.raises(ConcurrencyConflict) as ahead:
+        engine.ingest(obs(value="airline:CA"), expected_version=7)
+    assert "no write has reached that version" in ahead.value.message
+    assert "another writer" not in ahead.value.message
+    engine.ingest(obs(value="airline:CA"))
+    with pytest.raises(ConcurrencyConflict) as behind:
+        engine.ingest(obs(value="airline:HO"), expected_version=1)
+    assert "another writer appended first" in behind.value.message
