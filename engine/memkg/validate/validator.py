@@ -137,6 +137,10 @@ def _rebased(problem: Problem) -> Problem:
     return problem.model_copy(update={"path": "$" + problem.path.removeprefix("$.value")})
 
 
+_UNKEPT = frozenset({"text.invalid_unicode", "text.nul"})
+"""Text no store can keep: what its problem says beats a type or pattern check's message."""
+
+
 def _envelope_text(
     envelope: Mapping[str, Any] | None, limits: Limits, found: Sequence[Problem] = ()
 ) -> list[Problem]:
@@ -370,8 +374,12 @@ class Validator:
                 obs = Observation.model_validate(dict(item))
             except ValidationError as exc:
                 refused = _envelope_problems(exc, Observation)
-                seen = {p.path for p in refused}  # e.g. an id's pattern: told once, by it
-                problems += [p for p in text if p.path not in seen] + refused
+                # text no store keeps is told once, by what is wrong with it (a lone surrogate
+                # at character N), not by the type or pattern check it also fails
+                kept = {p.path for p in text if p.code in _UNKEPT}
+                seen = {p.path for p in refused}  # else e.g. an id's pattern: told once, by it
+                problems += [p for p in text if p.path not in seen or p.code in _UNKEPT]
+                problems += [p for p in refused if p.path not in kept]
                 return problems + self._salvage(item, within_limits, problems), None
             problems += text
         if obs.source not in self.sources:

@@ -272,3 +272,17 @@ def test_a_long_name_of_the_wrong_form_is_shown_clipped_visibly() -> None:
         engine.ingest(obs(user_id="x" * 200))
     [problem] = refused.value.report.problems
     assert problem.message.startswith(repr("x" * 64) + "… (200 characters) is not an id")
+
+
+@pytest.mark.parametrize("field", ["user_id", "session_id", "context"])
+def test_a_lone_surrogate_in_the_envelope_is_told_where_it_is(engine: Engine, field: str) -> None:
+    """As in the value: text.invalid_unicode at its character, not a parser's 'unable to
+    parse raw data as a unicode string'."""
+    bad = "a\ud800b"
+    fields: dict[str, Any] = {"scope": "session", "session_id": "s1"}
+    fields[field] = {"trip_type": bad} if field == "context" else bad
+    with pytest.raises(ValidationFailed) as refused:
+        engine.ingest(obs(key="seat.preference", value="aisle", **fields))
+    [problem] = refused.value.report.problems
+    assert problem.code == "text.invalid_unicode" and "character 1" in problem.message
+    assert problem.path.startswith(f"$.{field}")
