@@ -200,8 +200,14 @@ def test_erasing_an_id_after_a_split_leaves_the_other_its_own_memory(
         joined = engine.decide(WEB, "travel", {})
         engine.split_users(WEB, PHONE, by="desk", reason="two people")
         own = engine.decide(WEB, "travel", {})
+        traced = engine.trace(joined.trace_id or "")
         receipt = engine.erase(PHONE)
         assert receipt.merged_ids == ()
+        # the receipt counts what went of the other id's: the decision and the trace it made
+        # while the two were one person (it read this id's memory)
+        assert receipt.removed["decisions"] == 1 and receipt.removed["traces"] >= 1
+        with pytest.raises(MemkgError):
+            engine.trace(traced.trace_id)
         assert engine.merges(WEB) == []
         assert set(_values(engine, WEB)) == {"airline.avoided", "cabin.class"}
         ids = {d.decision_id for d in engine.decision_log.for_user(WEB)}

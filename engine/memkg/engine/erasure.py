@@ -172,9 +172,12 @@ class Eraser:
             cached = tuple(c for before in self.before for c in before(reach))
             log, shared = self.decision_log, self._shared()
             apart = {one: 0 if shared else log.erase_user(one) for one in ids}
+            # what goes of the ids once linked (their decisions naming the person, and the
+            # traces and vectors of the views that read it), counted in the receipt too
+            linked_rows: dict[str, int] = {}
             if shared is None:
                 for party in sorted(linked):
-                    log.erase_citing(party, (), merged_ids=ids)
+                    apart[party] = log.erase_citing(party, (), merged_ids=ids)
             mine = [*([shared] if shared else []), *also, *cached]
             naming = [shared.citing((), ids)] if shared else []
             try:
@@ -186,7 +189,11 @@ class Eraser:
                     # vectors of views that read it too
                     for party, merge_ids in sorted(linked.items()):
                         beside = [*naming, *cached] if party in joined else naming
-                        self.store.purge_facts(party, sorted(merge_ids), companions=beside)
+                        purged = self.store.purge_facts(party, sorted(merge_ids),
+                                                        companions=beside)  # fmt: skip
+                        for companion, rows in zip(beside, purged.companions, strict=True):
+                            name = companion.tables[0]
+                            linked_rows[name] = linked_rows.get(name, 0) + rows
                     for user, events in then(receipts[0].erasure_id) if then is not None else ():
                         self.store.append(
                             user, events, expected_version=self.store.stream_version(user)
@@ -200,23 +207,27 @@ class Eraser:
                 for one in ids:  # whose check came before the commit (``Decider._logged``)
                     apart[one] += log.erase_user(one)
                 for party in sorted(linked):
-                    log.erase_citing(party, (), merged_ids=ids)
-            return self._receipt(ids, receipts, apart)
+                    apart[party] += log.erase_citing(party, (), merged_ids=ids)
+            return self._receipt(ids, receipts, apart, linked_rows)
 
     def _shared(self) -> SharedLog | None:
         """The decision log, when it lives in the store's database (it joins the erasure)."""
         return shared_log(self.store, self.decision_log)
 
     def _receipt(
-        self, ids: list[str], receipts: list[ErasureReceipt], apart: dict[str, int]
-    ) -> ErasureReceipt:
+        self, ids: list[str], receipts: list[ErasureReceipt], apart: dict[str, int],
+        linked: dict[str, int],
+    ) -> ErasureReceipt:  # fmt: skip
         """One receipt for the person: counts summed over their ids, decisions kept apart
-        included; with several ids, the digest covers each id's."""
+        and the rows of ids once linked (``linked``, by table) included; with several ids,
+        the digest covers each id's."""
         files = tuple(dict.fromkeys([*receipts[0].files, *map(str, self.decision_log.files())]))
         removed: dict[str, int] = {}
         for receipt in receipts:
             for name, count in receipt.removed.items():
                 removed[name] = removed.get(name, 0) + count
+        for name, count in linked.items():
+            removed[name] = removed.get(name, 0) + count
         removed["decisions"] = removed.get("decisions", 0) + sum(apart.values())
         digest = receipts[0].digest
         if len(ids) > 1:
