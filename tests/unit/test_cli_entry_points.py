@@ -3,6 +3,7 @@ range, a port that is taken, ``--pg-schema`` after the command, paths in ``init`
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shlex
@@ -19,9 +20,12 @@ PG_URL = "postgresql://memkg@127.0.0.1:1/memkg"
 
 
 def run(*argv: str) -> tuple[int, dict[str, object]]:
-    out = io.StringIO()
-    code = main(list(argv), out)
-    return code, json.loads(out.getvalue().splitlines()[-1])
+    """The exit code and the last JSON line said: on standard output, or on standard error for
+    ``mcp`` (whose standard output is the protocol's)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(list(argv), out)
+    return code, json.loads((out.getvalue() or err.getvalue()).splitlines()[-1])
 
 
 @pytest.fixture
@@ -72,6 +76,20 @@ def test_servers_without_the_service_extra(
     status, error = run("--db", str(tmp_path / "m.db"), *argv)
     assert (status, error["error"]) == (1, code)
     assert "whl[service]'" in str(error["message"])
+
+
+def test_the_mcp_module_without_the_service_extra_says_which_to_install() -> None:
+    """``python -m memkg.service.mcp`` (the README's other form of ``memkg mcp``) without the
+    ``mcp`` SDK: one JSON line on standard error, exit 1, no traceback."""
+    import subprocess
+
+    blocked = ("import runpy, sys; sys.modules['mcp'] = None; "
+               "runpy.run_module('memkg.service.mcp', run_name='__main__')")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", blocked, "--user", "li"], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    said = json.loads(done.stderr.strip().splitlines()[-1])
+    assert said["error"] == "mcp.unavailable" and "whl[service]'" in said["message"]
 
 
 def test_a_port_in_use_is_a_failure_naming_the_port(tmp_path: Path) -> None:

@@ -24,16 +24,11 @@ from memkg.clock import SystemClock
 from memkg.config import EngineConfig
 from memkg.errors import MemkgError, NotFound, StoreError
 from memkg.heap import settle
+from memkg.service import SERVICE_EXTRA
 from memkg.service.settings import BODY_TIMEOUT, HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
-
-
-SERVICE_EXTRA = (
-    "install memkg with its service extra, from the wheel or the checkout it came from: "
-    "pip install 'PATH/TO/memkg-VERSION-py3-none-any.whl[service]'"
-)
 
 
 def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:

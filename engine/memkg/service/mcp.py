@@ -27,11 +27,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+try:
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from starlette.concurrency import run_in_threadpool
+except ImportError as missing:  # ``python -m memkg.service.mcp`` without the service extra
+    if __name__ != "__main__":
+        raise
+    from memkg.service import SERVICE_EXTRA
+
+    print(json.dumps({"error": "mcp.unavailable", "message": f"python -m memkg.service.mcp "
+                      f"needs the service extra ({missing}): {SERVICE_EXTRA}"}),
+          file=sys.stderr)  # fmt: skip
+    raise SystemExit(1) from None
 from pydantic import BaseModel, Field, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from memkg import __version__
 from memkg.access import AccessRecord, ApiKey, Grant, Keyring, Principal
