@@ -310,5 +310,7 @@ def test_a_query_number_is_digits_and_an_audit_filter_is_not_empty(client: TestC
         assert answer.status_code == 400 and answer.json()["error"] == "request.invalid", limit
         assert "digits" in answer.json()["message"]
     assert client.get("/v1/users/u1/facts", params={"limit": "50"}).status_code == 200
+    long = client.get("/v1/users/u1/facts", params={"as_of": "9" * 20})  # digits, too many
+    assert long.status_code == 400 and "at most 19 digits" in long.json()["message"]
     empty = client.get("/v1/access/audit", params={"user": ""})
     assert empty.status_code == 400 and empty.json()["error"] == "request.invalid"

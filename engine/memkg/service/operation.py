@@ -179,6 +179,8 @@ def _is_int(annotation: Any) -> bool:
 
 _WHOLE = re.compile(r"-?[0-9]{1,19}")
 """A whole number in a query, as written: digits (Python would also read "5_0" and " 5")."""
+_DIGITS = re.compile(r"-?[0-9]+")
+"""Digits, however many: a whole number too long to be one a query may give."""
 
 
 def parse_query(model: type[Query] | None, items: list[tuple[str, str]]) -> Any:
@@ -190,8 +192,10 @@ def parse_query(model: type[Query] | None, items: list[tuple[str, str]]) -> Any:
             raise MemkgError(f"unknown query parameter {name[:40]!r} (allowed: {allowed})",
                              code="request.invalid")  # fmt: skip
         if _is_int(fields[name].annotation) and not _WHOLE.fullmatch(value):
-            raise MemkgError(f"query parameter {name!r} is a whole number in digits, not "
-                             f"{value[:40]!r}", code="request.invalid")  # fmt: skip
+            why = (f"is at most 19 digits long (it bounds a 64-bit number), not {len(value)}"
+                   if _DIGITS.fullmatch(value) else
+                   f"is a whole number in digits, not {value[:40]!r}")  # fmt: skip
+            raise MemkgError(f"query parameter {name!r} {why}", code="request.invalid")
         if _is_list(fields[name].annotation):
             data.setdefault(name, []).append(value)
         elif name in data:
