@@ -426,3 +426,27 @@ def test_recall_over_http_serves_one_domain_a_key_may_read_and_is_audited(
     assert sorted(audited, key=str) == sorted([("recall", "u1", "travel", 200),
                                                ("recall", "u1", "health", 403),
                                                ("recall", "u1", "travel", 403)], key=str)
+
+
+def test_a_users_notes_are_listed_within_the_keys_domains_page_by_page(engine: Engine) -> None:
+    """The free-text notes memory holds (what the profile and recall serve), listed as facts
+    are: by the domains the key may read, a page at a time; the inspector's export reads them."""
+    consent = {"consent_granted": True, "consent_version": "v1"}
+    saved = [engine.save_memory_note("mei", domain, text, "global", provenance=consent)
+             for domain, text in (("travel", "Prefers trains to flights"),
+                                  ("travel", "Travels with a bicycle"),
+                                  ("health", "Uses an inhaler before running"))]  # fmt: skip
+    assert all(n.saved for n in saved)
+    app, keyring = keyed_app(engine)
+    with client(app, token(keyring)) as admin, \
+            client(app, token(keyring, ["read"], ["travel"])) as travel:  # fmt: skip
+        every = admin.get("/v1/users/mei/notes").json()
+        assert [n["domain"] for n in every["notes"]] == ["health", "travel", "travel"]
+        assert every["next"] is None and every["user_id"] == "mei"
+        mine = travel.get("/v1/users/mei/notes").json()["notes"]
+        assert {n["text"] for n in mine} == {"Prefers trains to flights", "Travels with a bicycle"}
+        assert travel.get("/v1/users/mei/notes", params={"domain": "health"}).status_code == 403
+        first = admin.get("/v1/users/mei/notes", params={"limit": 2}).json()
+        rest = admin.get("/v1/users/mei/notes", params={"after": first["next"]}).json()
+        assert [n["id"] for n in first["notes"] + rest["notes"]] == [
+            n["id"] for n in every["notes"]]  # fmt: skip

@@ -202,7 +202,9 @@ def test_a_reviewer_reads_settles_retracts_and_erases_with_the_keyboard(
     [gone] = [f for f in engine.history("mei", "diet.restrictions", "health")]
     assert gone.status.value == "retracted"
 
-    # rights: export, then erase with a typed confirmation and read the receipt
+    # rights: export (facts, notes, decisions), then erase with a typed confirmation and read
+    # the receipt
+    assert engine.save_memory_note("mei", "travel", "Prefers trains to flights", "global").saved
     go(page, "rights", "Rights of mei")
     tab_to(page, view.locator("button[data-action=export]"))
     with page.expect_download() as download:
@@ -210,6 +212,7 @@ def test_a_reviewer_reads_settles_retracts_and_erases_with_the_keyboard(
     exported = json.loads(Path(download.value.path()).read_text())
     assert {f["key"] for f in exported["exported_facts"]} >= {"child.age", "diet.restrictions"}
     assert len(exported["decisions"]) == 2
+    assert [n["text"] for n in exported["notes"]] == ["Prefers trains to flights"]
     tab_to(page, view.locator("#erase-confirm"))
     page.keyboard.type("me")  # a wrong confirmation erases nothing
     page.keyboard.press("Enter")

@@ -16,6 +16,7 @@ import orjson
 
 from memkg.arbitration import Review
 from memkg.errors import InvalidOperation
+from memkg.lifecycle.notes import Note
 from memkg.model.fact import Fact
 
 MAX_CURSOR = 2048
@@ -70,6 +71,12 @@ def _invalid(cursor: str) -> InvalidOperation:
 def fact_order(fact: Fact) -> tuple[str, str, str]:
     """Where a fact stands in a listing of current facts (``UserMemory.current``)."""
     return (fact.domain, fact.key, fact.id)
+
+
+def note_order(note: Note) -> tuple[str, str]:
+    """Where a free-text note stands in a listing of the user's notes: by domain, then as
+    written (its id follows the clock)."""
+    return (note.domain, note.id)
 
 
 def version_order(fact: Fact) -> tuple[int, str]:

@@ -35,7 +35,14 @@ from memkg.model.trace import Trace
 from memkg.service import schemas as s
 from memkg.service.gate import Gate, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
-from memkg.service.paging import MAX_CURSOR, fact_order, page, review_order, version_order
+from memkg.service.paging import (
+    MAX_CURSOR,
+    fact_order,
+    note_order,
+    page,
+    review_order,
+    version_order,
+)
 from memkg.service.request import Body
 from memkg.trace.store import not_found as no_trace
 
@@ -186,6 +193,8 @@ class Routes:
                READ, query=FactsQuery, response=s.FactsOut),
             op("GET", f"{user}/history/{{key}}", "history", "Every version of a key",
                self.history, READ, query=PageQuery, response=s.HistoryOut),
+            op("GET", f"{user}/notes", "notes", "The user's live free-text notes",
+               self.notes, READ, query=PageQuery, response=s.NotesOut),
             op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
                self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
                response=s.EventOut, errors=(404, 409)),
@@ -365,6 +374,15 @@ class Routes:
         found = [f for f in found if visible is None or f.domain in visible]
         shown, more = page(found, call.query.limit, call.query.after, version_order)
         return _json({"user_id": user, "key": key, "history": _dump_all(shown), "next": more})
+
+    async def notes(self, call: Call) -> Response:
+        user, query = call.path["user"], call.query
+        visible = await self._scoped_read(call, query.domain, user)
+        found = await self._run(self.engine.notes, user, query.domain)
+        found = sorted((n for n in found if visible is None or n.domain in visible),
+                       key=note_order)  # fmt: skip
+        shown, more = page(found, query.limit, query.after, note_order)
+        return _json({"user_id": user, "notes": _dump_all(shown), "next": more})
 
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
         user, fact_id = call.path["user"], call.path["fact_id"]

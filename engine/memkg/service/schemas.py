@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
+from memkg.lifecycle.notes import Note
 from memkg.model.fact import DOMAIN_PATTERN, Fact, Observation, Provenance
 from memkg.model.identity import Merge
 from memkg.service.settings import MAX_BATCH
@@ -58,6 +59,14 @@ class BatchOut(_Out):
 
 Observations = Observation | Annotated[list[Observation], Field(max_length=MAX_BATCH)]
 """One observation, or a list of up to ``ServiceSettings.max_batch`` (by default 1,000)."""
+
+
+class NotesOut(_Out):
+    user_id: str
+    notes: list[Note]
+    """The user's live free-text notes (``save_memory_note``, consolidation), by domain."""
+    next: str | None = None
+    """More notes follow: send this cursor as ``after`` for the next page."""
 
 
 class FactsOut(_Out):

@@ -232,18 +232,21 @@ async function exportJson(user) {
     if (h.ok) history.push(...h.data.history);
     else if (h.status !== 403) { out.textContent = refused(h); say(out.textContent); return; }
   }
+  // the free-text notes memory holds (what the profile and recall serve)
+  const notes = await everyPage("/v1/users/" + enc(user) + "/notes", "notes");
+  if (!notes.ok) { out.textContent = refused(notes); say(out.textContent); return; }
   const decisions = await everyDecision(user);
   if (!decisions.ok) { out.textContent = refused(decisions); say(out.textContent); return; }
   const doc = {user_id: user, exported_facts: history.length ? history : facts.data.facts,
-               current_facts: facts.data.facts,
+               current_facts: facts.data.facts, notes: notes.data.notes,
                decisions: decisions.data.decisions};
   const blob = new Blob([JSON.stringify(doc, null, 2)], {type: "application/json"});
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
   link.download = "memkg-" + user + ".json";
   link.textContent = "Download the export again";
-  out.textContent = "Exported " + doc.exported_facts.length + " facts and " +
-    doc.decisions.length + " decisions. ";
+  out.textContent = "Exported " + doc.exported_facts.length + " facts, " + doc.notes.length +
+    " notes and " + doc.decisions.length + " decisions. ";
   out.append(link);
   link.click();
   say(out.textContent);
