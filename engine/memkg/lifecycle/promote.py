@@ -37,6 +37,21 @@ from memkg.lifecycle.ports import MemoryPort, Stored
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope
 from memkg.model.source import CONFIRMED_BUILTIN
 
+_NOT_PROMOTED = {
+    Kind.STATE: "a state: it holds for a while, never for good",
+    Kind.PATTERN: "a pattern: derived from behaviour, not promoted",
+}
+"""Why a session fact of a kind never promoted stays in the session."""
+
+
+def _held_why(fact: Fact) -> str:
+    """Why a session fact of a kind or status never promoted stays in the session."""
+    if fact.status is FactStatus.PENDING_CONFIRMATION:
+        return "awaiting the user's confirmation"
+    if fact.status is not FactStatus.ACTIVE:
+        return f"{fact.status.value}: not promoted"
+    return _NOT_PROMOTED.get(fact.kind, f"a {fact.kind.value}: not promoted")
+
 
 def canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
@@ -191,6 +206,7 @@ def promote_at(
         if (fact.session_id, fact.scope) != (session_id, Scope.SESSION):
             continue
         if fact.kind not in (Kind.PREFERENCE, Kind.FACT) or fact.status is not FactStatus.ACTIVE:
+            held_back.append((fact.id, _held_why(fact)))
             continue
         history = port.history(user_id, fact.key, domain)
         why = lasting(fact, history)

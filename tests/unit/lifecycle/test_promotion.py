@@ -110,3 +110,19 @@ def test_a_promotion_left_pending_by_an_interrupted_run_is_confirmed_by_the_next
     assert promoted.duplicate and promoted.fact_id == left.id
     [stored] = [f for f in engine.facts("u1", "travel") if f.id == left.id]
     assert stored.status.value == "active"
+
+
+def test_every_session_fact_left_in_the_session_is_listed_with_why(engine: Engine) -> None:
+    """A state and a fact awaiting confirmation stay in the session too: the report's
+    held_back lists them with the reason, as it lists what was said once."""
+    in_session = {"user_id": "u1", "domain": "travel", "scope": "session", "session_id": "s1"}
+    state = engine.ingest({**in_session, "key": "travel.companions", "value": 2,
+                           "source": "dialogue"})  # fmt: skip
+    pending = engine.ingest({**in_session, "key": "location.city", "value": "city:shanghai",
+                             "source": "dialogue"})  # fmt: skip
+    assert pending.status.value == "pending_confirmation"
+    report = _consolidate(engine)
+    assert dict(report.held_back) == {
+        state.fact_id: "a state: it holds for a while, never for good",
+        pending.fact_id: "awaiting the user's confirmation",
+    }
