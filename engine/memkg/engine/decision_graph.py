@@ -210,11 +210,17 @@ def fixture_graph(
 
 
 def verdicts(
-    resolutions: Sequence[Resolution], reviewed: Sequence[Fact] = ()
-) -> dict[str, KeyVerdict]:
+    resolutions: Sequence[Resolution], reviewed: Sequence[Fact] = (),
+    freeze_above: float | None = None,
+) -> dict[str, KeyVerdict]:  # fmt: skip
     """Key → what arbitration said: frozen, the claims that lost, the claims that hold (and
     the value a review settled the key on, ``reviewed_facts``, which no stored claim may
     carry).
+
+    A key adopted provisionally over a conflict stronger than ``freeze_above`` (the domain's
+    freeze band) holds the decision back as a frozen one does: only a session's or a turn's
+    claims are read so (the user is there to be asked, so nothing is queued for a reviewer),
+    and no action is built on a conflict that strong; the detail says what to ask.
 
     One resolution per key (the request's slot). Facts of the key that took no part in it
     (a turn or session claim outside its turn or session, another context slot) are held to
@@ -225,17 +231,31 @@ def verdicts(
     for r in resolutions:
         lost = {c.fact_id: c.reason for c in r.claims if c.standing is Standing.LOST}
         frozen = r.outcome is Outcome.FROZEN
+        detail = r.reason
+        if _ask_first(r, freeze_above):
+            frozen = True
+            asked = f": ask the user: {r.question.text}" if r.question is not None else ""
+            detail = (f"conflicting claims of this session, strength {r.strength} (above "
+                      f"{freeze_above}){asked}")  # fmt: skip
         held = frozenset(c.fact_id for c in r.claims if c.standing is Standing.WON)
         if r.key in settled and not held:  # a value no claim that won carries
             held = frozenset({settled[r.key]})
         found[r.key] = KeyVerdict(
             frozen=frozen,
             lost=lost,
-            detail=r.reason if frozen else "",
+            detail=detail if frozen else "",
             held=frozenset() if frozen else held,
             scope=_scope(r),
         )
     return found
+
+
+def _ask_first(r: Resolution, freeze_above: float | None) -> bool:
+    """Adopted provisionally over a conflict above the freeze band (a session's or a turn's
+    claims): a decision asks before it acts on it."""
+    return (freeze_above is not None and r.outcome is Outcome.PROVISIONAL
+            and r.question is not None and r.question.purpose == "conflict"
+            and r.strength > freeze_above)  # fmt: skip
 
 
 def _scope(r: Resolution) -> str:

@@ -82,10 +82,17 @@ def record_decision(
         else:
             result = Result(status=DecisionStatus.NO_MATCH)
         if inp.frozen_keys and result.status is not DecisionStatus.HIT_POLICY_VIOLATION:
+            # a key held back to ask first (a session's strong conflict) waits for the user,
+            # not a reviewer: its memory node is provisional and carries the question
+            asking = {m.key: m.question for m in memory
+                      if m.outcome == "provisional" and m.question}  # fmt: skip
             problems = [
                 *problems,
                 *(
-                    f"{k} is frozen until a reviewer settles conflicting claims"
+                    f"{k} holds strongly conflicting claims of this session: ask the user "
+                    f"first ({asking[k]})"
+                    if k in asking
+                    else f"{k} is frozen until a reviewer settles conflicting claims"
                     for k in inp.frozen_keys
                 ),
             ]

@@ -294,8 +294,10 @@ class Decider:
         walked = entity if plan.paths else frozenset()
         shown = read_keys | zone | walked
         reviewed = reviewed_facts(resolutions, reviews, registry.spec)
+        bands = self.setup.reader.policy.for_domain(table.domain).bands
         inp = build_input(table, user_id, [*facts, *reviewed], context, now, view, keys=keys,
-                          verdicts=verdicts(resolutions, reviewed), wanted=plan.paths,
+                          verdicts=verdicts(resolutions, reviewed, bands.freeze_above),
+                          wanted=plan.paths,
                           reuse=rules.evaluator.reuse, owner=graph.memory,
                           read_keys=read_keys, held_back=read_keys | walked)  # fmt: skip
         return inp, memory_nodes([r for r in resolutions if r.key in shown])

@@ -30,12 +30,12 @@ def test_decide_refuses_user_ids_ingest_refuses(engine: Engine, user_id: str, co
 
 
 def test_a_nul_in_a_user_id_is_refused_by_both(engine: Engine) -> None:
-    """As a lone surrogate is: the pattern refuses it in a write, the text check (which runs
-    first on every argument) in a decision; nothing is stored or logged."""
+    """As a lone surrogate is: by what is wrong with it (text.nul, at its character), in a
+    write as in a decision; nothing is stored or logged."""
     with pytest.raises(ValidationFailed) as ingest_refused:
         engine.ingest({"user_id": "a\x00b", "domain": "travel", "key": "seat.preference",
                        "value": "aisle", "source": "dialogue"})  # fmt: skip
-    assert ingest_refused.value.report.codes == ["envelope.pattern"]
+    assert ingest_refused.value.report.codes == ["text.nul"]
     with pytest.raises(InvalidOperation) as refused:
         engine.decide("a\x00b", "travel", {"trip_type": "leisure"})
     assert refused.value.code == "text.nul"
