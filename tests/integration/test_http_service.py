@@ -216,6 +216,8 @@ def test_claims_profile_notes_and_signals(client: TestClient) -> None:
     client.post("/v1/observations", json=obs())
     claims = client.get("/v1/users/u1/claims/airline.preferred")  # the domain is inferred
     assert claims.json()["value"] == "airline:MU" and claims.json()["domain"] == "travel"
+    shared = client.get("/v1/users/u1/claims/contact.preference")  # three domains declare it
+    assert shared.status_code == 400 and "?domain=NAME" in shared.json()["message"]
     twice = client.get("/v1/users/u1/claims/seat.preference",
                        params=[("context", "trip_type=business"), ("context", "trip_type=leisure")])
     assert twice.status_code == 400 and "twice" in twice.json()["message"]  # fmt: skip

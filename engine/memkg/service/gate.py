@@ -59,9 +59,10 @@ class Gate:
             return []
         return sorted({n for n in named if n is not None and store.was_erased(n, before)})
 
-    def domain_of(self, key: str, domain: str | None) -> str:
-        """``domain``, or the one domain that declares ``key``."""
-        return domain or self.engine.registry.domain_of(key, "the domain")
+    def domain_of(self, key: str, domain: str | None, ask: str = "the domain") -> str:
+        """``domain``, or the one domain that declares ``key`` (else a usage error asking for
+        ``ask``: how the caller gives the domain)."""
+        return domain or self.engine.registry.domain_of(key, ask)
 
 
 def refusal(code: str, message: str, what: str = "request") -> ValidationFailed:

@@ -477,7 +477,7 @@ class MemoryTools:
         """The competing claims for a key, which one holds and why; a question when it is open."""
 
         def resolve() -> Resolution:
-            found = self.gate(self.gate.domain_of, key, domain)
+            found = self.gate(self.gate.domain_of, key, domain, "the domain argument")
             subject = self._allow(ctx, ApiScope.READ, found)
             return self.gate(self.engine.resolve, subject.user_id, found, key,
                              session_id=session_id, turn=turn, context=context)  # fmt: skip

@@ -488,7 +488,8 @@ class Routes:
         domain = query.domain
         if domain is None:
             call.allow(READ, None, user)
-            domain = await self._run(self.gate.domain_of, key, None)
+            domain = await self._run(self.gate.domain_of, key, None,
+                                     "the domain as ?domain=NAME")  # fmt: skip
         call.allow(READ, domain, user)
         resolution = await self._run(
             self.engine.resolve, user, domain, key, session_id=query.session, turn=query.turn,
@@ -603,7 +604,8 @@ class Routes:
         if body.domain is not None:
             call.allow(WRITE, body.domain, user)
         call.allow(WRITE, None, user)
-        domain = await self._run(self.gate.domain_of, body.key, body.domain)
+        domain = await self._run(self.gate.domain_of, body.key, body.domain,
+                                 "the domain in the body's domain field")  # fmt: skip
         call.allow(WRITE, domain, user)
         event = await self._run(self.engine.signal, user, domain, body.key, body.value,
                                 body.kind, session_id=body.session_id)  # fmt: skip
