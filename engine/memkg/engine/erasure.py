@@ -11,13 +11,12 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from memkg.access.keyring import USER_ID_RULE, is_user_id
 from memkg.clock import Clock
 from memkg.decisions.log import DecisionLog
 from memkg.engine.identity import erasure_reach, links_in, person_ids
 from memkg.engine.projections import Projections
 from memkg.engine.setup import check_args
-from memkg.errors import InvalidOperation, StoreError
+from memkg.errors import StoreError
 from memkg.events.store import Companion, EventStore, beside
 from memkg.events.stored import forget_shared
 from memkg.lifecycle.erasure import ErasureReceipt, audit_reach, erase_audit_id, erase_subject
@@ -144,14 +143,6 @@ class Eraser:
         same transaction (the memory switch's).
         """
         check_args(user_id=user_id)
-        if not is_user_id(user_id) and self.store.stream_version(user_id) == 0:
-            # no write accepts it, so memory holds nothing of it: a receipt would let the
-            # caller believe a person was erased (an id with a trailing space, a line break)
-            raise InvalidOperation(
-                f"{user_id[:40]!r}{'...' if len(user_id) > 40 else ''} is not a user id: "
-                f"{USER_ID_RULE}; no write accepts it, so memkg holds nothing of it to erase: "
-                "check the id (nothing was erased or recorded)", code="erase.user_invalid",
-            )  # fmt: skip
         with access_beside(self.store, also) as found:
             return self._erase(user_id, (*also, *found), then)
 
