@@ -114,16 +114,22 @@ def test_startup_and_reload_refuse_questions_lint_refuses(tmp_path: Path) -> Non
 
 def test_reloading_a_roots_rules_keeps_every_other_domains_rules(tmp_path: Path) -> None:
     """``reload_rules("<root>/rules")`` (the README's example): the root's domains take the
-    new rules, every other domain in force keeps its own (they were all dropped, and the
-    next travel decision refused: no rules for domain 'travel')."""
+    new rules, every other domain keeps the rules in force, not what its files on disk say
+    now (another root's edit, not reloaded, stays out); ``rules_diff`` with the same folder
+    compares just that (every other domain was dropped, and its next decision refused)."""
     from memkg import Engine
     from memkg.config import EngineConfig
 
     root, _ = scaffold(tmp_path)
-    engine = Engine(config=EngineConfig(roots=(Path(root),), shacl=False))
-    before = sorted(engine.intent.rules.bundle.domains)
-    assert {"pets", "travel", "health"} <= set(before)
+    other = str(tmp_path / "other")
+    assert cli("init", other, "--domain", "garden")[0] == 0
+    engine = Engine(config=EngineConfig(roots=(Path(root), Path(other)), shacl=False))
+    sources = dict(engine.intent.rules.bundle.sources)
+    assert {"pets", "garden", "travel", "health"} <= {r.split("/")[0] for r in sources}
+    edited = next(Path(other, "rules", "garden").glob("*.yaml"))
+    edited.write_text(edited.read_text() + "\n# edited on disk, not reloaded\n")
+    assert engine.rules_diff(None, Path(root, "rules"), replay=5).verdict == "PASS"
     engine.reload_rules(Path(root, "rules"))
-    assert sorted(engine.intent.rules.bundle.domains) == before
+    assert engine.intent.rules.bundle.sources == sources  # garden's as in force, not as edited
     made = engine.decide("u1", "travel", {})
     assert made.result.status.value != "invalid_input", made.problems

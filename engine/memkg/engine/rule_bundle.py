@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -145,6 +145,16 @@ def ontology_findings(ontology: Ontology) -> list[Finding]:
     return found
 
 
+def beside_in_force(sources: Mapping[str, str], in_force: Rules) -> dict[str, str]:
+    """A rules folder's files (``domain/name.yaml`` → text) with the files in force of every
+    domain the folder does not declare: a folder holds new rules for its own domains, and the
+    others keep the rules in force, not what their files on disk say now."""
+    mine = {rel.split("/", 1)[0] for rel in sources}
+    kept = {rel: text for rel, text in in_force.bundle.sources.items()
+            if rel.split("/", 1)[0] not in mine}  # fmt: skip
+    return {**kept, **sources}
+
+
 def folder_findings(
     folders: RuleFolders, setup: BundleSetup, policy: Path | None = None
 ) -> list[Finding]:
@@ -242,17 +252,14 @@ class RuleBook:
         refused on what ``rules lint`` finds there.
 
         A ``rules/`` folder given as ``path`` holds new rules for the domains it declares; every
-        other domain keeps the rules in force (a root's folder reloaded alone would otherwise
-        leave every other root's domain without rules)."""
-        in_force = self.setup.layers.rule_dirs()
-        policy = path / "policy.yaml" if isinstance(path, Path) else None
-        folders: RuleFolders = in_force
-        if isinstance(path, Path):
-            folders = {**in_force, **rule_domains(path)}
-        elif path is not None:
-            folders = path
+        other domain keeps the rules in force (``beside_in_force``)."""
+        folders = path or self.setup.layers.rule_dirs()
+        policy = folders / "policy.yaml" if isinstance(folders, Path) else None
         beside = folder_findings(folders, self.setup, policy)
-        return compile_rules(read_sources(folders), self.setup, beside)
+        sources = read_sources(folders)
+        if isinstance(path, Path):
+            sources = beside_in_force(sources, self.rules)
+        return compile_rules(sources, self.setup, beside)
 
     def swap(self, rules: Rules) -> None:
         self.log.save_bundle(rules.digest, rules.bundle.sources)

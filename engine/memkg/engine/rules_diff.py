@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from memkg.access.keyring import check_user_id
 from memkg.engine.replay import graph_as_of
-from memkg.engine.rule_bundle import Rules, RulesRefused, compile_rules
+from memkg.engine.rule_bundle import Rules, RulesRefused, beside_in_force, compile_rules
 from memkg.engine.setup import check_args, check_count
 from memkg.errors import ConfigError, InvalidOperation, MemkgError
 from memkg.graph.projection import UserGraph
@@ -119,6 +119,8 @@ def _load(
         if isinstance(folders, Path) and not folders.is_dir():
             raise ConfigError(f"{folders}: no such rules folder", code="rules.missing")
     sources = read_sources(folders)
+    if sources and isinstance(folders, Path):  # its domains' new rules, the others' in force
+        sources = beside_in_force(sources, decider.rules)
     if not sources:
         raise ConfigError(
             f"no rule files found in {label}: a rules folder holds <domain>/{DOMAIN_FILE} and "
