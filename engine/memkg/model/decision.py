@@ -129,14 +129,16 @@ class Result(BaseModel):
     default_used: bool = False
 
 
-RECORDER = 3
+RECORDER = 4
 """How a decision is recorded: what its explanation shows and what it cites (``left_out``,
 ``read``). Raised by every memkg change that records the same decision differently; a replay
 of a record an earlier recorder made reports those parts' differences as revisions that
 moved (``ReplayReport.revisions_changed``), its outcome still compared exactly. 1 (absent
 from the record): before the time zone was arbitrated and object values read in key order;
 2: before claims of other sessions were left out of a decision's record (they were listed as
-``out_of_scope``)."""
+``out_of_scope``); 3: before a review settled on a value a stored claim carries stopped
+listing the review's own value as ``out_of_scope``, and a session's strong conflict was
+listed as what held the decision back (``frozen``)."""
 
 
 class Revisions(BaseModel):
