@@ -254,21 +254,40 @@ _LOOKALIKES = str.maketrans(
 """Cyrillic, Greek and Latin letters that look like plain Latin ones (a script g, a dotless i,
 small capitals), as the Latin letter: what a screen reads so that "Sуstem:" (a Cyrillic у)
 is the word it shows as."""
-_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
-"""The combining diacritical marks (accents, dots, strokes over or under a letter); not the
-kana voicing marks, which make other letters."""
+_LINE_BREAK = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""Every other way text breaks a line, read as a line feed by the screens."""
+_MARK_CATEGORIES = frozenset({"Mn", "Me"})
+
+
+def _bare(text: str) -> str:
+    """``text`` (decomposed) without the combining marks over or under a Latin letter (an
+    accent, a dot, a Cyrillic or Hebrew mark set on it): a reader sees the letter. The marks
+    of other letters stay (a kana's voicing mark makes another kana)."""
+    kept: list[str] = []
+    latin = False
+    for char in text:
+        if unicodedata.category(char) in _MARK_CATEGORIES:
+            if latin:
+                continue
+        else:
+            latin = char.isalpha() and (char.isascii() or "LATIN" in unicodedata.name(char, ""))
+        kept.append(char)
+    return "".join(kept)
+
+
 _SPACED = re.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b")
 
 
 def as_seen(text: str) -> str:
-    """``normalise``d text as a reader takes it in: letters without the marks over or under
-    them ("iġnore" as "ignore"), look-alike letters as the Latin letter they look like, and a
-    word spelt letter by letter ("S y s t e m") as the word. For screens to read
-    (``_INSTRUCTION``, a note's directives), never to store."""
+    """``normalise``d text as a reader takes it in: every line break a line feed, Latin
+    letters without the marks over or under them ("iġnore" as "ignore"), look-alike letters
+    as the Latin letter they look like, and a word spelt letter by letter ("S y s t e m") as
+    the word. For screens to read (``_INSTRUCTION``, a note's directives), never to store."""
     seen = normalise(text)
     if not seen.isascii():
-        bare = _MARKS.sub("", unicodedata.normalize("NFD", seen))
+        bare = _bare(unicodedata.normalize("NFD", seen))
         seen = unicodedata.normalize("NFC", bare).translate(_LOOKALIKES)
+    seen = _LINE_BREAK.sub("\n", seen)
     return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), seen)
 
 
