@@ -119,8 +119,12 @@ def test_a_grant_whose_purpose_or_scopes_could_not_serve_is_refused(engine: Engi
     with pytest.raises(MemkgError) as refused:  # the library and the CLI alike
         keyring.grant(target, "health", "x" * 201, datetime(2030, 1, 1, tzinfo=UTC))
     assert refused.value.code == "access.purpose_invalid"
-    made = admin.post("/v1/access/grants", json={**grant, "purpose": "Triage für Notfälle"})
-    assert made.status_code in (200, 201), made.text
+    zero_width = admin.post("/v1/access/grants", json={**grant, "purpose": "tri\u200bage"})
+    assert "zero width space (U+200B) at character 3" in zero_width.json()["message"]
+    for purpose in ("Triage für Notfälle", "救急\u3000トリアージ", "Triage\u00a0: urgences",
+                    "Suivi\u202f: rendez-vous"):  # spaces of any width are seen  # fmt: skip
+        made = admin.post("/v1/access/grants", json={**grant, "purpose": purpose})
+        assert made.status_code in (200, 201), made.text
 
 
 def run(db: Path, *argv: str) -> tuple[int, dict[str, object]]:

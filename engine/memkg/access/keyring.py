@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
@@ -92,6 +93,18 @@ def scopes_of(names: Iterable[str]) -> tuple[ApiScope, ...]:
     return tuple(s for s in ApiScope if s in given)
 
 
+def _hidden(text: str) -> str | None:
+    """The first character of ``text`` that is a control, format (invisible) or line
+    separator character, named with its place; None when a reader sees every one (spaces of
+    any width are seen)."""
+    for at, char in enumerate(text):
+        if unicodedata.category(char) in _UNSEEN:
+            name = unicodedata.name(char, "a control character").lower()
+            return f"{name} (U+{ord(char):04X}) at character {at}"
+    return None
+
+
+_UNSEEN = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 PURPOSE_MAX = 200
 """The longest purpose a grant may give: the audit records of its uses keep it whole."""
 _WHOLE_SCOPES = frozenset({ApiScope.ADMIN, ApiScope.ERASE})
@@ -182,14 +195,17 @@ class Keyring:
             raise NotFound(f"no API key {key_id!r}", code="access.key_not_found")
         if not purpose.strip():
             raise MemkgError("a grant needs its purpose", code="access.purpose_missing")
-        if len(purpose) > PURPOSE_MAX or not purpose.isprintable():
+        hidden = _hidden(purpose)
+        if len(purpose) > PURPOSE_MAX or hidden is not None:
+            what = (f"it holds {hidden}" if hidden is not None
+                    else f"{len(purpose):,} characters were given")  # fmt: skip
             raise MemkgError(
                 f"a grant's purpose is one line of at most {PURPOSE_MAX} characters, none of "
                 "them a control or invisible character (a line break, a tab, a NUL, a "
-                "zero-width space, a direction mark): it is written into the audit record of "
-                f"every use of the grant, and shown as written ({len(purpose):,} characters "
-                "given)", code="access.purpose_invalid",
-            )  # fmt: skip
+                "zero-width space, a direction mark), as it is written into the audit record "
+                f"of every use of the grant and shown as written: {what}",
+                code="access.purpose_invalid",
+            )
         unusable = sorted(s.value for s in scopes_of(scopes) if s in _WHOLE_SCOPES)
         if unusable:
             raise MemkgError(
