@@ -216,6 +216,9 @@ def test_claims_profile_notes_and_signals(client: TestClient) -> None:
     client.post("/v1/observations", json=obs())
     claims = client.get("/v1/users/u1/claims/airline.preferred")  # the domain is inferred
     assert claims.json()["value"] == "airline:MU" and claims.json()["domain"] == "travel"
+    for k in (True, 2.0, "3"):  # a count is a number, as over MCP: none of these
+        lax = client.post("/v1/users/u1/recall", json={"query": "seat", "domain": "travel", "k": k})
+        assert lax.status_code in (400, 422), (k, lax.text)
     shared = client.get("/v1/users/u1/claims/contact.preference")  # three domains declare it
     assert shared.status_code == 400 and "?domain=NAME" in shared.json()["message"]
     twice = client.get("/v1/users/u1/claims/seat.preference",

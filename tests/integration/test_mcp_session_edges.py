@@ -192,7 +192,8 @@ def test_an_argument_of_the_wrong_type_is_refused_not_converted(engine: Engine) 
         for tool, arguments in (("recall_facts", {"limit": True}),
                                 ("remember", {**{k: v for k, v in obs().items() if k != "user_id"},
                                               "confidence": True}),
-                                ("recall", {"query": "seat", "k": 2.5})):  # fmt: skip
+                                ("recall", {"query": "seat", "domain": "travel",
+                                            "k": True})):  # fmt: skip
             refused = await server.call_tool(tool, arguments)
             assert refused.is_error and answer(refused)["error"] == "tool.arguments", arguments
 

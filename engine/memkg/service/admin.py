@@ -36,12 +36,13 @@ class DryRunBody(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     plan: str = Field(pattern=_PLAN.pattern, description="DOMAIN/NAME: a plan file "
                       "schemas/DOMAIN/migrations/NAME.yaml under the configured roots")  # fmt: skip
-    decisions: int = Field(20, ge=0, le=200)
+    decisions: int = Field(20, ge=0, le=200, strict=True)
 
 
 class RulesDiffBody(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    replay: int = Field(20, ge=0, le=1000, description="the last N logged decisions to re-make")
+    replay: int = Field(20, ge=0, le=1000, strict=True,
+                        description="the last N logged decisions to re-make")  # fmt: skip
     user: str | None = Field(None, description="only this user's last N decisions")
     allow: list[str] = Field(
         default_factory=list,

@@ -215,7 +215,7 @@ class RecallBody(_In):
 
     query: str = Field(min_length=1, max_length=2_000, description="what the agent looks for")
     domain: Domain
-    k: int = Field(5, ge=0, le=100, description="how many memories to inject (5)")
+    k: int = Field(5, ge=0, le=100, strict=True, description="how many memories to inject (5)")
     session_id: str | None = Field(None, min_length=1, max_length=128)
 
 
