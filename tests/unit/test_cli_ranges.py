@@ -62,3 +62,14 @@ def test_a_byte_order_mark_does_not_refuse_the_first_line(tmp_path: Path) -> Non
     out = io.StringIO()
     assert main(["--db", str(tmp_path / "m.db"), "ingest", str(path)], out) == 0
     assert json.loads(out.getvalue())["result"] == "accepted"
+
+
+def test_a_context_field_given_twice_is_refused(tmp_path: Path) -> None:
+    """Which one was meant? As over HTTP: refused, not the last one taken silently."""
+    db = str(tmp_path / "m.db")
+    Engine.open(db).close()
+    out = io.StringIO()
+    code = main(["--db", db, "claims", "u1", "seat.preference", "--context",
+                 "trip_type=business", "--context", "trip_type=leisure"], out)  # fmt: skip
+    said = json.loads(out.getvalue().splitlines()[-1])
+    assert code == 2 and said["error"] == "usage" and "'trip_type' twice" in said["message"]

@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.cli.common import EXIT_OK, emit, key_domain
+from memkg.errors import MemkgError
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -32,6 +33,11 @@ def _field(text: str) -> tuple[str, str]:
 
 def cmd_claims(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     context = dict(args.context)
+    if len(context) < len(args.context):  # which one was meant? the last would be taken
+        twice = next(n for i, (n, _) in enumerate(args.context)
+                     if n in dict(args.context[:i]))  # fmt: skip
+        raise MemkgError(f"--context names {twice[:40]!r} twice: give each field once",
+                         code="usage")  # fmt: skip
     domain = args.domain or key_domain(engine, args.key)
     resolution = engine.resolve(
         args.user, domain, args.key, session_id=args.session, turn=args.turn, context=context,
