@@ -78,8 +78,9 @@ class ConcurrencyConflict(MemkgError):
         why = (
             "another writer appended first; reload the user's memory and retry"
             if expected < actual
-            else "no write has reached that version yet: send the version a read of the "
-            "user's memory returned (0 for a user with none)"
+            else "the stream is behind it (no write reached that version, or the user's "
+            "memory was erased since): read the user's memory again and send the version it "
+            "returns (0 for a user with none)"
         )
         default = f"stream {stream!r} is at version {actual}, not {expected}: {why}"
         super().__init__(message or default, code=code)
