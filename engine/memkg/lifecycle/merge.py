@@ -125,6 +125,13 @@ def plan_problems(
     for conflict in plan.conflicts:
         if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
             problems.append(f"conflict {conflict.description!r} names unknown or unkept notes")
+    problems += [
+        f"session note {n.id} says what the user does not want or cannot have: it is never "
+        "dropped as ephemeral"
+        for n in session
+        if n.scope is not Scope.TURN and negated(n.text)
+        and any(d.note_id == n.id and d.reason == "ephemeral" for d in plan.dropped)
+    ]  # fmt: skip
     return problems + _untouched(plan, session, lasting)
 
 
@@ -189,25 +196,37 @@ def unsaid(text: str, notes: Sequence[str]) -> list[str]:
     ("does not", "avoids", 不) is never reworded: a memory made of one says what its notes
     all say, as they say it. So it cannot add an illness, a person or a number, swallow a
     note about something else, nor turn a note around."""
-    negative = _forms_of(_NEGATIVE)
-    spare = _forms_of(_FILLERS | _REWORDING) - negative
-
-    def content(words: Sequence[str]) -> set[str]:
-        return {w for w in words if not (_forms(w) & spare)
-                and not (len(w) == 1 and w in _REWORDING_CHARACTERS)}  # fmt: skip
-
     words = _words(_as_compared(text), stem=False)
     said = [_words(_as_compared(n), stem=False) for n in notes]
     told = _forms_of(w for note in said for w in note)
-    found = [w for w in dict.fromkeys(words) if w in content(words) and not _forms(w) & told]
-    topic = _forms_of(content(words)) - negative
+    found = [w for w in dict.fromkeys(words) if w in _content(words) and not _forms(w) & told]
+    topic = _topic(words)
     found += [f"(nothing of the note {n[:60]!r})" for n, w in zip(notes, said, strict=True)
-              if (mine := _forms_of(content(w)) - negative) and not topic & mine]  # fmt: skip
-    negated = any(negative & _forms_of(w) or _NEGATED_RUN.search(_as_compared(n))
-                  for n, w in zip(notes, said, strict=True))  # fmt: skip
-    if negated and any(_words(_as_compared(n)) != _words(_as_compared(text)) for n in notes):
+              if (mine := _topic(w)) and not topic & mine]  # fmt: skip
+    if any(map(negated, notes)) and any(
+        _words(_as_compared(n)) != _words(_as_compared(text)) for n in notes
+    ):
         found.append("(rewords a negated note)")
     return list(dict.fromkeys(found))
+
+
+def _content(words: Sequence[str]) -> set[str]:
+    """Of ``words``, those that say something (not a filler, not a word of degree)."""
+    spare = _forms_of(_FILLERS | _REWORDING) - _forms_of(_NEGATIVE)
+    return {w for w in words if not (_forms(w) & spare)
+            and not (len(w) == 1 and w in _REWORDING_CHARACTERS)}  # fmt: skip
+
+
+def _topic(words: Sequence[str]) -> frozenset[str]:
+    """What a note is about: its content words' forms, but those that negate it."""
+    return frozenset(_forms_of(_content(words)) - _forms_of(_NEGATIVE))
+
+
+def negated(note: str) -> bool:
+    """Whether ``note`` says what the user does not want, avoids or cannot have ("does not",
+    "avoids", "is allergic to", 不)."""
+    words = _words(_as_compared(note), stem=False)
+    return bool(_forms_of(_NEGATIVE) & _forms_of(words) or _NEGATED_RUN.search(_as_compared(note)))
 
 
 def _forms(word: str) -> frozenset[str]:

@@ -188,3 +188,34 @@ def test_the_fallback_keeps_notes_that_differ_by_a_letter_apart() -> None:
     assert normalized("User likes planes") != normalized("User likes plans")
     assert normalized("Writes notes by hand") == "write note by hand"
     assert normalized("User flies business class") == normalized("User fly business class")
+
+
+def _dropping_what_it_should_not(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that drops a session's allergy as ephemeral and a long-term note as the loser
+    of a conflict with a note it shares nothing with."""
+    notes = json.loads(body["messages"][1]["content"].split("\n", 1)[1])
+    session = {n["text"]: n["id"] for n in notes["session_notes"]}
+    lasting = [n["id"] for n in notes["long_term_notes"]]
+    keep = session["Likes morning appointments"]
+    plan = {"memories": [{"text": "Likes morning appointments", "from_notes": [keep],
+                          "reason": "single"}],
+            "dropped": [{"note_id": session["Is allergic to penicillin"], "reason": "ephemeral"}]
+            + [{"note_id": i, "reason": "superseded"} for i in lasting],
+            "conflicts": [{"note_ids": [*lasting, keep], "kept": keep,
+                           "description": "notes disagree"}]}  # fmt: skip
+    return {"content": json.dumps(plan)}
+
+
+def test_a_plan_may_not_drop_an_allergy_as_ephemeral(clock: FrozenClock) -> None:
+    """A note saying what the user cannot have never held only for the conversation: such a
+    plan is refused, and nothing the user said is lost (the fallback keeps it)."""
+    with Engine(clock=clock, llm=MemoryLLM(_dropping_what_it_should_not)) as engine:
+        _save(engine, clock, "Uses an inhaler for asthma", "global")
+        allergy = _save(engine, clock, "Is allergic to penicillin")
+        _save(engine, clock, "Likes morning appointments")
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "fallback" and report.fallback_reason is not None
+        assert f"session note {allergy} says what the user does not want" in (
+            report.fallback_reason)  # fmt: skip
+        assert {"Uses an inhaler for asthma", "Is allergic to penicillin"} <= set(
+            _lasting(engine))  # fmt: skip
