@@ -313,14 +313,35 @@ def normalized(text: str) -> str:
     return " ".join(_words(text))
 
 
+_FOR_NOW = re.compile(
+    r"(?i)\b(?:right now|at the moment|for now|today|tonight|this (?:time|once|visit|trip|"
+    r"morning|afternoon|evening|week))\b|现在|今天|今晚|这次|目前|暂时"
+)
+"""Words by which a note says it holds only now ("has a headache right now", "this visit")."""
+
+
+def for_now(note: str) -> bool:
+    """Whether ``note`` says it holds only now, not for good (``_FOR_NOW``); a note saying
+    what the user does not want or cannot have lasts whatever it says (``negated``).
+
+    >>> for_now("Has a headache right now"), for_now("Feels dizzy today")
+    (True, True)
+    >>> for_now("Prefers morning appointments"), for_now("Is allergic to penicillin today")
+    (False, False)
+    """
+    return bool(_FOR_NOW.search(note)) and not negated(note)
+
+
 def fallback_plan(session: Sequence[Note], lasting: Sequence[Note]) -> Plan:
     """Normalized duplicates merge (newest text kept); negation-only contradictions go to the
-    newest, reported; turn-scope notes are dropped as ephemeral."""
+    newest, reported; turn-scope notes, and session notes that say they hold only now
+    (``for_now``), are dropped as ephemeral."""
     memories: list[Memory] = []
-    dropped = [Dropped(note_id=n.id, reason="ephemeral") for n in session if n.scope is Scope.TURN]
+    brief = [n for n in session if n.scope is Scope.TURN or for_now(n.text)]
+    dropped = [Dropped(note_id=n.id, reason="ephemeral") for n in brief]
     conflicts: list[Conflict] = []
     groups: dict[str, list[Note]] = {}
-    for note in [*lasting, *(n for n in session if n.scope is not Scope.TURN)]:
+    for note in [*lasting, *(n for n in session if n not in brief)]:
         bare = " ".join(w for w in _words(note.text) if w not in _NEGATION)
         groups.setdefault(bare, []).append(note)
     for group in groups.values():

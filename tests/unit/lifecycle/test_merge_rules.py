@@ -219,3 +219,21 @@ def test_a_plan_may_not_drop_an_allergy_as_ephemeral(clock: FrozenClock) -> None
             report.fallback_reason)  # fmt: skip
         assert {"Uses an inhaler for asthma", "Is allergic to penicillin"} <= set(
             _lasting(engine))  # fmt: skip
+
+
+def test_without_a_model_notes_that_hold_only_now_stay_in_the_session(
+    plain: Engine, clock: FrozenClock
+) -> None:
+    """The fallback keeps what a session's notes say for good and drops what they say holds
+    only now ("right now", "today", "this visit"), as a model is told to; an allergy said
+    today still lasts."""
+    now = [_save(plain, clock, text) for text in ("Has a headache right now", "Feels dizzy today",
+                                                  "Wants a quiet waiting room for this visit")]
+    lasting = _save(plain, clock, "Prefers morning appointments")
+    allergy = _save(plain, clock, "Is allergic to penicillin, found out today")
+    report = plain.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+    assert report.method == "fallback"
+    assert {i for i, why in report.dropped if why == "ephemeral"} == set(now)
+    assert lasting not in dict(report.dropped) and allergy not in dict(report.dropped)
+    assert sorted(_lasting(plain)) == ["Is allergic to penicillin, found out today",
+                                       "Prefers morning appointments"]  # fmt: skip
