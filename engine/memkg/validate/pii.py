@@ -257,20 +257,23 @@ is the word it shows as."""
 _LINE_BREAK = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
 """Every other way text breaks a line, read as a line feed by the screens."""
 _MARK_CATEGORIES = frozenset({"Mn", "Me"})
+_LOOKALIKE_LETTERS = frozenset(chr(c) for c in _LOOKALIKES)
 
 
 def _bare(text: str) -> str:
-    """``text`` (decomposed) without the combining marks over or under a Latin letter (an
-    accent, a dot, a Cyrillic or Hebrew mark set on it): a reader sees the letter. The marks
-    of other letters stay (a kana's voicing mark makes another kana)."""
+    """``text`` (decomposed) without the combining marks set on a Latin letter, on a letter
+    that looks like one (a Cyrillic о, a Greek ο) or on no letter at all (an accent, a dot, a
+    Hebrew point over it): a reader sees the letter, or nothing. The marks of other letters
+    stay (a kana's voicing mark makes another kana)."""
     kept: list[str] = []
-    latin = False
+    seen = True  # a mark before any letter is set on none
     for char in text:
         if unicodedata.category(char) in _MARK_CATEGORIES:
-            if latin:
+            if seen:
                 continue
         else:
-            latin = char.isalpha() and (char.isascii() or "LATIN" in unicodedata.name(char, ""))
+            seen = not char.isalpha() or char in _LOOKALIKE_LETTERS or char.isascii() or (
+                "LATIN" in unicodedata.name(char, ""))  # fmt: skip
         kept.append(char)
     return "".join(kept)
 
