@@ -128,8 +128,33 @@ def test_reloading_a_roots_rules_keeps_every_other_domains_rules(tmp_path: Path)
     assert {"pets", "garden", "travel", "health"} <= {r.split("/")[0] for r in sources}
     edited = next(Path(other, "rules", "garden").glob("*.yaml"))
     edited.write_text(edited.read_text() + "\n# edited on disk, not reloaded\n")
-    assert engine.rules_diff(None, Path(root, "rules"), replay=5).verdict == "PASS"
+    logged = engine.decide("u1", "travel", {})  # a decision for the diff to make again
+    diff = engine.rules_diff(None, Path(root, "rules"), replay=5)
+    assert (diff.verdict, diff.counts["replayed"]) == ("PASS", 1), diff.verdict
+    assert [d.decision_id for d in diff.decisions] == [logged.decision_id]
     engine.reload_rules(Path(root, "rules"))
     assert engine.intent.rules.bundle.sources == sources  # garden's as in force, not as edited
     made = engine.decide("u1", "travel", {})
     assert made.result.status.value != "invalid_input", made.problems
+
+
+def test_a_folder_reloaded_before_any_rules_were_loaded_replaces_a_broken_file(
+    tmp_path: Path,
+) -> None:
+    """Nothing in force yet, the root's pets rules broken on disk: a staged folder holding
+    good pets rules is what a reload compiles for pets (the broken file it replaces is not in
+    the way), the other domains as their files are."""
+    import shutil
+
+    from memkg import Engine
+    from memkg.config import EngineConfig
+
+    root, _ = scaffold(tmp_path)
+    stage = tmp_path / "stage"
+    shutil.copytree(Path(root, "rules"), stage)
+    broken = next(p for p in Path(root, "rules", "pets").glob("*.yaml") if p.name != "domain.yaml"
+                  and not p.name.endswith(".cases.yaml"))  # fmt: skip
+    broken.write_text("rules: [")
+    engine = Engine(config=EngineConfig(roots=(Path(root),), shacl=False))
+    engine.reload_rules(stage)
+    assert {"pets", "travel"} <= set(engine.intent.rules.bundle.domains)

@@ -145,12 +145,12 @@ def ontology_findings(ontology: Ontology) -> list[Finding]:
     return found
 
 
-def beside_in_force(sources: Mapping[str, str], in_force: Rules) -> dict[str, str]:
+def beside_in_force(sources: Mapping[str, str], in_force: Mapping[str, str]) -> dict[str, str]:
     """A rules folder's files (``domain/name.yaml`` → text) with the files in force of every
     domain the folder does not declare: a folder holds new rules for its own domains, and the
     others keep the rules in force, not what their files on disk say now."""
     mine = {rel.split("/", 1)[0] for rel in sources}
-    kept = {rel: text for rel, text in in_force.bundle.sources.items()
+    kept = {rel: text for rel, text in in_force.items()
             if rel.split("/", 1)[0] not in mine}  # fmt: skip
     return {**kept, **sources}
 
@@ -258,8 +258,18 @@ class RuleBook:
         beside = folder_findings(folders, self.setup, policy)
         sources = read_sources(folders)
         if isinstance(path, Path):
-            sources = beside_in_force(sources, self.rules)
+            sources = beside_in_force(sources, self.in_force_sources())
         return compile_rules(sources, self.setup, beside)
+
+    def in_force_sources(self) -> Mapping[str, str]:
+        """The rule files in force (``domain/name.yaml`` → text); before any bundle was
+        loaded, the roots' files as they are now (not compiled: a broken one a folder replaces
+        is not in the way)."""
+        with self._lock:
+            rules = self._rules
+        if rules is not None:
+            return rules.bundle.sources
+        return read_sources(self.setup.layers.rule_dirs())
 
     def swap(self, rules: Rules) -> None:
         self.log.save_bundle(rules.digest, rules.bundle.sources)

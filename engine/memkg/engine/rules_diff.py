@@ -120,7 +120,7 @@ def _load(
             raise ConfigError(f"{folders}: no such rules folder", code="rules.missing")
     sources = read_sources(folders)
     if sources and isinstance(folders, Path):  # its domains' new rules, the others' in force
-        sources = beside_in_force(sources, decider.rules)
+        sources = beside_in_force(sources, decider.book.in_force_sources())
     if not sources:
         raise ConfigError(
             f"no rule files found in {label}: a rules folder holds <domain>/{DOMAIN_FILE} and "
