@@ -53,6 +53,11 @@ if TYPE_CHECKING:
     from memkg.rules.diff import RulesDiffReport
 
 
+_ASKS_FIRST = 4
+"""The recorder from which a session's strong conflict holds a decision back
+(``decision_graph.verdicts``)."""
+
+
 @dataclass(eq=False, repr=False)
 class Decider:
     """Decisions (logic in ``memkg.rules``, ``explain``, ``decisions``); see ``memkg.Engine``."""
@@ -200,15 +205,18 @@ class Decider:
         reviews: Sequence[Review] | None = None, projections: Projections | None = None,
     ) -> Decision:  # fmt: skip
         """``recorded`` made again with ``rules`` over ``graph`` (and its ``reviews``, kept in
-        ``projections``), as of the recorded position and clock."""
+        ``projections``), as of the recorded position and clock. A record an earlier recorder
+        made (before 4) is made again as it was decided: a session's strong conflict did not
+        hold it back then."""
+        asks = (recorded.revisions.recorder or 1) >= _ASKS_FIRST
         return self._decide(rules, recorded.request, graph, recorded.as_of_seq, recorded.decided_at,
                             recorded.decision_id, reviews=reviews,
-                            projections=projections)  # fmt: skip
+                            projections=projections, ask_first=asks)  # fmt: skip
 
     def _decide(
         self, rules: Rules, request: DecisionRequest, graph: UserGraph, as_of: int,
         now: datetime, decision_id: str, *, reviews: Sequence[Review] | None = None,
-        projections: Projections | None = None,
+        projections: Projections | None = None, ask_first: bool = True,
     ) -> Decision:  # fmt: skip
         started = time.perf_counter()
         bundle, domain, context = rules.bundle, request.domain, dict(request.context)
@@ -225,7 +233,7 @@ class Decider:
             inp, memory = self._prepare(rules, table, request.user_id, context, graph, now,
                                         reviews, projections=projections,
                                         session_id=request.session_id,
-                                        turn=request.turn)  # fmt: skip
+                                        turn=request.turn, ask_first=ask_first)  # fmt: skip
             evaluation = rules.evaluator.evaluate(table, inp)
         timings = {"evaluate_ms": round((time.perf_counter() - started) * 1000, 3)}
         return record_decision(bundle, self.revisions(rules), decision_id, request, as_of, now,
@@ -247,7 +255,7 @@ class Decider:
         self, rules: Rules, table: RuleTable, user_id: str, context: dict[str, Any],
         graph: UserGraph, now: datetime, reviews: Sequence[Review],
         *, projections: Projections | None = None, session_id: str | None = None,
-        turn: str | None = None,
+        turn: str | None = None, ask_first: bool = True,
     ) -> tuple[DecisionInput, tuple[MemoryNode, ...]]:  # fmt: skip
         """What the rules may read, and the arbitration record of the keys they read.
 
@@ -296,7 +304,8 @@ class Decider:
         reviewed = reviewed_facts(resolutions, reviews, registry.spec)
         bands = self.setup.reader.policy.for_domain(table.domain).bands
         inp = build_input(table, user_id, [*facts, *reviewed], context, now, view, keys=keys,
-                          verdicts=verdicts(resolutions, reviewed, bands.freeze_above),
+                          verdicts=verdicts(resolutions, reviewed,
+                                            bands.freeze_above if ask_first else None),
                           wanted=plan.paths,
                           reuse=rules.evaluator.reuse, owner=graph.memory,
                           read_keys=read_keys, held_back=read_keys | walked)  # fmt: skip

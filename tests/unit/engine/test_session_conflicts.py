@@ -60,3 +60,20 @@ def test_a_moderate_conflict_in_a_session_is_decided_on_with_its_question(
     assert read.outcome.value == "provisional" and 0.2 <= read.strength <= 0.5
     made = engine.decide("f4", "finance", PRODUCT, session_id="s1")
     assert made.result.status.value != "needs_review"
+
+
+def test_a_decision_recorded_before_the_hold_back_is_made_again_as_it_was(
+    engine: Engine, clock: FrozenClock
+) -> None:
+    """Replay remakes a record as its recorder decided: one logged before a session's strong
+    conflict held decisions back (recorder 3) acted on it, and is made again so."""
+    _claims(engine, clock, "f2", ("profile", 1.0), ("system", 1.0), scope="session",
+            session_id="s1")  # fmt: skip
+    made = engine.decide("f2", "finance", PRODUCT, session_id="s1")
+    older = made.model_copy(update={"revisions": made.revisions.model_copy(
+        update={"recorder": 3})})  # fmt: skip
+    graph = engine.projections.graph_as_of("f2", seq=made.as_of_seq)
+    again = engine.intent.redecide(engine.intent.rules, older, graph)
+    assert again.result.status.value == "decided" and again.result.action
+    now = engine.intent.redecide(engine.intent.rules, made, graph)
+    assert now.result.status.value == "needs_review"
