@@ -152,3 +152,23 @@ def test_the_weight_series_of_a_memory_turned_off_shows_nothing() -> None:
     assert "condition:asthma" not in off.text
     engine.enable_memory("ana")
     assert admin.get(path, params=params).json()["marks"] == before["marks"]
+
+
+def test_a_decision_held_back_to_ask_the_user_waits_on_the_user_not_a_reviewer() -> None:
+    """A session's strong conflict holds the decision back until the user answers: the view
+    says so, and offers no "Decide again" (it was not settled by a review)."""
+    clock = FrozenClock(NIGHT)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    consent = {"consent_granted": True, "consent_version": "v1", "purpose": "advice"}
+    for source, value in (("profile", "risk:conservative"), ("system", "risk:aggressive")):
+        engine.ingest({"user_id": "f2", "domain": "finance", "key": "risk.profile",
+                       "value": value, "source": source, "provenance": consent,
+                       "scope": "session", "session_id": "s1"})  # fmt: skip
+        clock.advance(timedelta(seconds=5))
+    product = {"product_risk": "aggressive", "product_type": "equity_fund", "amount": 5000}
+    made = engine.decide("f2", "finance", product, session_id="s1")
+    assert made.result.status.value == "needs_review"
+    app, keyring = keyed_app(engine)
+    page = client(app, token(keyring)).get("/inspect/views/decisions", params={"user": "f2"})
+    assert "waits on the user to settle risk.profile in its session" in page.text
+    assert "decidable now" not in page.text and 'data-action="decide"' not in page.text

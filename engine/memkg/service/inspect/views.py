@@ -178,8 +178,15 @@ class Views:
                            if lo.get("reason") == "frozen" and lo.get("key")})  # fmt: skip
             if key is not None and key not in keys:
                 continue
+            # a key held back to ask the user first (its session's claims conflict strongly)
+            # waits on the user in that session, not on a reviewer
+            asking = sorted({m["key"] for m in explained.data.get("memory", [])
+                             if m.get("key") in keys and m.get("outcome") == "provisional"
+                             and m.get("question")})  # fmt: skip
             frozen = []
             for k in keys:
+                if k in asking:
+                    continue
                 now = await api.get(f"/v1/users/{d['user_id']}/claims/{k}", domain=d["domain"])
                 if not now.ok or now.data.get("outcome") == "frozen":
                     frozen.append(k)
@@ -193,7 +200,8 @@ class Views:
                     "decision": d,
                     "keys": keys,
                     "frozen": frozen,
-                    "settled": not frozen,
+                    "asking": asking,
+                    "settled": not frozen and not asking,
                     "context": context,
                     "again": again[-1] if again else None,
                 }
