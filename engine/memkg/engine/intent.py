@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from memkg.rules.diff import RulesDiffReport
 
 
-_ASKS_FIRST = 4
+ASKS = 4
 """The recorder from which a session's strong conflict holds a decision back
-(``decision_graph.verdicts``)."""
+(``decision_graph.verdicts``): a record an earlier one made is made again without it."""
 
 
 @dataclass(eq=False, repr=False)
@@ -205,13 +205,10 @@ class Decider:
         reviews: Sequence[Review] | None = None, projections: Projections | None = None,
     ) -> Decision:  # fmt: skip
         """``recorded`` made again with ``rules`` over ``graph`` (and its ``reviews``, kept in
-        ``projections``), as of the recorded position and clock. A record an earlier recorder
-        made (before 4) is made again as it was decided: a session's strong conflict did not
-        hold it back then."""
-        asks = (recorded.revisions.recorder or 1) >= _ASKS_FIRST
+        ``projections``), as of the recorded position and clock, as its recorder decided."""
         return self._decide(rules, recorded.request, graph, recorded.as_of_seq, recorded.decided_at,
-                            recorded.decision_id, reviews=reviews,
-                            projections=projections, ask_first=asks)  # fmt: skip
+                            recorded.decision_id, reviews=reviews, projections=projections,
+                            ask_first=(recorded.revisions.recorder or 1) >= ASKS)  # fmt: skip
 
     def _decide(
         self, rules: Rules, request: DecisionRequest, graph: UserGraph, as_of: int,
@@ -229,7 +226,7 @@ class Decider:
         memory: tuple[MemoryNode, ...] = ()
         if table is not None and not problems:
             if reviews is None:
-                reviews = self._reviews(graph, as_of)
+                reviews = reviews_as_of(self.projections, graph.user_id, as_of)
             inp, memory = self._prepare(rules, table, request.user_id, context, graph, now,
                                         reviews, projections=projections,
                                         session_id=request.session_id,
@@ -302,16 +299,16 @@ class Decider:
         walked = entity if plan.paths else frozenset()
         shown = read_keys | zone | walked
         reviewed = reviewed_facts(resolutions, reviews, registry.spec)
-        bands = self.setup.reader.policy.for_domain(table.domain).bands
+        band = self.setup.reader.policy.for_domain(table.domain).bands.freeze_above
         inp = build_input(table, user_id, [*facts, *reviewed], context, now, view, keys=keys,
-                          verdicts=verdicts(resolutions, reviewed,
-                                            bands.freeze_above if ask_first else None),
+                          verdicts=verdicts(resolutions, reviewed, band if ask_first else None),
                           wanted=plan.paths,
                           reuse=rules.evaluator.reuse, owner=graph.memory,
                           read_keys=read_keys, held_back=read_keys | walked)  # fmt: skip
         return inp, memory_nodes([r for r in resolutions if r.key in shown])
 
-    def _reviews(self, graph: UserGraph, as_of: int) -> list[Review]:
-        """The user's reviews as of a log position (a decision made now is handed the
-        projections' reviews of its graph instead)."""
-        return list(reviews_from(self.projections.read(graph.user_id, up_to_seq=as_of)).values())
+
+def reviews_as_of(projections: Projections, user_id: str, as_of: int) -> list[Review]:
+    """The user's reviews as of a log position (a decision made now is handed the
+    projections' reviews of its graph instead)."""
+    return list(reviews_from(projections.read(user_id, up_to_seq=as_of)).values())
