@@ -450,3 +450,10 @@ def test_a_users_notes_are_listed_within_the_keys_domains_page_by_page(engine: E
         rest = admin.get("/v1/users/mei/notes", params={"after": first["next"]}).json()
         assert [n["id"] for n in first["notes"] + rest["notes"]] == [
             n["id"] for n in every["notes"]]  # fmt: skip
+        engine.retract("mei", saved[1].id or "", "the user asked")
+        live = admin.get("/v1/users/mei/notes", params={"domain": "travel"}).json()["notes"]
+        assert [n["text"] for n in live] == ["Prefers trains to flights"]
+        held = admin.get("/v1/users/mei/notes", params={"domain": "travel",
+                                                        "include_retired": "true"}).json()
+        assert {(n["text"], n["status"]) for n in held["notes"]} == {
+            ("Prefers trains to flights", "active"), ("Travels with a bicycle", "dropped")}

@@ -108,6 +108,13 @@ class ReviewsQuery(PageQuery):
     include_resolved: bool = False
 
 
+class NotesQuery(PageQuery):
+    include_retired: bool = Field(
+        False, description="also the notes no read shows any more (merged, dropped, expired, "
+        "retracted): everything the user's log holds, as an export needs",
+    )  # fmt: skip
+
+
 class AuditQuery(Query):
     user: str | None = Field(None, min_length=1, max_length=128)
     key: str | None = Field(None, min_length=1, max_length=64)
@@ -193,8 +200,8 @@ class Routes:
                READ, query=FactsQuery, response=s.FactsOut),
             op("GET", f"{user}/history/{{key}}", "history", "Every version of a key",
                self.history, READ, query=PageQuery, response=s.HistoryOut),
-            op("GET", f"{user}/notes", "notes", "The user's live free-text notes",
-               self.notes, READ, query=PageQuery, response=s.NotesOut),
+            op("GET", f"{user}/notes", "notes", "The user's free-text notes",
+               self.notes, READ, query=NotesQuery, response=s.NotesOut),
             op("POST", f"{user}/facts/{{fact_id}}/confirm", "confirm", "Confirm a pending fact",
                self.confirm, WRITE, body=s.ConfirmBody, body_optional=True,
                response=s.EventOut, errors=(404, 409)),
@@ -378,7 +385,12 @@ class Routes:
     async def notes(self, call: Call) -> Response:
         user, query = call.path["user"], call.query
         visible = await self._scoped_read(call, query.domain, user)
-        found = await self._run(self.engine.notes, user, query.domain)
+        if query.include_retired:  # every note of the user's own log, whatever its status
+            book, _version = await self._run(self.engine.note_book, user)
+            found = [n for n in book.notes.values()
+                     if query.domain is None or n.domain == query.domain]  # fmt: skip
+        else:
+            found = await self._run(self.engine.notes, user, query.domain)
         found = sorted((n for n in found if visible is None or n.domain in visible),
                        key=note_order)  # fmt: skip
         shown, more = page(found, query.limit, query.after, note_order)

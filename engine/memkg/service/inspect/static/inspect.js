@@ -232,8 +232,9 @@ async function exportJson(user) {
     if (h.ok) history.push(...h.data.history);
     else if (h.status !== 403) { out.textContent = refused(h); say(out.textContent); return; }
   }
-  // the free-text notes memory holds (what the profile and recall serve)
-  const notes = await everyPage("/v1/users/" + enc(user) + "/notes", "notes");
+  // the free-text notes the log holds: those the profile and recall serve, and the retired
+  const notes = await everyPage("/v1/users/" + enc(user) + "/notes?include_retired=true",
+                                "notes");
   if (!notes.ok) { out.textContent = refused(notes); say(out.textContent); return; }
   const decisions = await everyDecision(user);
   if (!decisions.ok) { out.textContent = refused(decisions); say(out.textContent); return; }
