@@ -457,3 +457,15 @@ def test_a_users_notes_are_listed_within_the_keys_domains_page_by_page(engine: E
                                                         "include_retired": "true"}).json()
         assert {(n["text"], n["status"]) for n in held["notes"]} == {
             ("Prefers trains to flights", "active"), ("Travels with a bicycle", "dropped")}
+        # a merged id's notes are the person's too; memory off, none is shown either way
+        assert engine.save_memory_note("mei-phone", "travel", "Rides a tandem", "global").saved
+        merge = engine.merge_users("mei", "mei-phone", by="desk", reason="one person")
+        engine.merge_users("mei", "mei-phone", by="desk", reason="one person",
+                           confirm=merge.merge_id)  # fmt: skip
+        retired = {"domain": "travel", "include_retired": "true"}
+        texts = {n["text"] for n in admin.get("/v1/users/mei/notes", params=retired).json()[
+            "notes"]}  # fmt: skip
+        assert "Rides a tandem" in texts and "Travels with a bicycle" in texts
+        engine.disable_memory("mei", reason="asked")
+        for params in ({"domain": "travel"}, retired):
+            assert admin.get("/v1/users/mei/notes", params=params).json()["notes"] == []

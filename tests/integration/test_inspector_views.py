@@ -172,3 +172,7 @@ def test_a_decision_held_back_to_ask_the_user_waits_on_the_user_not_a_reviewer()
     page = client(app, token(keyring)).get("/inspect/views/decisions", params={"user": "f2"})
     assert "waits on the user to settle risk.profile in its session" in page.text
     assert "decidable now" not in page.text and 'data-action="decide"' not in page.text
+    engine.decide("f2", "finance", product, session_id="s2")  # another session decides
+    page = client(app, token(keyring)).get("/inspect/views/decisions", params={"user": "f2"})
+    assert "waits on the user to settle risk.profile in its session" in page.text
+    assert "made again as" not in page.text

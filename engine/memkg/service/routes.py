@@ -29,6 +29,7 @@ from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
 from memkg.lifecycle.inject import Profile
+from memkg.lifecycle.notes import Note
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState, Merge
 from memkg.model.trace import Trace
@@ -385,16 +386,23 @@ class Routes:
     async def notes(self, call: Call) -> Response:
         user, query = call.path["user"], call.query
         visible = await self._scoped_read(call, query.domain, user)
-        if query.include_retired:  # every note of the user's own log, whatever its status
-            book, _version = await self._run(self.engine.note_book, user)
-            found = [n for n in book.notes.values()
-                     if query.domain is None or n.domain == query.domain]  # fmt: skip
+        if query.include_retired:  # every note of the person's logs, whatever its status
+            found = await self._run(self._every_note, user, query.domain)
         else:
             found = await self._run(self.engine.notes, user, query.domain)
         found = sorted((n for n in found if visible is None or n.domain in visible),
                        key=note_order)  # fmt: skip
         shown, more = page(found, query.limit, query.after, note_order)
         return _json({"user_id": user, "notes": _dump_all(shown), "next": more})
+
+    def _every_note(self, user: str, domain: str | None) -> list[Note]:
+        """Every note the logs of the person ``user`` is (merged ids too) hold, whatever its
+        status; none while memory is off (no read shows it then)."""
+        if not self.engine.memory_state(user).enabled:
+            return []
+        merged = self.engine.user_graph(user).memory.merged_ids
+        return [n for one in (user, *merged) for n in self.engine.note_book(one)[0].notes.values()
+                if domain is None or n.domain == domain]  # fmt: skip
 
     async def _fact_domain(self, call: Call, scope: ApiScope) -> None:
         user, fact_id = call.path["user"], call.path["fact_id"]

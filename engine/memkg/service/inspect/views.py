@@ -192,9 +192,12 @@ class Views:
                     frozen.append(k)
             context = {c["field"]: c["value"] for c in explained.data.get("context", [])
                        if c["field"] not in _NOT_CONTEXT}  # fmt: skip
+            # a later decision of the table settles one that waited on a review; one that
+            # waits on the user in its session is settled only there (which a listing of
+            # decisions does not show), so none is taken for it
             again = [m for m in made[i + 1:]
                      if (m["domain"], m["decision"]) == (d["domain"], d["decision"])
-                     and m["status"] != "needs_review"]  # fmt: skip
+                     and m["status"] != "needs_review"] if not asking else []  # fmt: skip
             found.append(
                 {
                     "decision": d,
