@@ -158,3 +158,39 @@ def test_a_folder_reloaded_before_any_rules_were_loaded_replaces_a_broken_file(
     engine = Engine(config=EngineConfig(roots=(Path(root),), shacl=False))
     engine.reload_rules(stage)
     assert {"pets", "travel"} <= set(engine.intent.rules.bundle.domains)
+
+
+def test_two_reloads_at_once_both_take_effect(tmp_path: Path) -> None:
+    """Two folders, two domains, reloaded by two threads at the same moment: each builds on
+    the rules in force once the other swapped, so both domains' new rules are in force after
+    (the last swap dropped the first reload's rules)."""
+    import shutil
+    import threading
+
+    from memkg import Engine
+    from memkg.config import EngineConfig
+    from memkg.roots import builtin
+
+    root, _ = scaffold(tmp_path)
+    pets, travel = tmp_path / "sp" / "rules", tmp_path / "st" / "rules"
+    shutil.copytree(Path(root, "rules", "pets"), pets / "pets")
+    shutil.copytree(builtin("examples") / "rules" / "travel", travel / "travel")
+    marked = {"pets": pets / "pets" / "suggestion.yaml",
+              "travel": travel / "travel" / "offers.yaml"}  # fmt: skip
+    for domain, path in marked.items():
+        path.write_text(f"# {domain} reloaded\n" + path.read_text())
+    for _ in range(3):
+        engine = Engine(config=EngineConfig(roots=(Path(root),), shacl=False))
+        start = threading.Barrier(2)
+
+        def reload(folder: Path, engine: Engine = engine, start: threading.Barrier = start) -> None:
+            start.wait()
+            engine.reload_rules(folder)
+
+        threads = [threading.Thread(target=reload, args=(f,)) for f in (pets, travel)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        sources = engine.intent.rules.bundle.sources
+        assert all(f"# {d} reloaded" in sources[f"{d}/{p.name}"] for d, p in marked.items())

@@ -185,19 +185,20 @@ class Decider:
         from memkg.engine.rules_diff import RulesDiffRefused, rules_diff
 
         folder = Path(path) if path is not None else self.setup.layers.rule_dirs()
-        rules = self.book.load(folder)
-        report = run_rule_cases(self, rules, folder)
-        if not report.passed:
-            failures = [f"{r.case.file}:{r.case.line} {r.case.name}: {'; '.join(r.failures)}"
-                        for r in report.results if not r.passed]  # fmt: skip
-            raise RulesRefused(f"rule cases failed ({len(failures)} case(s), "
-                               f"{len(report.findings)} problem(s)); the rules in use stay",
-                               report.findings, failures)  # fmt: skip
-        if require_diff is not None:
-            diff = rules_diff(self, self.rules, rules, replay=require_diff, allow=allow)
-            if diff.verdict == "BLOCK":
-                raise RulesDiffRefused(diff)
-        self.book.swap(rules)
+        with self.book.reloading:  # one reload at a time builds on the rules in force
+            rules = self.book.load(folder)
+            report = run_rule_cases(self, rules, folder)
+            if not report.passed:
+                failures = [f"{r.case.file}:{r.case.line} {r.case.name}: {'; '.join(r.failures)}"
+                            for r in report.results if not r.passed]  # fmt: skip
+                raise RulesRefused(f"rule cases failed ({len(failures)} case(s), "
+                                   f"{len(report.findings)} problem(s)); the rules in use stay",
+                                   report.findings, failures)  # fmt: skip
+            if require_diff is not None:
+                diff = rules_diff(self, self.rules, rules, replay=require_diff, allow=allow)
+                if diff.verdict == "BLOCK":
+                    raise RulesDiffRefused(diff)
+            self.book.swap(rules)
         return report
 
     def redecide(

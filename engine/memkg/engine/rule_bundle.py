@@ -235,6 +235,9 @@ class RuleBook:
         self.log = log
         self.projections = projections
         self._lock = threading.Lock()
+        self.reloading = threading.Lock()
+        """Held by a reload from its read of the rules in force to its swap: two at once would
+        each build on what the other replaces, and the last swap would drop the first's."""
         self._rules: Rules | None = None
         self._replay_rules: dict[str, Rules] = {}
 
