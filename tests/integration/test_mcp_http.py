@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -23,6 +20,7 @@ from mcp.types import TextContent  # noqa: E402
 
 from memkg import Engine  # noqa: E402
 from memkg.access import Keyring  # noqa: E402
+from support.live_service import serve  # noqa: E402
 from support.observations import obs  # noqa: E402
 from support.service import keyed_app  # noqa: E402
 
@@ -30,21 +28,8 @@ from support.service import keyed_app  # noqa: E402
 @pytest.fixture
 def served(engine: Engine) -> Iterator[tuple[str, Keyring]]:
     app, keyring = keyed_app(engine)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", keyring
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        listener.close()
+    with serve(app) as base:
+        yield f"{base}/mcp", keyring
 
 
 async def call(url: str, token: str, tool: str, args: dict[str, Any],

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import (
     AUDIT_LIMIT,
-    aliased,
+    aliased_rows,
     audit_filter,
     positioned,
     pseudonym,
@@ -144,19 +144,15 @@ class PostgresAccessStore(PgAdapter):
             return self.erase_rows(db, user_id)
 
     def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
-        alias, changed = pseudonym(self._secret, user_id), 0
+        alias = pseudonym(self._secret, user_id)
         with self._tx() as db:
             rows = db.execute(f"SELECT seq, body FROM {self._s}.access_audit WHERE subject = %s"
                               f" OR {_TARGET} = %s", (user_id, user_id)).fetchall()  # fmt: skip
-            for seq, body in rows:
-                record = AccessRecord.model_validate_json(body)
-                if record.record_id in record_ids:
-                    record = aliased(record, user_id, alias)
-                    db.execute(f"UPDATE {self._s}.access_audit SET subject = %s, body = %s"
-                               " WHERE seq = %s", (record.subject,
-                               record.model_dump_json(exclude={"position"}), seq))  # fmt: skip
-                    changed += 1
-        return changed
+            changed = aliased_rows(rows, user_id, record_ids, alias)
+            with db.cursor() as cursor:
+                cursor.executemany(f"UPDATE {self._s}.access_audit SET subject = %s, body = %s"
+                                   " WHERE seq = %s", changed)  # fmt: skip
+        return len(changed)
 
     def erase_rows(self, db: psycopg.Connection[tuple[Any, ...]], user_id: str) -> int:
         """Pseudonymise the user through ``db`` (the event store's open transaction)."""

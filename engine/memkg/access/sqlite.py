@@ -18,7 +18,7 @@ from typing import Any
 from memkg.access.model import AccessRecord, ApiKey, Grant
 from memkg.access.store import (
     AUDIT_LIMIT,
-    aliased,
+    aliased_rows,
     audit_filter,
     positioned,
     pseudonym,
@@ -215,19 +215,13 @@ class SqliteAccessStore:
         return changed + len(rows)
 
     def pseudonymise_records(self, user_id: str, record_ids: Collection[str]) -> int:
-        alias, changed = pseudonym(self._secret, user_id), 0
+        alias = pseudonym(self._secret, user_id)
         with self._write() as db:
             rows = db.execute(f"SELECT seq, body FROM access_audit WHERE subject = ?"
                               f" OR {_TARGET} = ?", (user_id, user_id)).fetchall()  # fmt: skip
-            for seq, body in rows:
-                record = AccessRecord.model_validate_json(body)
-                if record.record_id in record_ids:
-                    record = aliased(record, user_id, alias)
-                    db.execute("UPDATE access_audit SET subject = ?, body = ? WHERE seq = ?",
-                               (record.subject, record.model_dump_json(exclude={"position"}),
-                                seq))  # fmt: skip
-                    changed += 1
-        return changed
+            changed = aliased_rows(rows, user_id, record_ids, alias)
+            db.executemany("UPDATE access_audit SET subject = ?, body = ? WHERE seq = ?", changed)
+        return len(changed)
 
     def close(self) -> None:
         with self._lock:

@@ -103,6 +103,21 @@ def aliased(record: AccessRecord, user_id: str, alias: str) -> AccessRecord:
     return record.model_copy(update=update)
 
 
+def aliased_rows(
+    rows: Sequence[tuple[int, str]], user_id: str, record_ids: Collection[str], alias: str
+) -> list[tuple[str | None, str, int]]:
+    """Of audit ``rows`` (seq, stored body) about ``user_id``, those of ``record_ids``
+    rewritten with ``alias`` for it: (subject, body, seq), what a store's update sets
+    (``AccessStore.pseudonymise_records``)."""
+    found = []
+    for seq, body in rows:
+        record = AccessRecord.model_validate_json(body)
+        if record.record_id in record_ids:
+            record = aliased(record, user_id, alias)
+            found.append((record.subject, record.model_dump_json(exclude={"position"}), seq))
+    return found
+
+
 def revoked_key(key: ApiKey, at: datetime) -> ApiKey:
     return key if key.revoked_at else key.model_copy(update={"revoked_at": at})
 

@@ -70,6 +70,10 @@ class MemoryReader:
         """The weight parameters with the domain's credibility overrides."""
         return self._domain(domain)[1]
 
+    def policy_of(self, domain: str) -> Policy:
+        """The domain's arbitration policy (its bands, staleness), worked out once."""
+        return self._domain(domain)[0]
+
     def resolve_key(
         self,
         facts: Sequence[Fact],

@@ -300,7 +300,7 @@ class Decider:
         walked = entity if plan.paths else frozenset()
         shown = read_keys | zone | walked
         reviewed = reviewed_facts(resolutions, reviews, registry.spec)
-        band = self.setup.reader.policy.for_domain(table.domain).bands.freeze_above
+        band = self.setup.reader.policy_of(table.domain).bands.freeze_above
         inp = build_input(table, user_id, [*facts, *reviewed], context, now, view, keys=keys,
                           verdicts=verdicts(resolutions, reviewed, band if ask_first else None),
                           wanted=plan.paths,

@@ -15,6 +15,7 @@ from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
 from memkg.lifecycle.notes import Note
 from memkg.lifecycle.ports import SemanticIndex
+from memkg.lifecycle.recall import Standing as NotUsedYet
 from memkg.model.fact import Fact, FactStatus
 from memkg.model.settings import RecallWeights
 from memkg.model.weight import credibility_of
@@ -64,17 +65,18 @@ class Recall:
 
     def _standing(
         self, user_id: str, facts: list[Fact], session_id: str | None
-    ) -> dict[str, Standing]:
+    ) -> dict[str, NotUsedYet]:
         """Of ``facts``, those ``resolve``, decisions and the profile do not use, by id: a fact
-        awaiting the user's confirmation (``PENDING``), either side of a slot frozen for review
-        (``CONTESTED``). A claim another outranks is not among them: recall ranks long-term
+        awaiting the user's confirmation (``pending``), either side of a slot frozen for review
+        (``contested``). A claim another outranks is not among them: recall ranks long-term
         memory beside the session's."""
-        found = {f.id: Standing.PENDING for f in facts
-                 if f.status is FactStatus.PENDING_CONFIRMATION}  # fmt: skip
+        found: dict[str, NotUsedYet] = {
+            f.id: "pending" for f in facts if f.status is FactStatus.PENDING_CONFIRMATION
+        }
         for domain in sorted({f.domain for f in facts}):
             for resolution in self.resolved(user_id, domain, session_id=session_id):
                 if resolution.outcome is Outcome.FROZEN:
-                    found.update((c.fact_id, Standing.CONTESTED) for c in resolution.claims
+                    found.update((c.fact_id, "contested") for c in resolution.claims
                                  if c.standing is Standing.CONTESTED)  # fmt: skip
         return found
 

@@ -10,6 +10,7 @@ contradictions ("likes X" / "does not like X") by recency, reporting each one.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -210,9 +211,16 @@ def unsaid(text: str, notes: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+@functools.cache
+def _spare() -> frozenset[str]:
+    """The forms of the words that say nothing new (``_FILLERS``, ``_REWORDING``), negations
+    excepted."""
+    return _forms_of(_FILLERS | _REWORDING) - _forms_of(_NEGATIVE)
+
+
 def _content(words: Sequence[str]) -> set[str]:
     """Of ``words``, those that say something (not a filler, not a word of degree)."""
-    spare = _forms_of(_FILLERS | _REWORDING) - _forms_of(_NEGATIVE)
+    spare = _spare()
     return {w for w in words if not (_forms(w) & spare)
             and not (len(w) == 1 and w in _REWORDING_CHARACTERS)}  # fmt: skip
 

@@ -90,6 +90,8 @@ class Scores(BaseModel):
     total: float
 
 
+Standing = Literal["pending", "contested"]
+"""Why decisions do not use a fact yet (``RecallCandidate.standing``)."""
 _PENDING = "(said, not yet confirmed by the user)"
 """What the text of a fact awaiting the user's confirmation says of it."""
 _CONTESTED = "its key holds conflicting claims under human review: assume none of them"
@@ -110,7 +112,7 @@ class RecallCandidate(BaseModel):
     clashes: tuple[str, ...] = ()
     """The entity types (of ``RecallWeights.exclusive``) on which it names other entities
     than the query: why it was rejected, without the entities (what a trace keeps)."""
-    standing: Literal["pending", "contested"] | None = None
+    standing: Standing | None = None
     """A fact decisions do not use yet: ``pending`` the user's confirmation (injected, its
     text says so), or ``contested``: its key is frozen for review (never injected)."""
 
@@ -212,7 +214,7 @@ def recall(
     key_title: Callable[[str, str], str | None] | None = None,
     fallback: SemanticIndex | None = None,
     seen: int | None = None,
-    standing: Mapping[str, str] | None = None,
+    standing: Mapping[str, Standing] | None = None,
 ) -> RecallResult:
     """``credibility(domain, source)``: the weight of a source in a domain, as arbitration
     uses it (``rules/policy.yaml`` over ``EngineConfig.weights``); ``key_title(domain, key)``:
@@ -299,11 +301,7 @@ def recall(
             injected=False,
             rejected="; ".join(clash) or None,
             clashes=tuple(clashing),
-            standing="pending"
-            if held == "pending"
-            else "contested"
-            if held == "contested"
-            else None,
+            standing=held,
         )
         scored.append((-round(total, 4), item.id, candidate, matched))
     scored.sort(key=lambda entry: (entry[0], entry[1]))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from memkg.model.report import Problem
 from memkg.validate.guards import WHEN_ASKED
-from memkg.validate.pii import as_seen, hidden_tags, normalise
+from memkg.validate.pii import LINE_BREAKS, as_seen, hidden_tags, normalise
 
 _SPECULATION = re.compile(
     r"(?i)\b(?:might|may|could)\s+(?:\w+\s+){0,2}?(?:prefer|like|want|need|be|have|enjoy|choose"
@@ -60,7 +60,6 @@ _TOOL_MARKERS = re.compile(
     r"|traceback \(most recent call last\)|工具(?:结果|输出|返回)"
 )
 _WORDS = re.compile(r"\w+")
-_LINE_BREAKS = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
 """What ``str.splitlines``, YAML and JavaScript take for a line break besides ``\n``: the
 screens anchored at a line's start see each as ``\n``."""
 
@@ -107,7 +106,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
     """Why ``note`` must not become a memory (empty when it may)."""
     # so invisible and bidirectional characters cannot split a word, nor a line break other
     # than \n hide a line's start
-    text = _LINE_BREAKS.sub("\n", normalise(note))
+    text = LINE_BREAKS.sub("\n", normalise(note))
     if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []

@@ -254,7 +254,7 @@ _LOOKALIKES = str.maketrans(
 """Cyrillic, Greek and Latin letters that look like plain Latin ones (a script g, a dotless i,
 small capitals), as the Latin letter: what a screen reads so that "Sуstem:" (a Cyrillic у)
 is the word it shows as."""
-_LINE_BREAK = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
+LINE_BREAKS = re.compile("\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
 """Every other way text breaks a line, read as a line feed by the screens."""
 _MARK_CATEGORIES = frozenset({"Mn", "Me"})
 _LOOKALIKE_LETTERS = frozenset(chr(c) for c in _LOOKALIKES)
@@ -290,7 +290,7 @@ def as_seen(text: str) -> str:
     if not seen.isascii():
         bare = _bare(unicodedata.normalize("NFD", seen))
         seen = unicodedata.normalize("NFC", bare).translate(_LOOKALIKES)
-    seen = _LINE_BREAK.sub("\n", seen)
+    seen = LINE_BREAKS.sub("\n", seen)
     return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), seen)
 
 
