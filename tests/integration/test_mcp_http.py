@@ -166,7 +166,7 @@ def test_http_mcp_records_the_grant_that_allowed_the_call_not_another_of_its_dom
     reading = keyring.grant(agent.key.key_id, "health", "care reading", until)
     writing = keyring.grant(agent.key.key_id, "health", "care plan update", until,
                             scopes=["write"])  # fmt: skip
-    said = {"domain": "health", "key": "child.age", "value": 4, "source": "profile",
+    said = {"domain": "health", "key": "child.age", "value": 4, "source": "dialogue",
             "provenance": {"consent_granted": True}}  # fmt: skip
 
     async def scenario() -> None:

@@ -25,7 +25,7 @@ from memkg.service.mcp import build_server, local_subject, subject_from  # noqa:
 from support.observations import CONSENTED, obs  # noqa: E402
 from support.service import client, keyed_app, token  # noqa: E402
 
-HEALTH = obs(domain="health", key="child.age", value=3, source="profile", **CONSENTED)
+HEALTH = obs(domain="health", key="child.age", value=3, source="dialogue", **CONSENTED)
 
 
 def answer(result: CallToolResult) -> Any:
@@ -199,3 +199,30 @@ def test_an_argument_of_the_wrong_type_is_refused_not_converted(engine: Engine) 
 
     anyio.run(calls)
     assert engine.memory_state("u1").enabled and len(engine.facts("u1")) == 1
+
+
+@pytest.mark.parametrize("source", ["system", "profile", "third_party", "rule"])
+def test_the_model_cannot_claim_a_record_of_another_system(engine: Engine, source: str) -> None:
+    """A clinic's record of the user's allergies (``profile``) holds until a claim as trusted
+    replaces it: ``remember`` takes what the user said or did, so the model (or text it was
+    handed) cannot write an empty list as ``system`` with ``change`` and wipe the record; the
+    same write as dialogue waits for confirmation and leaves the record in force."""
+    allergies = obs(domain="health", key="medical.allergies", value=["allergen:penicillin"],
+                    source="profile", **CONSENTED)  # fmt: skip
+    engine.ingest(allergies)
+    server = build_server(engine, local_subject("u1"))
+    said = {"domain": "health", "key": "medical.allergies", "value": [], "change": True,
+            "provenance": CONSENTED["provenance"]}  # fmt: skip
+
+    async def calls() -> None:
+        refused = await server.call_tool("remember", {**said, "source": source})
+        assert refused.is_error and answer(refused)["error"] == "tool.arguments"
+        assert answer(refused)["problems"][0]["path"] == "$.source"
+        told = await server.call_tool("remember", {**said, "source": "dialogue"})
+        assert not told.is_error, answer(told)
+
+    anyio.run(calls)
+    held = engine.resolve("u1", "health", "medical.allergies")
+    assert held.value == ["allergen:penicillin"]
+    stored = {(f.source.value, f.status.value) for f in engine.facts("u1", "health")}
+    assert stored == {("profile", "active"), ("dialogue", "pending_confirmation")}

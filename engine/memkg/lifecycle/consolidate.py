@@ -20,6 +20,7 @@ hit their idempotency keys.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Literal
@@ -37,6 +38,19 @@ from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Provenance, Scope
 from memkg.model.settings import LifecycleConfig
 
+log = logging.getLogger(__name__)
+
+_FAILED = {
+    "llm.unavailable": "the model's endpoint could not be reached or failed",
+    "llm.timeout": "the model did not answer in time",
+    "llm.rejected": "the model's endpoint refused the request",
+    "llm.refused": "the model declined to answer",
+    "llm.bad_response": "the model's answer could not be used",
+}
+"""Why a model call failed, as the consolidation keeps it: the error's own message may quote
+the model's answer or the endpoint's, which a stored reason must not hold (see
+``merge.plan_problems``)."""
+
 
 class ConsolidationReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -48,6 +62,9 @@ class ConsolidationReport(BaseModel):
     method: Literal["llm", "fallback", "none"]
     """``none``: nothing of the session was left to merge."""
     fallback_reason: str | None = None
+    """Why the model's plan was not used: the error's code, or the plan's problems, naming
+    notes by id and memories by their place in the plan, never by their text (it is stored
+    with the consolidation)."""
     memories: tuple[Memory, ...] = ()
     """Long-term notes written (``from_notes`` are the notes each replaces)."""
     dropped: tuple[tuple[str, str], ...] = ()
@@ -126,7 +143,7 @@ def _merge(
 
     def screen(text: str) -> list[str]:
         found = note_problems(text, config.note_max_chars) + port.check_text(text)
-        return [p.message for p in found]
+        return [p.code for p in found]
 
     plan, method, why = _plan(llm, session, lasting, screen)
     cid = port.clock.new_id("consolidation")
@@ -173,7 +190,10 @@ def _plan(
     try:
         plan = llm_plan(llm, session, lasting)
     except LLMError as exc:
-        return fallback_plan(session, lasting), "fallback", f"{exc.code}: {exc.message}"
+        log.warning("consolidation falls back: the model call failed",
+                    extra={"error": exc.code})  # fmt: skip
+        why = _FAILED.get(exc.code, "the model call failed")
+        return fallback_plan(session, lasting), "fallback", f"{exc.code}: {why}"
     problems = plan_problems(plan, session, lasting, screen)
     if problems:
         why = "the model's plan was unusable: " + "; ".join(problems[:3])

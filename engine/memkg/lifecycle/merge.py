@@ -99,33 +99,53 @@ def llm_plan(llm: LLM, session: Sequence[Note], lasting: Sequence[Note]) -> Plan
 def plan_problems(
     plan: Plan, session: Sequence[Note], lasting: Sequence[Note], screen: Callable[[str], list[str]]
 ) -> list[str]:
-    """Why ``plan`` cannot be applied (empty when it can); ``screen`` returns note refusals."""
+    """Why ``plan`` cannot be applied (empty when it can); ``screen`` returns the codes of the
+    note screens' refusals of a text.
+
+    The problems name notes by id and memories by their place in the plan, never by text:
+    they are stored with the consolidation (``fallback_reason``), which must hold nothing a
+    purge of a note would have to find, nor what the model made up.
+
+    Nothing a note says is lost to the plan: a memory says what its notes said (``unsaid``,
+    both ways for a memory of one note, which rewords it; the numbers of every note it
+    merges), a note dropped as a duplicate says nothing a memory or a note kept does not,
+    one dropped as superseded lost a listed conflict, and a note saying what the user does
+    not want or cannot have is never dropped as ephemeral, nor lost to a note about
+    something else."""
     known = {n.id for n in (*session, *lasting)}
     used = [i for m in plan.memories for i in m.from_notes] + [d.note_id for d in plan.dropped]
-    problems = [f"unknown note id {i}" for i in sorted(set(used) - known)]
+    problems = [f"unknown note id {_named(i)}" for i in sorted(set(used) - known)]
     problems += [
-        f"note {i} used more than once" for i in sorted({i for i in used if used.count(i) > 1})
+        f"note {_named(i)} used more than once"
+        for i in sorted({i for i in used if used.count(i) > 1})
     ]
     problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
     turn = {n.id for n in session if n.scope is Scope.TURN}
     texts = {n.id: n.text for n in (*session, *lasting)}
-    for memory in plan.memories:
+    for place, memory in enumerate(plan.memories, 1):
+        said = [texts[i] for i in memory.from_notes if i in texts]
         if not memory.from_notes:
-            problems.append(f"memory {memory.text!r} merges no note")
-        added = unsaid(memory.text, [texts[i] for i in memory.from_notes if i in texts])
+            problems.append(f"memory {place} merges no note")
+        added = unsaid(memory.text, said)
         if added:
-            problems.append(f"memory {memory.text!r} says what its notes never said: "
-                            f"{', '.join(added[:6])}")  # fmt: skip
+            problems.append(f"memory {place} says what its notes never said "
+                            f"({len(added)} word(s) or note(s))")  # fmt: skip
+        lost = unsaid(said[0], [memory.text]) if len(said) == 1 else _numbers_lost(memory, said)
+        if lost:
+            problems.append(f"memory {place} leaves out what its note(s) said "
+                            f"({len(lost)} word(s) or note(s))")  # fmt: skip
         problems += [
-            f"turn-scope note {i} made part of a lasting memory {memory.text!r}: a turn "
+            f"turn-scope note {i} made part of a lasting memory (memory {place}): a turn "
             "instruction never lasts"
             for i in memory.from_notes
             if i in turn
         ]
-        problems += [f"memory {memory.text!r}: {why}" for why in screen(memory.text)]
-    for conflict in plan.conflicts:
+        if refused := screen(memory.text):
+            problems.append(f"memory {place} refused by the note screens "
+                            f"({', '.join(dict.fromkeys(refused))})")  # fmt: skip
+    for place, conflict in enumerate(plan.conflicts, 1):
         if conflict.kept not in conflict.note_ids or not set(conflict.note_ids) <= known:
-            problems.append(f"conflict {conflict.description!r} names unknown or unkept notes")
+            problems.append(f"conflict {place} names unknown or unkept notes")
     problems += [
         f"session note {n.id} says what the user does not want or cannot have: it is never "
         "dropped as ephemeral"
@@ -133,7 +153,43 @@ def plan_problems(
         if n.scope is not Scope.TURN and negated(n.text)
         and any(d.note_id == n.id and d.reason == "ephemeral" for d in plan.dropped)
     ]  # fmt: skip
-    return problems + _untouched(plan, session, lasting)
+    return problems + _dropped_unsaid(plan, session, lasting) + _untouched(plan, session, lasting)
+
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,63}")
+
+
+def _named(note_id: str) -> str:
+    """A note id the model gave, as a problem may name it: only in the form ids take (the
+    model may put anything there)."""
+    return note_id if _ID.fullmatch(note_id) else "(not a note id)"
+
+
+def _numbers_lost(memory: Memory, said: Sequence[str]) -> list[str]:
+    """The numbers of ``said`` (a dose, a count, a time) that ``memory`` no longer says: a
+    memory of several notes may keep the specific over the general, but never lose one."""
+    has = _forms_of(_words(_as_compared(memory.text), stem=False))
+    return [w for note in said for w in _words(_as_compared(note), stem=False)
+            if any(c.isdigit() for c in w) and not _forms(w) & has]  # fmt: skip
+
+
+def _dropped_unsaid(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
+    """Session notes dropped as duplicates though nothing kept says what they said, or as
+    superseded though no listed conflict has them lose."""
+    drops = {d.note_id: d.reason for d in plan.dropped}
+    kept = [m.text for m in plan.memories]
+    kept += [n.text for n in (*session, *lasting) if n.id not in drops]
+    lost = {i for c in plan.conflicts for i in c.note_ids if i != c.kept}
+    problems = []
+    for note in session:
+        reason = drops.get(note.id)
+        if reason == "duplicate" and not any(not unsaid(note.text, [k]) for k in kept):
+            problems.append(f"session note {note.id} dropped as a duplicate of nothing the "
+                            "plan keeps")  # fmt: skip
+        elif reason == "superseded" and note.id not in lost:
+            problems.append(f"session note {note.id} dropped as superseded though no listed "
+                            "conflict has it lose")  # fmt: skip
+    return problems
 
 
 _FILLERS = frozenset({
@@ -171,6 +227,10 @@ _NEGATIVE = frozenset({
     "dislike", "disliked", "hate", "hated", "avoid", "avoided", "refuse", "refused", "allergic",
     "intolerant", "afraid", "scared", "fear", "phobia", "stopped", "stop", "quit", "used",
     "formerly", "former", "ex", "except", "unless", "only", "anymore", "but",
+    # consent and choices turned down: "opted out of", "declined", "withdrew consent"
+    "out", "decline", "declined", "reject", "rejected", "withdraw", "withdrew", "withdrawn",
+    "revoke", "revoked", "deny", "denied", "object", "objected", "oppose", "opposed",
+    "against", "allergy", "intolerance", "contraindicated", "unable",
     # people: a note about someone else ("her mother is vegetarian") is not about the user
     "mother", "father", "parent", "wife", "husband", "partner", "son", "daughter", "child",
     "children", "kid", "brother", "sister", "friend", "colleague", "boss",
@@ -264,20 +324,31 @@ def _as_compared(text: str) -> str:
 def _untouched(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
     """Long-term notes the plan changes though no session note is part of the change: a
     session may merge a long-term note into a memory with its own notes, or drop one that a
-    listed conflict with its own notes settles; what it did not touch stays as it is."""
+    listed conflict with its own notes settles; what it did not touch stays as it is. A
+    long-term note saying what the user does not want or cannot have ("is allergic to
+    penicillin") loses a conflict only to a note about the same thing."""
     new, old = {n.id for n in session}, {n.id: n for n in lasting}
+    texts = {n.id: n.text for n in (*session, *lasting)}
     settled = {i for c in plan.conflicts if new & set(c.note_ids) for i in c.note_ids}
     problems = []
-    for memory in plan.memories:
+    for place, memory in enumerate(plan.memories, 1):
         olds = [old[i] for i in memory.from_notes if i in old]
         kept_as_is = len(memory.from_notes) == 1 and olds and olds[0].text == memory.text
         if olds and not new & set(memory.from_notes) and not kept_as_is:
-            problems.append(f"memory {memory.text!r} rewrites long-term notes no session note "
-                            "is part of")  # fmt: skip
+            problems.append(f"memory {place} rewrites long-term notes no session note is part "
+                            "of")  # fmt: skip
     for drop in plan.dropped:
         if drop.note_id in old and (drop.reason != "superseded" or drop.note_id not in settled):
             problems.append(f"long-term note {drop.note_id} dropped ({drop.reason}) though no "
                             "session note contradicts it in a listed conflict")  # fmt: skip
+        elif drop.note_id in old and negated(text := old[drop.note_id].text):
+            about = _topic(_words(_as_compared(text), stem=False))
+            winners = [texts[c.kept] for c in plan.conflicts
+                       if drop.note_id in c.note_ids and c.kept in texts]  # fmt: skip
+            if not any(about & _topic(_words(_as_compared(w), stem=False)) for w in winners):
+                problems.append(f"long-term note {drop.note_id} says what the user does not "
+                                "want or cannot have: it loses only to a note about the same "
+                                "thing")  # fmt: skip
     return problems
 
 

@@ -78,7 +78,14 @@ AnyDomain = Annotated[str | None, Field(description="One domain, or every domain
 Key = Annotated[str, Field(description="A key declared for the domain, e.g. seat.preference.",
                            max_length=256)]  # fmt: skip
 Value = Annotated[Any, Field(description="The key's value (JSON), as its schema wants it.")]
-Source = Annotated[str, Field(description="dialogue, behavior, profile, third_party, system...")]
+Source = Annotated[
+    Literal["dialogue", "behavior"],
+    Field(description="dialogue (the user said it) or behavior (the user did it)."),
+]
+"""What the model may say it saw: the records of other systems (``profile``, ``system``,
+``third_party``, a root's own sources), which are trusted more and some of which hold at once
+without confirmation, come from the host through the library, CLI or HTTP, never from the
+model (or text it was handed) claiming them."""
 Confidence = Annotated[float, Field(description="0..1: how sure the source is (default 1).",
                                     ge=0.0, le=1.0, allow_inf_nan=False, strict=True)]  # fmt: skip
 """Not nullable: a client that writes NaN as null is refused, never stored as the default."""
