@@ -131,9 +131,17 @@ def test_patterns_derived_racing_an_erasure_restore_nothing(
 ) -> None:
     a, b = two
     for day in range(1, 15):  # two weeks of evening browsing: the weekdays show a pattern
-        b.ingest({"user_id": USER, "domain": "commerce", "key": "product.viewed",
-                  "value": "product:iphone_16", "source": "behavior", "confidence": 0.9,
-                  "observed_at": (T0 - timedelta(days=day)).replace(hour=20, minute=30)})
+        b.ingest(
+            {
+                "user_id": USER,
+                "domain": "commerce",
+                "key": "product.viewed",
+                "value": "product:iphone_16",
+                "source": "behavior",
+                "confidence": 0.9,
+                "observed_at": (T0 - timedelta(days=day)).replace(hour=20, minute=30),
+            }
+        )
     erase: list[Callable[[], object]] = [lambda: b.erase(USER)]
     derive = patterns.hour_patterns
 
@@ -147,3 +155,80 @@ def test_patterns_derived_racing_an_erasure_restore_nothing(
     assert a.derive_patterns(USER, "commerce") == []
     assert not erase
     assert a.store.stream_version(USER) == 0 and b.store.stream_version(USER) == 0
+
+
+def _before_append(engine: Engine, then: Callable[[], object]) -> None:
+    """Run ``then`` once, when ``engine`` has worked out its next write and is about to append
+    it: the moment another process's purge or erasure may land."""
+    store, append = engine.store, engine.store.append
+
+    def meanwhile(*args: object, **kwargs: object) -> object:
+        store.append = append  # type: ignore[method-assign]
+        then()
+        return append(*args, **kwargs)  # type: ignore[arg-type]
+
+    store.append = meanwhile  # type: ignore[method-assign]
+
+
+def _logged(engine: Engine) -> str:
+    return repr([(e.type, e.payload) for e in engine.store.read_stream(USER)])
+
+
+def _airline(value: str, source: str, audit: str | None = None) -> dict[str, object]:
+    provenance = {"audit_log_id": audit} if audit else {}
+    return obs(user_id=USER, key="airline.preferred", value=value, source=source,
+               confidence=0.95, provenance=provenance)  # fmt: skip
+
+
+def test_a_write_worked_out_before_a_purge_is_worked_out_again_after_it(two: Pair) -> None:
+    """B's write read the claim the purge removes: stored as worked out, it froze the key over
+    a purged fact (every decision on it held back, the purge run again clearing nothing); the
+    stream's version does not tell, as a purge leaves it. Appended only at the purge count it
+    read, the write is worked out again on memory without the purged claim."""
+    a, b = two
+    purged = a.ingest(_airline("airline:SQ", "dialogue", "aud-f")).fact_id
+    assert b.facts(USER)
+    _before_append(b, lambda: a.erase_audit_id("aud-f"))
+    stored = b.ingest(_airline("airline:MU", "behavior"))
+    assert stored.status.value == "active" and purged not in stored.superseded
+    assert purged not in _logged(b) and purged not in _logged(a)
+    assert b.review_queue() == [] and a.review_queue() == []
+    decided = a.decide(USER, "travel", {"airline": "airline:MU"})
+    assert decided.result.status.value == "decided"
+
+
+def test_a_write_worked_out_before_an_erasure_does_not_land_in_the_new_stream(two: Pair) -> None:
+    """An erasure starts the user's stream again at version 0: once new writes brought it back
+    to the version B read, B's retraction of an erased fact was appended to the new stream,
+    keeping the erased fact's id and audit id."""
+    a, b = two
+    a.ingest(_airline("airline:SQ", "dialogue", "secret-audit-7"))
+    erased = a.ingest(obs(user_id=USER, key="seat.preference", value="aisle")).fact_id
+    assert len(b.facts(USER)) == 2
+
+    def erase_and_write_twice() -> None:
+        a.erase(USER)
+        a.ingest(obs(user_id=USER, key="cabin.class", value="economy"))
+        a.ingest(obs(user_id=USER, key="seat.preference", value="window"))
+
+    _before_append(b, erase_and_write_twice)
+    with pytest.raises(NotFound):
+        b.retract(USER, erased, "the user asked")
+    assert erased not in _logged(a) and "secret-audit-7" not in _logged(a)
+    assert [e.version for e in a.store.read_stream(USER)] == [1, 2]
+
+
+def test_a_consolidation_racing_a_purge_in_another_process_writes_none_of_it(two: Pair) -> None:
+    """The consolidation checks the purge count under its own lock before it appends, which
+    another process's purge does not take: checked again in the append's own transaction, a
+    purge landing between the two makes the consolidation start again without the note."""
+    a, b = two
+    for text, audit in (("Prefers aisle seats", "aud-keep"), ("Travels with an insulin pump",
+                                                               "aud-gone")):  # fmt: skip
+        assert b.save_memory_note(USER, "travel", text, "session", session_id="s1",
+                                  provenance={"audit_log_id": audit}).saved  # fmt: skip
+    _before_append(b, lambda: a.erase_audit_id("aud-gone"))
+    report = b.consolidate(USER, "travel", "s1").result(timeout=30)
+    assert report.method == "fallback" and "insulin" not in repr(report)
+    assert "insulin" not in _logged(a)
+    assert [n.text for n in a.notes(USER, "travel")] == ["Prefers aisle seats"]

@@ -77,6 +77,7 @@ class FaultyStore:
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         self.appends += 1
         fault = self._draw()
@@ -89,7 +90,8 @@ class FaultyStore:
         if fault == "delay":
             self.sleep(self.delay)
         result = self.inner.append(
-            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key,
+            expected_purges=expected_purges,
         )
         if fault == "duplicate":
             with suppress(ConcurrencyConflict):  # the expected version guards the second one

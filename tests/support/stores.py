@@ -38,12 +38,14 @@ class EarlyAckStore(SqliteEventStore):
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         if self._open is None:
             self._open = self.batch()
             self._open.__enter__()
         result = super().append(
-            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key,
+            expected_purges=expected_purges,
         )
         self._pending += 1
         if self._pending >= self._every:

@@ -47,18 +47,24 @@ class Journal:
         idempotency_key: str | None = None,
         freeze: bool = False,
         memory: UserMemory | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         """Append ``events`` after ``expected_version`` (default: the current); with
         ``freeze``, the key freezes the write entails go in the same append.
 
         ``memory``: what ``writing(user_id)`` gave the block this append is made in (the
         same state of the stream, and writable), so it is not read again.
+        ``expected_purges``: the store's purge count the events were worked out at (default:
+        the one the user's memory was read at, in the pinned block); if a purge or erasure
+        ran since, ``ConcurrencyConflict`` (``store.purged_meanwhile``) and nothing stored.
         """
         if memory is not None:  # inside ``writing``: the lock is held, the user pinned
-            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
+            return self._append(user_id, events, memory, expected_version, idempotency_key,
+                                freeze, expected_purges)  # fmt: skip
         with self.lock, self.projections.pinned(user_id):
             memory = self.writable(user_id)
-            return self._append(user_id, events, memory, expected_version, idempotency_key, freeze)
+            return self._append(user_id, events, memory, expected_version, idempotency_key,
+                                freeze, expected_purges)  # fmt: skip
 
     def _append(
         self,
@@ -68,6 +74,7 @@ class Journal:
         expected_version: int | None,
         idempotency_key: str | None,
         freeze: bool,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         if expected_version is None:
             expected_version = memory.version
@@ -75,8 +82,15 @@ class Journal:
         if freeze:  # the new facts are read once, for the freeze check and for the fold
             asserted = asserted_facts(events, memory.seq)
             events = [*events, *self.freezes(memory, events, asserted)]
+        # the purge count the memory was read at: a write worked out on memory a purge or
+        # erasure (in another process) removed since is refused, as a decision's log is
+        mark = self.projections.pinned_mark(user_id) if expected_purges is None else None
         appended = self.store.append(
-            user_id, events, expected_version=expected_version, idempotency_key=idempotency_key
+            user_id,
+            events,
+            expected_version=expected_version,
+            idempotency_key=idempotency_key,
+            expected_purges=mark[1] if mark is not None else expected_purges,
         )
         if not appended.duplicate:
             self.projections.applied(user_id, appended.events, asserted)

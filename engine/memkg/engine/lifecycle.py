@@ -124,11 +124,13 @@ class Lifecycle:
 
     @unconditional
     def append_notes(
-        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
-    ) -> list[Event]:
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None,
+        expected_purges: int | None = None,
+    ) -> list[Event]:  # fmt: skip
         """The lifecycle's port for writing: note and consolidation events only, checked."""
         check_note_events(user_id, events)
-        return list(self.journal.append(user_id, events, expected_version=expected_version).events)
+        return list(self.journal.append(user_id, events, expected_version=expected_version,
+                                        expected_purges=expected_purges).events)  # fmt: skip
 
     def save_memory_note(
         self, /, user_id: str, domain: str, note: str, scope: str = "session",

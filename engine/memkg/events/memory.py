@@ -29,6 +29,7 @@ from memkg.events.store import (
     AppendResult,
     Companion,
     ErasureCounts,
+    purged_meanwhile,
 )
 from memkg.model.event import Event, EventType, NewEvent
 
@@ -175,6 +176,7 @@ class MemoryEventStore:
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         check_batch(user_id, events)
         with self._lock:
@@ -184,6 +186,8 @@ class MemoryEventStore:
                 if stored and stored[0].seq == first:
                     return AppendResult(events=tuple(stored), duplicate=True)
                 del self._keys[user_id, idempotency_key]  # its write was purged: store anew
+            if expected_purges is not None and expected_purges != self._purges:
+                raise purged_meanwhile(user_id, expected_purges, self._purges)
             version = self._versions.get(user_id, 0)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)

@@ -37,6 +37,7 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
+    purged_meanwhile,
 )
 from memkg.model.event import Event, NewEvent
 from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
@@ -90,6 +91,15 @@ _PURGED = (
     " ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
 )
 """Every purge and erasure counts, so that other processes' caches notice it."""
+_PURGES_SHARED = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
+_PURGES_HELD = (
+    "INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT (key) DO UPDATE"
+    " SET value = meta.value RETURNING value"
+)
+"""The purge count's row, locked by a purge or erasure before it reads or deletes anything
+(made at 0 if missing): an append checking the count (``FOR SHARE``) then waits for it to
+commit and sees the new count, or it for the append, whose events it then reads as any
+earlier write's."""
 _SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -162,6 +172,7 @@ class PostgresEventStore(PgAdapter):
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         check_batch(user_id, events)
         rows = [_row(e) for e in events]
@@ -187,6 +198,13 @@ class PostgresEventStore(PgAdapter):
                         f"DELETE FROM {s}.idempotency WHERE user_id = %s AND key = %s",
                         (user_id, idempotency_key),
                     )
+            if expected_purges is not None:
+                # shared with other appends; a purge or erasure takes it exclusively first
+                # (``erasing``): it waits for this append to commit, or this one for it
+                row = db.execute(_PURGES_SHARED.format(s=s)).fetchone()
+                purges = int(row[0]) if row is not None else 0
+                if purges != expected_purges:
+                    raise purged_meanwhile(user_id, expected_purges, purges)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
@@ -405,6 +423,7 @@ class PostgresEventStore(PgAdapter):
                             f"SELECT 1 FROM {self._s}.streams WHERE user_id = %s FOR UPDATE",
                             (user_id,),
                         )
+                    db.execute(_PURGES_HELD.format(s=self._s))
                     yield
             finally:
                 touched, self._touched = self._touched, None

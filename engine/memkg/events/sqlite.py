@@ -47,6 +47,7 @@ from memkg.events.store import (
     Companion,
     ErasureCounts,
     check_companions,
+    purged_meanwhile,
 )
 from memkg.events.stored import Shape
 from memkg.model.event import Event, NewEvent, StoredRow, row_payload, row_time
@@ -260,6 +261,7 @@ class SqliteEventStore:
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        expected_purges: int | None = None,
     ) -> AppendResult:
         check_batch(user_id, events)
         texts = [payload_text(e) for e in events]
@@ -285,6 +287,10 @@ class SqliteEventStore:
                         "DELETE FROM idempotency WHERE user_id = ? AND key = ?",
                         (user_id, idempotency_key),
                     )
+            if expected_purges is not None:  # no purge can run while we hold the write lock
+                purges = int(db.execute(f"SELECT {_PURGES}").fetchone()[0])
+                if purges != expected_purges:
+                    raise purged_meanwhile(user_id, expected_purges, purges)
             # We hold the write lock, so the next seqs are ours to assign.
             version, base = self._batch_versions.get(user_id), self._batch_seq
             if version is None or base is None:

@@ -44,7 +44,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import ConfigError
+from memkg.errors import ConcurrencyConflict, ConfigError
 from memkg.model.event import Event, EventType, NewEvent, StoredRow
 
 REVIEW_TYPES = (EventType.KEY_FROZEN.value, EventType.REVIEW_RESOLVED.value)
@@ -196,7 +196,17 @@ class EventStore(Protocol):
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
-    ) -> AppendResult: ...
+        expected_purges: int | None = None,
+    ) -> AppendResult:
+        """Append ``events`` to the user's stream, after ``expected_version`` when given
+        (``ConcurrencyConflict`` otherwise); a retried ``idempotency_key`` gives the events
+        it stored. ``expected_purges``: the store's count of purges and erasures
+        (``stream_mark``) the write's reads were made at; if one ran since, the append is
+        refused with ``ConcurrencyConflict`` (code ``store.purged_meanwhile``), checked in the
+        append's own transaction, so that no write worked out on memory a purge or erasure
+        removed lands after it (the stream's version does not tell: a purge leaves it, an
+        erasure starts it again from 0)."""
+        ...
 
     def read_stream(
         self, user_id: str, *, up_to_seq: int | None = None, after_version: int = 0
@@ -286,3 +296,14 @@ class EventStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def purged_meanwhile(user_id: str, expected: int, actual: int) -> ConcurrencyConflict:
+    """The refusal of an append whose reads were made before a purge or erasure that has run
+    since (``EventStore.append``'s ``expected_purges``)."""
+    return ConcurrencyConflict(
+        user_id, expected, actual, code="store.purged_meanwhile",
+        message=f"a purge or erasure ran after this write to {user_id!r} read memory (the "
+        f"store counted {actual} of them, the write read at {expected}): nothing was stored; "
+        "read the user's memory again and retry",
+    )  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import LLMError
+from memkg.errors import ConcurrencyConflict, LLMError
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
 from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
@@ -168,7 +168,13 @@ def _merge(
     with port.lock:  # a purge by audit id leaves the version: its count says it ran
         if port.stream_mark(user_id)[1] != purges:
             raise Erased
-        stored = port.append_notes(user_id, [*written, closing], expected_version=version)
+        try:  # the count checked again in the append's own transaction (another process)
+            stored = port.append_notes(user_id, [*written, closing], expected_version=version,
+                                       expected_purges=purges)  # fmt: skip
+        except ConcurrencyConflict as exc:
+            if exc.code == "store.purged_meanwhile":
+                raise Erased from exc
+            raise
     return ConsolidationReport(
         **base,
         consolidation_id=cid,

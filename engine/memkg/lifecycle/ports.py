@@ -99,11 +99,13 @@ class MemoryPort(Protocol):
         ...
 
     def append_notes(
-        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None
-    ) -> list[Event]:
+        self, user_id: str, events: Sequence[NewEvent], *, expected_version: int | None = None,
+        expected_purges: int | None = None,
+    ) -> list[Event]:  # fmt: skip
         """Append note and consolidation events atomically, after ``expected_version``
-        (default: the current version); anything else is refused (``notes.check_note_events``)
-        and nothing is stored."""
+        (default: the current version) and while the store's purge count is
+        ``expected_purges`` (when given; ``EventStore.append``); anything else is refused
+        (``notes.check_note_events``) and nothing is stored."""
         ...
 
 
