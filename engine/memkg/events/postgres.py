@@ -356,6 +356,9 @@ class PostgresEventStore(PgAdapter):
     ) -> ErasureCounts:
         check_companions(self.database, companions)
         with self._tx() as db:
+            db.execute(
+                _PURGED.format(s=self._s)
+            )  # counted first: its row is locked before any read
             others = tuple(c.erase_rows(db, user_id) for c in companions)
             removed = db.execute(
                 f"DELETE FROM {self._s}.events WHERE user_id = %s AND fact_id = ANY(%s)"
@@ -366,7 +369,6 @@ class PostgresEventStore(PgAdapter):
                 f"DELETE FROM {self._s}.idempotency WHERE user_id = %s AND first_seq = ANY(%s)",
                 (user_id, [r[0] for r in removed]),
             ).rowcount
-            db.execute(_PURGED.format(s=self._s))
         if removed or any(others):
             self._vacuumed([*_PURGES, *(t for c in companions for t in c.tables)])
         return purge_counts(removed, keys, others)
@@ -379,6 +381,7 @@ class PostgresEventStore(PgAdapter):
         s = self._s
         with self._tx() as db:
             db.execute(f"SELECT 1 FROM {s}.streams WHERE user_id = %s FOR UPDATE", (user_id,))
+            db.execute(_PURGED.format(s=s))  # counted first: its row is locked before any read
             others = tuple(c.erase_rows(db, user_id) for c in companions)
             removed = db.execute(
                 f"DELETE FROM {s}.events WHERE user_id = %s RETURNING seq, event_id", (user_id,)
@@ -387,7 +390,6 @@ class PostgresEventStore(PgAdapter):
             keys = db.execute(f"DELETE FROM {s}.idempotency WHERE user_id = %s", (user_id,))
             counts = salts.rowcount, keys.rowcount
             db.execute(f"DELETE FROM {s}.streams WHERE user_id = %s", (user_id,))
-            db.execute(_PURGED.format(s=s))
             digest = removal_digest(r[1] for r in sorted(removed))
             db.execute(
                 f"INSERT INTO {s}.erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
