@@ -40,7 +40,7 @@ from memkg.events.store import (
     purged_meanwhile,
 )
 from memkg.model.event import Event, NewEvent
-from memkg.postgres import PgAdapter, Vacuum, jsonb_exact, lock_key
+from memkg.postgres import PgAdapter, Vacuum, held_purges, jsonb_exact, lock_key
 
 if TYPE_CHECKING:
     import psycopg
@@ -91,7 +91,6 @@ _PURGED = (
     " ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
 )
 """Every purge and erasure counts, so that other processes' caches notice it."""
-_PURGES_SHARED = "SELECT value FROM {s}.meta WHERE key = 'purges' FOR SHARE"
 _PURGES_HELD = (
     "INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT (key) DO UPDATE"
     " SET value = meta.value RETURNING value"
@@ -199,12 +198,7 @@ class PostgresEventStore(PgAdapter):
                         (user_id, idempotency_key),
                     )
             if expected_purges is not None:
-                # shared with other appends; a purge or erasure takes it exclusively first
-                # (``erasing``): it waits for this append to commit, or this one for it
-                row = db.execute(_PURGES_SHARED.format(s=s)).fetchone()
-                purges = int(row[0]) if row is not None else 0
-                if purges != expected_purges:
-                    raise purged_meanwhile(user_id, expected_purges, purges)
+                self._check_purges(db, user_id, expected_purges)
             if expected_version is not None and expected_version != version:
                 raise ConcurrencyConflict(user_id, expected_version, version)
             if not rows:
@@ -232,6 +226,24 @@ class PostgresEventStore(PgAdapter):
                     (user_id, idempotency_key, stored_rows[0][0], stored_rows[-1][0]),
                 )
         return AppendResult(events=tuple(map(_event, stored_rows)))
+
+    def _check_purges(
+        self, db: psycopg.Connection[tuple[Any, ...]], user_id: str, expected: int
+    ) -> None:
+        """``purged_meanwhile`` unless the purge count is still ``expected``, its row locked
+        ``FOR SHARE`` to the end of the append (a purge or erasure locks it first: it waits
+        for the append, or the append sees its count). The append holds the user's stream
+        row, which an erasure may wait for while it holds the count: a purge or erasure under
+        way refuses the append at once (``NOWAIT``) rather than deadlock; it is retried."""
+        from psycopg.errors import LockNotAvailable
+
+        try:
+            with db.transaction():  # a savepoint: the refused lock undoes only itself
+                purges = held_purges(db, self._s, wait=False)
+        except LockNotAvailable:
+            purges = expected + 1  # the purge under way will have counted itself
+        if purges != expected:
+            raise purged_meanwhile(user_id, expected, purges)
 
     def _locked_stream(
         self, db: psycopg.Connection[tuple[Any, ...]], user_id: str, expected: int | None
