@@ -29,6 +29,12 @@ PURGES_ROW = "INSERT INTO {s}.meta VALUES ('purges', '0') ON CONFLICT DO NOTHING
 it yet: what a trace or a decision written beside the events checks, and erasures lock."""
 
 
+def check_schema(schema: str) -> None:
+    """``ConfigError`` unless ``schema`` is a name memkg creates and reads a store under."""
+    if not _IDENTIFIER.fullmatch(schema):
+        raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
+
+
 def held_purges(db: Any, s: str, *, wait: bool = True) -> int:
     """The purge count of schema ``s`` (quoted), its row locked ``FOR SHARE`` until the
     transaction ends: an erasure (which locks it ``FOR UPDATE`` or raises it) waits for the
@@ -117,8 +123,7 @@ class PgAdapter:
     def __init__(
         self, dsn: str, *, schema: str, connect_timeout: int, lock_timeout: float = 30.0
     ) -> None:
-        if not _IDENTIFIER.fullmatch(schema):
-            raise ConfigError(f"schema name {schema!r} must match {_IDENTIFIER.pattern}")
+        check_schema(schema)
         try:
             import psycopg
         except ImportError as exc:  # the optional extra: memkg itself imports without it

@@ -71,6 +71,17 @@ def test_a_read_of_a_schema_that_holds_no_store_says_so_and_creates_none(
         assert "Sup3rSecret" not in error["message"]
 
 
+def test_a_schema_name_no_store_is_made_under_is_told_so_by_reads_and_writes(
+    postgres_dsn: str,
+) -> None:
+    """A read of ``Memkg-Prod`` said no store was there, a write that the name is not one
+    memkg makes a store under: both say the name is the problem."""
+    for argv in (("facts", "li"), ("decide", "li", "--domain", "travel")):
+        code, [error] = cli("--db", postgres_dsn, "--pg-schema", "Memkg-Prod", *argv)
+        assert (code, error["error"]) == (1, "config.invalid"), argv
+        assert "must match" in error["message"]
+
+
 def test_keys_are_listed_and_revoked_on_a_schema_that_holds_only_keys(
     postgres_dsn: str, pg_schema: str
 ) -> None:

@@ -98,3 +98,19 @@ def test_an_argument_holding_nul_is_refused(store_engine: Engine, name: str) -> 
     assert "NUL" in refused.value.message
     assert store_engine.store.head() == head
     assert len(store_engine.decisions("u1")) == decisions
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("get", "/v1/decisions/dec%00x"), ("post", "/v1/decisions/dec%00x/replay")],
+)
+def test_a_decision_id_with_a_nul_is_refused_alike_on_every_store(
+    store_engine: Engine, method: str, path: str
+) -> None:
+    """The decision routes read the log directly: PostgreSQL refused the id (``text.nul``),
+    SQLite answered that no such decision exists."""
+    from support.service import client, keyed_app, token
+
+    app, keyring = keyed_app(store_engine)
+    answered = getattr(client(app, token(keyring)), method)(path)
+    assert (answered.status_code, answered.json()["error"]) == (400, "text.nul")

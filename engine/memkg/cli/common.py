@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from memkg.engine.projections import SEQ_MAX as SEQ_MAX  # the CLI bounds --as-of by it
 from memkg.errors import MemkgError
+from memkg.postgres import check_schema
 
 if TYPE_CHECKING:
     from memkg.engine import Engine
@@ -34,6 +35,7 @@ def store_missing(db: str | Path, schema: str = "memkg", table: str = "events") 
     reports why."""
     if not is_postgres(db):
         return str(db) != ":memory:" and not Path(db).exists()
+    check_schema(schema)  # a name no store is made under: say so, not that none is there
     try:
         import psycopg
     except ImportError:  # opening says store.driver_missing

@@ -194,11 +194,6 @@ class Projections:
         reads, against one state of the stream; see the module); it hands back that mark."""
         return self._pins.pinned(user_id)
 
-    def pinned_mark(self, user_id: str) -> tuple[int, int] | None:
-        """The stream mark (version, purges) this thread's reads of the pinned user were
-        checked against; None outside a ``pinned`` block or before its first read."""
-        return self._pins.mark(user_id)
-
     def _mark(self, user_id: str) -> tuple[int, int]:
         """The stream mark, after dropping the user's views if an id they join moved (once
         per ``pinned`` block)."""

@@ -110,7 +110,8 @@ def _value(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(_value(v) for v in value) if value else NONE_WORDS["en"]
     if isinstance(value, dict):
-        return ", ".join(f"{k} {_value(v)}" for k, v in value.items())
+        # in key order, whatever order it was written or stored in (JSONB keeps its own)
+        return ", ".join(f"{k} {_value(v)}" for k, v in sorted(value.items()))
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):

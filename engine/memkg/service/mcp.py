@@ -52,6 +52,7 @@ from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
 from memkg.engine import Engine, IngestResult, SwitchReceipt
+from memkg.engine.setup import check_args
 from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
@@ -453,6 +454,7 @@ class MemoryTools:
         """Why a logged decision came out as it did: rules, conditions, the facts behind them."""
         try:
             subject = self._allow(ctx, ApiScope.READ, None)
+            check_args(decision_id=decision_id)  # told alike by every store, as explain does
             found = self.gate(self.engine.decision_log.get, decision_id)
             if found.request.user_id != subject.user_id:
                 raise NotFound(f"no decision {decision_id}", code="decision.not_found")

@@ -24,6 +24,7 @@ from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.decisions.log import not_found as no_decision
 from memkg.engine.identity import SwitchReceipt
+from memkg.engine.setup import check_args
 from memkg.errors import AccessDenied, MemkgError, NotFound
 from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
@@ -539,6 +540,7 @@ class Routes:
         decision_id = call.path["decision_id"]
         call.allow(scope, None, None if call.principal.key.user_id is None else
                    call.principal.key.user_id)  # fmt: skip
+        check_args(decision_id=decision_id)  # text no store keeps, told alike by every store
         decision = await self._run(self.engine.decision_log.get, decision_id)
         call.target = decision_id
         _allow_found(call, scope, decision.request.domain, decision.request.user_id,

@@ -140,3 +140,22 @@ def test_an_unknown_format_is_an_invalid_operation(
 def test_the_escaping_examples_run() -> None:
     result = doctest.testmod(importlib.import_module("memkg.explain.render"))
     assert result.failed == 0 and result.attempted > 0
+
+
+def _left_out(explanation: Explanation, value: object) -> Explanation:
+    node = LeftOutNode(kind="fact", ref="f1", key="purchase.intent", value=value,
+                       reason="not_confirmed")  # fmt: skip
+    return explanation.model_copy(update={"left_out": (node,)})
+
+
+def test_an_object_value_reads_in_key_order_whatever_order_it_was_stored_in(
+    base: Explanation,
+) -> None:
+    """PostgreSQL's JSONB hands an object back in an order of its own, SQLite in the order it
+    was written: the same memory read as "buying no, category phone" on one store and
+    "category phone, buying no" on the other."""
+    written = {"category": "category:phone", "buying": False, "budget": {"max": 5, "min": 1}}
+    stored = {"budget": {"min": 1, "max": 5}, "buying": False, "category": "category:phone"}
+    text = render(_left_out(base, written), "text")
+    assert text == render(_left_out(base, stored), "text")
+    assert "budget max 5, min 1, buying no, category category:phone" in text
