@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from rdflib import RDF, RDFS, SKOS, Graph, URIRef
+from rdflib import OWL, RDF, RDFS, SKOS, Graph, URIRef
 
 from memkg.errors import ConfigError
 from memkg.once import once
@@ -130,16 +130,35 @@ class Ontology:
     def knowledge(self) -> Graph:
         return _parse(list(self.roots.files("ontology/domains").values()))
 
+    @property
+    def fact_shape_files(self) -> dict[str, Path]:
+        """``ontology/shapes/<name>.ttl`` → the file, for each file of ``fact_shapes``."""
+        shapes = self.roots.files("ontology/shapes")
+        return {f"ontology/shapes/{name}": path for name, path in shapes.items()
+                if name != "knowledge.ttl"}  # fmt: skip
+
     @once
     def fact_shapes(self) -> Graph:
         """Shapes every candidate fact is validated against (all but ``knowledge.ttl``)."""
-        shapes = self.roots.files("ontology/shapes")
-        return _parse([path for name, path in shapes.items() if name != "knowledge.ttl"])
+        return _parse(list(self.fact_shape_files.values()))
 
     @once
     def knowledge_shapes(self) -> Graph:
         found = self.roots.files("ontology/shapes").get("knowledge.ttl")
         return _parse([found] if found else [])
+
+    @once
+    def classes(self) -> frozenset[URIRef]:
+        """Every class the core vocabulary or the domain knowledge declares (``owl:Class``,
+        ``rdfs:Class``, either side of ``rdfs:subClassOf``) or types an entity with."""
+        found: set[URIRef] = set()
+        for graph in (self.core, self.knowledge):
+            for kind in (OWL.Class, RDFS.Class):
+                found.update(c for c in graph.subjects(RDF.type, kind) if isinstance(c, URIRef))
+            for pair in graph.subject_objects(RDFS.subClassOf):
+                found.update(c for c in pair if isinstance(c, URIRef))
+        found.update(c for types in self.entity_types.values() for c in types)
+        return frozenset(found)
 
     @once
     def entity_types(self) -> dict[URIRef, tuple[URIRef, ...]]:

@@ -151,7 +151,9 @@ cases:
 def init_root(folder: Path, domain: str) -> list[str]:
     """Write a new domain into ``folder`` (created if need be); the files written.
 
-    Refuses a bad name and never overwrites: a domain that exists there already is an error.
+    Refuses a bad name and never overwrites: a domain that exists there already is an error,
+    as are a path that is a file (or lies under one) and a file the system will not write,
+    each a ``ConfigError`` (the CLI prints it as JSON).
     """
     if not NAME.fullmatch(domain) or domain in RESERVED:
         raise ConfigError(
@@ -167,6 +169,13 @@ def init_root(folder: Path, domain: str) -> list[str]:
             f"{re.sub('[0-9]', '', domain)[:27] or 'shop'}), or write the domain by hand",
             code="init.name",
         )
+    file = _file_in_the_way(folder)
+    if file is not None:
+        raise ConfigError(
+            f"{folder}: not a folder ({file} is a file): give the folder to start the domain "
+            "in (it is created if need be), then use it with --root",
+            code="init.not_folder",
+        )
     for part in ("schemas", "rules", "ontology"):  # what it writes into, as a root is read:
         check_links(folder / part, folder)  # never through a link that leads out of ``folder``
     files = files_for(domain)
@@ -179,8 +188,25 @@ def init_root(folder: Path, domain: str) -> list[str]:
             "choose another name or folder",
             code="init.exists",
         )
+    written: list[str] = []
     for rel, text in sorted(files.items()):
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        with (folder / rel).open("x", encoding="utf-8") as out:  # never through a link
-            out.write(text)
+        try:
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            with (folder / rel).open("x", encoding="utf-8") as out:  # never through a link
+                out.write(text)
+        except OSError as exc:
+            done = f" ({', '.join(written)} written before it: remove them to start again)"
+            done = done if written else ""
+            raise ConfigError(
+                f"{folder}: cannot write {rel}: {exc.strerror or exc}{done}", code="init.write"
+            ) from exc
+        written.append(rel)
     return sorted(files)
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The first of ``folder`` and its parents that exists, when it is not a folder."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None

@@ -275,6 +275,9 @@ def condition(draw: st.DrawFn, index: int, aliases: list[str]) -> dict[str, Any]
         return {"not": {inner: body}}
     if kind == "context":
         field = draw(st.sampled_from(["n", "s", "local_time", "weekday"]))
+        if field in ("n", "s") and aliases and draw(st.booleans()):
+            joined = "$" + draw(st.sampled_from(aliases))  # on the bound message, turned round
+            return {"context": {field: {draw(st.sampled_from(ORDER)): joined}}}
         if field == "n":
             return {"context": {"n": draw(_number_test())}}
         if field == "s":
@@ -373,6 +376,42 @@ def evidence(draw: st.DrawFn) -> DecisionInput:
 def test_both_runners_agree_on_generated_bundles(
     made: tuple[RuleBundle, RuleTable], inputs: list[DecisionInput]
 ) -> None:
+    bundle, table = made
+    durable = DurableRunner({ruleset_name(table): compile_table(table)})
+    python = PythonRuleRunner.for_tables([table])
+    for inp in inputs:
+        check_equivalent(bundle, table, inp, durable, python)
+
+
+@st.composite
+def context_join_bundle(draw: st.DrawFn) -> tuple[RuleBundle, RuleTable]:
+    """A rule comparing a request field with a binding, after any other conditions."""
+    aliases: list[str] = []
+    when = [draw(condition(i, aliases)) for i in range(draw(st.integers(0, 2)))]
+    bound = draw(st.sampled_from([{"key": "a.n"}, {"key": "a.s"}, {"key": "a.o", "field": "x"}]))
+    when.append({"fact": {**bound, "as": "b"}})
+    field, op = draw(st.sampled_from(["n", "s"])), draw(st.sampled_from(ORDER))
+    refs = ["$b", "$b.x"] if "field" in bound else ["$b"]
+    body: dict[str, Any] = {field: {op: draw(st.sampled_from(refs))}}
+    if draw(st.booleans()):  # beside a test of the request alone, in the same condition
+        other = "s" if field == "n" else "n"
+        body[other] = draw(st.sampled_from(STRINGS)) if other == "s" else draw(_number_test())
+    when.append({"context": body})
+    rules = [{"id": "g.r0", "when": when, "then": {"action": "go"}, "reason_code": "R",
+              "explain": "x"}]  # fmt: skip
+    table_text = json.dumps({"hit_policy": "first", "allow_no_match": True, "rules": rules})
+    bundle, problems = load_bundle({"g/domain.yaml": DOMAIN, "g/t.yaml": table_text})
+    assert problems == []
+    return bundle, bundle.tables[("g", "t")]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(context_join_bundle(), st.lists(evidence(), min_size=1, max_size=3))
+def test_both_runners_agree_on_context_tests_joined_to_a_binding(
+    made: tuple[RuleBundle, RuleTable], inputs: list[DecisionInput]
+) -> None:
+    """durable-rules tests these on the bound message, turned round; the Python runner and the
+    walk on the context message, as written."""
     bundle, table = made
     durable = DurableRunner({ruleset_name(table): compile_table(table)})
     python = PythonRuleRunner.for_tables([table])

@@ -92,12 +92,33 @@ def test_misnamed_files_are_reported_not_skipped_silently(tmp_path: Path) -> Non
     (root / "rules/pets/suggestion.yaml").rename(root / "rules/pets/suggestion.yml")
     _, listed = cli("--root", str(root), "domains")
     [pets] = [d for d in listed["domains"] if d["domain"] == "pets"]
-    assert pets["keys"] == 0 and len(pets["problems"]) == 2
+    assert pets["keys"] == 0
     assert "profile.json: not read: a key-group file is named <group>@<version>.json" in (
         pets["problems"][0])  # fmt: skip
     assert "suggestion.yml: not read" in pets["problems"][1]
+    # the rules they leave broken refuse every decision, which is said after them
+    assert all("no decision in any domain" in p for p in pets["problems"][2:])
     engine = Engine(config=EngineConfig(roots=(root,), shacl=False), clock=FrozenClock(T0))
     with pytest.raises(ValidationFailed) as refused:
         engine.ingest({"user_id": "u", "domain": "pets", "key": "pets.favorite",
                        "value": "pets_item:basic", "source": "dialogue"})  # fmt: skip
     assert "profile.json: not read" in refused.value.report.problems[0].message
+
+
+def test_a_rule_file_that_does_not_load_is_listed_and_the_other_domains_still_show(
+    tmp_path: Path,
+) -> None:
+    """One broken file refuses the whole bundle, so every decision fails; ``domains`` showed
+    every domain with no actions and no problem, hiding both the cause and what is fine."""
+    root = tmp_path / "mine"
+    cli("init", str(root), "--domain", "pets")
+    (root / "rules/pets/broken.yaml").write_text("rules: [ {bad\n")
+    code, listed = cli("--root", str(root), "domains")
+    assert code == 0
+    by_name = {d["domain"]: d for d in listed["domains"]}
+    assert by_name["pets"]["actions"] == ["ask_preference", "suggest_item"]
+    assert by_name["health"]["default_decision"] == "triage" and by_name["health"]["actions"]
+    for domain in by_name.values():
+        [problem] = domain["problems"]
+        assert problem.startswith("rules/pets/broken.yaml:2: error rules.yaml: "), problem
+        assert "no decision in any domain is made until it is fixed" in problem

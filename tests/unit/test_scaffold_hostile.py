@@ -78,3 +78,36 @@ def test_links_elsewhere_in_the_folder_are_none_of_its_business(tmp_path: Path) 
     os.symlink("/usr/bin/env", root / ".venv" / "bin" / "python")
     os.symlink(tmp_path, root / "up")
     assert "rules/pets/domain.yaml" in init_root(root, "pets")
+
+
+def test_a_file_given_as_the_folder_is_refused_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Swapping the arguments (a data file for the folder) printed a traceback, not the JSON
+    error every other command prints, and exit status 1."""
+    data = tmp_path / "obs.jsonl"
+    data.write_text("{}\n")
+    for folder in (data, data / "sub"):
+        out = io.StringIO()
+        assert main(["init", str(folder), "--domain", "abc"], out) == 1
+        error = json.loads(out.getvalue())
+        assert error["error"] == "init.not_folder" and str(data) in error["message"]
+        assert "Traceback" not in capsys.readouterr().err
+    assert data.read_text() == "{}\n"
+
+
+def test_a_folder_that_cannot_be_written_is_refused_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the right to write there, init says so, naming the file it could not write."""
+
+    def refused(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refused)  # as a read-only folder does, even for root
+    out = io.StringIO()
+    assert main(["init", str(tmp_path / "root"), "--domain", "abc"], out) == 1
+    error = json.loads(out.getvalue())
+    assert error["error"] == "init.write" and "Permission denied" in error["message"]
+    assert error["message"].startswith(f"{tmp_path / 'root'}: cannot write ")
+    assert "Traceback" not in capsys.readouterr().err

@@ -17,6 +17,7 @@ from memkg.rules.loader import (
     DOMAIN_FILE,
     RuleFolders,
     file_sources,
+    folder_sources,
     read_sources,
     rule_file,
 )
@@ -90,7 +91,8 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
     """The rules folder, the sources to load, and the one file reported on when PATH is a file.
 
     A file is read alone with its domain's ``domain.yaml`` (``rule_file`` refuses anything not
-    laid out as ``<rules>/<domain>/<name>.yaml``); a folder must hold rule files.
+    laid out as ``<rules>/<domain>/<name>.yaml``); a folder must hold rule files
+    (``folder_sources``).
     """
     if path is None:
         return engine.layers.rule_dirs(), read_sources(engine.layers.rule_dirs()), None
@@ -98,14 +100,7 @@ def _sources(engine: Engine, path: str | None) -> tuple[RuleFolders, dict[str, s
     if target.is_file():
         folder, rel = rule_file(target)
         return folder, file_sources(folder, rel), f"rules/{rel}"
-    sources = read_sources(target)
-    if not sources:
-        raise ConfigError(
-            f"no rule files found in {target}: a rules folder holds <domain>/{DOMAIN_FILE} and "
-            "<domain>/<name>.yaml; give that folder, or one rule file",
-            code="rules.missing",
-        )
-    return target, sources, None
+    return target, folder_sources(target, or_else="one rule file"), None
 
 
 def _root_not_in_force(engine: Engine, folders: RuleFolders) -> list[Finding]:

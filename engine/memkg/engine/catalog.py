@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memkg.engine.rule_bundle import RuleBook, ontology_findings
-from memkg.errors import NotFound
+from memkg.engine.rule_bundle import RuleBook, RulesRefused, ontology_findings
+from memkg.errors import MemkgError, NotFound
 from memkg.model.keyspec import KeySpec
-from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES
+from memkg.rules.loader import CASES_SUFFIX, NOT_TABLES, load_bundle, read_sources
+from memkg.rules.spec import RuleBundle
 from memkg.validate.limits import require_text
 
 if TYPE_CHECKING:
@@ -19,13 +20,24 @@ if TYPE_CHECKING:
 
 
 def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
-    """Every domain: the root it comes from, its key groups, decisions, actions and problems."""
+    """Every domain: the root it comes from, its key groups, decisions, actions and problems.
+
+    When the rules in force do not load, every domain lists why (each problem with its file,
+    line and code: the bundle is refused whole, so no domain decides), and shows the actions
+    and context of each domain file that loads."""
     layers, registry = setup.layers, setup.registry
     rule_dirs = layers.rule_dirs()
-    bundle = book.rules.bundle if _rules_load(book) else None
+    unloaded = ontology_findings(setup.ontology)
     broken = [  # every domain's writes are checked against every shapes file in force
         f"{f.file}: {f.message} (every write in every domain is refused until it loads)"
-        for f in ontology_findings(setup.ontology)
+        for f in unloaded
+    ]
+    bundle, refused = _rules(setup, book)
+    said = {str(f) for f in unloaded}  # the shapes files above refuse the rules too
+    broken += [
+        f"{p} (no decision in any domain is made until it is fixed)"
+        for p in refused
+        if p not in said
     ]
     found = []
     for name, root in layers.domains().items():
@@ -63,14 +75,20 @@ def domains(setup: Setup, book: RuleBook) -> list[dict[str, Any]]:
     return found
 
 
-def _rules_load(book: RuleBook) -> bool:
-    from memkg.errors import MemkgError
-
+def _rules(setup: Setup, book: RuleBook) -> tuple[RuleBundle | None, list[str]]:
+    """The bundle in force, or when it is refused what of it loads (None if nothing can be
+    read), and why it is refused: each error as ``file:line: error code: message``."""
     try:
-        book.rules  # noqa: B018  (loads and lints the bundle once)
+        return book.rules.bundle, []
+    except RulesRefused as exc:
+        refused = [str(f) for f in exc.findings] or [f"{exc.code}: {exc.message}"]
+    except MemkgError as exc:
+        refused = [f"{exc.code}: {exc.message}"]
+    try:
+        bundle, _ = load_bundle(read_sources(setup.layers.rule_dirs()), root=setup.layers)
     except MemkgError:
-        return False
-    return True
+        return None, refused
+    return bundle, refused
 
 
 def key_entry(spec: KeySpec) -> dict[str, Any]:

@@ -177,6 +177,8 @@ class Decider:
     ) -> CasesReport:  # fmt: skip
         """Lint, compile and test a rule bundle, then swap it in; refuse it if anything fails.
 
+        ``path``: a rules folder, ``ROOT/rules`` (else ``rules.missing``; default: the roots').
+
         With ``require_diff=N`` the last N logged decisions are also re-made under the rules in
         use and the new ones (``rules_diff``), and a BLOCK verdict refuses the bundle
         (``RulesDiffRefused``, with the report); ``allow`` as for ``rules_diff``.

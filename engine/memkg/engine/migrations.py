@@ -230,6 +230,9 @@ def apply(evo: Evolution, plan: MigrationPlan | str | Path, *, rules: str | Path
           progress: Callable[[int], None] | None = None) -> ApplyReport:  # fmt: skip
     """Dry-run, refuse on BLOCK, then write each fact's events once (resumable)."""
     plan, old, new = plan_and_specs(evo, plan)
+    for problem in evo.setup.plan_problems:  # another plan file upcasts the same step
+        if problem.code == "migration.conflict" and problem.file == plan.file:
+            raise problem
     tally, changes, others = _judged(evo, plan, old, new, rules, waiver, 0, None,
                                      complete=False)  # fmt: skip
     report = tally.report(changes, others)

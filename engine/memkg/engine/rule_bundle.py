@@ -29,9 +29,17 @@ from memkg.roots import Roots
 from memkg.rules.compiler import ruleset_name
 from memkg.rules.evaluator import Evaluator
 from memkg.rules.lint import lint_bundle, question_findings
-from memkg.rules.loader import RuleFolders, load_bundle, read_sources, rule_domains
+from memkg.rules.loader import (
+    RuleFolders,
+    folder_sources,
+    load_bundle,
+    read_sources,
+    rule_domains,
+)
 from memkg.rules.spec import Finding, RuleBundle, RuleTable
 from memkg.validate.registry import SchemaRegistry
+from memkg.validate.shape_lint import Flaw, broken_shapes, locate
+from memkg.validate.shape_targets import idle_shapes
 from memkg.yamlfile import YamlError
 
 log = logging.getLogger(__name__)
@@ -127,7 +135,9 @@ def arbitration_findings(
 
 def ontology_findings(ontology: Ontology) -> list[Finding]:
     """A finding (``ontology.parse``, ``ontology.text_too_long``) for each Turtle file in force
-    that does not load, at the line the parser names (else 1).
+    that does not load, at the line the parser names (else 1); once all load, one for each fact
+    shape pySHACL could not run (``shape_lint.broken_shapes``: ``shacl.sparql``,
+    ``shacl.federated``, ``shacl.shape``). Either refuses every write in every domain.
 
     The graphs the engine uses are tried first (each parsed once per engine), every file only
     when one does not load, to name each broken file."""
@@ -137,12 +147,32 @@ def ontology_findings(ontology: Ontology) -> list[Finding]:
     except ConfigError:
         pass
     else:
-        return []
+        return _shape_findings(broken_shapes(ontology.fact_shapes), ontology)
     found = []
     for name, exc in ontology.file_problems():
         line = re.search(r"\bline (\d+)", exc.message)
         found.append(Finding(exc.code, exc.message, name, int(line[1]) if line else 1))
     return found
+
+
+def idle_shape_findings(setup: BundleSetup) -> list[Finding]:
+    """A finding for each fact shape that never applies or refuses every value, against the
+    keys and classes in force (``shape_targets.idle_shapes``); none while a Turtle file in force
+    does not load (``ontology_findings`` names it)."""
+    registry, ontology = setup.registry, setup.ontology
+    try:
+        shapes, classes = ontology.fact_shapes, ontology.classes
+    except ConfigError:
+        return []
+    specs = [spec for domain in registry.domains() for key in registry.keys(domain)
+             if (spec := registry.spec(domain, key)) is not None]  # fmt: skip
+    return _shape_findings(idle_shapes(shapes, specs, classes), ontology)
+
+
+def _shape_findings(flaws: list[Flaw], ontology: Ontology) -> list[Finding]:
+    located = locate(flaws, ontology.fact_shape_files) if flaws else []
+    return [Finding(at.flaw.code, at.flaw.message, at.file, at.line,
+                    severity=at.flaw.severity) for at in located]  # fmt: skip
 
 
 def beside_in_force(sources: Mapping[str, str], in_force: Mapping[str, str]) -> dict[str, str]:
@@ -160,12 +190,14 @@ def folder_findings(
 ) -> list[Finding]:
     """What is wrong beside the rule tables of ``folders``: the arbitration files
     (``arbitration_findings``), questions about keys no schema declares
-    (``lint.question_findings``) and Turtle files in force that do not load
-    (``ontology_findings``). ``rules lint`` reports them; loading the bundle refuses them."""
+    (``lint.question_findings``), Turtle files in force that do not load and shapes that
+    cannot run (``ontology_findings``), shapes that never apply (``idle_shape_findings``).
+    ``rules lint`` reports them; loading the bundle refuses the errors among them."""
     registry = setup.registry
     return [
         *arbitration_findings(folders, setup, policy),
         *ontology_findings(setup.ontology),
+        *idle_shape_findings(setup),
         *question_findings(
             rule_domains(folders),
             lambda d, k: None if registry.spec(d, k) else registry.unknown_key(d, k),
@@ -255,11 +287,13 @@ class RuleBook:
         refused on what ``rules lint`` finds there.
 
         A ``rules/`` folder given as ``path`` holds new rules for the domains it declares; every
-        other domain keeps the rules in force (``beside_in_force``)."""
+        other domain keeps the rules in force (``beside_in_force``). A folder holding no rule
+        files (a root, one domain's folder) is refused (``loader.folder_sources``)."""
         folders = path or self.setup.layers.rule_dirs()
+        given = folder_sources(path) if isinstance(path, Path) else None
         policy = folders / "policy.yaml" if isinstance(folders, Path) else None
         beside = folder_findings(folders, self.setup, policy)
-        sources = read_sources(folders)
+        sources = read_sources(folders) if given is None else given
         if isinstance(path, Path):
             sources = beside_in_force(sources, self.in_force_sources())
         return compile_rules(sources, self.setup, beside)

@@ -88,7 +88,8 @@ class Setup:
         shacl = None
         if self.config.shacl:
             shacl = ShaclChecker(self.ontology.fact_shapes, self.ontology.entity_types,
-                                 sources=self.sources.names)  # fmt: skip
+                                 sources=self.sources.names,
+                                 files=self.ontology.fact_shape_files)  # fmt: skip
         return Validator(self.registry, shacl, self.config.limits, self.config.state_valid_for,
                          self.sources)  # fmt: skip
 
@@ -130,14 +131,16 @@ class Setup:
 
     @property
     def plan_problems(self) -> tuple[MigrationError, ...]:
-        """The plan files under ``schemas/<domain>/migrations/`` that do not load: no read
-        upcasts by them (``rules lint`` names them; running one says what is wrong)."""
+        """The plan files under ``schemas/<domain>/migrations/`` that do not load, or that
+        upcast a key version another plan file upcasts too (``Upcasters.of``): no read upcasts
+        by them (``rules lint`` names them; running one that does not load says what is
+        wrong)."""
         return self._plans[1]
 
     @once
     def _plans(self) -> tuple[Upcasters, tuple[MigrationError, ...]]:
         # a draft plan with a typo stops only itself: every other read, write and plan goes on
-        found, refused = Upcasters(), []
+        loaded, refused = [], []
         for folder in self.layers.schema_dirs().values():
             for path in sorted(folder.glob("migrations/*.yaml")):
                 try:
@@ -147,8 +150,9 @@ class Setup:
                     continue
                 old = self.registry.group(plan.domain, plan.group, plan.from_version)
                 new = self.registry.group(plan.domain, plan.to_group, plan.to_version)
-                found.register(plan, old, new)
-        return found, tuple(refused)
+                loaded.append((plan, old, new))
+        found, conflicts = Upcasters.of(loaded)  # two plans for one step: neither is read
+        return found, (*refused, *conflicts)
 
     def new_graph(self, user_id: str) -> UserGraph:
         """An empty contextual graph for the user, over the domain knowledge."""

@@ -2,7 +2,8 @@
 
 Each rule becomes ``r<index>`` with an ``all`` of patterns: ``ctx`` (the request context,
 always first, so joins can read it; effective dates and negations are tested on it too), then
-``c<i>`` for condition ``i``. Messages carry ``t`` (``fact``, ``edge``,
+``c<i>`` for condition ``i`` (a context test that joins a binding is made on the bound
+message: ``split_context_joins``). Messages carry ``t`` (``fact``, ``edge``,
 ``path``, ``context``); a list-valued fact becomes one message per item, so ``contains`` is
 an equality and the explanation can name the item.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from memkg.rules.kinds.compare import JOIN_PREFIX, day_number, join_prop, minutes
+from memkg.rules.kinds.compare import CONVERSE, JOIN_PREFIX, day_number, join_prop, minutes
+from memkg.rules.kinds.compare import pattern as on_prop
 from memkg.rules.kinds.context import context_prop
-from memkg.rules.spec import Condition, Ref, Rule, RuleTable
+from memkg.rules.spec import Condition, Ref, Rule, RuleTable, Test
 
 MESSAGE_TYPES = ("fact", "edge", "path", "context")
 """The message types evaluations send (``snapshot.Item.kind``)."""
@@ -75,6 +77,22 @@ def compile_table(table: RuleTable) -> dict[str, Any]:
     return rules
 
 
+def split_context_joins(cond: Condition) -> tuple[Condition, tuple[Test, ...]]:
+    """A context condition's tests that read only the request (as a condition), and those
+    that compare a request field with a binding (``wanted: $goal``).
+
+    A test of the second sort is made on the bound message, turned round (``minutes: {lt:
+    $m}`` is ``m gt context.minutes``): every pattern may join the context message, which
+    comes first, while the context pattern can join nothing bound after it.
+    """
+    joins = tuple(
+        t for t in cond.tests if isinstance(t.operand, Ref) and t.operand.alias != "context"
+    )
+    if not joins:
+        return cond, ()
+    return replace(cond, tests=tuple(t for t in cond.tests if t not in joins)), joins
+
+
 def compile_rule(rule: Rule) -> dict[str, Any]:
     aliases = {c.alias: c for c in rule.conditions if c.alias}
     joined: dict[str, set[str]] = {}
@@ -92,14 +110,22 @@ def compile_rule(rule: Rule) -> dict[str, Any]:
     if rule.effective_until:
         ctx.append({"$lte": {"today": day_number(rule.effective_until)}})
     patterns: list[dict[str, Any]] = [{"ctx": {"$and": ctx}}]
+    tests_of: dict[str, list[Any]] = {}
     for cond in rule.conditions:
         kind = cond.handler
         if kind.on_context:
-            ctx += kind.patterns(cond, compile_operand)
+            own, joins = split_context_joins(cond)
+            ctx += kind.patterns(own, compile_operand)
+            for test in joins:  # on the bound message: the context pattern comes before it
+                target = aliases[test.operand.alias]
+                prop = target.handler.ref_prop(target, test.operand.field)
+                converse = Test(CONVERSE[test.op], Ref("context", test.field), None, test.line)
+                tests_of[pattern_alias(target)].append(on_prop(converse, prop, compile_operand))
         elif cond.negated:
             ctx.append({negation_flag(rule, cond): 1})
         else:
-            patterns.append({pattern_alias(cond): {"$and": kind.patterns(cond, compile_operand)}})
+            tests = tests_of[pattern_alias(cond)] = kind.patterns(cond, compile_operand)
+            patterns.append({pattern_alias(cond): {"$and": tests}})
     for pattern in patterns:  # a joined message must hold the property (durable-rules crashes
         [(alias, tests)] = pattern.items()  # on a join to a missing one; Python never compares)
         tests["$and"] += [{"$ex": {join_prop(p, "t"): 1}} for p in sorted(joined.get(alias, ()))]

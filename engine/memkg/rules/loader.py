@@ -25,7 +25,7 @@ from jsonschema.protocols import Validator
 
 from memkg.errors import ConfigError, PatternTimeout
 from memkg.model.decision import HitPolicy, Output
-from memkg.roots import Roots, builtin, check_links, domain_folders
+from memkg.roots import Roots, builtin, check_links, domain_folders, hidden
 from memkg.rules import kinds
 from memkg.rules.compiler import MESSAGE_PROPS
 from memkg.rules.spec import (
@@ -141,6 +141,47 @@ def read_sources(folders: RuleFolders) -> dict[str, str]:
                 rel = f"{domain}/{path.name}"
                 sources[rel] = read_text(path, f"rules/{rel}")
     return sources
+
+
+def folder_sources(folder: Path, *, or_else: str | None = None) -> dict[str, str]:
+    """``read_sources`` of a rules folder given by path, refused (``rules.missing``) when it
+    holds no rule files, saying which folder is expected: a root's ``rules/`` rather than the
+    root, the ``rules/`` folder that holds one domain's folder rather than that folder (which
+    is refused, not read as a bundle of one domain). ``or_else`` names what else the caller
+    accepts (``"one rule file"``).
+
+    Subfolders are only read as domains (``config.domain_name`` for one no domain can be
+    named after) when one of them declares a domain (holds ``domain.yaml``): a folder that is
+    no rules folder at all (``/tmp``) is refused as such.
+    """
+    layout = f"a rules folder holds <domain>/{DOMAIN_FILE} and <domain>/<name>.yaml"
+    if not folder.is_dir():
+        raise ConfigError(f"no rule files found in {folder}: no such folder ({layout})",
+                          code="rules.missing")  # fmt: skip
+    sources = read_sources(folder) if _declares_domain(folder) else {}
+    if sources:
+        return sources
+    if (folder / DOMAIN_FILE).is_file():
+        why = f"it is the folder of domain {folder.name!r}; give the rules folder that holds it, "
+        why += str(folder.parent)
+    elif (folder / "rules").is_dir():
+        why = f"it is a root; give its rules folder, {folder / 'rules'}"
+    else:
+        why = f"{layout}; give that folder"
+    why += f", or {or_else}" if or_else else ""
+    raise ConfigError(f"no rule files found in {folder}: {why}", code="rules.missing")
+
+
+def _declares_domain(folder: Path) -> bool:
+    """Whether a visible subfolder of ``folder`` holds a ``domain.yaml``."""
+    try:
+        return any(
+            (sub / DOMAIN_FILE).is_file()
+            for sub in folder.iterdir()
+            if not hidden(sub.name) and sub.is_dir()
+        )
+    except OSError:  # unreadable: ``read_sources`` says why
+        return True
 
 
 def rule_file(path: Path) -> tuple[Path, str]:

@@ -4,8 +4,9 @@ It reads the same messages as ``DurableRunner`` (the evidence, then the context 
 negation flags) and reports every way each rule matches, as durable-rules does: the context
 pattern (effective dates, negation flags, context tests), then each positive condition in order,
 joined on earlier bindings, one message per pattern (a message never fills two patterns of a
-rule). ``tests/property/test_runner_equivalence.py`` checks it fires what durable-rules fires,
-with the same bindings, on every shipped rule file and on generated bundles.
+rule), and last the context tests that read a binding.
+``tests/property/test_runner_equivalence.py`` checks it fires what durable-rules fires, with the
+same bindings, on every shipped rule file and on generated bundles.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class _Plan:
     flags: tuple[str, ...]
     context: tuple[tuple[tuple[Any, ...], Condition], ...]
     """Each context condition with its signature (rules share context tests)."""
+    checks: tuple[Condition, ...]
+    """The context conditions that compare the request with a binding (``wanted: $goal``):
+    checked on each way the rule matches (durable-rules tests them on the bound message)."""
     steps: tuple[_Step, ...]
     aliases: Mapping[str, Condition]
     slots: tuple[int, ...] = ()
@@ -62,11 +66,14 @@ class _Plan:
 
 
 def _plan(rule: Rule) -> _Plan:
-    steps, context, flags = [], [], []
+    steps, flags = [], []
+    context: list[Condition] = []
+    checks: list[Condition] = []
     for cond in rule.conditions:
         kind = cond.handler
         if kind.on_context:
-            context.append(cond)
+            joined = any(ref.alias != "context" for ref in cond.refs)
+            (checks if joined else context).append(cond)
         elif cond.negated:
             flags.append(negation_flag(rule, cond))
         else:
@@ -79,6 +86,7 @@ def _plan(rule: Rule) -> _Plan:
         high=day_number(rule.effective_until) if rule.effective_until else day_number(date.max),
         flags=tuple(flags),
         context=tuple((c.signature, c) for c in context),
+        checks=tuple(checks),
         steps=tuple(steps),
         aliases={c.alias: c for c in rule.conditions if c.alias},
     )
@@ -144,6 +152,8 @@ class PythonRuleRunner:
                     break
             else:  # every context test of the rule holds
                 for bound in _joins(plan, run):
+                    if plan.checks and not _checked(plan, run.ctx, bound):
+                        continue
                     found = {p: str(i) for p, (i, _) in bound.items() if p[0] == "c"}
                     fired.append(Firing(plan.name, {"ctx": str(last), **found}))
         return fired
@@ -192,6 +202,12 @@ def _joins(plan: _Plan, run: _Run) -> list[Bound]:
             return []
         envs = nxt
     return envs
+
+
+def _checked(plan: _Plan, ctx: Message, bound: Bound) -> bool:
+    """Whether the plan's context conditions that read bindings hold on ``bound``."""
+    resolve = _resolver(ctx, bound, plan.aliases)
+    return all(cond.handler.matches(cond, ctx, resolve) for cond in plan.checks)
 
 
 def _resolver(ctx: Message, env: Bound, aliases: Mapping[str, Condition]) -> Resolve:

@@ -8,6 +8,9 @@ Per DESIGN section 7: validate the delta (the candidates, plus the type triples 
 they name, or ``sh:class`` fails), never the whole store; parse shapes once. A batch of
 candidates goes through one pySHACL run, each candidate a distinct focus node, and results are
 mapped back by focus node. Pass/fail is computed from result severities, not ``conforms``.
+Shapes pySHACL could not run (a constraint it cannot load, a SPARQL query that does not parse
+or would reach the network) are refused when the checker is built (``shape_lint``); whatever
+pySHACL still raises while it checks is ``shacl.failed``, and the fact is not stored.
 
 Verdicts are memoised by the candidate's *signature*: the fields that shape the candidate's
 graph (key, kind, source, sensitivity, consent, the entities named) plus, for every path some
@@ -26,10 +29,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pyshacl import ShapesGraph
@@ -40,11 +44,13 @@ from pyshacl.rdfutil.compare import compare_literal
 from rdflib import RDF, XSD, Graph, Literal, Namespace, URIRef
 from rdflib.term import Node
 
+from memkg.errors import ConfigError
 from memkg.model.report import Problem
 from memkg.model.source import Source
 from memkg.model.vocab import ENTITY_REF, KEY, MK, entity_iri, user_iri
 from memkg.validate.shape_checks import DataGraph as CheckedGraph
 from memkg.validate.shape_checks import NotCompilable, Shapes, compile_shapes
+from memkg.validate.shape_lint import refuse_broken
 
 Triple = tuple[Node, Node, Node]
 
@@ -162,13 +168,16 @@ class ShaclChecker:
         *,
         compiled: bool = True,
         sources: Iterable[str] = Source.BUILTIN,
+        files: Mapping[str, Path] | None = None,
     ) -> None:
         """``sources``: the sources in force; a candidate's source is typed ``mk:Source`` only
-        if it is one of them (``sh:class mk:Source`` in the fact shape)."""
-        self._compiled = _compiled(shapes) if compiled else None
+        if it is one of them (``sh:class mk:Source`` in the fact shape). ``files``: the shapes
+        files (``ontology/shapes/<name>.ttl`` → path), to name the one a shape that cannot run
+        is in: such a shape is refused here (``shape_lint.refuse_broken``), with the shapes
+        harvested once, not met by a write."""
         self._shapes = ShapesGraph(shapes)
-        if self._compiled is None:
-            self._shapes.shapes  # noqa: B018 - harvest the shapes now, once
+        refuse_broken(self._shapes, files or {})
+        self._compiled = _compiled(shapes) if compiled else None
         self._types = entity_types
         self._source_types = {_term(name): (_SOURCE_CLASS,) for name in sources}
         self._value_paths = _value_paths(shapes)
@@ -294,7 +303,15 @@ class ShaclChecker:
         for triple in triples:
             data.add(triple)
         validator = _Validator(DataGraph.from_rdflib(data), self._shapes, {"inference": "none"})
-        _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
+        try:
+            _conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
+        except Exception as exc:  # pySHACL raises many types; none may reach a caller raw
+            raise ConfigError(
+                f"the SHACL shapes failed while checking a fact, which was not stored: "
+                f"{' '.join(str(exc).split())[:300] or type(exc).__name__}; `memkg rules lint` "
+                "checks the shapes files",
+                code="shacl.failed",
+            ) from exc
         for result in report.subjects(RDF.type, SH.ValidationResult):
             if report.value(result, SH.resultSeverity) != SH.Violation:
                 continue

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memkg import Engine, EngineConfig, FrozenClock
-from memkg.evolution.migration import parse_plan
+from memkg.evolution.migration import MigrationError, parse_plan
 from memkg.evolution.upcast import Upcasters
 from memkg.validate.registry import SchemaRegistry
 from support.observations import T0, obs
@@ -73,3 +75,32 @@ def test_a_step_that_changes_what_is_hashed_never_upcasts(tmp_path: Path) -> Non
     upcasters.register(parse_plan(SEAT_PLAN, "p.yaml"), registry.group("travel", "flight", 1),
                        registry.group("travel", "flight", 2))  # fmt: skip
     assert len(upcasters) == 0
+
+
+def test_two_plans_upcasting_the_same_key_version_are_refused_naming_both_files(
+    tmp_path: Path,
+) -> None:
+    """Reads followed whichever plan loaded last, so an old fact's value depended on the
+    order of two files; the author learns of the clash only from the data."""
+    root = project_copy(tmp_path)
+    old = Engine(config=EngineConfig(roots=(root,), shacl=False), clock=FrozenClock(T0))
+    stored = old.ingest(obs(key="seat.preference", value="no_preference"))
+    add_seat_choice(root)
+    other = root / "schemas/travel/migrations/seat_choice_two.yaml"
+    other.write_text(SEAT_PLAN.replace("no_preference: any", "no_preference: middle"))
+    new = reopen(old, root)
+    assert new.upcasters.get("travel", "seat.preference", 1) is None  # neither plan is read
+    first, second = sorted(new.setup.plan_problems, key=lambda e: e.file)
+    files = ("schemas/travel/migrations/seat_choice.yaml",
+             "schemas/travel/migrations/seat_choice_two.yaml")  # fmt: skip
+    assert (first.file, second.file) == files and first.code == "migration.conflict"
+    for problem in (first, second):
+        assert all(f in problem.message for f in files) and problem.line == 7  # the step
+        assert "seat.preference" in problem.message
+    seat = next(f for f in new.facts("u1") if f.id == stored.fact_id)
+    assert (seat.key, seat.schema_version) == ("seat.preference", 1)  # as stored
+    # applying either would make this process read by it, and no other after a restart
+    with pytest.raises(MigrationError, match=r"also upcasts seat\.preference"):
+        new.apply_migration(root / "schemas/travel/migrations/seat_choice.yaml")
+    assert new.upcasters.get("travel", "seat.preference", 1) is None
+    assert [e.type.value for e in new.read_events("u1")] == ["fact.asserted"]

@@ -125,6 +125,20 @@ def test_a_folder_without_rule_files_is_an_error(
     assert out["message"].startswith(f"no rule files found in {tmp_path / 'empty'}")
 
 
+@pytest.mark.parametrize("given", ["root", "domain"])
+def test_a_root_or_a_domain_folder_is_refused_naming_the_rules_folder_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    """Both are easy slips for `rules/`; the message says which folder is meant, as
+    ``Engine.reload_rules`` says it."""
+    folder = rules_folder(tmp_path, t__yaml=TABLE)
+    path = tmp_path if given == "root" else folder
+    code, out = run(tmp_path, capsys, "rules", "lint", str(path))
+    assert code == 1 and out["error"] == "rules.missing"
+    give = {"root": "give its rules folder", "domain": "give the rules folder that holds it"}
+    assert out["message"].endswith(f"{give[given]}, {tmp_path / 'rules'}, or one rule file")
+
+
 def shipped(tmp_path: Path) -> Path:
     shutil.copytree(builtin("examples") / "rules", tmp_path / "rules")
     return tmp_path / "rules" / "health"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, FrozenClock, NotFound
+from memkg import ConfigError, Engine, FrozenClock, NotFound
 from memkg.config import EngineConfig
 from memkg.engine.intent import RulesRefused
 from memkg.roots import builtin
@@ -82,3 +82,35 @@ def test_invalid_requests_are_decisions_too() -> None:
         e.decide("u", "astrology")
     assert unknown.value.code == "domain.unknown"
     assert [d.status.value for d in e.decisions("u")] == ["invalid_input"]
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("root", "give its rules folder, {root}/rules"),
+        ("domain", "give the rules folder that holds it, {root}/rules"),
+        ("empty", "a rules folder holds <domain>/domain.yaml and <domain>/<name>.yaml"),
+        ("other", "a rules folder holds <domain>/domain.yaml and <domain>/<name>.yaml"),
+    ],
+)
+def test_reloading_a_folder_that_is_not_a_rules_folder_is_refused_saying_which_is_expected(
+    tmp_path: Path, given: str, says: str
+) -> None:
+    """A root, or one domain's folder, is an easy slip: reloading it reported success and
+    reloaded nothing, or failed on a subfolder's name; the CLI refuses the same paths."""
+    root = tmp_path / "root"
+    shutil.copytree(builtin("examples") / "rules", root / "rules")
+    (root / "schemas").mkdir()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other" / "Not A Domain").mkdir(parents=True)  # as /tmp holds: a folder no
+    (tmp_path / "other" / "notes").mkdir()  # domain is named after, and one with YAML in it
+    (tmp_path / "other" / "notes" / "list.yaml").write_text("- one\n")
+    folder = {"root": root, "domain": root / "rules" / "health"}.get(given, tmp_path / given)
+    e = engine()
+    old = e.intent.rules.digest
+    with pytest.raises(ConfigError) as refused:
+        e.reload_rules(folder)
+    assert refused.value.code == "rules.missing"
+    assert refused.value.message.startswith(f"no rule files found in {folder}")
+    assert says.format(root=root) in refused.value.message
+    assert e.intent.rules.digest == old

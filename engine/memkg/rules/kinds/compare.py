@@ -27,6 +27,9 @@ CompileOperand = Callable[[Any], Any]
 
 _OPS = {"ne": "$neq", "lt": "$lt", "lte": "$lte", "gt": "$gt", "gte": "$gte"}
 _ORDER = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
+CONVERSE = {"eq": "eq", "ne": "ne", "lt": "gt", "lte": "gte", "gt": "lt", "gte": "lte"}
+"""``a op b`` holds exactly when ``b CONVERSE[op] a`` does (``compare`` is symmetric in what
+it refuses: a missing value, mixed types); the comparisons an operand may join on."""
 
 
 def minutes(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """``context``: fields of the request context and of the clock (``local_time``, ``weekday``).
 
 ``- context: {symptom: fever, local_time: {outside: ["06:00", "22:00"]}}``; a plain value is
-an equality. Context tests are part of the context pattern, so they bind no message.
+an equality. Context tests are part of the context pattern, so they bind no message; one whose
+operand is an earlier binding (``wanted: $goal``) is compiled onto the bound message instead
+(``compiler.split_context_joins``).
 """
 
 from __future__ import annotations
