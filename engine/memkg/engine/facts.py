@@ -350,6 +350,11 @@ def _retraction(
 def _note_dropped(clock: Clock, note: Note, reason: str) -> NewEvent:
     """``note.dropped`` for a note the user asked to forget (it leaves the profile and recall;
     erasure removes its text)."""
+    if note.status is NoteStatus.MERGED and note.replaced_by:
+        # its words live on in the note it was merged into: that is the one to forget
+        raise InvalidOperation(f"note {note.id} was merged into note {note.replaced_by}, which "
+                               f"holds its words now: retract {note.replaced_by} to forget "
+                               "them", code="fact.not_live")  # fmt: skip
     if note.status is not NoteStatus.ACTIVE:
         raise InvalidOperation(f"note {note.id} is already {note.status.value}",
                                code="fact.not_live")  # fmt: skip

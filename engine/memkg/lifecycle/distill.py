@@ -126,7 +126,8 @@ def save_memory_note(
         )
         return _refused([problem])
     problems = note_problems(note, config.note_max_chars, tool_outputs)
-    problems += port.check_text(note, "$.note")
+    if len(note) <= config.note_max_chars:  # one too long is refused unread, as the screens do
+        problems += port.check_text(note, "$.note")
     if problems:
         return _refused(problems)
     if isinstance(provenance, Provenance):

@@ -4,8 +4,10 @@ The model answers in a schema (``Extraction``); each candidate then goes through
 checks as any observation (and arbitration on read). Checks of our own first:
 
 1. the turn exists and is the user's (memory holds what the user said, not the assistant);
-2. ``value_json`` parses as JSON;
-3. a candidate marked ``ruled_out`` is the user excluding a value: stored through a key that
+2. the evidence is the user's words in that turn (``said_in``): a quote the model made up
+   is no ground for a fact stored as the user's word;
+3. ``value_json`` parses as JSON;
+4. a candidate marked ``ruled_out`` is the user excluding a value: stored through a key that
    means exclusion (e.g. ``airline.avoided``) if the model chose one, else as a note
    ("ruled out: …") through the note guards, so the exclusion is not lost.
 """
@@ -13,6 +15,7 @@ checks as any observation (and arbitration on read). Checks of our own first:
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -27,6 +30,7 @@ from memkg.llm.port import LLM, Message
 from memkg.model.fact import Kind, Observation, Provenance, Scope, Source
 from memkg.model.report import Problem
 from memkg.model.settings import LifecycleConfig
+from memkg.validate.pii import normalise
 
 SCHEMA_NAME = "memkg_extraction"
 
@@ -36,7 +40,8 @@ listed (exactly as written) with a value valid for the key's schema, written as 
 value_json. Include what the user explicitly ruled out, with ruled_out true. Do not guess:
 no speculation, no facts about other people, nothing from the assistant's or tools' messages.
 turn is the number of the user message the fact comes from. confidence is how clearly the user
-said it (0 to 1). evidence quotes the user's words."""
+said it (0 to 1). evidence is the user's words in that turn that state the fact, copied
+verbatim (a candidate whose evidence is not in its turn is dropped)."""
 
 
 class Candidate(BaseModel):
@@ -96,6 +101,34 @@ def ask(llm: LLM, dialogue: Sequence[Message], keys: dict[str, dict[str, Any]]) 
     return llm.structured(messages, Extraction, name=SCHEMA_NAME)
 
 
+_QUOTES = frozenset("'\"`´ʹʺʻʼʽˈ‘’‚‛“”„‟′″‹›«»「」『』〝〞")
+"""Quote marks and apostrophes: left out, so "I’d" and "I'd", or a quote quoted, compare equal."""
+
+
+def _words(text: str) -> str:
+    """``text`` as quotes are compared: NFKC (full-width letters as ASCII), without invisible
+    characters, case or quote marks, every other run of punctuation, symbols and spaces as
+    one space."""
+    kept = []
+    for char in normalise(text).casefold():
+        if char in _QUOTES:
+            continue
+        kept.append(char if char.isalnum() or unicodedata.category(char)[0] == "M" else " ")
+    return " ".join("".join(kept).split())
+
+
+def said_in(evidence: str, content: str) -> bool:
+    """Whether ``evidence`` is words of ``content``, as ``_words`` compares them.
+
+    >>> said_in("i'd like FIRST class", "I’d like first class, please.")
+    True
+    >>> said_in("Book me first class", "Hi, can you find me a flight to Tokyo?")
+    False
+    """
+    quoted = _words(evidence)
+    return bool(quoted) and quoted in _words(content)
+
+
 def _problem(code: str, path: str, message: str) -> Problem:
     return Problem(code=code, path=path, message=message, stage="extract")
 
@@ -113,6 +146,10 @@ def candidate_observation(
     turn = candidate.turn
     if not 0 <= turn < len(dialogue) or dialogue[turn].role != "user":
         return _problem("extract.turn", "$.turn", f"turn {turn} is not a user message")
+    if not said_in(candidate.evidence, dialogue[turn].content or ""):
+        return _problem("extract.evidence", "$.evidence",
+                        f"the evidence is not the user's words in turn {turn}: a fact is "
+                        "stored only on a verbatim quote of the turn it cites")  # fmt: skip
     try:
         value = read_json(candidate.value_json)
     except ValueError as exc:  # not JSON, too deep, a number too long, a key given twice
@@ -202,7 +239,9 @@ def _exclusion(
 ) -> CandidateOutcome:
     text = ruled_out_note(candidate)
     if not write:
-        problems = note_problems(text, config.note_max_chars) + port.check_text(text)
+        problems = note_problems(text, config.note_max_chars)
+        if len(text) <= config.note_max_chars:  # as ``save_memory_note`` reads it
+            problems += port.check_text(text)
         missing = consent_problem(port, made.domain, made.provenance)  # as the write checks
         problems += [missing] if missing is not None else []
         return CandidateOutcome(

@@ -114,14 +114,16 @@ def plan_problems(
     something else."""
     known = {n.id for n in (*session, *lasting)}
     used = [i for m in plan.memories for i in m.from_notes] + [d.note_id for d in plan.dropped]
-    problems = [f"unknown note id {_named(i)}" for i in sorted(set(used) - known)]
+    unknown = set(used) - known  # the model's text: counted, never quoted
+    problems = [f"{len(unknown)} unknown note id(s)"] if unknown else []
     problems += [
-        f"note {_named(i)} used more than once"
-        for i in sorted({i for i in used if used.count(i) > 1})
+        f"note {i} used more than once"
+        for i in sorted({i for i in used if used.count(i) > 1} - unknown)
     ]
     problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
     turn = {n.id for n in session if n.scope is Scope.TURN}
     texts = {n.id: n.text for n in (*session, *lasting)}
+    losing = {i for c in plan.conflicts for i in c.note_ids if i != c.kept}
     for place, memory in enumerate(plan.memories, 1):
         said = [texts[i] for i in memory.from_notes if i in texts]
         if not memory.from_notes:
@@ -130,7 +132,12 @@ def plan_problems(
         if added:
             problems.append(f"memory {place} says what its notes never said "
                             f"({len(added)} word(s) or note(s))")  # fmt: skip
-        lost = unsaid(said[0], [memory.text]) if len(said) == 1 else _numbers_lost(memory, said)
+        lost = (
+            [w for w in unsaid(said[0], [memory.text]) if w not in _FIRST_PERSON]
+            if len(said) == 1
+            else _numbers_lost(memory, [texts[i] for i in memory.from_notes
+                                        if i in texts and i not in losing])
+        )  # fmt: skip
         if lost:
             problems.append(f"memory {place} leaves out what its note(s) said "
                             f"({len(lost)} word(s) or note(s))")  # fmt: skip
@@ -156,13 +163,9 @@ def plan_problems(
     return problems + _dropped_unsaid(plan, session, lasting) + _untouched(plan, session, lasting)
 
 
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@\-]{0,63}")
-
-
-def _named(note_id: str) -> str:
-    """A note id the model gave, as a problem may name it: only in the form ids take (the
-    model may put anything there)."""
-    return note_id if _ID.fullmatch(note_id) else "(not a note id)"
+_FIRST_PERSON = frozenset({"i", "im", "ive", "id", "ill", "am", "my", "me", "mine", "myself"})
+"""Words a memory of one note leaves out without losing anything: the note in the user's
+words ("I am vegetarian"), the memory in the third person ("Is vegetarian")."""
 
 
 def _numbers_lost(memory: Memory, said: Sequence[str]) -> list[str]:
@@ -228,9 +231,9 @@ _NEGATIVE = frozenset({
     "intolerant", "afraid", "scared", "fear", "phobia", "stopped", "stop", "quit", "used",
     "formerly", "former", "ex", "except", "unless", "only", "anymore", "but",
     # consent and choices turned down: "opted out of", "declined", "withdrew consent"
-    "out", "decline", "declined", "reject", "rejected", "withdraw", "withdrew", "withdrawn",
-    "revoke", "revoked", "deny", "denied", "object", "objected", "oppose", "opposed",
-    "against", "allergy", "intolerance", "contraindicated", "unable",
+    "decline", "declined", "reject", "rejected", "withdraw", "withdrew", "withdrawn",
+    "revoke", "revoked", "deny", "denied", "oppose", "opposed", "against", "allergy",
+    "intolerance", "contraindicated", "unable",
     # people: a note about someone else ("her mother is vegetarian") is not about the user
     "mother", "father", "parent", "wife", "husband", "partner", "son", "daughter", "child",
     "children", "kid", "brother", "sister", "friend", "colleague", "boss",
@@ -294,7 +297,13 @@ def negated(note: str) -> bool:
     """Whether ``note`` says what the user does not want, avoids or cannot have ("does not",
     "avoids", "is allergic to", 不)."""
     words = _words(_as_compared(note), stem=False)
-    return bool(_forms_of(_NEGATIVE) & _forms_of(words) or _NEGATED_RUN.search(_as_compared(note)))
+    return bool(_forms_of(_NEGATIVE) & _forms_of(words) or _NEGATED_RUN.search(_as_compared(note))
+                or _OPTED_OUT.search(note.casefold()))  # fmt: skip
+
+
+_OPTED_OUT = re.compile(r"\bopt(?:s|ed|ing)?[\s-]*out\b")
+"""A choice turned down ("opted out of", "opt-out"), read as a phrase: "out" alone is no
+negation ("eats out", "works out")."""
 
 
 def _forms(word: str) -> frozenset[str]:

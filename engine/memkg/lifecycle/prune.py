@@ -1,7 +1,9 @@
 """Prune: a conversation window that keeps the last N turns plus a summary, and never a note less.
 
 A turn is a user message and everything that answered it (assistant replies, tool calls and
-their results stay together, as the chat API requires). Pruning moves older turns into a
+their results stay together, as the chat API requires). The agent's own system and developer
+messages are no turn's: pruning keeps them, in their order, ahead of the kept turns (all but
+memory blocks, which ``reinject`` replaces). Pruning moves older turns into a
 deterministic summary that keeps, verbatim, every sentence in which the user ruled something
 out ("Not option A", "Never before 7.45 a.m.", "不要红眼航班") and every note saved through
 ``save_memory_note``; then it sets ``reinject`` so the agent puts a fresh memory block in
@@ -100,10 +102,12 @@ rules the car out)."""
 
 
 class Window(BaseModel):
-    """The messages an agent sends (without its system prompt), as a frozen value.
+    """The messages an agent sends (best without its system prompt: ``for_model`` puts it
+    first), as a frozen value.
 
     ``messages`` takes ``Message`` values or OpenAI-style dicts (content parts, ``tool_calls``,
     ``name``); anything else is an ``InvalidOperation`` (``window.message``) naming the item.
+    A system or developer message in it is never pruned.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -151,8 +155,9 @@ class Window(BaseModel):
         return [tuple(t) for t in turns if t]
 
     def prune(self, keep_turns: int, *, max_summary_chars: int = 2_000) -> Window:
-        """Keep the last ``keep_turns`` user turns (and memory injected within them); the gist
-        of the pruned turns keeps its newest lines within ``max_summary_chars`` (at least one).
+        """Keep the last ``keep_turns`` user turns (and memory injected within them), and the
+        system and developer messages of the turns before; the gist of the pruned turns keeps
+        its newest lines within ``max_summary_chars`` (at least one).
         """
         if type(keep_turns) is not int or keep_turns < 1:  # True and 2.0 are not counts
             raise InvalidOperation(
@@ -172,7 +177,7 @@ class Window(BaseModel):
             return self
         cut = starts_with_user[-keep_turns]
         old = [m for t in turns[:cut] for m in t]
-        kept = [m for t in turns[cut:] for m in t]
+        kept = [*filter(_standing, old), *(m for t in turns[cut:] for m in t)]
         said = [m.content for m in old if m.role == "user" and m.content]
         ruled_out = [
             _clip(s, EXCLUSION_CLIP) for text in said for s in sentences(text) if rules_out(s)
@@ -211,6 +216,14 @@ class Window(BaseModel):
             lines.append("Notes saved to memory in those turns:")
             lines += [f"- {quote(s)}" for s in self.notes]
         return "\n".join(lines)
+
+
+def _standing(message: Message) -> bool:
+    """Whether ``message`` is the agent's own instruction, which no pruning drops: a system or
+    developer message other than a memory block (the next ``inject`` brings memory anew)."""
+    return message.role in ("system", "developer") and not (message.content or "").startswith(
+        MEMORY_MARK
+    )
 
 
 def sentences(text: str) -> list[str]:

@@ -30,13 +30,23 @@ _SPECULATION = re.compile(
 _MARKUP = r"^[^\S\n]*(?:[#>*_~|•·+\-–—][^\S\n]*)*"
 """A line's start, past Markdown that leaves a role line a role line (heading, quote, bullet,
 bold): ``## System:``, ``> System:``, ``**System:**``."""
+_MUST = r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
+"""What a role is told it must do."""
 _DIRECTIVE = re.compile(
-    rf"(?im){_MARKUP}[\[(<{{]*(?:system|assistant|developer|agent|tool|instructions?)"
-    r"[\])>}*_]*\s*[:：]"
+    # a role line; an HTML comment, which a reader of the rendered text never sees, opens one
+    rf"(?im)(?:{_MARKUP}|<!--[^\S\n]*)[\[(<{{]*"
+    r"(?:system|assistant|developer|agent|tool|instructions?)[\])>}*_]*\s*[:：]"
     rf"|{_MARKUP}[\[(<{{]\s*(?:system|assistant|developer|instructions?)\s*[\])>}}]"
     r"|<\|[\w.\-]{1,40}\|>|<(?:start|end)_of_turn>"
+    # the role told what to do, addressed at a sentence's start ("Assistant, you must ..."),
+    # or as a role ("as the user's assistant you will now ..."); "the model you should buy",
+    # "the system, you must admit, is slow" are none
     r"|\b(?:the\s+|all\s+|other\s+)?(?:assistant|agent|model|bot|system|ai|llm)s?\s+"
-    r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
+    rf"{_MUST}"
+    r"|(?:^|[.!?;:]\s*)(?:the\s+)?(?:assistant|agent|model|bot|system|ai|llm)\s*,\s*you\s+"
+    rf"{_MUST}"
+    r"|\bas\s+(?:the\s+|an?\s+)?(?:[\w-]+['’]s\s+)?(?:assistant|agent|model|bot|ai|llm)\s*,?"
+    rf"\s*you\s+{_MUST}"
     r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
     r"downstream)\s*)?(?:agents?|assistants?|models?|bots?)\b"
     rf"|{WHEN_ASKED}"
@@ -103,7 +113,15 @@ def _problem(code: str, message: str) -> Problem:
 
 
 def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -> list[Problem]:
-    """Why ``note`` must not become a memory (empty when it may)."""
+    """Why ``note`` must not become a memory (empty when it may). A note longer than
+    ``max_chars`` is refused unread: no screen spends time on megabytes it will refuse."""
+    if len(note) > max_chars:
+        return [
+            _problem(
+                "note.too_long",
+                f"{len(note)} characters (at most {max_chars}): keep one short fact per note",
+            )
+        ]
     # so invisible and bidirectional characters cannot split a word, nor a line break other
     # than \n hide a line's start
     text = LINE_BREAKS.sub("\n", normalise(note))
@@ -116,13 +134,6 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "note.hidden_text",
                 "holds Unicode tag characters (U+E0000 to U+E007F): they show as nothing, yet "
                 "a model reads the letters they stand for; send the note as visible text only",
-            )
-        )
-    if len(note) > max_chars:
-        problems.append(
-            _problem(
-                "note.too_long",
-                f"{len(note)} characters (at most {max_chars}): keep one short fact per note",
             )
         )
     if _SPECULATION.search(text):

@@ -9,6 +9,7 @@ adapter only translates; ``memory.py`` is the in-memory twin, ``openai_adapter.p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -44,36 +45,78 @@ class ToolCall(BaseModel):
         return value
 
 
+_TEXT_PARTS = frozenset({"text", "input_text"})
+"""Content parts memkg reads as text (chat completions' ``text``, the Responses API's
+``input_text``)."""
+_LEGACY = (
+    "the deprecated function-calling shape (role 'function', function_call) is not read: send "
+    'the call in the assistant\'s tool_calls and its result as {"role": "tool", '
+    '"tool_call_id": ..., "content": ...}'
+)
+
+
+def _text(parts: Sequence[Any]) -> str:
+    """The text of content parts, one space between parts that do not end or start with one
+    (two parts are two sentences, never one word)."""
+    texts = [
+        text for part in parts
+        if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS
+        and (text := str(part.get("text", "")))
+    ]  # fmt: skip
+    joined = texts[:1]
+    for text in texts[1:]:
+        joined.append(text if joined[-1][-1].isspace() or text[0].isspace() else " " + text)
+    return "".join(joined)
+
+
+def _arguments(value: Any) -> Any:
+    """A call's arguments as JSON text: OpenAI's SDK sends a string; an object is written as
+    one (anything else is left for validation to refuse)."""
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"tool call arguments cannot be written as JSON: {exc}") from None
+    return value or "{}"
+
+
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    role: Literal["system", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """``developer`` is the system role of newer models: kept and sent back as it came."""
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    parts: tuple[dict[str, Any], ...] = ()
+    """The content parts as given, when some are not text (an image, audio, a file): sent
+    back as they came; ``content`` holds their text."""
 
     @classmethod
     def from_openai(cls, message: Mapping[str, Any]) -> Message:
         """A chat-completions message dict (``{"role": "user", "content": "..."}``, content
         parts, ``tool_calls``) as a ``Message``; fields memkg does not use (``name``) are
-        dropped. Raises ``ValueError`` (pydantic's) when the dict is not a message.
+        dropped. Raises ``ValueError`` (pydantic's) when the dict is not a message, and for
+        the legacy function-calling shape, which would lose the call.
 
         >>> Message.from_openai({"role": "user", "content": [{"type": "text", "text": "hi"}]})
-        Message(role='user', content='hi', tool_calls=(), tool_call_id=None)
+        Message(role='user', content='hi', tool_calls=(), tool_call_id=None, parts=())
         """
+        if message.get("role") == "function" or message.get("function_call") is not None:
+            raise ValueError(_LEGACY)
         content = message.get("content")
-        if isinstance(content, list):  # content parts: keep the text ones
-            content = "".join(
-                str(part.get("text", "")) for part in content
-                if isinstance(part, Mapping) and part.get("type") == "text"
-            )  # fmt: skip
+        parts: tuple[Any, ...] = ()
+        if isinstance(content, list):  # content parts: read the text ones, keep any other
+            if any(isinstance(p, Mapping) and p.get("type") not in _TEXT_PARTS for p in content):
+                parts = tuple(content)
+            content = _text(content)
         calls = tuple(
             ToolCall(id=call.get("id", ""), name=call.get("function", {}).get("name", ""),
-                     arguments=call.get("function", {}).get("arguments") or "{}")
+                     arguments=_arguments(call.get("function", {}).get("arguments")))
             for call in message.get("tool_calls") or ()
         )  # fmt: skip
         return cls(role=message.get("role"), content=content, tool_calls=calls,
-                   tool_call_id=message.get("tool_call_id"))  # fmt: skip
+                   tool_call_id=message.get("tool_call_id"), parts=parts)  # fmt: skip
 
     @classmethod
     def system(cls, content: str) -> Message:

@@ -20,7 +20,8 @@ from memkg.llm.port import Message, Out, Reply, Tool, ToolCall
 def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for message in messages:
-        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        content = list(message.parts) if message.parts else message.content
+        item: dict[str, Any] = {"role": message.role, "content": content}
         if message.tool_calls:
             item["tool_calls"] = [
                 {

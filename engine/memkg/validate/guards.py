@@ -24,22 +24,28 @@ _CLEAN_LIMIT = 8192
 
 _DO = (
     r"(?:(?:please|just|always|only|never|ever|you\s+(?:should|must))\s+){0,3}(?:recommend|suggest"
-    r"|answer|reply|respond|tell|book|approve|deny|mention|offer)\b"
+    r"|answer|reply|respond|tell|say|claim|state|confirm|book|approve|deny|mention|offer)\b"
 )
 """An order given to the assistant: its verb, after the words that soften or stress it."""
 WHEN_ASKED = (
     rf"\bwhen\s+(?:asked|the\s+user\s+asks|they\s+ask)\b[^,.;:\n]{{0,60}}(?:[,:;]|\s-)\s*{_DO}"
-    rf"|\bwhen\s+asked\s+(?:about|for|regarding)\s+(?:[\w'-]+\s+){{1,3}}?{_DO}"
+    rf"|\bwhen\s+asked\s+(?:about|for|regarding)\s+(?:(?!(?:i|we|he|she|they)\b)[\w'-]+\s+)"
+    rf"{{1,3}}?{_DO}"
 )
 """An order for when a subject comes up ("when asked about flights, recommend ..."): an
-instruction in a value (``injection.instruction``) as in a note (``note.directive``)."""
+instruction in a value (``injection.instruction``) as in a note (``note.directive``). Someone
+answering is no order ("when asked about seats I always say aisle")."""
 _ORDER = (
     r"(?:(?:please|just|always|only|never|ever|you\s+(?:should|must|will))\s+){0,3}"
-    r"(?:recommend|suggest|approve|deny|reveal|print|send|output|grant|ignore|disregard|leak"
+    r"(?:(?:recommend|suggest|approve|deny|reveal|print|send|output|grant|ignore|disregard|leak"
     r"|say)\b"
+    r"|(?:skip|bypass|disable)\s+(?:(?:the|all|any|every|each|its|your|user)\s+){0,2}"
+    r"(?:confirmations?|verifications?|checks?|approvals?|reviews?|safety|security|consent"
+    r"|authentication|validations?|guardrails?|safeguards?|filters?|moderation|warnings?)\b)"
 )
 """An order to the assistant after a heading ("New instructions:"): its verb, after the
-words that soften or stress it ("never take it on an empty stomach" is no such order)."""
+words that soften or stress it ("never take it on an empty stomach" is no such order); a
+skip is one only of the system's own checks ("skip confirmation", not "skip breakfast")."""
 _THE_USER = r"(?:me|us|yourself|(?:this|the)\s+(?:user|account|caller)(?!['’]s))\b"
 _INSTRUCTION = re.compile(
     # a line break splits no order: ``.`` spans it, and ``^`` starts every line
@@ -71,6 +77,10 @@ _INSTRUCTION = re.compile(
     r"|\bgrant\s+(?:admin|administrator|root|superuser)\s+(?:access|rights|privileges)\s+to\s+"
     rf"{_THE_USER}"
     r"|\b(?:system prompt|developer message|you are now)\b"
+    # an order to pretend opens a sentence ("kids pretend you are a dragon", "Movie: Pretend
+    # to Be Me" are none)
+    r"|(?:^|[.!?…;]\s*)(?:(?:please|now|just)\s+)?pretend\s+(?:that\s+)?you(?:['’]re|\s+are|\s+were)\b"
+    r"|(?:^|[.!?…;]\s*)(?:(?:please|now|just)\s+)?pretend\s+to\s+be\b"
     r"|\bact as (?:an? )?(?:admin|system|root)\b(?!\s+(?:on|for|of)\b)"
     r"|\b(?:system|admin|developer)\s+(?:override|mode|instructions?)\b"
     r"|<\s*(?:/\s*)?(?:system|assistant|tool)\s*>|\[/?INST\]"

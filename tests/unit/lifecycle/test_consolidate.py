@@ -134,7 +134,8 @@ def test_an_unusable_plan_is_not_applied(clock: FrozenClock) -> None:
         _save(engine, clock, "Prefers window seats")
         report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
         assert report.method == "fallback" and report.fallback_reason is not None
-        assert "unknown note id note_x" in report.fallback_reason
+        assert "1 unknown note id(s)" in report.fallback_reason
+        assert "note_x" not in report.fallback_reason  # the model's text is never quoted
         assert "not accounted for" in report.fallback_reason
         assert _lasting(engine) == ["Prefers window seats"]
 

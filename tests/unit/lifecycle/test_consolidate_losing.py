@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from memkg import Engine, EngineConfig, FrozenClock, MemoryLLM, Scope
+from memkg import Engine, EngineConfig, FrozenClock, InvalidOperation, MemoryLLM, Scope
+from memkg.lifecycle.merge import for_now, negated
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
 
@@ -133,8 +134,10 @@ def test_a_memory_that_leaves_out_what_turns_a_note_around_is_refused(
             "Prefers aisle seats on long flights",
         ),
         (["Takes 5 mg warfarin daily", "Takes warfarin"], "Takes 5 mg warfarin daily"),
+        (["I am vegetarian"], "Is vegetarian"),
+        (["My seat is always the aisle"], "Seat is always the aisle"),
     ],
-    ids=["reworded", "specific over general", "dose kept"],
+    ids=["reworded", "specific over general", "dose kept", "third person", "my"],
 )
 def test_a_memory_that_keeps_what_its_notes_said_is_used(
     clock: FrozenClock, notes: list[str], memory: str
@@ -224,3 +227,39 @@ def test_a_model_answer_quoted_by_its_error_is_not_stored(
     assert report.method == "fallback"
     assert report.fallback_reason == "llm.bad_response: the model's answer could not be used"
     assert b"13812345678" not in _stored(db)
+
+
+def test_forgetting_a_merged_note_names_the_note_that_holds_its_words(clock: FrozenClock) -> None:
+    """The agent was given the session note's id; after consolidation merged it, retracting it
+    said only that it was "already merged", and the merged note kept saying it."""
+    with Engine(clock=clock) as engine:
+        ids = [engine.save_memory_note(USER, DOMAIN, text, "session", session_id=SESSION).id
+               for text in ("Prefers aisle seats", "prefers aisle seats!")]  # fmt: skip
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        [merged] = [n for n in engine.notes(USER, DOMAIN) if n.scope is Scope.GLOBAL]
+        assert report.method == "fallback" and merged.merged_from
+        source = next(i for i in ids if i in merged.merged_from)
+        with pytest.raises(InvalidOperation, match=f"retract {merged.id} to forget them"):
+            engine.retract(USER, source or "", "the user asked")
+        engine.retract(USER, merged.id, "the user asked")
+        assert [n.text for n in engine.notes(USER, DOMAIN)] == []
+
+
+def test_a_newer_dose_may_replace_an_older_one_in_a_listed_conflict(clock: FrozenClock) -> None:
+    """The older note's number is what the conflict settles: the memory keeps the newer."""
+    report, kept = _run(
+        clock,
+        lambda s, lt: _plan([("Takes 20 mg of lisinopril", [lt[0], s[0]])], [],
+                            [([lt[0], s[0]], s[0])]),
+        ["Takes 20 mg of lisinopril"], ["Takes 10 mg of lisinopril"],
+    )
+    assert report.method == "llm", report.fallback_reason
+    assert kept == ["Takes 20 mg of lisinopril"]
+
+
+@pytest.mark.parametrize("text", ["Eating out tonight", "Is working out today",
+                                  "Checking out at noon today"])  # fmt: skip
+def test_a_note_about_going_out_only_now_is_still_ephemeral(text: str) -> None:
+    """"out" is no negation: such a note still holds only for now, and may be dropped."""
+    assert for_now(text) and not negated(text)
+    assert negated("Opted out of marketing emails") and negated("Has an opt-out on file")

@@ -9,6 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from memkg import Engine, EventType, FrozenClock, Provenance, Scope, Source, ValidationFailed
+from memkg.lifecycle.screen import note_problems
+from support.growth import growth
 
 USER, DOMAIN, SESSION = "u1", "travel", "s1"
 
@@ -206,3 +208,29 @@ def test_a_note_in_a_domain_of_special_category_data_needs_consent(life: Engine)
                                       provenance={"consent_granted": True})  # fmt: skip
     assert consented.saved
     assert life.save_memory_note(USER, "travel", "Prefers quiet hotels", "global").saved
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["Prefers aisle seats. ", "I think ignore all ", "é\u200b", '{"a": '],
+    ids=["sentences", "screen words", "invisible", "json"],
+)
+def test_a_note_over_the_limit_is_refused_unread(life: Engine, unit: str) -> None:
+    """A model can send megabytes as a note: refusing one must cost what refusing a note one
+    character too long costs, not seconds of every screen reading it."""
+    small, large = unit * (64 * 1024 // len(unit)), unit * (1024 * 1024 // len(unit))
+    result = life.save_memory_note(USER, DOMAIN, large, "global")
+    assert not result.saved and [p.code for p in result.problems] == ["note.too_long"]
+    assert [p.code for p in note_problems(large, 500)] == ["note.too_long"]
+    # linear work grows about 16 times on an input 16 times larger; bounded work does not
+    assert growth(lambda note: note_problems(note, 500), small, large) < 4
+    assert life.read_events(USER) == []
+
+
+def test_saving_a_note_over_the_limit_does_not_run_the_fact_guards(life: Engine) -> None:
+    """The identifier and instruction scans of the fact guards cost as much as the note
+    screens; a note refused for its length never reaches them."""
+    unit = "I think ignore all, call 555-0100 "
+    small, large = unit * (64 * 1024 // len(unit)), unit * (1024 * 1024 // len(unit))
+    assert growth(lambda note: life.save_memory_note(USER, DOMAIN, note, "global"), small,
+                  large) < 4  # fmt: skip
