@@ -10,7 +10,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
 from memkg.errors import ConfigError, InvalidOperation, StoreError
@@ -140,6 +140,9 @@ class PgAdapter:
         self.lock_timeout = lock_timeout
         self._lock = threading.RLock()
         self._db: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._depth = 0
+        """Transactions open on the connection (``_tx``, nested as savepoints): while one is,
+        a dropped connection is never replaced."""
         self._s = f'"{schema}"'
         """The schema, quoted for SQL text (validated above: never user-controlled SQL)."""
 
@@ -172,7 +175,12 @@ class PgAdapter:
                 self._db = None
 
     def _connection(self) -> psycopg.Connection[tuple[Any, ...]]:
-        # A broken connection (server restart, network) is replaced on the next call.
+        # A broken connection (server restart, network) is replaced on the next call, but
+        # inside a transaction: what it did is lost with it, and a new connection would
+        # commit the rest on its own
+        if self._db is not None and self._db.broken and self._depth:
+            raise StoreError(f"{self.what} {self._schema!r}: the server ended the connection "
+                             "inside a transaction: nothing of it was stored; retry")  # fmt: skip
         if self._db is None or self._db.broken:
             self._db = self._psycopg.connect(
                 self._dsn, autocommit=True, connect_timeout=self._timeout
@@ -186,16 +194,49 @@ class PgAdapter:
         """A transaction (a savepoint when nested)."""
         with self._lock:
             try:
-                db = self._connection()
-                with db.transaction():
+                db, tx = self._begun()
+                self._depth += 1
+                try:
                     yield db
+                except BaseException as exc:
+                    if not tx.__exit__(type(exc), exc, exc.__traceback__):
+                        raise
+                else:
+                    tx.__exit__(None, None, None)
+                finally:
+                    self._depth -= 1
             except self._psycopg.Error as exc:
                 raise self._failure(exc, "") from exc
+
+    def _begun(
+        self,
+    ) -> tuple[psycopg.Connection[tuple[Any, ...]], AbstractContextManager[Any]]:
+        """A transaction begun on the connection, or on a new one when the server dropped the
+        idle one (a restart, a failover, a proxy's idle timeout): nothing ran on it yet, so
+        the request does not fail for it. Inside a transaction (a savepoint) nothing is
+        tried again: the transaction is lost with its connection."""
+        db = self._connection()
+        tx = db.transaction()
+        try:
+            tx.__enter__()  # BEGIN (or a savepoint, inside a transaction)
+        except self._psycopg.OperationalError:
+            if self._depth or not db.broken:
+                raise
+            db = self._connection()  # the broken one is replaced
+            tx = db.transaction()
+            tx.__enter__()
+        return db, tx
 
     def _read(self, query: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
             try:
-                return self._connection().execute(query, params).fetchall()
+                try:
+                    return self._connection().execute(query, params).fetchall()
+                except self._psycopg.OperationalError:
+                    if self._depth or self._db is None or not self._db.broken:
+                        raise
+                    # the server dropped the connection: a read is safe to send again
+                    return self._connection().execute(query, params).fetchall()
             except self._psycopg.Error as exc:
                 raise self._failure(exc, "read failed: ") from exc
 

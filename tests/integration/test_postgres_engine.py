@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memkg import ConcurrencyConflict, Engine, EngineConfig, FrozenClock
+from memkg import ConcurrencyConflict, Engine, EngineConfig, FrozenClock, MemkgError
 from memkg.decisions.postgres import PostgresDecisionLog
 from memkg.events.postgres import PostgresEventStore
 from support.observations import CONSENTED, obs
@@ -129,3 +129,67 @@ def test_another_process_purge_or_erasure_reaches_every_cache(
         now = {f.key: f.value for f in reader.facts("u1")}
         assert now == {"airline.avoided": ["airline:SQ"], "airline.preferred": "airline:HO"}
         assert {e.target for e in reader.edges("u1", "travel")} == {"airline:SQ", "airline:HO"}
+
+
+def _drop_connections(dsn: str, schema: str) -> int:
+    """What a server restart, a failover or a proxy's idle timeout does to an engine's idle
+    connections: the server ends them (those of the adapters on ``schema``)."""
+    import gc
+
+    import psycopg
+
+    from memkg.postgres import PgAdapter
+
+    pids = [adapter._db.info.backend_pid for adapter in gc.get_objects()
+            if isinstance(adapter, PgAdapter) and adapter.schema == schema
+            and adapter._db is not None and not adapter._db.broken]  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True) as db:
+        for pid in pids:
+            db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    return len(pids)
+
+
+def test_connections_the_server_dropped_fail_no_request(postgres_dsn: str, pg_schema: str) -> None:
+    """After a restart each adapter failed its first call (a decision twice: the event store,
+    then the decision log) with ``store.error``; a read, or a transaction nothing ran in
+    yet, is sent again on a new connection."""
+    clock = FrozenClock(datetime(2026, 5, 1, 22, 15, tzinfo=UTC))
+    with Engine.connect(postgres_dsn, schema=pg_schema, clock=clock) as engine:
+        engine.ingest(obs(domain="health", key="child.age", value=3, source="profile",
+                          **CONSENTED))  # fmt: skip
+        first = engine.decide("u1", "health", {"symptom": "fever"})
+        calls = (
+            lambda: engine.facts("u1"),
+            lambda: engine.decide("u1", "health", {"symptom": "fever"}),
+            lambda: engine.ingest(obs(key="seat.preference", value="aisle")),
+            lambda: engine.replay(first.decision_id),
+            lambda: engine.recall("u1", "age"),
+        )
+        for call in calls:
+            assert _drop_connections(postgres_dsn, pg_schema) > 0
+            call()
+        assert engine.recall("u1", "age").trace_id is not None
+        assert len(engine.facts("u1")) == 2
+
+
+def test_a_connection_dropped_inside_a_batch_stores_none_of_it(
+    postgres_dsn: str, pg_schema: str
+) -> None:
+    """A read inside the batch once replaced the dropped connection and the next append
+    committed on the new one alone: the batch's earlier writes were lost and the caller told
+    every write was stored. The batch now fails whole, and nothing of it is stored."""
+    clock = FrozenClock(datetime(2026, 5, 1, 22, 15, tzinfo=UTC))
+    with Engine.connect(postgres_dsn, schema=pg_schema, clock=clock) as engine:
+        engine.ingest(obs(user_id="u0"))  # the store and its connections are there
+        store, append = engine.store, engine.store.append
+
+        def dropping(*args: object, **kwargs: object) -> object:
+            done = append(*args, **kwargs)  # type: ignore[arg-type]
+            store.append = append  # type: ignore[method-assign]
+            assert _drop_connections(postgres_dsn, pg_schema) > 0
+            return done
+
+        store.append = dropping  # type: ignore[method-assign]
+        with pytest.raises(MemkgError):
+            engine.ingest_many([obs(user_id="a1"), obs(user_id="b1")])
+        assert engine.facts("a1") == [] and engine.facts("b1") == []

@@ -40,7 +40,7 @@ from memkg.events.store import (
     purged_meanwhile,
 )
 from memkg.model.event import Event, NewEvent
-from memkg.postgres import PgAdapter, Vacuum, held_purges, jsonb_exact, lock_key
+from memkg.postgres import PURGES_ROW, PgAdapter, Vacuum, held_purges, jsonb_exact, lock_key
 
 if TYPE_CHECKING:
     import psycopg
@@ -99,7 +99,8 @@ _PURGES_HELD = (
 (made at 0 if missing): an append checking the count (``FOR SHARE``) then waits for it to
 commit and sees the new count, or it for the append, whose events it then reads as any
 earlier write's."""
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.events (
@@ -119,8 +120,12 @@ CREATE TABLE IF NOT EXISTS {s}.erasures (
     erasure_id TEXT PRIMARY KEY, at TEXT NOT NULL, subject_digest TEXT NOT NULL,
     events BIGINT NOT NULL, digest TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.erasure_order (erasure_id TEXT PRIMARY KEY,
-    purges BIGINT NOT NULL)
+    purges BIGINT NOT NULL);
 """
+    + PURGES_ROW
+)
+"""The purge count's row is made with the store: an append checks it ``FOR SHARE`` before the
+first purge made it, and a check that locked no row would let that purge through."""
 
 
 class PostgresEventStore(PgAdapter):
