@@ -178,7 +178,7 @@ class PgAdapter:
         # A broken connection (server restart, network) is replaced on the next call, but
         # inside a transaction: what it did is lost with it, and a new connection would
         # commit the rest on its own
-        if self._db is not None and self._db.broken and self._depth:
+        if self._depth and (self._db is None or self._db.broken):
             raise StoreError(f"{self.what} {self._schema!r}: the server ended the connection "
                              "inside a transaction: nothing of it was stored; retry")  # fmt: skip
         if self._db is None or self._db.broken:
@@ -203,6 +203,10 @@ class PgAdapter:
                         raise
                 else:
                     tx.__exit__(None, None, None)
+                    if db.broken:  # a dead connection commits nothing, and says so to no one
+                        raise StoreError(f"{self.what} {self._schema!r}: the server ended the "
+                                         "connection before the commit: nothing of it was "
+                                         "stored; retry")  # fmt: skip
                 finally:
                     self._depth -= 1
             except self._psycopg.Error as exc:

@@ -123,8 +123,14 @@ def plan_problems(
     problems += [f"session note {n.id} not accounted for" for n in session if n.id not in used]
     turn = {n.id for n in session if n.scope is Scope.TURN}
     texts = {n.id: n.text for n in (*session, *lasting)}
-    losing = {i for c in plan.conflicts for i in c.note_ids if i != c.kept}
     for place, memory in enumerate(plan.memories, 1):
+        # a note losing a listed conflict to a note of this memory that gives a number of its
+        # own on the same thing ("takes 20 mg" over "takes 10 mg") may lose its number
+        losing = {i for c in plan.conflicts
+                  if c.kept in memory.from_notes and c.kept in texts
+                  and _about_numbers(texts[c.kept]) for i in c.note_ids
+                  if i != c.kept and i in texts
+                  and _same_topic(texts[i], texts[c.kept])}  # fmt: skip
         said = [texts[i] for i in memory.from_notes if i in texts]
         if not memory.from_notes:
             problems.append(f"memory {place} merges no note")
@@ -163,7 +169,7 @@ def plan_problems(
     return problems + _dropped_unsaid(plan, session, lasting) + _untouched(plan, session, lasting)
 
 
-_FIRST_PERSON = frozenset({"i", "im", "ive", "id", "ill", "am", "my", "me", "mine", "myself"})
+_FIRST_PERSON = frozenset({"i", "im", "ive", "am", "my", "me", "mine", "myself"})
 """Words a memory of one note leaves out without losing anything: the note in the user's
 words ("I am vegetarian"), the memory in the third person ("Is vegetarian")."""
 
@@ -176,13 +182,27 @@ def _numbers_lost(memory: Memory, said: Sequence[str]) -> list[str]:
             if any(c.isdigit() for c in w) and not _forms(w) & has]  # fmt: skip
 
 
+def _about_numbers(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _same_topic(one: str, other: str) -> bool:
+    """Whether two notes share what they are about (``_topic``)."""
+    return bool(_topic(_words(_as_compared(one), stem=False))
+                & _topic(_words(_as_compared(other), stem=False)))  # fmt: skip
+
+
 def _dropped_unsaid(plan: Plan, session: Sequence[Note], lasting: Sequence[Note]) -> list[str]:
     """Session notes dropped as duplicates though nothing kept says what they said, or as
-    superseded though no listed conflict has them lose."""
+    superseded though no listed conflict has them lose (one saying what the user does not
+    want or cannot have, to a note about the same thing)."""
     drops = {d.note_id: d.reason for d in plan.dropped}
     kept = [m.text for m in plan.memories]
     kept += [n.text for n in (*session, *lasting) if n.id not in drops]
-    lost = {i for c in plan.conflicts for i in c.note_ids if i != c.kept}
+    texts = {n.id: n.text for n in (*session, *lasting)}
+    lost = {i for c in plan.conflicts for i in c.note_ids if i != c.kept
+            if c.kept in texts and (not negated(texts.get(i, ""))
+                                    or _same_topic(texts.get(i, ""), texts[c.kept]))}  # fmt: skip
     problems = []
     for note in session:
         reason = drops.get(note.id)
@@ -298,12 +318,19 @@ def negated(note: str) -> bool:
     "avoids", "is allergic to", 不)."""
     words = _words(_as_compared(note), stem=False)
     return bool(_forms_of(_NEGATIVE) & _forms_of(words) or _NEGATED_RUN.search(_as_compared(note))
-                or _OPTED_OUT.search(note.casefold()))  # fmt: skip
+                or _TURNED_DOWN.search(_DASHES.sub("-", unicodedata.normalize(
+                    "NFKC", note)).casefold()))  # fmt: skip
 
 
-_OPTED_OUT = re.compile(r"\bopt(?:s|ed|ing)?[\s-]*out\b")
-"""A choice turned down ("opted out of", "opt-out"), read as a phrase: "out" alone is no
-negation ("eats out", "works out")."""
+_TURNED_DOWN = re.compile(
+    r"\bopt(?:s|ed|ing)?[\s-]*out\b|\bobject(?:s|ed|ing)?\s+to\b"
+    r"|\b(?:cut|cuts|cutting|rule[sd]?|ruling|stay(?:s|ed|ing)?|keep(?:s|ing)?|kept|left|leaves)"
+    r"\s+(?:\w+\s+)?out\b"
+)
+"""A choice turned down or a thing given up, read as a phrase ("opted out of", "objects to",
+"cut out dairy", "keeps gluten out"): "out" and "object" alone are no negation ("eats out",
+"collects art objects")."""
+_DASHES = re.compile(r"[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]")
 
 
 def _forms(word: str) -> frozenset[str]:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 
 from memkg.model.report import Problem
-from memkg.validate.guards import WHEN_ASKED
+from memkg.validate.guards import ADDRESSED, ROLE_MUST, WHEN_ASKED
 from memkg.validate.pii import LINE_BREAKS, as_seen, hidden_tags, normalise
 
 _SPECULATION = re.compile(
@@ -30,23 +30,15 @@ _SPECULATION = re.compile(
 _MARKUP = r"^[^\S\n]*(?:[#>*_~|•·+\-–—][^\S\n]*)*"
 """A line's start, past Markdown that leaves a role line a role line (heading, quote, bullet,
 bold): ``## System:``, ``> System:``, ``**System:**``."""
-_MUST = r"(?:must|should|shall|needs?\s+to|has\s+to|is\s+required\s+to|will\s+now)\b"
-"""What a role is told it must do."""
 _DIRECTIVE = re.compile(
     # a role line; an HTML comment, which a reader of the rendered text never sees, opens one
     rf"(?im)(?:{_MARKUP}|<!--[^\S\n]*)[\[(<{{]*"
     r"(?:system|assistant|developer|agent|tool|instructions?)[\])>}*_]*\s*[:：]"
     rf"|{_MARKUP}[\[(<{{]\s*(?:system|assistant|developer|instructions?)\s*[\])>}}]"
     r"|<\|[\w.\-]{1,40}\|>|<(?:start|end)_of_turn>"
-    # the role told what to do, addressed at a sentence's start ("Assistant, you must ..."),
-    # or as a role ("as the user's assistant you will now ..."); "the model you should buy",
-    # "the system, you must admit, is slow" are none
+    # the role told what to do, or addressed (``guards.ADDRESSED``)
     r"|\b(?:the\s+|all\s+|other\s+)?(?:assistant|agent|model|bot|system|ai|llm)s?\s+"
-    rf"{_MUST}"
-    r"|(?:^|[.!?;:]\s*)(?:the\s+)?(?:assistant|agent|model|bot|system|ai|llm)\s*,\s*you\s+"
-    rf"{_MUST}"
-    r"|\bas\s+(?:the\s+|an?\s+)?(?:[\w-]+['’]s\s+)?(?:assistant|agent|model|bot|ai|llm)\s*,?"
-    rf"\s*you\s+{_MUST}"
+    rf"{ROLE_MUST}|{ADDRESSED}"
     r"|\b(?:tell|instruct|ask|remind|order)\s+(?:the\s+)?(?:(?:other|next|another|all|every|"
     r"downstream)\s*)?(?:agents?|assistants?|models?|bots?)\b"
     rf"|{WHEN_ASKED}"

@@ -47,6 +47,23 @@ _ORDER = (
 words that soften or stress it ("never take it on an empty stomach" is no such order); a
 skip is one only of the system's own checks ("skip confirmation", not "skip breakfast")."""
 _THE_USER = r"(?:me|us|yourself|(?:this|the)\s+(?:user|account|caller)(?!['’]s))\b"
+ROLE_MUST = (
+    r"(?:must|should|shall|needs?\s+to|ha(?:s|ve)\s+to|(?:is|are)\s+(?:required\s+)?to"
+    r"|will\s+now)\b"
+)
+"""What a role is told it must do."""
+_ROLE = r"(?:assistant|agent|bot|chatbot|ai|llm|(?:ai|language)\s+model)"
+ADDRESSED = (
+    rf"(?:^|[.!?;:]\s*)(?:(?:hey|hi|dear|ok|okay)\s+)?(?:the\s+)?(?:{_ROLE}|model)\s*[,;]\s*you\s+"
+    rf"{ROLE_MUST}"
+    rf"|\bas\s+(?:(?:the|an?|your|my|our)\s+)?(?:[\w-]+['’]s\s+)?(?:[\w-]+\s+){{0,2}}?{_ROLE}"
+    rf"\s*,?\s*you\s+{ROLE_MUST}"
+    rf"|\byou\s*,\s*(?:(?:the|my|our)\s+)?{_ROLE}\s*,\s*{ROLE_MUST}"
+)
+"""The assistant addressed and told what to do: at a sentence's start ("Hey assistant, you
+must ..."), as a role ("As your helpful AI assistant, you must ..."), or named ("You, the
+assistant, must ..."); "the model you should buy", "the system, you must admit, is slow" and
+"as a model, you should know" are none."""
 _INSTRUCTION = re.compile(
     # a line break splits no order: ``.`` spans it, and ``^`` starts every line
     r"(?ism)\b(?:ignore|disregard|forget|override)\b.{0,30}\b(?:previous|prior|above|earlier|system)\b"
@@ -77,6 +94,7 @@ _INSTRUCTION = re.compile(
     r"|\bgrant\s+(?:admin|administrator|root|superuser)\s+(?:access|rights|privileges)\s+to\s+"
     rf"{_THE_USER}"
     r"|\b(?:system prompt|developer message|you are now)\b"
+    rf"|{ADDRESSED}"
     # an order to pretend opens a sentence ("kids pretend you are a dragon", "Movie: Pretend
     # to Be Me" are none)
     r"|(?:^|[.!?…;]\s*)(?:(?:please|now|just)\s+)?pretend\s+(?:that\s+)?you(?:['’]re|\s+are|\s+were)\b"

@@ -263,3 +263,35 @@ def test_a_note_about_going_out_only_now_is_still_ephemeral(text: str) -> None:
     """"out" is no negation: such a note still holds only for now, and may be dropped."""
     assert for_now(text) and not negated(text)
     assert negated("Opted out of marketing emails") and negated("Has an opt-out on file")
+
+
+@pytest.mark.parametrize("text", ["Objects to marketing emails", "Objected to being recorded",
+                                  "Cut out dairy", "Opted\u2011out of emails"])  # fmt: skip
+def test_a_choice_turned_down_reads_as_negated_however_it_is_spelt(text: str) -> None:
+    """Such a note is kept as said: a memory may not reword it into its opposite."""
+    assert negated(text)
+
+
+def test_a_dose_limit_is_not_lost_to_a_conflict_about_it_that_keeps_no_number(
+    clock: FrozenClock,
+) -> None:
+    """Listing any conflict once let a memory drop the losing note's number."""
+    report, kept = _run(
+        clock,
+        lambda s, _: _plan([("Takes ibuprofen for headaches", s)], [], [(s, s[1])]),
+        ["Max 2 tablets of ibuprofen per day", "Takes ibuprofen for headaches"],
+    )
+    assert report.method == "fallback"
+    assert "Max 2 tablets of ibuprofen per day" in kept
+
+
+def test_a_session_allergy_does_not_lose_a_conflict_with_a_note_about_something_else(
+    clock: FrozenClock,
+) -> None:
+    report, kept = _run(
+        clock,
+        lambda s, _: _plan([("Likes hiking", [s[1]])], [(s[0], "superseded")], [(s, s[1])]),
+        ["Is allergic to penicillin", "Likes hiking"],
+    )
+    assert report.method == "fallback"
+    assert "Is allergic to penicillin" in kept
