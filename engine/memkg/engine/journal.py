@@ -82,14 +82,10 @@ class Journal:
         if freeze:  # the new facts are read once, for the freeze check and for the fold
             asserted = asserted_facts(events, memory.seq)
             events = [*events, *self.freezes(memory, events, asserted)]
-        # the purge count the memory was read at (in the user's pinned block, which this
-        # re-enters): a write worked out on memory a purge or erasure (in another process)
-        # removed since is refused, as a decision's log is
-        if expected_purges is None:
-            with self.projections.pinned(user_id) as pinned:
-                mark = pinned()
-        else:
-            mark = None
+        # the purge count the memory was read at (in the user's pinned block): a write worked
+        # out on memory a purge or erasure (in another process) removed since is refused, as
+        # a decision's log is
+        mark = self.projections.pin(user_id) if expected_purges is None else None
         appended = self.store.append(
             user_id,
             events,

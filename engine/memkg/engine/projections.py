@@ -191,12 +191,15 @@ class Projections:
 
     def pinned(self, user_id: str) -> AbstractContextManager[PinnedMark]:
         """Inside the block, this thread's reads of the user check the store once (a write's
-        reads, against one state of the stream; see the module); it hands back that mark."""
+        reads, against one state of the stream; see the module); it hands back that mark,
+        which ``pin`` reads too (None before the block's first read)."""
         return self._pins.pinned(user_id)
 
+    def pin(self, user_id: str) -> tuple[int, int] | None:
+        return self._pins.mark(user_id)
+
     def _mark(self, user_id: str) -> tuple[int, int]:
-        """The stream mark, after dropping the user's views if an id they join moved (once
-        per ``pinned`` block)."""
+        """The stream mark (``pinned``), the views dropped if an id they join moved."""
         found = self._pins.mark(user_id)
         if found is not None:
             return found
@@ -210,8 +213,7 @@ class Projections:
     # -- reads --------------------------------------------------------------------------------
 
     def memory(self, user_id: str, *, as_of: int | None = None) -> UserMemory:
-        """The user's current memory: the fold the user's graph holds, one per user (or as of
-        ``as_of``, not kept)."""
+        """The user's memory: its graph's fold (or as of ``as_of``, not kept)."""
         if as_of is not None:
             return UserMemory.from_events(user_id, self.read(user_id, log_position(as_of)))
         return cast(UserMemory, self.graph(user_id).memory)
@@ -250,8 +252,7 @@ class Projections:
             return found
 
     def reviews(self, user_id: str, graph: UserGraph | None = None) -> list[Review]:
-        """The user's reviews as ``graph`` holds the stream (a graph just read; default: the
-        current one), kept current event by event."""
+        """The user's reviews as ``graph`` (default: the current one) holds the stream."""
         return list(self._held(self._folds.reviews, graph or self.graph(user_id))[0].values())
 
     def key_reviews(self, graph: UserGraph, domain: str, key: str) -> list[Review]:
@@ -304,8 +305,7 @@ class Projections:
     def applied(
         self, user_id: str, events: Sequence[Event], asserted: Mapping[str, Fact] | None = None
     ) -> None:
-        """Fold events just appended into every cache; ``asserted``: the facts of their
-        ``fact.asserted`` events by event id, already read (``GraphCache.apply``)."""
+        """Fold events just appended into every cache; ``asserted``: their facts, read."""
         if not events:
             return
         with self._lock:

@@ -288,7 +288,11 @@ class SqliteEventStore:
                         (user_id, idempotency_key),
                     )
             if expected_purges is not None:  # no purge can run while we hold the write lock
-                purges = int(db.execute(f"SELECT {_PURGES}").fetchone()[0])
+                purges = self._batch_purges if self._batch_depth else None  # read in the batch
+                if purges is None:
+                    purges = int(db.execute(f"SELECT {_PURGES}").fetchone()[0])
+                    if self._batch_depth:
+                        self._batch_purges = purges
                 if purges != expected_purges:
                     raise purged_meanwhile(user_id, expected_purges, purges)
             # We hold the write lock, so the next seqs are ours to assign.
