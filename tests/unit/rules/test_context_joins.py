@@ -145,3 +145,18 @@ def test_lint_accepts_a_context_join_on_an_earlier_binding_only() -> None:
     bundle, _ = table({"context": {"wanted": "$g"}}, GOAL)
     [finding] = lint_bundle(bundle, lambda _d, key: SCHEMAS.get(key))
     assert finding.code == "rule.unknown_alias" and finding.rule_id == "t.r"
+
+
+def test_lint_says_local_time_compared_with_a_binding_never_holds() -> None:
+    """The clock's local time is compared as minutes of the day, a bound "22:00" as text: the
+    rule could never fire, and nothing said so."""
+    SCHEMAS["sleep.bedtime"] = {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$"}
+    try:
+        bundle, _ = table({"fact": {"key": "sleep.bedtime", "as": "bed"}},
+                          {"context": {"local_time": {"gt": "$bed"}}})  # fmt: skip
+        [finding] = lint_bundle(bundle, lambda _d, key: SCHEMAS.get(key))
+        assert finding.code == "rule.type_mismatch" and "never holds" in finding.message
+        bundle, _ = table({"context": {"local_time": {"gt": "22:00"}}})
+        assert lint_bundle(bundle, lambda _d, key: SCHEMAS.get(key)) == []
+    finally:
+        del SCHEMAS["sleep.bedtime"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from memkg.rules.kinds.base import ConditionKind, LintScope, operand, parse_tests
 from memkg.rules.kinds.checks import type_check
 from memkg.rules.kinds.compare import CompileOperand, Resolve, passes, pattern
-from memkg.rules.spec import BUILTIN_CONTEXT, Condition, DomainSpec, Finding, Test
+from memkg.rules.spec import BUILTIN_CONTEXT, Condition, DomainSpec, Finding, Ref, Test
 from memkg.rules.text import describe_test, value_text
 
 if TYPE_CHECKING:
@@ -113,6 +113,19 @@ class ContextKind(ConditionKind):
                 continue
             for test in (t for t in cond.tests if t.field == field):
                 found += type_check(scope, test, schema, f"context.{field}")
+                if (
+                    field == "local_time"
+                    and isinstance(test.operand, Ref)
+                    and test.operand.alias != "context"
+                ):
+                    # constants are read as minutes of the day; a bound value never is
+                    found.append(scope.finding(
+                        "rule.type_mismatch",
+                        f"local_time is compared as a time of day, and {test.operand} is "
+                        "not read as one, so this test never holds: compare local_time with "
+                        'a constant ("22:00")',
+                        test.line or cond.line,
+                    ))  # fmt: skip
         return found
 
 
