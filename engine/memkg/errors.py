@@ -104,9 +104,8 @@ class MemoryDisabled(InvalidOperation):
 
     def __init__(self, user_id: str) -> None:
         super().__init__(
-            f"memory is off for user {user_id!r}: writes are refused and stored data is left "
-            "as it is; the user can turn memory back on (enable_memory, "
-            "`memkg memory on USER`)"
+            f"memory is off for user {user_id!r}: writes are refused until the user turns "
+            "memory back on (enable_memory, `memkg memory on USER`)"
         )
         self.user_id = user_id
 

@@ -164,6 +164,22 @@ def test_hostile_bodies_are_refused_before_parsing(client: TestClient) -> None:
     assert nested.status_code == 422 and nested.json()["message"].startswith("request refused")
 
 
+def test_a_body_with_a_byte_order_mark_is_read_as_memkg_ingest_reads_a_file(
+    client: TestClient,
+) -> None:
+    """Windows tools write a UTF-8 byte order mark first: read past, as the CLI does; a BOM
+    alone is still an empty body, and one inside the value is still refused."""
+    json_type = {"content-type": "application/json"}
+    body = b"\xef\xbb\xbf" + json.dumps(obs()).encode()
+    stored = client.post("/v1/observations", content=body, headers=json_type)
+    assert stored.status_code == 201, stored.json()
+    assert client.get("/v1/users/u1/facts").json()["facts"]
+    alone = client.post("/v1/observations", content=b"\xef\xbb\xbf", headers=json_type)
+    assert alone.status_code == 400 and "empty" in alone.json()["message"]
+    twice = client.post("/v1/observations", content=b"\xef\xbb\xbf" + body, headers=json_type)
+    assert twice.status_code == 400 and twice.json()["error"] == "request.not_json"
+
+
 def test_no_stack_trace_leaves_the_server(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*_args: Any, **_kwargs: Any) -> None:
         raise RuntimeError("secret internals")

@@ -108,6 +108,9 @@ def test_off_with_erase_leaves_only_the_switch_and_no_byte_of_the_memory(
         with pytest.raises(MemkgError) as refused:
             engine.ingest(obs(user_id="li", key="seat.preference", value="aisle"))
         assert refused.value.code == "memory.disabled"
+        # the refusal does not say the erased memory is still there
+        assert "left as it is" not in str(refused.value)
+        assert "turns memory back on" in str(refused.value)
         assert engine.decide("li", "health", {}).memory_off
     for path in tmp_path.iterdir():
         data = path.read_bytes()

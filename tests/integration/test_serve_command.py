@@ -96,3 +96,20 @@ def test_serve_says_where_it_listens_the_port_the_system_chose_too(tmp_path: Pat
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_where_it_listens_stays_first_when_there_is_no_key_yet(tmp_path: Path) -> None:
+    """A store with no API key yet: the warning that every call will get 401 comes after the
+    line that says where it listens, which a script reads first for the port."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memkg", "--db", str(tmp_path / "m.db"), "serve", "--port", "0"],
+        stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ENGINE), "PATH": ""},
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        said = json.loads(server.stderr.readline())
+        assert said["listening"].startswith("http://127.0.0.1:")
+        assert "no active API key yet" in server.stderr.readline()
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)

@@ -229,9 +229,10 @@ class FactWriter:
         """A turn instruction also updates the session notes (long-term memory stays): the
         note's events, or none.
 
-        The note replaces older notes of the key in the session whatever their source, but
-        keeps the instruction's own ``change`` flag: a one-turn instruction is not a change in
-        the world, and consolidation must not promote it as one.
+        The note replaces older notes of the key in the session whatever their source (but
+        another source's of the same turn, ``_not_same_turn``), and keeps the instruction's
+        own ``change`` flag: a one-turn instruction is not a change in the world, and
+        consolidation must not promote it as one.
         """
         obs = checked.observation
         if obs.scope is not Scope.TURN or obs.session_id is None:
@@ -243,7 +244,9 @@ class FactWriter:
         events = [self.journal.fact_event(EventType.FACT_ASSERTED, fact, {"fact": _dump(fact)})]
         # the note replaces the session's older notes (long-term memory stays as it is), once
         # confirmed if it awaits confirmation as the instruction does (``confirm``)
-        replaced, outdated_by = ordered_by_time(fact, self.supersede(memory, sweep), sweep)
+        replaced, outdated_by = ordered_by_time(
+            fact, _not_same_turn(self.supersede(memory, sweep), obs), sweep
+        )
         replaced = until_confirmed(fact, replaced, sweep)
         return events + self._superseded(
             fact, replaced, outdated_by, SupersedeReason.TURN_INSTRUCTION
@@ -345,6 +348,20 @@ def _retraction(
     return [journal.fact_event(EventType.FACT_RETRACTED, one, {"fact_id": one.id,
                                                                "reason": reason})
             for one in (fact, *_its_note(memory, fact))], True  # fmt: skip
+
+
+def _not_same_turn(
+    claims: list[tuple[Fact, SupersedeReason]], obs: Observation
+) -> list[tuple[Fact, SupersedeReason]]:
+    """The session notes a turn instruction's note replaces: not another source's note of the
+    same turn (named by ``provenance.source_ref``). Two sources that contradict each other
+    in one turn conflict in it; their notes keep that conflict in the later turns of the
+    session, rather than the one written last winning by arrival."""
+    turn = obs.provenance.source_ref
+    if turn is None:
+        return claims
+    return [(c, why) for c, why in claims
+            if c.source == obs.source or c.provenance.source_ref != turn]  # fmt: skip
 
 
 def _note_dropped(clock: Clock, note: Note, reason: str) -> NewEvent:

@@ -124,10 +124,14 @@ def _when(at: datetime) -> str:
 
 
 def fact_text(fact: FactNode) -> str:
-    value = _value(fact.item if fact.item is not None else fact.value)
+    # an item of a list is shown with the list it is one of, never as the whole value (a
+    # list of that item alone reads as it)
+    whole = fact.item is None or fact.value == [fact.item]
+    said = (f"{fact.key} is {_value(fact.value)} (" if whole else
+            f"{fact.key} holds {_value(fact.item)} (its items: {_value(fact.value)}; ")  # fmt: skip
     where = fact.provenance.source_ref
     text = (
-        f"{fact.key} is {value} ({SOURCES.get(fact.source, fact.source)}"
+        f"{said}{SOURCES.get(fact.source, fact.source)}"
         f"{', ' + where if where else ''}, confidence {fact.confidence:g}, "
         f"observed {_when(fact.observed_at)}, recorded {_when(fact.recorded_at)}"
     )

@@ -50,6 +50,22 @@ class Evaluation:
     """The Python walk of every rule that did not fire (for coverage)."""
 
 
+def tests_items(cond: Condition) -> bool:
+    """Whether ``cond`` tests the items of a list value (list facts are one message per
+    item): a fact condition with a comparison or a field does; one that asks only that the
+    key is known (``fact: {key: allergies}``) holds on the whole value, which is what its
+    binding, its placeholder and its evidence show, not the item it happened to match."""
+    return cond.kind != "fact" or bool(cond.tests) or cond.field is not None
+
+
+def shown_value(cond: Condition, item: Item) -> Any:
+    """What ``cond``, bound to ``item``, shows as its value: the item's (``Item.value``),
+    but the whole list of a fact condition that tests no item (``tests_items``)."""
+    if item.fact is not None and not tests_items(cond):
+        return item.fact.value
+    return item.value
+
+
 def fact_node(fact: Fact, item: Any = None) -> FactNode:
     return FactNode(
         fact_id=fact.id,
@@ -100,7 +116,8 @@ def condition_node(
     facts = facts or {}
     hops: tuple[Edge, ...] = ()
     if item is not None and item.fact is not None:
-        evidence["facts"] = (fact_node(item.fact, item.props["value"]),)
+        one = item.props["value"] if tests_items(cond) else None
+        evidence["facts"] = (fact_node(item.fact, one),)
     elif item is not None and item.edge is not None:
         evidence["edges"], hops = (item.edge,), (item.edge,)
     elif item is not None and item.path is not None:
@@ -110,7 +127,7 @@ def condition_node(
         evidence["facts"] = tuple(fact_node(f, target) for f, target in behind)
     bindings: dict[str, Any] = {}
     if item is not None and item.kind != "context":
-        bindings[cond.alias or cond.key or cond.to] = item.value
+        bindings[cond.alias or cond.key or cond.to] = shown_value(cond, item)
     return ConditionNode(
         index=cond.index,
         kind=cond.kind,
@@ -344,7 +361,7 @@ def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:
     for cond in rule.conditions:
         item = env.get(f"#{cond.index}")
         if item is not None and name in (cond.alias, cond.key, cond.to):
-            return item.value
+            return shown_value(cond, item)
     field = name.removeprefix("context.")
     return ctx.get(field)
 

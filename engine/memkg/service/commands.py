@@ -49,13 +49,11 @@ def run_serve(engine: Engine, args: argparse.Namespace, out: TextIO) -> int:
     )  # fmt: skip
     settings.check()
     keyring = None if args.no_auth else Keyring(audited(access_store(args)), engine.clock)
+    notice = None  # said after where it listens, which stays the first line
     if keyring is not None and not any(k.active(engine.clock.now()) for k in keyring.list_keys()):
-        print(
-            "memkg serve: no active API key yet; every call will get 401 until you create one"
-            " (memkg access key create NAME --scope read --domain DOMAIN)",
-            file=sys.stderr,
-        )
-    serve(engine, settings, keyring)
+        notice = ("memkg serve: no active API key yet; every call will get 401 until you create"
+                  " one (memkg access key create NAME --scope read --domain DOMAIN)")  # fmt: skip
+    serve(engine, settings, keyring, notice=notice)
     return 0
 
 

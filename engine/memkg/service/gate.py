@@ -83,7 +83,9 @@ def parse_json(raw: bytes, max_depth: int) -> Any:
     The depth check runs on the text first, so a hostile nesting never reaches the parser.
     """
     try:
-        text = raw.decode("utf-8")
+        # a byte order mark, as Windows tools write it, is read past (RFC 8259 lets a reader
+        # ignore it), as ``memkg ingest`` reads past it in a file
+        text = raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise MemkgError(f"the body is not UTF-8: {exc.reason} at byte {exc.start}",
                          code="request.not_json") from None  # fmt: skip

@@ -443,8 +443,12 @@ def readiness(gate: Gate) -> dict[str, str]:
     return checks
 
 
-def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = None) -> None:
-    """Serve the API with uvicorn until interrupted."""
+def serve(
+    engine: Engine, settings: ServiceSettings, keyring: Keyring | None = None, *,
+    notice: str | None = None,
+) -> None:  # fmt: skip
+    """Serve the API with uvicorn until interrupted. The first line on standard error says
+    where it listens (a script reads the port from it); ``notice`` follows it."""
     app = create_app(engine, keyring=keyring, settings=settings)
     if not access_log.handlers and not logging.getLogger().handlers:
         # one JSON object per line on standard error, unless logging is configured already
@@ -460,6 +464,8 @@ def serve(engine: Engine, settings: ServiceSettings, keyring: Keyring | None = N
     shown = f"[{host}]" if listening.family == socket.AF_INET6 else host
     print(orjson.dumps({"listening": f"http://{shown}:{port}"}).decode(), file=sys.stderr,
           flush=True)  # fmt: skip
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
     settle()  # what start-up loaded leaves the collector's walks (``memkg.heap``)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down, re-raises Ctrl-C

@@ -125,3 +125,37 @@ def test_an_earlier_turns_instruction_of_a_context_leaves_that_context_to_the_tu
     # without a turn named, the session's latest instruction is this turn's
     held = engine.resolve("u1", "travel", "seat.preference", context=OFFERS, session_id="s1")
     assert (held.value, held.context) == ("window", OFFERS)
+
+
+def test_two_sources_contradicting_in_one_turn_stay_in_conflict_after_it(
+    engine: Engine,
+) -> None:
+    """Each turn instruction leaves a session note, and a later turn's note replaces the
+    earlier ones; but the two notes one turn left from two sources conflict, as their
+    instructions did, in every later turn: not the one written last by arrival."""
+    outcomes = set()
+    for n, order in enumerate((("dialogue", "behavior"), ("behavior", "dialogue"))):
+        user = f"u{n}"
+        for source in order:
+            engine.ingest({"user_id": user, "domain": "travel", "key": "seat.preference",
+                           "value": "window" if source == "dialogue" else "aisle",
+                           "source": source, "confidence": 0.95 if source == "dialogue" else 0.8,
+                           "scope": "turn", "session_id": "s1",
+                           "provenance": {"source_ref": "t1"}})  # fmt: skip
+        notes = [f for f in engine.facts(user) if f.scope.value == "session"]
+        assert sorted(f.source.value for f in notes) == ["behavior", "dialogue"]
+        for turn in ("t1", "t2"):
+            made = engine.decide(user, "travel", OFFERS, decision="offers", session_id="s1",
+                                 turn=turn)  # fmt: skip
+            assert made.result.status.value == "needs_review", (order, turn, made.result)
+            held = engine.resolve(user, "travel", "seat.preference", session_id="s1", turn=turn)
+            outcomes.add((turn, held.outcome.value, str(held.value)))
+        # a later turn's instruction replaces both notes, as any later note does
+        engine.ingest({"user_id": user, "domain": "travel", "key": "seat.preference",
+                       "value": "window", "source": "dialogue", "confidence": 0.9,
+                       "scope": "turn", "session_id": "s1", "provenance": {"source_ref": "t3"}})
+        made = engine.decide(user, "travel", OFFERS, decision="offers", session_id="s1", turn="t4")
+        assert made.result.status.value == "decided", made.result
+        assert _memory(made, "seat.preference") == "window"
+    # the arrival order changes nothing
+    assert len(outcomes) == 2, outcomes
