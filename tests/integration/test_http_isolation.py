@@ -63,8 +63,10 @@ def check(key: Key, scope: str, domain: str | None, user: str, response: Any) ->
         assert response.json()["error"].startswith(("access.", "auth.")), response.text
         assert not allowed, (scope, domain, user, key.domains, response.text)
         return False
-    if status == 404 and not allowed and key.user not in (None, user):
-        # another user's item asked by its id: answered as an id never made
+    reached = domain in (None, "*") or "*" in key.domains or domain in key.domains
+    if status == 404 and not allowed and (key.user not in (None, user) or not reached):
+        # another user's item, or one of a domain the key does not reach, asked by its id:
+        # answered as an id never made
         assert response.json()["error"].endswith(".not_found"), response.text
         return False
     assert allowed, (scope, domain, user, key, status, response.text)

@@ -124,12 +124,18 @@ def test_the_weight_series_work_is_bounded_by_its_samples(monkeypatch: pytest.Mo
                        "change": True})  # fmt: skip
         clock.advance(timedelta(minutes=1))
     weighed: list[object] = []
-    holding = engine.holding
-    monkeypatch.setattr(engine, "holding", lambda *a: weighed.append(a) or holding(*a))
+    holding_over = engine.graphs.holding_over
+
+    def counted(user_id: str, moments: Any, *rest: Any) -> Any:
+        moments = list(moments)
+        weighed.extend(moments)
+        return holding_over(user_id, moments, *rest)
+
+    monkeypatch.setattr(engine.graphs, "holding_over", counted)
     series = weight_series(engine, "w", "travel", "seat.preference", samples=10)
     assert series.marks_total > MAX_MARKS == len(series.marks)  # 300 written, 299 superseded
     assert series.marks[-1].at == max(m.at for m in series.marks)
-    assert 0 < len(weighed) <= 3 * 10
+    assert 0 < len(weighed) <= 3 * 10  # moments weighed (the log is folded once for all)
     newest = max(m.at for m in series.marks)
     assert any(p.at == newest for line in series.lines for p in line.points)  # its last change
 

@@ -88,7 +88,7 @@ def test_http_sessions_are_bound_to_their_keys_user(
         everywhere = engine.recall("u1", "airline", k=3).trace_id
         assert everywhere is not None
         spanning = await call(url, u1.token, "trace", {"trace_id": everywhere})
-        assert error_of(spanning)["error"] == "access.domain"
+        assert error_of(spanning)["error"] == "trace.not_found"
 
     anyio.run(scenario)
     assert len(engine.facts("u1")) == 1 and engine.facts("u2") == []

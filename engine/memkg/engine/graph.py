@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -156,6 +157,47 @@ class GraphService:
         graph = _past(self.projections, user_id, at=at)
         return queries.edges(weighted_view(graph, at, self.weights, domain))
 
+    def holding_over(
+        self, user_id: str, moments: Iterable[datetime], domain: str, key: str
+    ) -> list[tuple[datetime, list[Edge]]]:
+        """``holding`` at each moment (oldest first), of the claims of ``key`` alone: one fold
+        of the user's log, read as it passes each moment, so the cost is the log once plus
+        the domain's live claims at each moment, not the log at each moment. Where the log's
+        times go back (a clock set back), the events recorded by the moment are folded again
+        from the start, in log order, as ``holding`` folds them."""
+        check_args(user_id=user_id, domain=domain)
+        self._known(domain)
+        ordered = sorted(set(moments))
+        current = _memory_off(self.projections, user_id)
+        if current is not None:
+            return [(at, self._key_edges(current, at, domain, key)) for at in ordered]
+        events = self.projections.read(user_id)  # what ``graph_as_of`` folds
+        by_time = sorted(range(len(events)), key=lambda i: events[i].recorded_at)
+        graph = self.setup.new_graph(user_id)
+        held: list[int] = []  # positions of the events recorded by the moment, folded
+        last, taken, found = -1, 0, []
+        for at in ordered:
+            fresh = []
+            while taken < len(by_time) and events[by_time[taken]].recorded_at <= at:
+                fresh.append(by_time[taken])
+                taken += 1
+            fresh.sort()
+            held.extend(fresh)
+            if fresh and fresh[0] < last:  # logged before an event already folded
+                held.sort()
+                graph, fresh = self.setup.new_graph(user_id), held
+            for i in fresh:
+                graph.apply(events[i])
+            last = max(last, fresh[-1]) if fresh else last
+            found.append((at, self._key_edges(graph, at, domain, key)))
+        return found
+
+    def _key_edges(self, graph: UserGraph, at: datetime, domain: str, key: str) -> list[Edge]:
+        """``holding``'s edges of one key: the view of that key's claims alone holds the same
+        edges from the user (knowledge edges start at entities, never at the user)."""
+        claims = [c for c in graph.claims_of(domain) if c.fact.key == key]
+        return queries.edges(weighted_view(graph, at, self.weights, domain, claims), key)
+
     def _known(self, domain: str | None) -> None:
         self.setup.known(domain)
 
@@ -166,10 +208,16 @@ def _past(
     """``graph_as_of`` for a caller's read of the past: while the user's memory is off, the
     current view, which holds nothing back it keeps (a read made now sees what the switch says
     now, whatever time it asks about; a replay reads ``graph_as_of``)."""
-    current = projections.graph(user_id)
-    if cast(UserMemory, current.memory).memory_off is not None:
+    current = _memory_off(projections, user_id)
+    if current is not None:
         return current
     return projections.graph_as_of(user_id, seq=seq, at=at)
+
+
+def _memory_off(projections: Projections, user_id: str) -> UserGraph | None:
+    """The user's current graph while their memory is off (what ``_past`` reads then)."""
+    current = projections.graph(user_id)
+    return current if cast(UserMemory, current.memory).memory_off is not None else None
 
 
 def _flag(value: object, name: str) -> None:

@@ -10,6 +10,7 @@ from memkg import semantic
 from memkg.arbitration.resolution import Outcome, Resolution, Standing
 from memkg.clock import Clock
 from memkg.engine.setup import Setup, check_args, check_count
+from memkg.errors import InvalidOperation
 from memkg.events.store import Companion, EventStore, beside
 from memkg.lifecycle import recall
 from memkg.lifecycle.entities import EntityIndex
@@ -51,6 +52,10 @@ class Recall:
         """
         check_args(user_id=user_id, query=query, domain=domain, session_id=session_id)
         check_count(k, "k", 0, "how many memories to inject", code="recall.k")
+        if len(query) > recall.MAX_QUERY:  # each word of it is weighed against every memory
+            raise InvalidOperation(f"the query is {len(query):,} characters, past "
+                                   f"{recall.MAX_QUERY:,}: recall with what the agent looks "
+                                   "for, not a document", code="recall.query")  # fmt: skip
         reader = self.setup.reader
         seen = self.store.stream_mark(user_id)[1]  # before memory is read (``VectorStore.put``)
         notes = [n for n in self.notes(user_id, domain) if n.shown_in(session_id)]

@@ -44,6 +44,9 @@ from memkg.model.settings import RecallWeights
 
 log = logging.getLogger(__name__)
 
+MAX_QUERY = 2_000
+"""The longest query recall weighs (characters): what an agent looks for, not a document."""
+
 _STOP = {
     "the",
     "a",

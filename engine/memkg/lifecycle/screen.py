@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from memkg.model.report import Problem
 from memkg.validate.guards import ADDRESSED, ROLE_MUST, WHEN_ASKED
-from memkg.validate.pii import LINE_BREAKS, as_seen, hidden_tags, normalise
+from memkg.validate.pii import LINE_BREAKS, hidden_tags, normalise, readings
 
 _SPECULATION = re.compile(
     r"(?i)\b(?:might|may|could)\s+(?:\w+\s+){0,2}?(?:prefer|like|want|need|be|have|enjoy|choose"
@@ -136,7 +136,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "stated, or ask them",
             )
         )
-    if _DIRECTIVE.search(text) or _DIRECTIVE.search(as_seen(text)):
+    if _DIRECTIVE.search(text) or any(_DIRECTIVE.search(seen) for seen in readings(note)):
         problems.append(
             _problem(
                 "note.directive",

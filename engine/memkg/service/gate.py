@@ -1,4 +1,5 @@
-"""What both adapters share: the door to the engine, request-body checks, JSON text.
+"""What both adapters share: the door to the engine, request-body checks, what an id may
+tell its caller, JSON text.
 
 Engine calls run concurrently, each on a worker thread: the engine orders what must be
 ordered (its lock around every write, decision and erasure; each user's stream version), and
@@ -14,8 +15,10 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, ParamSpec, TypeVar
 
+from memkg.access import Principal
+from memkg.access.model import ApiScope
 from memkg.engine import Engine
-from memkg.errors import MemkgError, ValidationFailed
+from memkg.errors import AccessDenied, MemkgError, NotFound, ValidationFailed
 from memkg.jsontext import LongInteger, RepeatedKey, read_json
 from memkg.lifecycle.distill import NoteResult
 from memkg.model.report import Problem, ValidationReport
@@ -63,6 +66,37 @@ class Gate:
         """``domain``, or the one domain that declares ``key`` (else a usage error asking for
         ``ask``: how the caller gives the domain)."""
         return domain or self.engine.registry.domain_of(key, ask)
+
+
+def check_seen(
+    principal: Principal, scope: ApiScope, domain: str | None, user_id: str, missing: NotFound
+) -> None:
+    """Raise ``missing`` (the answer an id never made gets) unless the caller may know of an
+    item it named only by its id: the item of ``user_id`` in ``domain`` (None: one spanning
+    every domain, such as the trace of a recall over all of them).
+
+    It may when its key reaches that user and that domain, with ``scope`` or to read: another
+    user's item, or one of a domain the key (or the session) does not reach, is answered as
+    unknown, so an id tells nothing of who it belongs to or where. An item the caller may read
+    keeps its refusal, which says why (a scope, a grant that opens the domain only to read);
+    a domain the caller names itself (``?domain=``, a body's field) keeps ``access.domain``,
+    since that tells it nothing it did not say.
+    """
+    for seen in dict.fromkeys((scope, ApiScope.READ)):
+        try:
+            if domain is None:
+                principal.check_every_domain(seen, user_id)
+            else:
+                principal.check(seen, domain, user_id)
+        except AccessDenied:
+            continue
+        return
+    raise missing
+
+
+def no_fact(user_id: str, fact_id: str) -> NotFound:
+    """What a fact or note id the user's memory never held is answered (``Engine.fact``)."""
+    return NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
 
 
 def refusal(code: str, message: str, what: str = "request") -> ValidationFailed:

@@ -51,6 +51,7 @@ from memkg.access.store import AccessStore
 from memkg.arbitration import Resolution
 from memkg.cli.decisions import summary
 from memkg.config import EngineConfig
+from memkg.decisions.log import not_found as no_decision
 from memkg.engine import Engine, IngestResult, SwitchReceipt
 from memkg.engine.setup import check_args
 from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError
@@ -60,9 +61,10 @@ from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
-from memkg.service.gate import Erasures, Gate, dumps, note_refusal
+from memkg.service.gate import Erasures, Gate, check_seen, dumps, no_fact, note_refusal
 from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
+from memkg.trace.store import not_found as no_trace
 
 INSTRUCTIONS = (
     "Long-term memory about the user you are talking with, with provenance, and decisions "
@@ -167,6 +169,17 @@ class Subject:
         used = _GRANTS_USED.get()
         if domain is not None and used is not None:
             used.append(grant)
+
+    def check_found(
+        self, scope: ApiScope, domain: str | None, user_id: str, missing: NotFound
+    ) -> None:
+        """``check`` for an item found by its id: another user's, or one of a domain this
+        subject does not reach, is answered as ``missing``, an item that does not exist
+        (``check_seen``)."""
+        if user_id != self.user_id:  # a session serves its one user, whatever its key may
+            raise missing
+        check_seen(self.principal, scope, domain, user_id, missing)
+        self.check(scope, domain)
 
 
 _GRANTS_USED: ContextVar[list[Grant | None] | None] = ContextVar("memkg_grants_used", default=None)
@@ -456,9 +469,8 @@ class MemoryTools:
             subject = self._allow(ctx, ApiScope.READ, None)
             check_args(decision_id=decision_id)  # told alike by every store, as explain does
             found = self.gate(self.engine.decision_log.get, decision_id)
-            if found.request.user_id != subject.user_id:
-                raise NotFound(f"no decision {decision_id}", code="decision.not_found")
-            subject.check(ApiScope.READ, found.request.domain)
+            subject.check_found(ApiScope.READ, found.request.domain, found.request.user_id,
+                                no_decision(decision_id))  # fmt: skip
             text = self.gate(self.engine.explain, decision_id, format)
         except MemkgError as exc:
             return error_result(exc.to_dict())
@@ -470,11 +482,8 @@ class MemoryTools:
         def shown() -> Trace:
             subject = self._allow(ctx, ApiScope.READ, None)
             found = self.gate(self.engine.trace, trace_id)
-            if found.user_id != subject.user_id:
-                raise NotFound(f"no trace {trace_id}", code="trace.not_found")
-            if found.domain is None:  # a recall over every domain lists the facts of each
-                subject.principal.check_every_domain(ApiScope.READ, subject.user_id)
-            subject.check(ApiScope.READ, found.domain)
+            # one over every domain (a recall's) lists the facts of each: a key for every domain's
+            subject.check_found(ApiScope.READ, found.domain, found.user_id, no_trace(trace_id))
             return found
 
         return _reply(shown)
@@ -502,7 +511,8 @@ class MemoryTools:
         def retract() -> Forgotten:
             subject = self._allow(ctx, ApiScope.WRITE, None)
             domain = self.gate(self.engine.domain_of, subject.user_id, fact_id)
-            subject.check(ApiScope.WRITE, domain)
+            subject.check_found(ApiScope.WRITE, domain, subject.user_id,
+                                no_fact(subject.user_id, fact_id))  # fmt: skip
             event = self.gate(self.engine.retract, subject.user_id, fact_id, reason)
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 

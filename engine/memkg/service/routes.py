@@ -25,7 +25,7 @@ from memkg.cli.decisions import summary
 from memkg.decisions.log import not_found as no_decision
 from memkg.engine.identity import SwitchReceipt
 from memkg.engine.setup import check_args
-from memkg.errors import AccessDenied, MemkgError, NotFound
+from memkg.errors import MemkgError, NotFound
 from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
@@ -35,7 +35,7 @@ from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState, Merge
 from memkg.model.trace import Trace
 from memkg.service import schemas as s
-from memkg.service.gate import Gate, dumps, note_refusal, refusal
+from memkg.service.gate import Gate, check_seen, dumps, no_fact, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
 from memkg.service.paging import (
     MAX_CURSOR,
@@ -131,14 +131,14 @@ class AuditQuery(Query):
 def _allow_found(
     call: Call, scope: ApiScope, domain: str | None, user_id: str, missing: NotFound
 ) -> None:
-    """``call.allow`` for an item found by its id: another user's, which the key may not act
-    for, is answered as an item that does not exist, so an id tells a caller nothing of other
-    users (a refusal for the key's own user still says why: a domain, a scope)."""
+    """``call.allow`` for an item found by its id: one the key may not know of (another
+    user's, or of a domain it does not reach) is answered as ``missing``, an item that does
+    not exist (``check_seen``)."""
     try:
-        call.principal.check_user(user_id)  # before the domain, which would say it exists
-    except AccessDenied:
+        check_seen(call.principal, scope, domain, user_id, missing)
+    except NotFound:
         call.subject = user_id
-        raise missing from None
+        raise
     call.allow(scope, domain, user_id)
 
 
@@ -409,8 +409,8 @@ class Routes:
         user, fact_id = call.path["user"], call.path["fact_id"]
         call.allow(scope, None, user)
         domain = await self._run(self.engine.domain_of, user, fact_id)
-        call.allow(scope, domain, user)
         call.target = fact_id
+        _allow_found(call, scope, domain, user, no_fact(user, fact_id))
 
     async def confirm(self, call: Call) -> Response:
         await self._fact_domain(call, WRITE)
@@ -552,9 +552,8 @@ class Routes:
         call.allow(READ, None, call.principal.key.user_id)
         found = await self._run(self.engine.trace, trace_id)
         call.target = trace_id
+        # one over every domain (a recall's) lists the facts of each: a key for every domain's
         _allow_found(call, READ, found.domain, found.user_id, no_trace(trace_id))
-        if found.domain is None:  # a recall over every domain lists the facts of each
-            call.principal.check_every_domain(READ, found.user_id)
         return _json(found.model_dump(mode="json"))
 
     async def explain(self, call: Call) -> Response:

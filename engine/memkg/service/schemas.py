@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memkg.access.model import AccessRecord, ApiKey, Grant, IssuedKey
 from memkg.engine import IngestResult
 from memkg.lifecycle.notes import Note
+from memkg.lifecycle.recall import MAX_QUERY
 from memkg.model.fact import DOMAIN_PATTERN, Fact, Observation, Provenance
 from memkg.model.identity import Merge
 from memkg.service.settings import MAX_BATCH
@@ -213,7 +214,7 @@ class NoteBody(_In):
 class RecallBody(_In):
     """In the body, not the URL: a query is what a user said, and URLs end up in logs."""
 
-    query: str = Field(min_length=1, max_length=2_000, description="what the agent looks for")
+    query: str = Field(min_length=1, max_length=MAX_QUERY, description="what the agent looks for")
     domain: Domain
     k: int = Field(5, ge=0, le=100, strict=True, description="how many memories to inject (5)")
     session_id: str | None = Field(None, min_length=1, max_length=128)

@@ -15,7 +15,7 @@ from typing import Any
 from memkg.model.fact import Sensitivity
 from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
-from memkg.validate.pii import as_seen, hidden_tags, normalise, scan
+from memkg.validate.pii import hidden_tags, normalise, readings, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
 _CLEAN_TEXT = 256
@@ -160,7 +160,7 @@ def text_problems(
         if clean is not None and text in clean:
             continue
         findings = scan(text)
-        instruction = _INSTRUCTION.search(as_seen(text)) is not None
+        instruction = any(_INSTRUCTION.search(seen) for seen in readings(text))
         hidden = hidden_tags(text)
         if not (findings or instruction or hidden):
             if clean is not None and len(text) <= _CLEAN_TEXT:

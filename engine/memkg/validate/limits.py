@@ -98,20 +98,34 @@ def check_text(value: Any, where: str) -> None:
     if where in MAPPING_ARGUMENTS and value is not None and not isinstance(value, Mapping):
         raise InvalidOperation(f"{where} is a mapping of names to values (a dict), not "
                                f"{_a(value)}", code="argument.type")  # fmt: skip
-    stack: list[tuple[Any, str]] = [(value, where)]
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
-        node, path = stack.pop()
+        node, path, depth = stack.pop()
         if isinstance(node, str):
             fault = unstorable(node)
             if fault is not None:
                 code, what, fix = fault
                 raise InvalidOperation(f"{path} {what}: {fix}", code=code)
-        elif isinstance(node, list | tuple):
-            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node))
+            continue
+        if depth >= ARGUMENT_DEPTH and isinstance(node, list | tuple | Mapping):
+            # a list or dict that holds itself never ends: refused here, not walked forever
+            raise InvalidOperation(
+                f"{where} is nested deeper than {ARGUMENT_DEPTH} levels (at {path[:200]}), or "
+                "holds itself: send plain JSON-like data", code="limit.depth",
+            )  # fmt: skip
+        if isinstance(node, list | tuple):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node))
         elif isinstance(node, Mapping):
             for name, item in node.items():
-                stack.append((name, f"{path} key"))
-                stack.append((item, f"{path}.{name}" if _printable(name) else f"{path} value"))
+                stack.append((name, f"{path} key", depth + 1))
+                shown = f"{path}.{name}" if _printable(name) else f"{path} value"
+                stack.append((item, shown, depth + 1))
+
+
+ARGUMENT_DEPTH = 100
+"""How deep a library argument (a decision's context, say) may nest: far past what any
+domain declares (a write's values nest at most ``Limits.max_depth``), and a bound on a
+value that holds itself."""
 
 
 REQUIRED_TEXT = frozenset({

@@ -119,3 +119,33 @@ def test_an_argument_of_the_wrong_shape_is_refused(engine: Engine, call: str, ba
     assert refused.value.code == ("message.invalid" if listed else "argument.type")
     assert refused.value.message.startswith(name), refused.value.message
     assert engine.read_events("mei") == before and engine.decisions("mei") == decisions
+
+
+def test_a_context_that_holds_itself_is_refused_not_walked_forever(engine: Engine) -> None:
+    """A decision's context is walked for text no store keeps: a list or dict that holds
+    itself (or nests past any domain's values) is refused as too deep, and nothing is logged."""
+    engine.ingest(obs(user_id="mei"))
+    looped: list[Any] = []
+    looped.append(looped)
+    deep: dict[str, Any] = {}
+    for _ in range(500):
+        deep = {"x": deep}
+    for bad in ({"airline": looped}, {"airline": deep}):
+        with pytest.raises(InvalidOperation) as refused:
+            engine.decide("mei", "travel", bad)
+        assert refused.value.code == "limit.depth" and "context" in str(refused.value)
+    assert engine.decisions("mei") == []
+    # nesting as deep as any value a domain holds is read as before
+    fine: dict[str, Any] = {"x": 1}
+    for _ in range(20):
+        fine = {"x": fine}
+    made = engine.decide("mei", "travel", {"nested": fine})
+    assert made.result.status.value == "invalid_input"  # the rules refuse it, as they did
+
+
+def test_a_recall_query_past_its_bound_is_refused_as_over_http(engine: Engine) -> None:
+    engine.ingest(obs(user_id="mei"))
+    with pytest.raises(InvalidOperation) as refused:
+        engine.recall("mei", "seat " * 401)
+    assert refused.value.code == "recall.query" and "2,000" in str(refused.value)
+    assert engine.recall("mei", "seat " * 399).trace_id is not None

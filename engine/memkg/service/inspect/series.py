@@ -1,9 +1,10 @@
 """A key's edge weights over time: each edge weighed as memory stood at sampled moments.
 
-The weights come from ``Engine.holding`` (the one definition of a weight, applied as of a
-time), so the plot shows what decisions would have seen then: signals lifting an edge,
-rejections halving it, time decaying it. Marks name the events on the key (values written,
-superseded, retracted; signals) at the moment they were recorded.
+The weights come from ``GraphService.holding_over``: ``Engine.holding`` (the one definition
+of a weight, applied as of a time) at every moment, from one fold of the log. So the plot
+shows what decisions would have seen then: signals lifting an edge, rejections halving it,
+time decaying it. Marks name the events on the key (values written, superseded, retracted;
+signals) at the moment they were recorded.
 """
 
 from __future__ import annotations
@@ -78,8 +79,10 @@ def weight_series(
     engine: Engine, user_id: str, domain: str, key: str, samples: int = 40
 ) -> WeightSeries:
     """The key's edges weighed at ``samples`` even moments and around as many of its events
-    (spread over its history): each moment weighs memory as it stood then, so the work is
-    bounded by ``samples``, not by how many events the key has had."""
+    (spread over its history): each moment weighs memory as it stood then. The user's log is
+    folded once, read as the fold passes each moment (``GraphService.holding_over``), so the
+    work is the log once plus the domain's live claims at each of about ``3 * samples``
+    moments, not the log at each moment."""
     now = engine.clock.now()
     # memory off (kept frozen): no read folds it, the log's signals and their values included
     enabled = engine.memory_state(user_id).enabled
@@ -97,11 +100,11 @@ def weight_series(
         mark = marks[round(i * last / max(count - 1, 1))]
         moments |= {mark.at, max(start, mark.at - timedelta(seconds=1))}
     lines: dict[str, list[WeightPoint]] = {}
-    for at in sorted(m for m in moments if m <= now):
-        for edge in engine.holding(user_id, at, domain):
-            if edge.relation == key:
-                point = WeightPoint(at=at, weight=round(edge.weight, 6), usable=edge.usable)
-                lines.setdefault(edge.target, []).append(point)
+    for at, edges in engine.graphs.holding_over(user_id, (m for m in moments if m <= now),
+                                                domain, key):  # fmt: skip
+        for edge in edges:
+            point = WeightPoint(at=at, weight=round(edge.weight, 6), usable=edge.usable)
+            lines.setdefault(edge.target, []).append(point)
     return WeightSeries(
         user_id=user_id, domain=domain, key=key, start=start, end=now, threshold=threshold,
         lines=tuple(WeightLine(target=t, points=tuple(p)) for t, p in sorted(lines.items())),
