@@ -120,6 +120,8 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
     if not text.strip():
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
+    # as a person sees the text, if right-to-left controls show it in another order
+    reordered = readings(note)[1:]
     if hidden_tags(note):
         problems.append(
             _problem(
@@ -128,7 +130,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "a model reads the letters they stand for; send the note as visible text only",
             )
         )
-    if _SPECULATION.search(text):
+    if _SPECULATION.search(text) or any(_SPECULATION.search(seen) for seen in reordered):
         problems.append(
             _problem(
                 "note.speculation",
@@ -145,7 +147,8 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "French')",
             )
         )
-    if _is_json(note) or _TOOL_MARKERS.search(text) or _copied_from(note, tool_outputs):
+    if (_is_json(note) or _TOOL_MARKERS.search(text) or _copied_from(note, tool_outputs)
+            or any(_TOOL_MARKERS.search(seen) for seen in reordered)):  # fmt: skip
         problems.append(
             _problem(
                 "note.tool_output",

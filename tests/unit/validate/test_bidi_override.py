@@ -137,3 +137,15 @@ def test_the_display_order_is_found_in_linear_time(name: str) -> None:
     an isolate looks for its direction only while it can open."""
     small, large = NESTED[name](SMALL), NESTED[name](SIZE)
     assert growth(displayed, small, large) < GROWTH
+
+
+@pytest.mark.parametrize(
+    ("shown", "code"),
+    [("the user might prefer tea", "note.speculation"),
+     ("tool result: seat 14A booked", "note.tool_output")],
+)  # fmt: skip
+def test_a_guess_or_a_tool_result_shown_reversed_is_read_as_shown(shown: str, code: str) -> None:
+    """The other note screens read the displayed order too: a reversed guess is a guess."""
+    assert code in {p.code for p in note_problems(shown, 500)}
+    hidden = RLO + shown[::-1] + PDF
+    assert code in {p.code for p in note_problems(hidden, 500)}
