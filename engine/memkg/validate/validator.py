@@ -39,6 +39,7 @@ from memkg.model.keyspec import KeySpec
 from memkg.model.report import Problem, ValidationReport
 from memkg.model.source import Source, Sources
 from memkg.validate.guards import hash_pii, policy_problems, prehashed, text_problems
+from memkg.validate.integers import as_declared
 from memkg.validate.limits import check_value
 from memkg.validate.registry import SchemaRegistry
 from memkg.validate.shacl import Candidate, ShaclChecker
@@ -340,7 +341,7 @@ class Validator:
                 results.append(ValidationReport(problems=tuple(found)))
                 continue
             obs, spec, kind, sensitivity, valid_until = ready
-            value = obs.value
+            value = as_declared(obs.value, spec.schema)  # 2.0 of an integer key stored as 2
             if spec.hashed_paths:  # only then: the salt is a store read (or write) per user
                 value = hash_pii(obs.value, spec.hashed_paths, salt(obs.user_id))
             observed = obs.observed_at or now
