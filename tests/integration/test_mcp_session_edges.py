@@ -122,6 +122,11 @@ def test_the_user_header_must_be_a_user_id(engine: Engine) -> None:
     with client(app, token(keyring, ["read"], ["travel"]), headers=headers) as http:
         refused = http.post("/mcp", json=call)
     assert refused.status_code == 400 and refused.json()["error"] == "mcp.user_invalid"
+    # a name sent in UTF-8 is quoted back as written, not as its bytes read as Latin-1
+    utf8 = {**headers, "memkg-user": "李娜".encode()}
+    with client(app, token(keyring, ["read"], ["travel"]), headers=utf8) as http:
+        named = http.post("/mcp", json=call)
+    assert named.status_code == 400 and "'李娜'" in named.json()["message"]
 
 
 def test_a_keyed_session_stops_serving_once_its_key_is_revoked_or_its_grant_ends(

@@ -395,7 +395,7 @@ class McpMount:
             if self.manager is None:
                 raise MemkgError("the MCP transport is not running", code="mcp.unavailable")
             principal = await run_in_threadpool(self.auth.principal, request)
-            subject = keyed_subject(principal, request.headers.get(SUBJECT_HEADER))
+            subject = keyed_subject(principal, header_text(request.headers.get(SUBJECT_HEADER)))
             subject = replace(subject, purpose=purpose_of(request))
             raw = await self.body.raw(request) if scope["method"] == "POST" else None
             if raw is not None:
@@ -441,6 +441,18 @@ def readiness(gate: Gate) -> dict[str, str]:
         except Exception:  # a closed or broken store raises what its driver raises
             checks[name] = "unavailable"
     return checks
+
+
+def header_text(value: str | None) -> str | None:
+    """A header's value as the client wrote it: HTTP hands its bytes over as Latin-1, so a
+    UTF-8 ``Memkg-User: 李娜`` would be quoted back as mojibake in the refusal; bytes that are
+    not UTF-8 stay as they came."""
+    if value is None or value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value
 
 
 def serve(
