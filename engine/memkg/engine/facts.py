@@ -308,7 +308,7 @@ class FactWriter:
         with self.journal.writing(user_id) as memory:
             notes = self.projections.notes(user_id, self.projections.graph_of(memory)).notes
             events, freeze = _retraction(self.journal, memory, notes.get(fact_id), fact_id,
-                                         reason)  # fmt: skip
+                                         reason, notes.values())  # fmt: skip
             return self.journal.append(user_id, events, freeze=freeze, memory=memory).events[0]
 
     @unconditional
@@ -332,13 +332,15 @@ class FactWriter:
 
 
 def _retraction(
-    journal: Journal, memory: UserMemory, note: Note | None, fact_id: str, reason: str
-) -> tuple[list[NewEvent], bool]:
+    journal: Journal, memory: UserMemory, note: Note | None, fact_id: str, reason: str,
+    notes: Iterable[Note] = (),
+) -> tuple[list[NewEvent], bool]:  # fmt: skip
     """The events that forget ``fact_id``: a note's ``note.dropped``, or a fact's
     ``fact.retracted`` and its turn instruction's note's; whether the key's freezes apply
-    (a fact's)."""
+    (a fact's). ``notes``: the user's notes, of which a live one may still show the words of
+    a note that lost a contradiction to it (``Note.conflicts``)."""
     if note is not None:
-        return [_note_dropped(journal.clock, note, reason)], False
+        return [_note_dropped(journal.clock, note, reason, notes)], False
     fact = memory.fact(fact_id)
     if fact is None:
         raise NotFound(f"no fact {fact_id} for user {memory.user_id}", code="fact.not_found")
@@ -364,9 +366,17 @@ def _not_same_turn(
             if c.source == obs.source or c.provenance.source_ref != turn]  # fmt: skip
 
 
-def _note_dropped(clock: Clock, note: Note, reason: str) -> NewEvent:
+def _note_dropped(clock: Clock, note: Note, reason: str, notes: Iterable[Note] = ()) -> NewEvent:
     """``note.dropped`` for a note the user asked to forget (it leaves the profile and recall;
-    erasure removes its text)."""
+    erasure removes its text). A note that lost a contradiction in consolidation, merged or
+    dropped since, may be forgotten while a live note still shows its words as the earlier
+    claim it replaced: they leave that note's conflicts (``NoteBook.apply``)."""
+    shown = [n for n in notes if note.text in n.conflicts and n.live(clock.now())]
+    if note.status is not NoteStatus.ACTIVE and shown:
+        payload = {"note_id": note.id, "reason": f"retracted: {reason}", "forgotten": True}
+        event = note_event(clock, EventType.NOTE_DROPPED, note, payload)
+        check_note_events(note.user_id, [event])
+        return event
     if note.status is NoteStatus.MERGED and note.replaced_by:
         # its words live on in the note it was merged into: that is the one to forget
         raise InvalidOperation(f"note {note.id} was merged into note {note.replaced_by}, which "

@@ -156,6 +156,11 @@ class NoteBook:
                 self.notes[old.id] = old.model_copy(
                     update={"status": NoteStatus.DROPPED, "status_reason": payload.get("reason")}
                 )
+                if payload.get("forgotten"):  # the user forgot it: no note shows its words
+                    for other in list(self.notes.values()):
+                        if old.text in other.conflicts:
+                            kept = tuple(t for t in other.conflicts if t != old.text)
+                            self.notes[other.id] = other.model_copy(update={"conflicts": kept})
         elif event.type is EventType.SESSION_CONSOLIDATED:
             self.consolidations.append(payload)
 

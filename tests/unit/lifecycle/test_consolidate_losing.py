@@ -295,3 +295,35 @@ def test_a_session_allergy_does_not_lose_a_conflict_with_a_note_about_something_
     )
     assert report.method == "fallback"
     assert "Is allergic to penicillin" in kept
+
+
+@pytest.mark.parametrize("merged", [True, False], ids=["merged", "dropped as superseded"])
+def test_forgetting_a_note_that_lost_a_contradiction_takes_its_words_out(
+    clock: FrozenClock, merged: bool
+) -> None:
+    """The winner shows the loser's words as the earlier claim it replaced; the user who
+    forgets the loser (the one id they were given) forgets those words: retracting it said
+    it was already merged or dropped, and the profile went on quoting it."""
+
+    def planner(session: list[str], lasting: list[str]) -> dict[str, Any]:
+        old, new = lasting[0], session[0]
+        if merged:
+            return _plan([("Takes 20 mg of lisinopril", [old, new])], [], [([old, new], new)])
+        return _plan([("Takes 20 mg of lisinopril", [new])], [(old, "superseded")],
+                      [([old, new], new)])  # fmt: skip
+
+    with Engine(clock=clock, llm=_model(planner)) as engine:
+        old = engine.save_memory_note(USER, DOMAIN, "Takes 10 mg of lisinopril", "global").id
+        clock.advance(timedelta(minutes=5))
+        assert engine.save_memory_note(USER, DOMAIN, "Takes 20 mg of lisinopril", "session",
+                                       session_id=SESSION).saved  # fmt: skip
+        report = engine.consolidate(USER, DOMAIN, SESSION).result(timeout=10)
+        assert report.method == "llm", report.fallback_reason
+        assert "10 mg" in engine.render_profile(USER, DOMAIN).text
+        engine.retract(USER, old or "", "the user asked")
+        profile = engine.render_profile(USER, DOMAIN).text
+        assert "10 mg" not in profile and "Takes 20 mg of lisinopril" in profile
+        [winner] = engine.notes(USER, DOMAIN)
+        assert winner.conflicts == ()
+        with pytest.raises(InvalidOperation, match="already dropped"):
+            engine.retract(USER, old or "", "again")
