@@ -182,3 +182,49 @@ def test_a_decision_held_back_to_ask_the_user_waits_on_the_user_not_a_reviewer()
     page = client(app, token(keyring)).get("/inspect/views/decisions", params={"user": "f2"})
     assert "waits on the user to settle risk.profile in its session" in page.text
     assert "made again as" not in page.text
+
+
+def _review_cycles(engine: Engine, clock: FrozenClock, cycles: int) -> None:
+    """``cycles`` times: two sources disagree on a key (frozen, a review opens), a decision
+    waits on it, a reviewer settles it."""
+    airlines = ["airline:MU", "airline:CA", "airline:CZ"]
+    for i in range(cycles):
+        for source, value in (("dialogue", airlines[i % 3]), ("behavior", airlines[(i + 1) % 3])):
+            engine.ingest({"user_id": "u", "domain": "travel", "key": "airline.preferred",
+                           "value": value, "source": source, "confidence": 0.9})  # fmt: skip
+            clock.advance(timedelta(hours=1))
+        assert engine.decide("u", "travel", {"airline": airlines[0]}).result.status.value == \
+            "needs_review"  # fmt: skip
+        for review in engine.review_queue():
+            engine.resolve_review(review.review_id, airlines[0], "checked with the user")
+        clock.advance(timedelta(hours=1))
+
+
+@pytest.mark.parametrize("cycles", [3, 9])
+def test_the_review_queue_reads_each_decision_once_whatever_its_history(
+    monkeypatch: pytest.MonkeyPatch, cycles: int
+) -> None:
+    """The queue listed, for each resolved review, every decision of its person and read
+    each that waited again: reviews × decisions reads per view (minutes of CPU for a person
+    with a long history). Each key's claims and each decision are read once now."""
+    from memkg.service.inspect import client as inspect_client
+
+    clock = FrozenClock(NIGHT)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    _review_cycles(engine, clock, cycles)
+    app, keyring = keyed_app(engine)
+    reads: list[str] = []
+    get = inspect_client.ApiClient.get
+
+    async def counted(self: Any, path: str, **query: Any) -> Any:
+        reads.append(path)
+        return await get(self, path, **query)
+
+    monkeypatch.setattr(inspect_client.ApiClient, "get", counted)
+    page = client(app, token(keyring, ("read", "review"), ("travel",))).get(
+        "/inspect/views/reviews", params={"user": "u"})  # fmt: skip
+    assert page.status_code == 200
+    assert page.text.count('data-review="') == cycles  # one open, the rest resolved
+    waited = [p for p in reads if p.startswith("/v1/decisions/")]
+    assert len(waited) == cycles == len(set(waited))  # each waiting decision read once
+    assert len(reads) == 1 + 1 + 1 + cycles  # the queue, the key's claims, the decisions

@@ -154,6 +154,30 @@ def test_the_series_folds_the_log_once_whatever_the_samples(folded: list[Event])
     assert counts[(240, 40)][0] <= 4 * counts[(60, 40)][0] + 8
 
 
+def test_a_log_whose_times_go_back_is_folded_once_too(folded: list[Event]) -> None:
+    """Two writers whose clocks differ by a second, writing in turn every half second: the
+    log's times go back at every other event. Each event is still folded once, and no moment
+    shows an event recorded after it (a moment reads the log up to its first later event)."""
+    clock = FrozenClock(START)
+    engine = Engine(clock=clock, config=EngineConfig(shacl=False))
+    for i in range(60):
+        clock.set(START + timedelta(seconds=i / 2 + (1 if i % 2 else 0)))
+        engine.ingest({"user_id": "s", "domain": "travel", "key": "seat.preference",
+                       "value": ["window", "aisle", "middle"][i % 3], "source": "dialogue",
+                       "change": True})  # fmt: skip
+    clock.set(NIGHT)
+    events = engine.read_events("s")
+    assert [e.recorded_at for e in events] != sorted(e.recorded_at for e in events)
+    engine.edges("s", "travel")
+    folded.clear()
+    series = weight_series(engine, "s", "travel", "seat.preference", 200)
+    assert series.lines and len(folded) == len(events)
+    moments = sorted({p.at for line in series.lines for p in line.points})
+    asserted = {e.fact_id: e.recorded_at for e in events if e.type.value == "fact.asserted"}
+    for at, edges in engine.graphs.holding_over("s", moments, "travel", "seat.preference"):
+        assert edges and all(asserted[e.fact_id] <= at for e in edges if e.fact_id), at
+
+
 def test_moments_come_back_in_order_each_once() -> None:
     clock = FrozenClock(START)
     engine = Engine(clock=clock, config=EngineConfig(shacl=False))

@@ -21,7 +21,7 @@ in pipeline order: ``Reads`` and ``FactWriter`` (facts), ``GraphService``, ``Arb
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -47,7 +47,6 @@ from memkg.engine.reviews import ReviewDesk
 from memkg.engine.rule_bundle import RuleBook
 from memkg.engine.setup import Setup, check_args
 from memkg.engine.tracing import Tracer
-from memkg.errors import MemkgError
 from memkg.events.memory import MemoryEventStore
 from memkg.events.retry import Attempts
 from memkg.events.store import EventStore
@@ -102,7 +101,6 @@ class Engine:
         self.patterns = PatternWriter(setup, projections, writer, clock)
         book = RuleBook(setup, log, projections)
         self.intent = decider = Decider(setup, store, projections, arbiter, book, log, clock, lock)
-        arbiter.request_fields = _request_fields(book)
         self.replays = Replayer(setup, projections, decider, log)
         self.lifecycle = lifecycle = Lifecycle(
             self, config, setup, arbiter, journal, clock, llm, conflicts
@@ -337,20 +335,6 @@ def _open_db(
         store = PostgresEventStore(db, schema=config.pg_schema, vacuum=config.erase_vacuum)
         return store, decision_log
     return SqliteEventStore(db, vacuum=config.erase_vacuum), decision_log or SqliteDecisionLog(db)
-
-
-def _request_fields(book: RuleBook) -> Callable[[str], Collection[str] | None]:
-    """The request context fields a domain's rules declare, for ``resolve`` to take; None
-    while the rules do not load (every field is taken then, as before they were read)."""
-
-    def fields(domain: str) -> Collection[str] | None:
-        try:
-            spec = book.rules.bundle.domains.get(domain)
-        except MemkgError:
-            return None
-        return () if spec is None else tuple(spec.context)
-
-    return fields
 
 
 def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:

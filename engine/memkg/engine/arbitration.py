@@ -4,7 +4,7 @@ freeze a key for review."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -16,14 +16,12 @@ from memkg.arbitration.review import frozen_payload, latest_review
 from memkg.clock import Clock
 from memkg.engine.projections import Projections
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation
 from memkg.events.projection import UserMemory, asserted_facts, preview
 from memkg.graph.projection import UserGraph
 from memkg.model.event import EventType, NewEvent
 from memkg.model.fact import Fact, Scope
 from memkg.model.keyspec import KeySpec
 from memkg.model.weight import Signal, SignalKind
-from memkg.rules.spec import BUILTIN_CONTEXT
 
 
 @dataclass(eq=False, repr=False)
@@ -34,9 +32,6 @@ class Arbiter:
     projections: Projections
     clock: Clock
     lock: threading.RLock
-    request_fields: Callable[[str], Collection[str] | None] = lambda _domain: None
-    """The request context fields a domain's rules declare (None: unknown, the rules do not
-    load), which ``resolve`` takes beside the keys' own context fields."""
 
     def resolve(
         self, user_id: str, domain: str, key: str, *, session_id: str | None = None,
@@ -59,33 +54,11 @@ class Arbiter:
             language=language,
         )
         spec = self.setup.key_spec(domain, key)
-        if context:
-            self._check_context(spec, context)
         with self.lock:
             graph = self.projections.graph(user_id)
             return self.resolution(
                 graph, self.projections.reviews(user_id, graph), spec, self.clock.now(),
                 session_id=session_id, turn=turn, context=context, language=language,
-            )  # fmt: skip
-
-    def _check_context(self, spec: KeySpec, context: Mapping[str, Any]) -> None:
-        """Refuse a context field that neither a key of the domain nor its requests declare:
-        a typo (``trip_typ``) would read the general slot and answer for another context.
-        A decision's own request context (what ``decide`` is given) is read alike."""
-        fields = self.request_fields(spec.domain)
-        if fields is None:
-            return
-        registry = self.setup.registry
-        declared = {name for k in registry.keys(spec.domain)
-                    if (one := registry.spec(spec.domain, k)) is not None
-                    for name in one.context} | set(fields) | set(BUILTIN_CONTEXT)  # fmt: skip
-        unknown = sorted(name for name in context if name not in declared)
-        if unknown:
-            raise InvalidOperation(
-                f"context field {unknown[0]!r} is not declared in domain {spec.domain} (by a "
-                f"key or the domain's requests); {spec.key} reads "
-                f"{sorted(spec.context) or 'no context'}; declared: {sorted(declared)}",
-                code="resolve.context",
             )  # fmt: skip
 
     def resolution(

@@ -290,7 +290,9 @@ class FactWriter:
                 events += [self.journal.fact_event(EventType.FACT_CONFIRMED, note, {
                     "fact_id": note.id, "by": by}) for note in notes]  # fmt: skip
             for note in notes:
-                ended = ended_on_confirm(memory, note.model_copy(update={"change": True}))
+                ended = _not_same_turn(
+                    ended_on_confirm(memory, note.model_copy(update={"change": True})), note
+                )
                 events += self._superseded(note, ended, None, SupersedeReason.TURN_INSTRUCTION)
             return self.journal.append(user_id, events, freeze=True, memory=memory).events[0]
 
@@ -353,7 +355,7 @@ def _retraction(
 
 
 def _not_same_turn(
-    claims: list[tuple[Fact, SupersedeReason]], obs: Observation
+    claims: list[tuple[Fact, SupersedeReason]], obs: Observation | Fact
 ) -> list[tuple[Fact, SupersedeReason]]:
     """The session notes a turn instruction's note replaces: not another source's note of the
     same turn (named by ``provenance.source_ref``). Two sources that contradict each other

@@ -160,11 +160,14 @@ class GraphService:
     def holding_over(
         self, user_id: str, moments: Iterable[datetime], domain: str, key: str
     ) -> list[tuple[datetime, list[Edge]]]:
-        """``holding`` at each moment (oldest first), of the claims of ``key`` alone: one fold
-        of the user's log, read as it passes each moment, so the cost is the log once plus
-        the domain's live claims at each moment, not the log at each moment. Where the log's
-        times go back (a clock set back), the events recorded by the moment are folded again
-        from the start, in log order, as ``holding`` folds them."""
+        """``holding`` at each moment (oldest first), of the claims of ``key`` alone, from one
+        fold of the user's log read as it passes each moment: the cost is the log once plus
+        the domain's live claims at each moment, not the log at each moment.
+
+        A moment reads the log up to its first event recorded after the moment: where the
+        log's times go back (two processes whose clocks differ, a clock set back), an event
+        recorded earlier than one before it waits for that one, so a moment never shows an
+        event recorded after it; a log in time order reads exactly as ``holding``."""
         check_args(user_id=user_id, domain=domain)
         self._known(domain)
         ordered = sorted(set(moments))
@@ -172,23 +175,12 @@ class GraphService:
         if current is not None:
             return [(at, self._key_edges(current, at, domain, key)) for at in ordered]
         events = self.projections.read(user_id)  # what ``graph_as_of`` folds
-        by_time = sorted(range(len(events)), key=lambda i: events[i].recorded_at)
         graph = self.setup.new_graph(user_id)
-        held: list[int] = []  # positions of the events recorded by the moment, folded
-        last, taken, found = -1, 0, []
+        taken, found = 0, []
         for at in ordered:
-            fresh = []
-            while taken < len(by_time) and events[by_time[taken]].recorded_at <= at:
-                fresh.append(by_time[taken])
+            while taken < len(events) and events[taken].recorded_at <= at:
+                graph.apply(events[taken])
                 taken += 1
-            fresh.sort()
-            held.extend(fresh)
-            if fresh and fresh[0] < last:  # logged before an event already folded
-                held.sort()
-                graph, fresh = self.setup.new_graph(user_id), held
-            for i in fresh:
-                graph.apply(events[i])
-            last = max(last, fresh[-1]) if fresh else last
             found.append((at, self._key_edges(graph, at, domain, key)))
         return found
 

@@ -121,7 +121,8 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
         return [_problem("note.empty", "the note is empty: say what to remember about the user")]
     problems = []
     # as a person sees the text, if right-to-left controls show it in another order
-    reordered = readings(note)[1:]
+    seen = readings(note)
+    reordered = seen[1:]
     if hidden_tags(note):
         problems.append(
             _problem(
@@ -130,7 +131,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "a model reads the letters they stand for; send the note as visible text only",
             )
         )
-    if _SPECULATION.search(text) or any(_SPECULATION.search(seen) for seen in reordered):
+    if _SPECULATION.search(text) or any(_SPECULATION.search(one) for one in reordered):
         problems.append(
             _problem(
                 "note.speculation",
@@ -138,7 +139,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
                 "stated, or ask them",
             )
         )
-    if _DIRECTIVE.search(text) or any(_DIRECTIVE.search(seen) for seen in readings(note)):
+    if _DIRECTIVE.search(text) or any(_DIRECTIVE.search(one) for one in seen):
         problems.append(
             _problem(
                 "note.directive",
@@ -148,7 +149,7 @@ def note_problems(note: str, max_chars: int, tool_outputs: Sequence[str] = ()) -
             )
         )
     if (_is_json(note) or _TOOL_MARKERS.search(text) or _copied_from(note, tool_outputs)
-            or any(_TOOL_MARKERS.search(seen) for seen in reordered)):  # fmt: skip
+            or any(_TOOL_MARKERS.search(one) for one in reordered)):  # fmt: skip
         problems.append(
             _problem(
                 "note.tool_output",

@@ -52,10 +52,12 @@ class Evaluation:
 
 def tests_items(cond: Condition) -> bool:
     """Whether ``cond`` tests the items of a list value (list facts are one message per
-    item): a fact condition with a comparison or a field does; one that asks only that the
-    key is known (``fact: {key: allergies}``) holds on the whole value, which is what its
+    item): a fact condition with a comparison or a field does, and so does one bound with
+    ``as:`` (another condition may join on the item, ``eq: $t``); one that asks only that
+    the key is known (``fact: {key: allergies}``) holds on the whole value, which is what its
     binding, its placeholder and its evidence show, not the item it happened to match."""
-    return cond.kind != "fact" or bool(cond.tests) or cond.field is not None
+    return (cond.kind != "fact" or bool(cond.tests) or cond.field is not None
+            or cond.alias is not None)  # fmt: skip
 
 
 def shown_value(cond: Condition, item: Item) -> Any:

@@ -31,7 +31,8 @@ def _first_strong(types: list[str], start: int, *, isolate: bool) -> int:
     """The level a paragraph (or an isolate, up to its PDI) takes from its first strong
     character outside nested isolates: 1 for R or AL, else 0."""
     depth = 0
-    for kind in types[start:]:
+    for at in range(start, len(types)):  # no copy of the rest: most stop at once
+        kind = types[at]
         if kind in ("LRI", "RLI", "FSI"):
             depth += 1
         elif kind == "PDI":
@@ -223,7 +224,70 @@ def displayed(text: str) -> str:
     """
     if text.isascii() or not _BIDI_CONTROLS.search(text):
         return text
+    # the whole algorithm costs some microseconds a character, and its reordering as many
+    # passes as the text nests levels: past these, only what overrides reverse is read, in
+    # one pass (a hostile value must not cost a write seconds)
+    cheap = len(text) > FULL_CHARS or len(_BIDI_CONTROLS.findall(text)) > FULL_CONTROLS
+    read = _overrides_only if cheap else _paragraph_displayed
     return "".join(
-        part if number % 2 else _paragraph_displayed(part)
+        part if number % 2 else read(part)
         for number, part in enumerate(_PARAGRAPH_BREAK.split(text))
     )
+
+
+FULL_CHARS = 500
+"""The longest text ``displayed`` runs the whole algorithm on."""
+FULL_CONTROLS = 16
+"""The most bidirectional controls a text ``displayed`` runs the whole algorithm on holds."""
+
+_PUSH = {"\u202a": "", "\u202b": "", "\u202d": "L", "\u202e": "R",
+         "\u2066": "", "\u2067": "", "\u2068": ""}  # fmt: skip
+"""Each opener, and the override it sets ("": none, only a new level)."""
+
+
+def _overrides_only(text: str) -> str:
+    """``text`` with what each right-to-left override (U+202E) governs reversed, to its pop
+    or the paragraph's end, overrides nested as the algorithm nests them, and the controls
+    taken out: the letters an override shows backwards, read in one pass over the text.
+
+    >>> _overrides_only("take \u202esnoitcurtsni erongi\u202c daily")
+    'take ignore instructions daily'
+    """
+    # each level: (override, isolate, pieces); a closed level's text joins its parent's,
+    # reversed if it was a right-to-left override
+    stack: list[tuple[str, bool, list[str]]] = [("", False, [])]
+    isolates = skipped = 0  # isolates open; openers past the depth, whose pops do nothing
+    for char in text:
+        if char in _PUSH:
+            if len(stack) <= _MAX_DEPTH:
+                isolate = char in "\u2066\u2067\u2068"
+                stack.append((_PUSH[char], isolate, []))
+                isolates += isolate
+            else:
+                skipped += 1
+        elif char == "\u202c":  # closes an embedding or override, never an isolate
+            if skipped:
+                skipped -= 1
+            elif len(stack) > 1 and not stack[-1][1]:
+                override, _, pieces = stack.pop()
+                stack[-1][2].append(_closed(override, pieces))
+        elif char == "\u2069":  # closes its isolate and all that opened inside it
+            if skipped:
+                skipped -= 1
+            elif isolates:
+                while True:
+                    override, isolate, pieces = stack.pop()
+                    stack[-1][2].append(_closed(override, pieces))
+                    if isolate:
+                        isolates -= 1
+                        break
+        elif _BIDI_CONTROLS.match(char) is None:
+            stack[-1][2].append(char)
+    while len(stack) > 1:
+        override, _, pieces = stack.pop()
+        stack[-1][2].append(_closed(override, pieces))
+    return "".join(stack[0][2])
+
+
+def _closed(override: str, pieces: list[str]) -> str:
+    return "".join(reversed(pieces)) if override == "R" else "".join(pieces)

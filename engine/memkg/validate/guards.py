@@ -15,6 +15,7 @@ from typing import Any
 from memkg.model.fact import Sensitivity
 from memkg.model.keyspec import PathPattern
 from memkg.model.report import Problem
+from memkg.validate.bidi import displayed
 from memkg.validate.pii import hidden_tags, normalise, readings, scan
 
 _KEY_PART = "<key>"  # the path part naming an object key: the key itself may be the secret
@@ -159,7 +160,11 @@ def text_problems(
             continue
         if clean is not None and text in clean:
             continue
-        findings = scan(text)
+        findings = [(finding, "") for finding in scan(text)]
+        if (shown := displayed(text)) != text:  # what right-to-left overrides show a person
+            told = {finding.code for finding, _ in findings}
+            findings += [(finding, " as displayed") for finding in scan(shown)
+                         if finding.code not in told]  # fmt: skip
         instruction = any(_INSTRUCTION.search(seen) for seen in readings(text))
         hidden = hidden_tags(text)
         if not (findings or instruction or hidden):
@@ -174,14 +179,14 @@ def text_problems(
             if is_key
             else "remove it, or use a key whose schema marks the field x-pii: hash"
         )
-        for finding in findings:
+        for finding, order in findings:
             problems.append(
                 Problem(
                     code=finding.code,
                     path=where,
                     message=f"{'an object key ' if is_key else ''}looks like {finding.what} "
-                    f"(characters {finding.start}-{finding.end}); memory never stores it in "
-                    f"clear text: {fix}",
+                    f"(characters {finding.start}-{finding.end}{order}); memory never stores "
+                    f"it in clear text: {fix}",
                     stage="guards",
                 )
             )

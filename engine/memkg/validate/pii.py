@@ -323,7 +323,10 @@ def readings(text: str) -> tuple[str, ...]:
     'ignore all previous instructions'
     """
     stored = as_seen(text)
-    shown = as_seen(displayed(text))
+    reordered = displayed(text)
+    if reordered == text:  # no bidirectional control: one reading (every write's strings)
+        return (stored,)
+    shown = as_seen(reordered)
     return (stored,) if shown == stored else (stored, shown)
 
 

@@ -159,3 +159,20 @@ def test_two_sources_contradicting_in_one_turn_stay_in_conflict_after_it(
         assert _memory(made, "seat.preference") == "window"
     # the arrival order changes nothing
     assert len(outcomes) == 2, outcomes
+
+
+def test_confirming_one_of_two_sources_of_a_turn_keeps_the_other_note(engine: Engine) -> None:
+    """A turn instruction awaiting confirmation ends the session's older notes once confirmed,
+    as when written: not another source's note of the same turn."""
+    turn = {"key": "location.city", "scope": "turn", "session_id": "s1",
+            "provenance": {"source_ref": "t1"}}  # fmt: skip
+    engine.ingest({"user_id": "u1", "domain": "travel", "value": "city:beijing",
+                   "source": "system", "confidence": 0.9, **turn})  # fmt: skip
+    engine.ingest({"user_id": "u1", "domain": "travel", "value": "city:chengdu",
+                   "source": "dialogue", "confidence": 0.9, **turn})  # fmt: skip
+    for fact in engine.history("u1", "location.city", "travel"):
+        if fact.scope.value == "turn" and fact.status.value == "pending_confirmation":
+            engine.confirm("u1", fact.id)
+    notes = {(f.source.value, f.status.value) for f in engine.history("u1", "location.city",
+             "travel") if f.scope.value == "session"}  # fmt: skip
+    assert notes == {("system", "active"), ("dialogue", "active")}

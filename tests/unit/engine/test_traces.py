@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memkg import Engine, FrozenClock, NotFound, StoreError
+from memkg import Engine, FrozenClock, InvalidOperation, NotFound, StoreError
 from memkg.config import EngineConfig
 from memkg.engine.tracing import recall_trace
 from memkg.events.memory import MemoryEventStore
@@ -73,10 +73,12 @@ def test_a_recall_trace_holds_every_candidate_with_its_scores(engine: Engine) ->
 
 def test_a_hostile_query_is_kept_bounded(engine: Engine) -> None:
     _traveller(engine)
-    query = "airline " + "x" * 200_000
+    query = "airline " + "x" * 1_990  # as long as recall takes (``recall.query`` past it)
     trace = engine.trace(engine.recall("u1", query, domain="travel").trace_id or "")
     assert set(trace.request) == {"query_sha256", "query_chars", "k"}
     assert len(trace.model_dump_json()) < 4_000
+    with pytest.raises(InvalidOperation):
+        engine.recall("u1", "airline " + "x" * 200_000, domain="travel")
 
 
 def test_a_trace_lists_at_most_max_items_and_counts_the_rest() -> None:

@@ -31,6 +31,12 @@ rules:
     then: {action: suggest_item}
     reason_code: ANY
     explain: "lives with {pets.tags}"
+  - id: pets.each_tag
+    when:
+      - fact: {key: pets.tags, as: t}
+    then: {action: suggest_item}
+    reason_code: EACH
+    explain: "a tag: {t}"
 """
 
 
@@ -71,4 +77,7 @@ def test_a_list_is_shown_whole_unless_an_item_is_tested(tmp_path: Path) -> None:
         assert "pets.tags is cat, dog (said in conversation" in told
         assert "pets.tags holds cat (its items: cat, dog; said in conversation" in told
         assert "pets.tags is cat (" not in told and "pets.tags is dog (" not in told
+        # bound with as:, a condition binds the item (a later condition may join on it)
+        each = by_rule["pets.each_tag"].conditions[0]
+        assert each.bindings == {"t": "cat"} and "a tag: cat;" in made.result.message + ";"
         assert engine.replay(made.decision_id).reproduced

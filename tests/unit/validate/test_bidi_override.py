@@ -149,3 +149,66 @@ def test_a_guess_or_a_tool_result_shown_reversed_is_read_as_shown(shown: str, co
     assert code in {p.code for p in note_problems(shown, 500)}
     hidden = RLO + shown[::-1] + PDF
     assert code in {p.code for p in note_problems(hidden, 500)}
+
+
+def test_a_long_text_reads_what_its_overrides_reverse_in_one_pass(engine: Engine) -> None:
+    """Past ``FULL_CHARS`` or ``FULL_CONTROLS`` only overrides are read (the whole algorithm
+    costs microseconds a character, and a pass per level it nests): an instruction shown
+    backwards deep in a long value, or under many isolates, is still refused."""
+    from memkg.validate.bidi import FULL_CHARS, FULL_CONTROLS
+
+    padding = "Takes aspirin daily. " * (FULL_CHARS // 20 + 1)
+    for text in (padding + RLO + ORDER[::-1] + PDF,
+                 RLI * (FULL_CONTROLS + 1) + RLO + ORDER[::-1]):  # fmt: skip
+        with pytest.raises(ValidationFailed) as refused:
+            engine.ingest(_medication(text))
+        assert "injection.instruction" in [p.code for p in refused.value.report.problems]
+    assert engine.read_events("u1") == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_one_pass_reads_overrides_as_the_whole_algorithm(seed: int) -> None:
+    """On Latin words with right-to-left overrides between them, left-to-right overrides and
+    isolates inside those (the shapes that show letters backwards), the one pass shows the
+    letters in the order the whole algorithm shows them (spaces aside: the algorithm places
+    a space between runs of two levels by rules the one pass leaves out, and the screens
+    read any run of spaces as one). Runs of different levels side by side, which the one pass
+    does not reorder, move whole words, not letters."""
+    import random
+
+    from memkg.validate.bidi import _overrides_only, _paragraph_displayed
+
+    rng = random.Random(seed)
+
+    def words() -> str:
+        return " ".join(rng.choice(["ab", "cde", "f", "gh"]) for _ in range(rng.randrange(1, 4)))
+
+    def inner() -> str:
+        if rng.random() < 0.5:
+            return words()
+        opener, closer = rng.choice([(LRO, PDF), ("\u2066", PDI)])
+        return opener + words() + (closer if rng.random() < 0.8 else "")
+
+    parts = []
+    for _ in range(rng.randrange(1, 4)):
+        parts.append(words() + " ")
+        parts.append(RLO + " ".join(inner() for _ in range(rng.randrange(1, 4))) + PDF + " ")
+    text = "".join(parts)
+    whole = "".join(c for c in _paragraph_displayed(text) if c not in "\u2066\u2067\u2068\u2069")
+    assert _overrides_only(text).replace(" ", "") == whole.replace(" ", ""), repr(text)
+
+
+@pytest.mark.parametrize("shown", ["4111 1111 1111 1111", "+1 415 555 0132",
+                                   "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"])  # fmt: skip
+def test_an_identifier_shown_by_an_override_is_found_as_displayed(
+    engine: Engine, shown: str
+) -> None:
+    """The identifier screen reads the displayed order too: a card number written backwards
+    after U+202E shows a person the card number."""
+    plain = {p.code for p in text_problems(shown, ())}
+    assert plain
+    found = text_problems(RLO + shown[::-1] + PDF, ())
+    assert {p.code for p in found} >= plain and all("as displayed" in p.message for p in found)
+    with pytest.raises(ValidationFailed):
+        engine.ingest(_medication("Takes aspirin " + RLO + shown[::-1] + PDF))
+    assert engine.read_events("u1") == []

@@ -1,7 +1,8 @@
 """A key's edge weights over time: each edge weighed as memory stood at sampled moments.
 
 The weights come from ``GraphService.holding_over``: ``Engine.holding`` (the one definition
-of a weight, applied as of a time) at every moment, from one fold of the log. So the plot
+of a weight, applied as of a time) at every moment, from one fold of the log (where the log's
+times go back, a moment reads it up to its first event recorded later). So the plot
 shows what decisions would have seen then: signals lifting an edge, rejections halving it,
 time decaying it. Marks name the events on the key (values written, superseded, retracted;
 signals) at the moment they were recorded.

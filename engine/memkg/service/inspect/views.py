@@ -58,6 +58,21 @@ def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+RESOLVED_SHOWN = 50
+"""The resolved reviews the queue shows, newest first (the queue keeps every one)."""
+
+
+async def _claims(
+    api: ApiClient, kept: dict[tuple[str, str, str], Answer], user: str, domain: str, key: str
+) -> Answer:
+    """A key's claims as the view read them first (one read per key and view)."""
+    found = kept.get((user, domain, key))
+    if found is None:
+        found = kept[user, domain, key] = await api.get(f"/v1/users/{user}/claims/{key}",
+                                                        domain=domain)  # fmt: skip
+    return found
+
+
 def _status(answer: Answer) -> int:
     """A view's status: the API's own when it refused the read the view is about."""
     return 200 if answer.ok else answer.status
@@ -162,10 +177,12 @@ class Views:
 
     async def _waiting(
         self, api: ApiClient, decisions: Answer, domain: str | None = None,
-        key: str | None = None,
+        key: str | None = None, claims: dict[tuple[str, str, str], Answer] | None = None,
     ) -> list[dict[str, Any]]:  # fmt: skip
         """Decisions that needed review, each with the keys they waited on and whether every
-        one of those keys is settled now (then the decision can be made again)."""
+        one of those keys is settled now (then the decision can be made again). ``claims``
+        keeps each key's claims read once for the view (``_claims``)."""
+        claims = {} if claims is None else claims
         found = []
         made = decisions.data.get("decisions", []) if decisions.ok else []
         for i, d in enumerate(made):  # oldest first
@@ -187,7 +204,7 @@ class Views:
             for k in keys:
                 if k in asking:
                     continue
-                now = await api.get(f"/v1/users/{d['user_id']}/claims/{k}", domain=d["domain"])
+                now = await _claims(api, claims, d["user_id"], d["domain"], k)
                 if not now.ok or now.data.get("outcome") == "frozen":
                     frozen.append(k)
             context = {c["field"]: c["value"] for c in explained.data.get("context", [])
@@ -217,24 +234,36 @@ class Views:
                             explanation=explanation)  # fmt: skip
 
     async def reviews(self, api: ApiClient, q: dict[str, str]) -> Response:
+        """Open reviews, and the newest resolved ones with the decisions that waited on them.
+
+        Each key's claims are read once, and each person's decisions once, whatever the
+        number of reviews: a queue's resolved history is not walked again per review (it made
+        a page view cost reviews × decisions calls)."""
         user = q.get("user") or None
         reviews = await api.get("/v1/reviews", include_resolved="true")
+        listed = [r for r in (reviews.data.get("reviews", []) if reviews.ok else [])
+                  if user is None or r["user_id"] == user]  # fmt: skip
+        resolved = sorted((r for r in listed if r["status"] != "open"),
+                          key=lambda r: r["opened_at"], reverse=True)  # fmt: skip
+        shown = [r for r in listed if r["status"] == "open"] + resolved[:RESOLVED_SHOWN]
+        claims: dict[tuple[str, str, str], Answer] = {}
+        waiting: dict[str, list[dict[str, Any]]] = {}  # by person: what waited on a review
         items = []
-        for r in reviews.data.get("reviews", []) if reviews.ok else []:
-            if user is not None and r["user_id"] != user:
-                continue
-            claims = await api.get(f"/v1/users/{r['user_id']}/claims/{r['key']}",
-                                   domain=r["domain"])  # fmt: skip
-            values = {c["fact_id"]: c["value"] for c in claims.data.get("claims", [])
-                      } if claims.ok else {}  # fmt: skip
-            waiting: list[dict[str, Any]] = []
+        for r in shown:
+            found = await _claims(api, claims, r["user_id"], r["domain"], r["key"])
+            values = {c["fact_id"]: c["value"] for c in found.data.get("claims", [])
+                      } if found.ok else {}  # fmt: skip
+            held: list[dict[str, Any]] = []
             if r["status"] != "open":
-                decisions = await api.get(f"/v1/users/{r['user_id']}/decisions")
-                waiting = await self._waiting(api, decisions, r["domain"], r["key"])
-            items.append({**r, "values": values, "waiting": waiting})
+                if r["user_id"] not in waiting:
+                    decisions = await api.get(f"/v1/users/{r['user_id']}/decisions")
+                    waiting[r["user_id"]] = await self._waiting(api, decisions, claims=claims)
+                held = [w for w in waiting[r["user_id"]] if r["key"] in w["keys"]
+                        and w["decision"]["domain"] == r["domain"]]  # fmt: skip
+            items.append({**r, "values": values, "waiting": held})
         items.sort(key=lambda r: (r["status"] != "open", r["opened_at"]))
         return self._render("reviews.html", _status(reviews), user=user, reviews=reviews,
-                            items=items)  # fmt: skip
+                            items=items, older=len(resolved) - RESOLVED_SHOWN)  # fmt: skip
 
     async def rights(self, api: ApiClient, q: dict[str, str]) -> Response:
         user = q["user"]
