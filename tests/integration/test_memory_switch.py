@@ -344,3 +344,29 @@ def test_the_mcp_erase_switch_pseudonymises_an_access_audit_kept_apart(engine: E
     subjects = [r.subject for r in keyring.audit()]
     assert "li" not in subjects and "li-phone" not in subjects
     assert keyring.alias("li") in subjects and keyring.alias("li-phone") in subjects
+
+
+def test_the_switch_of_a_user_who_never_turned_it_reads_no_history(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user whose stream never held a switch is on, as their folded memory knows: the
+    stream is not read again (it was, whole, on every call: /memory, the weight series and
+    the inspector's rights view grew with the history)."""
+    for index in range(30):
+        engine.ingest(obs(user_id="li", key="seat.preference", value=["window", "aisle"][index % 2],
+                          change=True))  # fmt: skip
+    engine.facts("li")
+    reads: list[str] = []
+    read_stream = engine.store.read_stream
+
+    def counted(user_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(user_id)
+        return read_stream(user_id, *args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "read_stream", counted)
+    assert engine.memory_state("li").enabled and reads == []
+    engine.disable_memory("li", by="user", reason="asked")
+    state = engine.memory_state("li")
+    assert not state.enabled and state.mode is not None and state.by == "user"
+    engine.enable_memory("li")
+    assert engine.memory_state("li").enabled and engine.memory_state("li").by is not None

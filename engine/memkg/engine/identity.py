@@ -106,8 +106,14 @@ class MemorySwitch:
     """``Eraser.erase``: the switch's events go in the erasure's transaction (``then``)."""
 
     def memory_state(self, user_id: str) -> MemoryState:
-        """Whether memory is on for the user, and how and since when it was turned off."""
+        """Whether memory is on for the user, and how and since when it was turned off.
+
+        A stream that never held a switch (or link) event, as the user's folded memory
+        knows, is on: the stream is read only for those that did (it was read whole for
+        every user, a cost that grew with each one's history)."""
         check_args(user_id=user_id)
+        if self.journal.projections.memory(user_id).plain:
+            return MemoryState(user_id=user_id, enabled=True)
         return switch_state(user_id, self.store.read_stream(user_id))
 
     def _event(self, user_id: str, kind: EventType, payload: dict[str, Any]) -> NewEvent:
