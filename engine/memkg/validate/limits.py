@@ -107,12 +107,10 @@ def check_text(value: Any, where: str) -> None:
                 code, what, fix = fault
                 raise InvalidOperation(f"{path} {what}: {fix}", code=code)
             continue
-        if depth >= ARGUMENT_DEPTH and isinstance(node, list | tuple | Mapping):
-            # a list or dict that holds itself never ends: refused here, not walked forever
-            raise InvalidOperation(
-                f"{where} is nested deeper than {ARGUMENT_DEPTH} levels (at {path[:200]}), or "
-                "holds itself: send plain JSON-like data", code="limit.depth",
-            )  # fmt: skip
+        if depth >= ARGUMENT_DEPTH:
+            # not walked further: a list or dict that holds itself would never end, and what
+            # nests this deep is kept as a depth marker (``bounded_context``), never stored
+            continue
         if isinstance(node, list | tuple):
             stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in enumerate(node))
         elif isinstance(node, Mapping):
@@ -123,9 +121,10 @@ def check_text(value: Any, where: str) -> None:
 
 
 ARGUMENT_DEPTH = 100
-"""How deep a library argument (a decision's context, say) may nest: far past what any
-domain declares (a write's values nest at most ``Limits.max_depth``), and a bound on a
-value that holds itself."""
+"""How deep ``check_text`` walks a library argument (a decision's context, say): far past
+what any domain declares (a write's values nest at most ``Limits.max_depth``, a decision
+logs a context value deeper than 32 levels as a marker), and a bound on a value that holds
+itself."""
 
 
 REQUIRED_TEXT = frozenset({

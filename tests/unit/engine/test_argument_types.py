@@ -121,26 +121,21 @@ def test_an_argument_of_the_wrong_shape_is_refused(engine: Engine, call: str, ba
     assert engine.read_events("mei") == before and engine.decisions("mei") == decisions
 
 
-def test_a_context_that_holds_itself_is_refused_not_walked_forever(engine: Engine) -> None:
+def test_a_context_that_holds_itself_is_decided_on_not_walked_forever(engine: Engine) -> None:
     """A decision's context is walked for text no store keeps: a list or dict that holds
-    itself (or nests past any domain's values) is refused as too deep, and nothing is logged."""
+    itself was walked forever (``decide`` never returned). It is read as any value nested too
+    deep: an ``invalid_input`` decision, logged with a depth marker, that replays."""
     engine.ingest(obs(user_id="mei"))
     looped: list[Any] = []
     looped.append(looped)
-    deep: dict[str, Any] = {}
-    for _ in range(500):
-        deep = {"x": deep}
-    for bad in ({"airline": looped}, {"airline": deep}):
-        with pytest.raises(InvalidOperation) as refused:
-            engine.decide("mei", "travel", bad)
-        assert refused.value.code == "limit.depth" and "context" in str(refused.value)
-    assert engine.decisions("mei") == []
-    # nesting as deep as any value a domain holds is read as before
-    fine: dict[str, Any] = {"x": 1}
-    for _ in range(20):
-        fine = {"x": fine}
-    made = engine.decide("mei", "travel", {"nested": fine})
-    assert made.result.status.value == "invalid_input"  # the rules refuse it, as they did
+    made = engine.decide("mei", "travel", {"airline": looped})
+    assert made.result.status.value == "invalid_input"
+    assert made.request.context == {"airline": {"depth": 33}}
+    assert engine.replay(made.decision_id).reproduced
+    # a NUL within the depth a value is kept to is still refused, as before
+    with pytest.raises(InvalidOperation) as refused:
+        engine.decide("mei", "travel", {"airline": [["a\x00"]]})
+    assert refused.value.code == "text.nul"
 
 
 def test_a_recall_query_past_its_bound_is_refused_as_over_http(engine: Engine) -> None:
