@@ -373,8 +373,12 @@ def _note_dropped(clock: Clock, note: Note, reason: str, notes: Iterable[Note] =
     erasure removes its text). A note that lost a contradiction in consolidation, merged or
     dropped since, may be forgotten while a live note still shows its words as the earlier
     claim it replaced: they leave that note's conflicts (``NoteBook.apply``)."""
+    notes = list(notes)
     shown = [n for n in notes if note.text in n.conflicts and n.live(clock.now())]
-    if note.status is not NoteStatus.ACTIVE and shown:
+    # merged, its words may live on in the note it was merged into: then that one is forgotten
+    into = next((n for n in notes if n.id == note.replaced_by), None)
+    kept = into is not None and note.text.casefold() in into.text.casefold()
+    if note.status is not NoteStatus.ACTIVE and shown and not kept:
         payload = {"note_id": note.id, "reason": f"retracted: {reason}", "forgotten": True}
         event = note_event(clock, EventType.NOTE_DROPPED, note, payload)
         check_note_events(note.user_id, [event])

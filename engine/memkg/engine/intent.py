@@ -36,7 +36,7 @@ from memkg.engine.setup import Setup, check_args
 from memkg.errors import ConcurrencyConflict, NotFound, ValidationFailed
 from memkg.events.store import EventStore
 from memkg.graph.projection import UserGraph
-from memkg.model.decision import Decision, DecisionRequest, Revisions
+from memkg.model.decision import RECORDER, Decision, DecisionRequest, Revisions
 from memkg.model.explanation import MemoryNode
 from memkg.rules.cases import CasesReport
 from memkg.rules.evaluator import Evaluation
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 ASKS = 4
 """The recorder from which a session's strong conflict holds a decision back
 (``decision_graph.verdicts``): a record an earlier one made is made again without it."""
+LISTS_WHOLE = 5
+"""The recorder from which a condition that holds on a list value whole shows it whole
+(``evaluator.whole_lists``): a record an earlier one made shows the item it matched."""
 
 
 @dataclass(eq=False, repr=False)
@@ -211,12 +214,12 @@ class Decider:
         ``projections``), as of the recorded position and clock, as its recorder decided."""
         return self._decide(rules, recorded.request, graph, recorded.as_of_seq, recorded.decided_at,
                             recorded.decision_id, reviews=reviews, projections=projections,
-                            ask_first=(recorded.revisions.recorder or 1) >= ASKS)  # fmt: skip
+                            recorder=recorded.revisions.recorder or 1)  # fmt: skip
 
     def _decide(
         self, rules: Rules, request: DecisionRequest, graph: UserGraph, as_of: int,
         now: datetime, decision_id: str, *, reviews: Sequence[Review] | None = None,
-        projections: Projections | None = None, ask_first: bool = True,
+        projections: Projections | None = None, recorder: int = RECORDER,
     ) -> Decision:  # fmt: skip
         started = time.perf_counter()
         bundle, domain, context = rules.bundle, request.domain, dict(request.context)
@@ -233,8 +236,8 @@ class Decider:
             inp, memory = self._prepare(rules, table, request.user_id, context, graph, now,
                                         reviews, projections=projections,
                                         session_id=request.session_id,
-                                        turn=request.turn, ask_first=ask_first)  # fmt: skip
-            evaluation = rules.evaluator.evaluate(table, inp)
+                                        turn=request.turn, ask_first=recorder >= ASKS)  # fmt: skip
+            evaluation = rules.evaluator.evaluate(table, inp, lists_whole=recorder >= LISTS_WHOLE)
         timings = {"evaluate_ms": round((time.perf_counter() - started) * 1000, 3)}
         return record_decision(bundle, self.revisions(rules), decision_id, request, as_of, now,
                                table, inp, evaluation, problems, timings, memory,

@@ -129,7 +129,7 @@ class Result(BaseModel):
     default_used: bool = False
 
 
-RECORDER = 4
+RECORDER = 5
 """How a decision is recorded: what its explanation shows and what it cites (``left_out``,
 ``read``). Raised by every memkg change that records the same decision differently; a replay
 of a record an earlier recorder made reports those parts' differences as revisions that
@@ -138,7 +138,9 @@ from the record): before the time zone was arbitrated and object values read in 
 2: before claims of other sessions were left out of a decision's record (they were listed as
 ``out_of_scope``); 3: before a review settled on a value a stored claim carries stopped
 listing the review's own value as ``out_of_scope``, and a session's strong conflict was
-listed as what held the decision back (``frozen``)."""
+listed as what held the decision back (``frozen``); 4: before a condition that asks only
+that a list key is known showed the whole list (its binding, placeholder and evidence showed
+the item it matched)."""
 
 
 class Revisions(BaseModel):

@@ -8,7 +8,7 @@ but one holding, ``why_not`` names the first condition that failed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,7 @@ from memkg.rules.plan import TablePlan, plan_table
 from memkg.rules.reuse import Reuse
 from memkg.rules.runner import Firing, RuleRunner
 from memkg.rules.snapshot import DecisionInput, Item
-from memkg.rules.spec import Condition, Rule, RuleBundle, RuleTable
+from memkg.rules.spec import Condition, Ref, Rule, RuleBundle, RuleTable
 from memkg.rules.text import condition_text, fill
 
 MAX_WHY_NOT = 10
@@ -50,20 +50,24 @@ class Evaluation:
     """The Python walk of every rule that did not fire (for coverage)."""
 
 
-def tests_items(cond: Condition) -> bool:
-    """Whether ``cond`` tests the items of a list value (list facts are one message per
-    item): a fact condition with a comparison or a field does, and so does one bound with
-    ``as:`` (another condition may join on the item, ``eq: $t``); one that asks only that
-    the key is known (``fact: {key: allergies}``) holds on the whole value, which is what its
-    binding, its placeholder and its evidence show, not the item it happened to match."""
-    return (cond.kind != "fact" or bool(cond.tests) or cond.field is not None
-            or cond.alias is not None)  # fmt: skip
+def whole_lists(rule: Rule) -> frozenset[int]:
+    """The conditions of ``rule`` that hold on a list value whole (list facts are one
+    message per item): a fact condition with no comparison and no field, that asks only that
+    the key is known (``fact: {key: allergies}``), whose ``as:`` name no other condition
+    joins on (``eq: $t`` joins on the item). Its binding, placeholder and evidence show the
+    whole value, not the item it happened to match."""
+    joined = {t.operand.alias for c in rule.conditions for t in c.tests
+              if isinstance(t.operand, Ref)} | {c.to.alias for c in rule.conditions
+                                                 if isinstance(c.to, Ref)}  # fmt: skip
+    return frozenset(c.index for c in rule.conditions
+                     if c.kind == "fact" and not c.tests and c.field is None
+                     and (c.alias is None or c.alias not in joined))  # fmt: skip
 
 
-def shown_value(cond: Condition, item: Item) -> Any:
+def shown_value(cond: Condition, item: Item, whole: Container[int] = ()) -> Any:
     """What ``cond``, bound to ``item``, shows as its value: the item's (``Item.value``),
-    but the whole list of a fact condition that tests no item (``tests_items``)."""
-    if item.fact is not None and not tests_items(cond):
+    but the whole list of a condition that holds on it whole (``whole``: ``whole_lists``)."""
+    if item.fact is not None and cond.index in whole:
         return item.fact.value
     return item.value
 
@@ -111,6 +115,7 @@ def condition_node(
     *,
     text: str | None = None,
     shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
+    whole: Container[int] = (),
 ) -> ConditionNode:
     """``facts`` (by id) lets an edge or path show the facts behind its user hop; ``text`` is
     the condition in words when already known, ``shown`` the context values built so far."""
@@ -118,7 +123,7 @@ def condition_node(
     facts = facts or {}
     hops: tuple[Edge, ...] = ()
     if item is not None and item.fact is not None:
-        one = item.props["value"] if tests_items(cond) else None
+        one = None if cond.index in whole else item.props["value"]
         evidence["facts"] = (fact_node(item.fact, one),)
     elif item is not None and item.edge is not None:
         evidence["edges"], hops = (item.edge,), (item.edge,)
@@ -129,7 +134,7 @@ def condition_node(
         evidence["facts"] = tuple(fact_node(f, target) for f, target in behind)
     bindings: dict[str, Any] = {}
     if item is not None and item.kind != "context":
-        bindings[cond.alias or cond.key or cond.to] = shown_value(cond, item)
+        bindings[cond.alias or cond.key or cond.to] = shown_value(cond, item, whole)
     return ConditionNode(
         index=cond.index,
         kind=cond.kind,
@@ -157,6 +162,7 @@ class Evaluator:
             )
         self.runner = runner
         self._plans = {key: plan_table(table) for key, table in bundle.tables.items()}
+        self._wholes: dict[int, frozenset[int]] = {}
         self.reuse = Reuse()
         """What earlier evaluations built on the same rules and facts (``rules/reuse.py``):
         candidates and nodes, facts' messages, the truth of fact conditions on a pool."""
@@ -181,10 +187,14 @@ class Evaluator:
         return [item.props for item in inp.items[:-1]] + [{**ctx, **flags}]
 
     def evaluate(
-        self, table: RuleTable, inp: DecisionInput, *, walk_all: bool = False
-    ) -> Evaluation:
+        self, table: RuleTable, inp: DecisionInput, *, walk_all: bool = False,
+        lists_whole: bool = True,
+    ) -> Evaluation:  # fmt: skip
         """``walk_all`` finds the first failing condition of every rule that did not fire
-        (rule cases and coverage need it); otherwise only of rules that nearly fired."""
+        (rule cases and coverage need it); otherwise only of rules that nearly fired.
+        ``lists_whole``: a condition that holds on a list value whole shows it whole
+        (``whole_lists``); False, as records made before ``LISTS_WHOLE`` showed it: the item
+        it matched."""
         plan = self.plan(table)
         by_key = pools(inp.items)
         firings = self.runner.run(ruleset_name(table), self.messages(table, inp, by_key))
@@ -200,7 +210,9 @@ class Evaluator:
         for name in sorted(grouped, key=plan.positions.__getitem__):  # in table order
             rule, envs = rules[name], grouped[name]
             envs.sort(key=lambda env: [(env[k].sort_key, env[k].ref) for k in sorted(env)])
-            candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown)
+            whole = self._whole(rule) if lists_whole else frozenset()
+            candidate, node = self._propose(rule, envs[0], len(envs) - 1, inp, plan, facts, shown,
+                                            whole)  # fmt: skip
             candidates.append(candidate)
             fired.append(node)
         if walk_all:
@@ -215,6 +227,13 @@ class Evaluator:
             checks = tuple(near)
         why_not = tuple(self._why_not(c, inp, by_key, plan) for c in near[:MAX_WHY_NOT])
         return Evaluation(table, tuple(candidates), tuple(fired), why_not, checks)
+
+    def _whole(self, rule: Rule) -> frozenset[int]:
+        """``whole_lists`` of ``rule``, worked out once (the bundle holds its rules)."""
+        found = self._wholes.get(id(rule))
+        if found is None:
+            found = self._wholes[id(rule)] = whole_lists(rule)
+        return found
 
     @staticmethod
     def _env(rule: Rule, firing: Firing, inp: DecisionInput) -> Env:
@@ -234,10 +253,12 @@ class Evaluator:
         plan: TablePlan | None = None,
         facts: Mapping[str, Fact] | None = None,
         shown: dict[tuple[str, ...], tuple[ContextValue, ...]] | None = None,
+        whole: frozenset[int] = frozenset(),
     ) -> tuple[Candidate, RuleNode]:
         ctx = inp.items[-1].props
-        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx))
+        message = fill(rule.explain, lambda name: _lookup(name, rule, env, ctx, whole))
         key, held = _kept_by(*_fired_key(rule, env, ctx, message, others), inp)
+        key = None if key is None else (*key, whole)
         if key is not None:
             found = self.reuse.get(key, held)
             if found is not None:
@@ -247,7 +268,8 @@ class Evaluator:
         for cond in rule.conditions:
             item = env.get(f"#{cond.index}")
             text = plan.text(rule, cond) if plan is not None else None
-            nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown))
+            nodes.append(condition_node(cond, True, item, ctx, facts=facts, text=text, shown=shown,
+                                        whole=whole))  # fmt: skip
             if item is not None or cond.handler.on_context:
                 bindings.append(Binding(condition=cond.index, ref=item.ref if item else "context"))
         candidate = Candidate(
@@ -359,11 +381,13 @@ def _fired_key(
     return tuple(parts), tuple(held)
 
 
-def _lookup(name: str, rule: Rule, env: Env, ctx: dict[str, Any]) -> Any:
+def _lookup(
+    name: str, rule: Rule, env: Env, ctx: dict[str, Any], whole: Container[int] = ()
+) -> Any:
     for cond in rule.conditions:
         item = env.get(f"#{cond.index}")
         if item is not None and name in (cond.alias, cond.key, cond.to):
-            return shown_value(cond, item)
+            return shown_value(cond, item, whole)
     field = name.removeprefix("context.")
     return ctx.get(field)
 

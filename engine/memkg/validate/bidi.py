@@ -225,10 +225,10 @@ def displayed(text: str) -> str:
     if text.isascii() or not _BIDI_CONTROLS.search(text):
         return text
     # the whole algorithm costs some microseconds a character, and its reordering as many
-    # passes as the text nests levels: past these, only what overrides reverse is read, in
-    # one pass (a hostile value must not cost a write seconds)
-    cheap = len(text) > FULL_CHARS or len(_BIDI_CONTROLS.findall(text)) > FULL_CONTROLS
-    read = _overrides_only if cheap else _paragraph_displayed
+    # passes as the text nests levels: past this, only what overrides reverse is read, in
+    # one pass (a hostile value must not cost a write seconds; ``pii.readings`` reads such
+    # text with its words in reverse order too, as marks and embeddings may show them)
+    read = _overrides_only if len(text) > FULL_CHARS else _paragraph_displayed
     return "".join(
         part if number % 2 else read(part)
         for number, part in enumerate(_PARAGRAPH_BREAK.split(text))
@@ -237,8 +237,6 @@ def displayed(text: str) -> str:
 
 FULL_CHARS = 500
 """The longest text ``displayed`` runs the whole algorithm on."""
-FULL_CONTROLS = 16
-"""The most bidirectional controls a text ``displayed`` runs the whole algorithm on holds."""
 
 _PUSH = {"\u202a": "", "\u202b": "", "\u202d": "L", "\u202e": "R",
          "\u2066": "", "\u2067": "", "\u2068": ""}  # fmt: skip

@@ -13,7 +13,8 @@ from typing import Any
 
 def as_declared(value: Any, schema: Any) -> Any:
     """``value`` with each whole float the schema declares an integer made an ``int``
-    (``-0.0`` as ``0``); ``value`` itself when nothing changes.
+    (``-0.0`` as ``0``; one past 64 bits stays as it came); ``value`` itself when nothing
+    changes.
 
     >>> as_declared(2.0, {"type": "integer"}), as_declared(2.5, {"type": "integer"})
     (2, 2.5)
@@ -25,7 +26,8 @@ def as_declared(value: Any, schema: Any) -> Any:
     if not isinstance(schema, dict):
         return value
     if isinstance(value, float):
-        return int(value) if value.is_integer() and _integer(schema) else value
+        whole = value.is_integer() and _INT64[0] <= value < _INT64[1] and _integer(schema)
+        return int(value) if whole else value
     if isinstance(value, list):
         items = schema.get("items")
         if not isinstance(items, dict):
@@ -40,6 +42,10 @@ def as_declared(value: Any, schema: Any) -> Any:
         changed = any(made_fields[name] is not item for name, item in value.items())
         return made_fields if changed else value
     return value
+
+
+_INT64 = (-(2.0**63), 2.0**63)
+"""The integers memkg stores (``value.int_range``): a float past them stays a float."""
 
 
 def _integer(schema: dict[str, Any]) -> bool:

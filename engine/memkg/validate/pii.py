@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 
-from memkg.validate.bidi import displayed
+from memkg.validate.bidi import FULL_CHARS, displayed
 
 # Invisible characters that are not format (Cf) characters: the combining grapheme joiner,
 # Hangul fillers, Khmer inherent vowels, Mongolian and other variation selectors, the braille
@@ -326,8 +326,10 @@ def readings(text: str) -> tuple[str, ...]:
     reordered = displayed(text)
     if reordered == text:  # no bidirectional control: one reading (every write's strings)
         return (stored,)
-    shown = as_seen(reordered)
-    return (stored,) if shown == stored else (stored, shown)
+    shown = [as_seen(reordered)]
+    if len(text) > FULL_CHARS:  # overrides alone were read: marks may reverse its words
+        shown.append(as_seen(" ".join(reversed(reordered.split()))))
+    return (stored, *dict.fromkeys(s for s in shown if s != stored))
 
 
 def scan(text: str) -> list[Detection]:

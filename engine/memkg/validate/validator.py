@@ -343,7 +343,7 @@ class Validator:
             obs, spec, kind, sensitivity, valid_until = ready
             value = as_declared(obs.value, spec.schema)  # 2.0 of an integer key stored as 2
             if spec.hashed_paths:  # only then: the salt is a store read (or write) per user
-                value = hash_pii(obs.value, spec.hashed_paths, salt(obs.user_id))
+                value = hash_pii(value, spec.hashed_paths, salt(obs.user_id))
             observed = obs.observed_at or now
             results.append(Checked(obs, spec, value, kind, sensitivity, observed, valid_until))
         return results

@@ -152,14 +152,15 @@ def test_a_guess_or_a_tool_result_shown_reversed_is_read_as_shown(shown: str, co
 
 
 def test_a_long_text_reads_what_its_overrides_reverse_in_one_pass(engine: Engine) -> None:
-    """Past ``FULL_CHARS`` or ``FULL_CONTROLS`` only overrides are read (the whole algorithm
-    costs microseconds a character, and a pass per level it nests): an instruction shown
-    backwards deep in a long value, or under many isolates, is still refused."""
-    from memkg.validate.bidi import FULL_CHARS, FULL_CONTROLS
+    """Past ``FULL_CHARS`` only overrides are reordered, in one pass (the whole algorithm
+    costs microseconds a character, and a pass per level it nests), and the text is read
+    with its words in reverse order too: an instruction shown backwards deep in a long
+    value, by an override or by marks between its words, is still refused."""
+    from memkg.validate.bidi import FULL_CHARS
 
     padding = "Takes aspirin daily. " * (FULL_CHARS // 20 + 1)
-    for text in (padding + RLO + ORDER[::-1] + PDF,
-                 RLI * (FULL_CONTROLS + 1) + RLO + ORDER[::-1]):  # fmt: skip
+    for text in (padding + RLO + ORDER[::-1] + PDF, padding + HOSTILE["RLM between words"],
+                 HOSTILE["RLM between words"] + f"{RLI}{PDI}" * 9):  # fmt: skip
         with pytest.raises(ValidationFailed) as refused:
             engine.ingest(_medication(text))
         assert "injection.instruction" in [p.code for p in refused.value.report.problems]

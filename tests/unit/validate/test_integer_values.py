@@ -32,3 +32,16 @@ def test_a_negative_zero_and_a_fraction_are_what_they_are(engine: Engine) -> Non
     assert fact.value == 0 and type(fact.value) is int
     with pytest.raises(ValidationFailed):  # not a whole number: refused, as before
         engine.ingest(obs(key="travel.companions", value=2.5))
+
+
+def test_a_whole_float_past_64_bits_stays_a_float() -> None:
+    """An integer past 64 bits is refused as sent (``value.int_range``); as a float it passes
+    a schema with no maximum, and stays the float it came as rather than an int no store or
+    rule compares."""
+    from memkg.validate.integers import as_declared
+
+    integer = {"type": "integer"}
+    assert as_declared(1e300, integer) == 1e300 and type(as_declared(1e300, integer)) is float
+    assert type(as_declared(2.0**63, integer)) is float
+    assert as_declared(-(2.0**63), integer) == -(2**63)
+    assert type(as_declared(9.0e18, integer)) is int
