@@ -370,3 +370,24 @@ def test_the_switch_of_a_user_who_never_turned_it_reads_no_history(
     assert not state.enabled and state.mode is not None and state.by == "user"
     engine.enable_memory("li")
     assert engine.memory_state("li").enabled and engine.memory_state("li").by is not None
+
+
+def test_while_memory_is_off_nothing_of_it_goes_to_a_model(clock: FrozenClock) -> None:
+    """Off (kept): consolidation read the frozen notes and sent them to the model, and
+    extraction sent the dialogue, before the append was refused. Neither asks the model now."""
+    from memkg import MemoryLLM
+
+    asked: list[object] = []
+    llm = MemoryLLM(lambda body: asked.append(body) or {"content": "{}"})
+    with Engine(clock=clock, llm=llm) as engine:
+        assert engine.save_memory_note("li", "travel", "Likes quiet lounges", "session",
+                                       session_id="s1").saved  # fmt: skip
+        engine.disable_memory("li", mode="keep", by="user", reason="stop")
+        with pytest.raises(MemkgError) as consolidating:
+            engine.consolidate("li", "travel", "s1").result(timeout=10)
+        with pytest.raises(MemkgError) as extracting:
+            engine.extract("li", "travel", [{"role": "user", "content": "I like aisle seats"}])
+        assert consolidating.value.code == extracting.value.code == "memory.disabled"
+        assert asked == []
+        engine.enable_memory("li")
+        assert engine.consolidate("li", "travel", "s1").result(timeout=10).session_id == "s1"

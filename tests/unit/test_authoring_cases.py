@@ -194,3 +194,47 @@ def test_two_reloads_at_once_both_take_effect(tmp_path: Path) -> None:
             thread.join()
         sources = engine.intent.rules.bundle.sources
         assert all(f"# {d} reloaded" in sources[f"{d}/{p.name}"] for d, p in marked.items())
+
+
+MOOD_RULE = """\
+  - id: pets.mood_known
+    when:
+      - fact: {key: pets.mood}
+    then: {action: suggest_item, urgency: normal, parameters: {item: pets_item:toy}}
+    reason_code: MOOD
+    explain: "feels {pets.mood}"
+"""
+
+MOOD_CASES = """
+  - name: a mood of two days ago has expired
+    now: "2026-05-04T10:00:00Z"
+    facts:
+      - {key: pets.mood, value: sad, observed_days_ago: 2}
+    expect:
+      action: ask_preference
+  - name: a mood of today holds
+    now: "2026-05-04T10:00:00Z"
+    facts:
+      - {key: pets.mood, value: sad}
+    expect:
+      action: suggest_item
+"""
+
+
+def test_a_case_state_expires_as_a_write_of_it_would(tmp_path: Path) -> None:
+    """A ``state`` fact of a case expires after its key's hours, as a write of it would: a case
+    without ``valid_hours`` kept it for ever, and passed where live memory had moved on."""
+    root, db = scaffold(tmp_path)
+    schema = Path(root, "schemas/pets/profile@1.json")
+    declared = json.loads(schema.read_text())
+    declared["properties"]["pets.mood"] = {
+        "type": "string", "x-memkg": {"kind": "state", "sensitivity": "public",
+                                      "valid_for_hours": 24},
+    }  # fmt: skip
+    schema.write_text(json.dumps(declared))
+    table = Path(root, "rules/pets/suggestion.yaml")
+    table.write_text(table.read_text().replace("rules:\n", "rules:\n" + MOOD_RULE))
+    cases = Path(root, "rules/pets/suggestion.cases.yaml")
+    cases.write_text(cases.read_text() + MOOD_CASES)
+    code, report = cli("--root", root, "--no-examples", "--db", db, "rules", "test")
+    assert code == 0 and report["passed"] is True, report["failed"]

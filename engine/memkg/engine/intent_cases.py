@@ -9,7 +9,7 @@ from memkg.clock import FrozenClock
 from memkg.engine.decision_graph import WeightedGraphView, fixture_graph
 from memkg.engine.decision_record import record_decision
 from memkg.errors import ConfigError
-from memkg.model.fact import Fact, FactStatus, Provenance, Scope, Sensitivity, Source
+from memkg.model.fact import Fact, FactStatus, Kind, Provenance, Scope, Sensitivity, Source
 from memkg.model.report import ValidationReport
 from memkg.rules.cases import Case, CaseOutcome, CasesReport, run_cases
 from memkg.rules.loader import RuleFolders
@@ -36,6 +36,11 @@ def case_facts(case: Case, setup: Setup) -> list[Fact]:
         try:
             observed = case.now - timedelta(days=raw.get("observed_days_ago", 0))
             valid = case.now + timedelta(hours=raw["valid_hours"]) if "valid_hours" in raw else None
+            if valid is None and spec is not None and spec.kind is Kind.STATE:
+                # as a write of it: a state expires after the key's hours, else the default
+                hours = spec.valid_for_hours
+                valid = observed + (timedelta(hours=hours) if hours
+                                    else setup.config.state_valid_for)  # fmt: skip
         except OverflowError as exc:  # a ``now`` near year 1 or 9999
             where = f"{case.file}:{case.line}: case {case.name!r}"
             raise ConfigError(

@@ -18,7 +18,7 @@ from memkg.config import EngineConfig
 from memkg.engine.arbitration import Arbiter
 from memkg.engine.journal import Journal
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import InvalidOperation
+from memkg.errors import InvalidOperation, MemoryDisabled
 from memkg.events.retry import Attempts, unconditional
 from memkg.lifecycle import consolidate as consolidation
 from memkg.lifecycle import distill, extract, inject
@@ -213,6 +213,8 @@ class Lifecycle:
                 f"a {type(dialogue).__name__}", code="argument.type",
             )  # fmt: skip
         messages = [_message(m, i) for i, m in enumerate(dialogue)]
+        if not self.port.memory_state(user_id).enabled:  # the dialogue goes to no model
+            raise MemoryDisabled(user_id)
         llm = self.llm
         if llm is None:
             raise InvalidOperation("extraction needs a model: set EngineConfig.llm",

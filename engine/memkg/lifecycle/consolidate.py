@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import ConcurrencyConflict, LLMError
+from memkg.errors import ConcurrencyConflict, LLMError, MemoryDisabled
 from memkg.lifecycle.merge import Conflict, Memory, Plan, fallback_plan, llm_plan, plan_problems
 from memkg.lifecycle.notes import Note, note_event, note_payload
 from memkg.lifecycle.ports import MemoryPort
@@ -132,6 +132,8 @@ def _merge(
     """Merge the notes, after ``facts`` were promoted from reads made at the store's purge
     count ``purges``: ``Erased`` if it moved before the final append."""
     book, version = port.note_book(user_id)
+    if not port.memory_state(user_id).enabled:  # none of it goes to the model (the append
+        raise MemoryDisabled(user_id)  # would be refused anyway)
     now = port.clock.now()
     session = book.of_session(domain, session_id, now)
     base = {"user_id": user_id, "domain": domain, "session_id": session_id}

@@ -10,6 +10,7 @@ from memkg.clock import Clock
 from memkg.lifecycle.notes import NoteBook
 from memkg.model.event import Event, NewEvent
 from memkg.model.fact import Fact, FactStatus, Observation
+from memkg.model.identity import MemoryState
 from memkg.model.report import Problem, ValidationReport
 
 
@@ -83,6 +84,11 @@ class MemoryPort(Protocol):
         ...
 
     def read_events(self, user_id: str) -> list[Event]: ...
+
+    def memory_state(self, user_id: str) -> MemoryState:
+        """The user's memory switch: while it is off, nothing of their memory or dialogue
+        goes to a model."""
+        ...
 
     def note_book(self, user_id: str) -> tuple[NoteBook, int]:
         """The notes the user's own stream holds (every status; the book is not to be

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -244,6 +245,26 @@ def _located(value: Any, text: str, at: str = "") -> str | None:
     return None
 
 
+TIMEZONE_KEY = "timezone"
+"""The key whose value the local clock is read in (``rules.snapshot.TIMEZONE``): an IANA
+time zone, which no pattern can tell from a typo."""
+
+
+def _zone_problems(spec: KeySpec, value: Any) -> list[Problem]:
+    """A ``timezone`` value the time zone database does not know: stored, it read the clock in
+    UTC under its name, and rules on the local time decided on the wrong hour."""
+    if spec.key != TIMEZONE_KEY or not isinstance(value, str):
+        return []
+    try:
+        ZoneInfo(value)
+        return []
+    except (ZoneInfoNotFoundError, ValueError):
+        message = (f"{value[:64]!r} is not an IANA time zone the time zone database knows "
+                   "(e.g. Asia/Shanghai, Europe/London, America/New_York): send the zone's "
+                   "name as the database spells it")  # fmt: skip
+        return [Problem(code="value.timezone", path="$.value", message=message, stage="schema")]
+
+
 def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
     try:
         errors = sorted(spec.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
@@ -267,7 +288,7 @@ def _schema_problems(spec: KeySpec, value: Any) -> list[Problem]:
         )
         if len(problems) >= _LISTED:
             break
-    return problems
+    return problems or _zone_problems(spec, value)
 
 
 def _entities(spec: KeySpec, value: Any) -> tuple[str, ...]:
