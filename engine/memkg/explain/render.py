@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from memkg.errors import InvalidOperation
-from memkg.model.evidence import Edge, GraphPath
+from memkg.model.evidence import Edge, GraphPath, WeightFactor
 from memkg.model.explanation import (
     ConditionNode,
     Explanation,
@@ -140,12 +140,41 @@ def fact_text(fact: FactNode) -> str:
     return text + ")"
 
 
+_MULTIPLIED = ("confidence", "credibility", "time_decay")
+"""The factors of a weight's base; a rejection multiplies too, a signal's score adds."""
+
+
+def factors_text(factors: Sequence[WeightFactor]) -> str:
+    """A weight's computation as written (``model.weight.claim_weight``): base × (1 + the
+    signals' scores) × each rejection, then the clamp, if any.
+
+    >>> from memkg.model.evidence import WeightFactor as F
+    >>> factors_text([F(name="confidence", value=0.9, detail=""),
+    ...               F(name="mention", value=0.8, detail=""),
+    ...               F(name="ignored", value=-0.3, detail=""),
+    ...               F(name="rejection", value=0.5, detail="")])
+    'confidence 0.90 × (1 + mention 0.80 − ignored 0.30) × rejection 0.50'
+    """
+
+    def one(f: WeightFactor) -> str:
+        return f"{f.name.replace('_', ' ')} {abs(f.value):.2f}"
+
+    parts = [one(f) for f in factors if f.name in _MULTIPLIED]
+    added = [f for f in factors if f.name not in (*_MULTIPLIED, "rejection", "clamp")]
+    if added:
+        terms = "".join(f" {'−' if f.value < 0 else '+'} {one(f)}" for f in added)
+        parts.append(f"(1{terms})")
+    parts += [one(f) for f in factors if f.name == "rejection"]
+    text = " × ".join(parts)
+    clamped = [f for f in factors if f.name == "clamp"]
+    return text + (f", clamped to {clamped[0].value:.2f}" if clamped else "")
+
+
 def edge_text(edge: Edge) -> str:
     source = "the user" if edge.fact_id is not None else edge.source
     text = f"{source} → {edge.relation} → {edge.target}: weight {edge.weight:.2f}"
     if edge.factors:
-        parts = [f"{f.name.replace('_', ' ')} {f.value:.2f}" for f in edge.factors]
-        text += " (" + " × ".join(parts) + ")"
+        text += f" ({factors_text(edge.factors)})"
     elif edge.fact_id is None:
         text += " (from the domain knowledge)"
     return text
@@ -193,8 +222,8 @@ def _claim_line(c: MemoryClaimNode) -> str:
 def _body(exp: Explanation, style: _Style) -> list[str]:
     bullet, heading, line = style
     lines = [line(f"Decision: {exp.summary}")]
-    if exp.local_time:
-        lines.append(line(
+    if exp.local_time and exp.status != "invalid_input":  # refused: no clock was read (a
+        lines.append(line(  # ``local_time`` there is the one the request sent, refused)
             f"Local time {exp.local_time} ({exp.timezone}); decided "
             f"{_when(exp.decided_at)}; hit policy: {exp.policy or '-'}"
         ))  # fmt: skip

@@ -64,7 +64,7 @@ def _tighten(allowed: Allowed, test: Test, clock: bool) -> Allowed:
         return replace(allowed, clock=window if allowed.clock is None else allowed.clock & window)
     if op in ("eq", "contains", "in"):
         new = frozenset(_norm(v) for v in (value if op == "in" else (value,)))
-        return replace(allowed, values=new if allowed.values is None else allowed.values & new)
+        return replace(allowed, values=_meet(allowed.values, new))
     if op in ("ne", "not_in"):
         new = frozenset(_norm(v) for v in (value if op == "not_in" else (value,)))
         return replace(allowed, excluded=allowed.excluded | new)
@@ -111,10 +111,21 @@ def _in_bounds(value: Any, low: Bound, high: Bound) -> bool:
     )
 
 
+def _meet(a: frozenset[Any] | None, b: frozenset[Any] | None) -> frozenset[Any] | None:
+    """The values both allow (None: any). A join (``$context.a``, ``$alias``) may equal any
+    value, another join's included: sets that share none are not shown apart by it."""
+    if a is None or b is None:
+        return a if b is None else b
+    both = a & b
+    if not both and any(isinstance(v, tuple) for v in a | b):
+        return None
+    return both
+
+
 def _empty(a: Allowed, b: Allowed) -> bool:
     if a.clock is not None and b.clock is not None and not a.clock & b.clock:
         return True
-    values = a.values if b.values is None else b.values if a.values is None else a.values & b.values
+    values = _meet(a.values, b.values)
     excluded = a.excluded | b.excluded
     low, high = _max(a.low, b.low), _min(a.high, b.high)
     if values is not None and not any(

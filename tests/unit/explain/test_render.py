@@ -66,3 +66,29 @@ def test_markdown_and_json(explanation: Explanation) -> None:
     assert Explanation.model_validate(data) == explanation
     with pytest.raises(ValueError, match="unknown format"):
         render(explanation, "pdf")
+
+
+def test_a_weight_reads_as_it_is_computed() -> None:
+    """Signals add to 1 before multiplying, a rejection multiplies: every factor joined by ×
+    read as a product that was negative (ignored −0.30)."""
+    from memkg.explain.render import factors_text
+    from memkg.model.evidence import WeightFactor
+
+    made = [WeightFactor(name=n, value=v) for n, v in (
+        ("confidence", 0.9), ("credibility", 0.7), ("time_decay", 1.0), ("rejection", 0.5),
+        ("mention", 0.8), ("ignored", -0.3), ("correction", 0.5), ("clamp", 1.0))]  # fmt: skip
+    assert factors_text(made) == (
+        "confidence 0.90 × credibility 0.70 × time decay 1.00 × (1 + mention 0.80 − ignored "
+        "0.30 + correction 0.50) × rejection 0.50, clamped to 1.00"
+    )
+
+
+def test_a_refused_local_time_is_not_shown_as_the_decisions() -> None:
+    """A request sending ``local_time`` (derived from the clock, so refused) made an
+    ``invalid_input`` decision whose text said "Local time 03:00 (None)"."""
+    from memkg import Engine
+
+    with Engine() as engine:
+        made = engine.decide("u", "travel", {"local_time": "03:00"})
+        assert made.result.status.value == "invalid_input"
+        assert "Local time" not in engine.explain(made.decision_id)

@@ -316,3 +316,18 @@ def test_an_edge_on_a_key_that_names_no_entity_never_holds() -> None:
     entities = lambda d, k: bool((s := REGISTRY.spec(d, k)) and s.entity)  # noqa: E731
     found = only(findings + lint_bundle(bundle, schema, None, entities), "rule.not_entity_key")
     assert found.rule_id == "health.r" and "symptom.current names no entity" in found.message
+
+
+def test_equalities_to_two_request_fields_may_hold_together() -> None:
+    """``eq: $context.a`` and ``eq: $context.b`` hold together when the request gives both
+    fields one value: not shown apart (lint said nothing, and the decision was a
+    hit_policy_violation); the same join on both sides still is."""
+    table = (
+        "hit_policy: unique\nallow_no_match: true\nrules:\n"
+        + rule("      - fact: {key: child.age, eq: $context.amount}", id_="health.a")
+        + rule("      - fact: {key: child.age, eq: $context.count}", id_="health.b")
+        + rule("      - fact: {key: child.age, ne: $context.amount}", id_="health.c")
+    )
+    pairs = {(f.rule_id, f.message.split()[4]) for f in lint(table) if f.code == "rule.overlap"}
+    assert ("health.b", "health.a") in pairs
+    assert ("health.c", "health.a") not in pairs  # x = A and x ≠ A: exclusive
