@@ -215,6 +215,35 @@ def test_erasing_an_id_after_a_split_leaves_the_other_its_own_memory(
     assert _scan(list(tmp_path.iterdir()), [PHONE]) == {}
 
 
+def test_erasing_an_id_after_a_split_takes_the_review_its_claim_was_settled_in(
+    tmp_path: Path, clock: FrozenClock
+) -> None:
+    """Merged, two ids' claims conflicted and a reviewer settled the key on the erased id's
+    value, in the other id's stream: erasing that id after a split left the review (its value
+    and the reviewer's note) and the other id still read the erased person's value. It goes,
+    as ``erase_audit_id`` of the same claim takes it."""
+    from datetime import timedelta
+
+    db = tmp_path / "memkg.db"
+    with Engine.open(db, clock=clock) as engine:
+        engine.ingest(obs(user_id="Xq9gone", value="airline:MU", confidence=0.9,
+                          observed_at=(clock.now() - timedelta(hours=2)).isoformat()))
+        engine.ingest(obs(user_id="kept", value="airline:CA", source="behavior", confidence=0.7,
+                          observed_at=(clock.now() - timedelta(hours=1)).isoformat()))
+        merge = engine.merge_users("kept", "Xq9gone", by="desk", reason="one person")
+        engine.merge_users("kept", "Xq9gone", by="desk", reason="one person",
+                           confirm=merge.merge_id)  # fmt: skip
+        [review] = engine.review_queue()
+        engine.resolve_review(review.review_id, value="airline:MU",
+                              note="Xq9note confirmed by phone", reviewer="Xq9desk")
+        engine.split_users("kept", "Xq9gone", by="desk", reason="two people")
+        assert engine.resolve("kept", "travel", "airline.preferred").value == "airline:MU"
+        engine.erase("Xq9gone")
+        assert engine.review_queue(include_resolved=True) == []
+        assert engine.resolve("kept", "travel", "airline.preferred").value == "airline:CA"
+    assert _scan(list(tmp_path.iterdir()), ["Xq9note", "Xq9desk", "Xq9gone"]) == {}
+
+
 def _cli(*argv: str) -> tuple[int, list[dict[str, Any]]]:
     out = io.StringIO()
     code = main(list(argv), out=out)

@@ -163,14 +163,18 @@ class Eraser:
             cached = tuple(c for before in self.before for c in before(reach))
             log, shared = self.decision_log, self._shared()
             apart = {one: 0 if shared else log.erase_user(one) for one in ids}
-            # what goes of the ids once linked (their decisions naming the person, and the
-            # traces and vectors of the views that read it), counted in the receipt too
+            # the reviews ids once merged keep of contests the person's claims took part in
+            # (a reviewer's value may repeat what the person said), as ``erase_audit_id``
+            reviewed = self._reviews_of(ids, joined)
+            # what goes of the ids once linked (their decisions naming the person or those
+            # reviews, and the traces and vectors of the views that read it), counted in the
+            # receipt too
             linked_rows: dict[str, int] = {}
             if shared is None:
                 for party in sorted(linked):
-                    apart[party] = log.erase_citing(party, (), merged_ids=ids)
+                    apart[party] = log.erase_citing(party, reviewed.get(party, ()),
+                                                    merged_ids=ids)  # fmt: skip
             mine = [*([shared] if shared else []), *also, *cached]
-            naming = [shared.citing((), ids)] if shared else []
             try:
                 with self.store.erasing(streams=[*ids, *linked]):
                     receipts = [erase_subject(self.store, one, self.clock, companions=mine)
@@ -179,8 +183,10 @@ class Eraser:
                     # decisions that name the person; those once merged, the traces and
                     # vectors of views that read it too
                     for party, merge_ids in sorted(linked.items()):
+                        gone = reviewed.get(party, [])
+                        naming = [shared.citing(gone, ids)] if shared else []
                         beside = [*naming, *cached] if party in joined else naming
-                        purged = self.store.purge_facts(party, sorted(merge_ids),
+                        purged = self.store.purge_facts(party, [*sorted(merge_ids), *gone],
                                                         companions=beside)  # fmt: skip
                         for companion, rows in zip(beside, purged.companions, strict=True):
                             name = companion.tables[0]
@@ -198,8 +204,15 @@ class Eraser:
                 for one in ids:  # whose check came before the commit (``Decider._logged``)
                     apart[one] += log.erase_user(one)
                 for party in sorted(linked):
-                    apart[party] += log.erase_citing(party, (), merged_ids=ids)
+                    apart[party] += log.erase_citing(party, reviewed.get(party, ()),
+                                                     merged_ids=ids)  # fmt: skip
             return self._receipt(ids, receipts, apart, linked_rows)
+
+    def _reviews_of(self, ids: Sequence[str], joined: Collection[str]) -> dict[str, list[str]]:
+        """The reviews, by the id once merged with the person whose stream keeps them, of
+        contests a claim of the person's took part in."""
+        facts = {e.fact_id for one in ids for e in self.store.read_stream(one) if e.fact_id}
+        return self._reviews({party: sorted(facts) for party in sorted(joined)}, {})
 
     def _shared(self) -> SharedLog | None:
         """The decision log, when it lives in the store's database (it joins the erasure)."""
