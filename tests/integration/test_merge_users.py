@@ -215,8 +215,9 @@ def test_erasing_an_id_after_a_split_leaves_the_other_its_own_memory(
     assert _scan(list(tmp_path.iterdir()), [PHONE]) == {}
 
 
+@pytest.mark.parametrize("kept_off", [False, True], ids=["on", "the other id's memory off"])
 def test_erasing_an_id_after_a_split_takes_the_review_its_claim_was_settled_in(
-    tmp_path: Path, clock: FrozenClock
+    tmp_path: Path, clock: FrozenClock, kept_off: bool
 ) -> None:
     """Merged, two ids' claims conflicted and a reviewer settled the key on the erased id's
     value, in the other id's stream: erasing that id after a split left the review (its value
@@ -238,7 +239,11 @@ def test_erasing_an_id_after_a_split_takes_the_review_its_claim_was_settled_in(
                               note="Xq9note confirmed by phone", reviewer="Xq9desk")
         engine.split_users("kept", "Xq9gone", by="desk", reason="two people")
         assert engine.resolve("kept", "travel", "airline.preferred").value == "airline:MU"
+        if kept_off:  # its reads fold nothing: the review is found in the stream itself
+            engine.disable_memory("kept", mode="keep", by="desk", reason="asked")
         engine.erase("Xq9gone")
+        if kept_off:
+            engine.enable_memory("kept")
         assert engine.review_queue(include_resolved=True) == []
         assert engine.resolve("kept", "travel", "airline.preferred").value == "airline:CA"
     assert _scan(list(tmp_path.iterdir()), ["Xq9note", "Xq9desk", "Xq9gone"]) == {}

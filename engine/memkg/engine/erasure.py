@@ -11,6 +11,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from memkg.arbitration.review import reviews_from
 from memkg.clock import Clock
 from memkg.decisions.log import DecisionLog
 from memkg.engine.identity import erasure_reach, links_in, person_ids
@@ -210,9 +211,16 @@ class Eraser:
 
     def _reviews_of(self, ids: Sequence[str], joined: Collection[str]) -> dict[str, list[str]]:
         """The reviews, by the id once merged with the person whose stream keeps them, of
-        contests a claim of the person's took part in."""
+        contests a claim of the person's took part in: read from the streams themselves (a
+        read of an id whose memory is off folds none)."""
         facts = {e.fact_id for one in ids for e in self.store.read_stream(one) if e.fact_id}
-        return self._reviews({party: sorted(facts) for party in sorted(joined)}, {})
+        found = {}
+        for party in sorted(joined):
+            reviews = reviews_from(self.store.read_stream(party)).values()
+            cited = [r.review_id for r in reviews if facts & {c.get("fact_id") for c in r.claims}]
+            if cited:
+                found[party] = cited
+        return found
 
     def _shared(self) -> SharedLog | None:
         """The decision log, when it lives in the store's database (it joins the erasure)."""

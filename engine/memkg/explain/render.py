@@ -30,6 +30,7 @@ from memkg.model.explanation import (
     RuleNode,
 )
 from memkg.model.template import NONE_WORDS
+from memkg.model.weight import SignalKind
 
 FORMATS = ("text", "md", "json")
 SOURCES = {
@@ -140,10 +141,6 @@ def fact_text(fact: FactNode) -> str:
     return text + ")"
 
 
-_MULTIPLIED = ("confidence", "credibility", "time_decay")
-"""The factors of a weight's base; a rejection multiplies too, a signal's score adds."""
-
-
 def factors_text(factors: Sequence[WeightFactor]) -> str:
     """A weight's computation as written (``model.weight.claim_weight``): base × (1 + the
     signals' scores) × each rejection, then the clamp, if any.
@@ -159,8 +156,9 @@ def factors_text(factors: Sequence[WeightFactor]) -> str:
     def one(f: WeightFactor) -> str:
         return f"{f.name.replace('_', ' ')} {abs(f.value):.2f}"
 
-    parts = [one(f) for f in factors if f.name in _MULTIPLIED]
-    added = [f for f in factors if f.name not in (*_MULTIPLIED, "rejection", "clamp")]
+    signals = {kind.value for kind in SignalKind} - {"rejected"}
+    parts = [one(f) for f in factors if f.name not in signals | {"rejection", "clamp"}]
+    added = [f for f in factors if f.name in signals]
     if added:
         terms = "".join(f" {'−' if f.value < 0 else '+'} {one(f)}" for f in added)
         parts.append(f"(1{terms})")

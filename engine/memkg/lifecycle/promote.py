@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from memkg.errors import ConcurrencyConflict
+from memkg.errors import ConcurrencyConflict, ValidationFailed
 from memkg.lifecycle.ports import MemoryPort, Stored
 from memkg.model.fact import Fact, FactStatus, Kind, Observation, Scope
 from memkg.model.source import CONFIRMED_BUILTIN
@@ -235,7 +235,12 @@ def promote_at(
         )
         with port.lock:  # no erasure of this engine between the check and the write
             version = _checked(port, user_id, purges)
-            stored = port.ingest(observation, expected_version=version)
+            try:
+                stored = port.ingest(observation, expected_version=version)
+            except ValidationFailed as refused:  # stored before a check that refuses it now
+                codes = ", ".join(sorted({p.code for p in refused.report.problems}))
+                held_back.append((fact.id, f"refused now: {codes}"))
+                continue
         if not stored.duplicate:
             wrote(stored.fact_id)
         if why == "confirmed by the user" and _pending(port, user_id, domain, fact.key, stored):

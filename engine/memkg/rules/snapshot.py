@@ -134,7 +134,7 @@ class DecisionInput:
 def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> dict[str, Any]:
     try:
         local = now.astimezone(ZoneInfo(timezone))
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder ("Asia")
         local = now
     derived = {
         "local_time": local.strftime("%H:%M"),

@@ -227,7 +227,7 @@ def request_problems(
                 continue
             try:
                 ZoneInfo(str(value))
-            except (ZoneInfoNotFoundError, ValueError):
+            except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Asia", a folder
                 problems.append(f"context.timezone {str(value)[:64]!r} is not an IANA time zone")
         elif name not in spec.context:
             problems.append(

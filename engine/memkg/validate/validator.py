@@ -258,7 +258,7 @@ def _zone_problems(spec: KeySpec, value: Any) -> list[Problem]:
     try:
         ZoneInfo(value)
         return []
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # "Asia" names a folder of zones
         message = (f"{value[:64]!r} is not an IANA time zone the time zone database knows "
                    "(e.g. Asia/Shanghai, Europe/London, America/New_York): send the zone's "
                    "name as the database spells it")  # fmt: skip

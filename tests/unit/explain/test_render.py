@@ -81,6 +81,8 @@ def test_a_weight_reads_as_it_is_computed() -> None:
         "confidence 0.90 × credibility 0.70 × time decay 1.00 × (1 + mention 0.80 − ignored "
         "0.30 + correction 0.50) × rejection 0.50, clamped to 1.00"
     )
+    # a factor that is no signal (a rule case's fixture weight) reads as it is
+    assert factors_text([WeightFactor(name="fixture", value=0.8)]) == "fixture 0.80"
 
 
 def test_a_refused_local_time_is_not_shown_as_the_decisions() -> None:
