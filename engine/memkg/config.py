@@ -46,6 +46,11 @@ class EngineConfig(BaseModel):
     weights: WeightParams = WeightParams()
     shacl: bool = True
     """Run the SHACL shapes on every write (turn off only to measure its cost)."""
+    rule_runner: Literal["durable", "python"] = "durable"
+    """What matches the rules: durable-rules (the default, and the reference), or the
+    Python runner (``rules/python_runner.py``), held equal to it by a differential test and
+    by ``decision_bench.py`` on every benchmark decision; a bundle is compiled by
+    durable-rules either way, so a table it refuses is refused whichever runs."""
     memory_bound: int = Field(512 * 1024 * 1024, gt=0)
     """Bytes the resident users' graphs may hold together, as estimated
     (``UserGraph.estimated_bytes``): past it, the least recently used users leave memory and

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from memkg.arbitration import QuestionBook, RoleDefaults, load_policy
 from memkg.arbitration.policy import PolicyFileError
+from memkg.config import EngineConfig
 from memkg.decisions.log import DecisionLog
 from memkg.engine.projections import Projections
 from memkg.errors import ConfigError, MemkgError
@@ -47,6 +48,9 @@ log = logging.getLogger(__name__)
 
 class Schemas(Protocol):
     """What lint checks a bundle against (an ``Engine`` or its ``Setup``)."""
+
+    @property
+    def config(self) -> EngineConfig: ...
 
     @property
     def layers(self) -> Roots: ...
@@ -229,6 +233,10 @@ def compile_rules(
     if not errors:  # lint passed: tables past the limits it knows never reach durable-rules
         evaluator = Evaluator(bundle)
         errors = compile_findings(bundle, evaluator)
+        if not errors and engine.config.rule_runner == "python":  # compiled by both
+            from memkg.rules.python_runner import PythonRuleRunner
+
+            evaluator.runner = PythonRuleRunner.for_tables(list(bundle.tables.values()))
     if errors:
         raise RulesRefused(
             f"the rule bundle has {len(errors)} problem(s); first: {errors[0]}", errors
