@@ -12,6 +12,7 @@ from pathlib import Path
 from memkg import Engine, FrozenClock
 from memkg.cli import main
 from memkg.config import EngineConfig
+from memkg.model.decision import Decision
 
 RULES = """\
 description: tags
@@ -62,13 +63,18 @@ def _engine(tmp_path: Path) -> Engine:
     return Engine(config=config, clock=FrozenClock(datetime(2026, 5, 1, 9, tzinfo=UTC)))
 
 
+def _tagged(engine: Engine, tags: list[str]) -> Decision:
+    """A decision of the tags table for a user whose tags are ``tags``."""
+    engine.ingest({"user_id": "u", "domain": "pets", "key": "pets.tags", "value": tags,
+                   "source": "dialogue", "confidence": 0.9,
+                   "provenance": {"consent_granted": True, "consent_version": "v1",
+                                  "purpose": "advice"}})  # fmt: skip
+    return engine.decide("u", "pets", {"occasion": "gift"}, decision="tags")
+
+
 def test_a_list_is_shown_whole_unless_an_item_is_tested(tmp_path: Path) -> None:
     with _engine(tmp_path) as engine:
-        engine.ingest({"user_id": "u", "domain": "pets", "key": "pets.tags",
-                       "value": ["cat", "dog"], "source": "dialogue", "confidence": 0.9,
-                       "provenance": {"consent_granted": True, "consent_version": "v1",
-                                      "purpose": "advice"}})  # fmt: skip
-        made = engine.decide("u", "pets", {"occasion": "gift"}, decision="tags")
+        made = _tagged(engine, ["cat", "dog"])
         assert made.result.status.value == "decided", made.result
         # the placeholder of a key asked only to be known is its whole value
         assert "lives with cat, dog" in made.result.message
@@ -94,11 +100,7 @@ def test_a_list_is_shown_whole_unless_an_item_is_tested(tmp_path: Path) -> None:
 
 def test_a_name_another_condition_joins_on_binds_the_item(tmp_path: Path) -> None:
     with _engine(tmp_path) as engine:
-        engine.ingest({"user_id": "u", "domain": "pets", "key": "pets.tags",
-                       "value": ["toy", "gift"], "source": "dialogue", "confidence": 0.9,
-                       "provenance": {"consent_granted": True, "consent_version": "v1",
-                                      "purpose": "advice"}})  # fmt: skip
-        made = engine.decide("u", "pets", {"occasion": "gift"}, decision="tags")
+        made = _tagged(engine, ["toy", "gift"])
         by_rule = {r.rule_id: r for r in made.explanation.selected}
         each = by_rule["pets.each_tag"].conditions[0]
         assert each.bindings == {"t": "gift"} and "a tag: gift" in made.result.message
