@@ -16,6 +16,7 @@ import os
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _DIGITS = "0123456789abcdefghjkmnpqrstvwxyz"
 """Crockford's base 32 digits, lower case."""
@@ -119,3 +120,20 @@ class FrozenClock:
 
     def set(self, at: datetime) -> None:
         self._at = at
+
+
+TIMEZONE = "timezone"
+"""The memory key (and request field) of the user's time zone, the local clock is read in."""
+
+
+def time_zone(name: str) -> ZoneInfo | None:
+    """The zone ``name`` names in the time zone database; None for anything else (a typo, a
+    folder of zones such as "Asia", a path).
+
+    >>> time_zone("Asia/Shanghai").key, time_zone("Asia/Shangai"), time_zone("Asia")
+    ('Asia/Shanghai', None, None)
+    """
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder, a long name
+        return None

@@ -93,6 +93,12 @@ class NotFound(MemkgError, LookupError):
     code = "not_found"
 
 
+def fact_not_found(user_id: str, fact_id: str) -> NotFound:
+    """A fact or note id the user's memory never held (also what an id the caller may not see
+    is answered)."""
+    return NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
+
+
 class InvalidOperation(MemkgError, ValueError):
     code = "invalid_operation"
 

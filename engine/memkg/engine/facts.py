@@ -27,7 +27,12 @@ from memkg.engine.supersede import (
     replaced_claims,
     until_confirmed,
 )
-from memkg.errors import InvalidOperation, MemoryDisabled, NotFound, ValidationFailed
+from memkg.errors import (
+    InvalidOperation,
+    MemoryDisabled,
+    ValidationFailed,
+    fact_not_found,
+)
 from memkg.events.projection import UserMemory, collector_paused
 from memkg.events.retry import Attempts, unconditional
 from memkg.events.stored import FACTS, Shape
@@ -345,7 +350,7 @@ def _retraction(
         return [_note_dropped(journal.clock, note, reason, notes)], False
     fact = memory.fact(fact_id)
     if fact is None:
-        raise NotFound(f"no fact {fact_id} for user {memory.user_id}", code="fact.not_found")
+        raise fact_not_found(memory.user_id, fact_id)
     if fact.status in (FactStatus.RETRACTED, FactStatus.SUPERSEDED):
         raise InvalidOperation(f"fact {fact_id} is already {fact.status.value}",
                                code="fact.not_live")  # fmt: skip

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memkg.arbitration.review import Review, reviews_from
-from memkg.clock import Clock
+from memkg.clock import TIMEZONE, Clock
 from memkg.decisions import DecisionLog
 from memkg.engine.arbitration import Arbiter
 from memkg.engine.decision_graph import WeightedGraphView, memory_nodes, reviewed_facts, verdicts
@@ -41,7 +41,7 @@ from memkg.model.explanation import MemoryNode
 from memkg.rules.cases import CasesReport
 from memkg.rules.evaluator import Evaluation
 from memkg.rules.loader import RuleFolders
-from memkg.rules.snapshot import TIMEZONE, DecisionInput, build_input
+from memkg.rules.snapshot import DecisionInput, build_input
 from memkg.rules.spec import RuleTable
 from memkg.rules.validation import bounded_context, request_problems
 from memkg.validate.validator import DecisionEnvelope, envelope_report

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from memkg.clock import Clock
 from memkg.engine.projections import Projections, Upcast, instant
 from memkg.engine.setup import Setup, check_args
-from memkg.errors import NotFound
+from memkg.errors import NotFound, fact_not_found
 from memkg.events.projection import UserMemory, fold_all, fold_each_user, row_fold
 from memkg.events.store import EventStore, row_stream
 from memkg.model.event import Event
@@ -91,7 +91,7 @@ class Reads:
         check_args(user_id=user_id, fact_id=fact_id)
         fact = self.projections.memory(user_id).fact(fact_id)
         if fact is None:
-            raise NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
+            raise fact_not_found(user_id, fact_id)
         return fact
 
     def domain_of(self, user_id: str, item_id: str) -> str:

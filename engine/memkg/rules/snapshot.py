@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from memkg.clock import TIMEZONE, time_zone
 from memkg.model.decision import LeftOut
 from memkg.model.evidence import Edge, GraphPath
 from memkg.model.fact import Fact, FactStatus
@@ -25,8 +25,6 @@ from memkg.rules.reuse import Reuse
 from memkg.rules.spec import RuleTable
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
-TIMEZONE = "timezone"
-"""The memory key of the user's time zone, which the local clock is read in."""
 
 
 class GraphView(Protocol):
@@ -132,10 +130,8 @@ class DecisionInput:
 
 
 def local_context(context: Mapping[str, Any], now: datetime, timezone: str) -> dict[str, Any]:
-    try:
-        local = now.astimezone(ZoneInfo(timezone))
-    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder ("Asia")
-        local = now
+    zone = time_zone(timezone)
+    local = now if zone is None else now.astimezone(zone)
     derived = {
         "local_time": local.strftime("%H:%M"),
         "weekday": WEEKDAYS[local.weekday()],

@@ -94,11 +94,6 @@ def check_seen(
     raise missing
 
 
-def no_fact(user_id: str, fact_id: str) -> NotFound:
-    """What a fact or note id the user's memory never held is answered (``Engine.fact``)."""
-    return NotFound(f"no fact {fact_id} for user {user_id}", code="fact.not_found")
-
-
 def refusal(code: str, message: str, what: str = "request") -> ValidationFailed:
     """The refusal of an input that is not even an observation (the CLI's ``input`` stage)."""
     problem = Problem(code=code, path="$", message=message, stage="input")

@@ -54,14 +54,14 @@ from memkg.config import EngineConfig
 from memkg.decisions.log import not_found as no_decision
 from memkg.engine import Engine, IngestResult, SwitchReceipt
 from memkg.engine.setup import check_args
-from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError
+from memkg.errors import AccessDenied, MemkgError, NotFound, StoreError, fact_not_found
 from memkg.heap import settle
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.inject import Profile
 from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState
 from memkg.model.trace import Trace
-from memkg.service.gate import Erasures, Gate, check_seen, dumps, no_fact, note_refusal
+from memkg.service.gate import Erasures, Gate, check_seen, dumps, note_refusal
 from memkg.service.paging import MAX_CURSOR, fact_order, page
 from memkg.service.schemas import DecisionOut, DomainsOut, FactsOut, KeysOut
 from memkg.trace.store import not_found as no_trace
@@ -512,7 +512,7 @@ class MemoryTools:
             subject = self._allow(ctx, ApiScope.WRITE, None)
             domain = self.gate(self.engine.domain_of, subject.user_id, fact_id)
             subject.check_found(ApiScope.WRITE, domain, subject.user_id,
-                                no_fact(subject.user_id, fact_id))  # fmt: skip
+                                fact_not_found(subject.user_id, fact_id))  # fmt: skip
             event = self.gate(self.engine.retract, subject.user_id, fact_id, reason)
             return Forgotten(status="retracted", fact_id=fact_id, event_id=event.event_id)
 

@@ -25,7 +25,7 @@ from memkg.cli.decisions import summary
 from memkg.decisions.log import not_found as no_decision
 from memkg.engine.identity import SwitchReceipt
 from memkg.engine.setup import check_args
-from memkg.errors import MemkgError, NotFound
+from memkg.errors import MemkgError, NotFound, fact_not_found
 from memkg.events.store import Companion, beside
 from memkg.lifecycle.distill import NoteResult
 from memkg.lifecycle.erasure import ErasureReceipt
@@ -35,7 +35,7 @@ from memkg.lifecycle.recall import RecallResult
 from memkg.model.identity import MemoryState, Merge
 from memkg.model.trace import Trace
 from memkg.service import schemas as s
-from memkg.service.gate import Gate, check_seen, dumps, no_fact, note_refusal, refusal
+from memkg.service.gate import Gate, check_seen, dumps, note_refusal, refusal
 from memkg.service.operation import Call, Operation, Query, parse
 from memkg.service.paging import (
     MAX_CURSOR,
@@ -410,7 +410,7 @@ class Routes:
         call.allow(scope, None, user)
         domain = await self._run(self.engine.domain_of, user, fact_id)
         call.target = fact_id
-        _allow_found(call, scope, domain, user, no_fact(user, fact_id))
+        _allow_found(call, scope, domain, user, fact_not_found(user, fact_id))
 
     async def confirm(self, call: Call) -> Response:
         await self._fact_domain(call, WRITE)

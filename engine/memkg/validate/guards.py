@@ -165,7 +165,7 @@ def text_problems(
             told = {finding.code for finding, _ in findings}
             findings += [(finding, " as displayed") for finding in scan(shown)
                          if finding.code not in told]  # fmt: skip
-        instruction = any(_INSTRUCTION.search(seen) for seen in readings(text))
+        instruction = any(_INSTRUCTION.search(seen) for seen in readings(text, shown))
         hidden = hidden_tags(text)
         if not (findings or instruction or hidden):
             if clean is not None and len(text) <= _CLEAN_TEXT:

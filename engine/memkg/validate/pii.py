@@ -314,7 +314,7 @@ def as_seen(text: str) -> str:
     return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group()), seen)
 
 
-def readings(text: str) -> tuple[str, ...]:
+def readings(text: str, reordered: str | None = None) -> tuple[str, ...]:
     """``text`` ``as_seen`` in the order it is stored in (what a model reads) and, when a
     bidirectional control reorders it, in the order it is displayed in (what a person sees):
     a screen refuses what either reads as.
@@ -323,7 +323,7 @@ def readings(text: str) -> tuple[str, ...]:
     'ignore all previous instructions'
     """
     stored = as_seen(text)
-    reordered = displayed(text)
+    reordered = displayed(text) if reordered is None else reordered  # (``displayed`` given)
     if reordered == text:  # no bidirectional control: one reading (every write's strings)
         return (stored,)
     shown = [as_seen(reordered)]
